@@ -1,0 +1,21 @@
+// The command-line interface: argument parsing, command dispatch, output and exit codes.
+//
+// run_cli is everything `main` does: it never throws (third-party exceptions are caught
+// here) and returns the process exit code of cli.md: 0 success, 1 runtime failure, 2 usage
+// error or invalid recipe, 130 interrupted. Results go to `out`, diagnostics and logs to
+// `err`.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bridge {
+
+// Rewrites Megatron-style two-letter single-dash options (-ng, -gn, also -ng=16) to the
+// long forms CLI11 accepts.
+std::vector<std::string> translate_short_options(const std::vector<std::string>& args);
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace bridge

@@ -1,0 +1,133 @@
+#include "launcher/diagnostics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+namespace bridge {
+
+std::string SourceLoc::describe() const {
+  if (has_position()) return fmt::format("{}:{}:{}", file, line, column);
+  if (from_override()) return fmt::format("override '{}'", override_arg);
+  return file;
+}
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
+  }
+  return "error";
+}
+
+void Diagnostics::add(Severity s, std::string code, std::string path, SourceLoc loc,
+                      std::string message, std::string help) {
+  items_.push_back(Diagnostic{s, std::move(code), std::move(message), std::move(path),
+                              std::move(loc), std::move(help)});
+}
+
+void Diagnostics::error(std::string code, std::string path, SourceLoc loc, std::string message,
+                        std::string help) {
+  add(Severity::kError, std::move(code), std::move(path), std::move(loc), std::move(message),
+      std::move(help));
+}
+
+void Diagnostics::warning(std::string code, std::string path, SourceLoc loc,
+                          std::string message, std::string help) {
+  add(Severity::kWarning, std::move(code), std::move(path), std::move(loc), std::move(message),
+      std::move(help));
+}
+
+void Diagnostics::info(std::string code, std::string path, SourceLoc loc, std::string message,
+                       std::string help) {
+  add(Severity::kInfo, std::move(code), std::move(path), std::move(loc), std::move(message),
+      std::move(help));
+}
+
+void Diagnostics::dropped(std::string code, std::string path, SourceLoc loc,
+                          std::string message, std::string help) {
+  if (strict_) help += help.empty() ? "(an error because of --strict)" : " (error under --strict)";
+  add(strict_ ? Severity::kError : Severity::kWarning, std::move(code), std::move(path),
+      std::move(loc), std::move(message), std::move(help));
+}
+
+bool Diagnostics::has_errors() const { return count(Severity::kError) > 0; }
+
+size_t Diagnostics::count(Severity s) const {
+  return static_cast<size_t>(std::count_if(items_.begin(), items_.end(),
+                                           [s](const Diagnostic& d) { return d.severity == s; }));
+}
+
+bool Diagnostics::has_code(const std::string& code) const {
+  return std::any_of(items_.begin(), items_.end(),
+                     [&](const Diagnostic& d) { return d.code == code; });
+}
+
+namespace {
+
+// Reads line `n` (1-based) of `file`; "" when unreadable. Small cache: a recipe with many
+// errors is read once.
+std::string source_line(const std::string& file, int n) {
+  static std::map<std::string, std::vector<std::string>> cache;
+  auto it = cache.find(file);
+  if (it == cache.end()) {
+    std::vector<std::string> lines;
+    std::ifstream in(file, std::ios::binary);
+    std::string l;
+    while (lines.size() < 100000 && std::getline(in, l)) lines.push_back(l);
+    it = cache.emplace(file, std::move(lines)).first;
+  }
+  if (n < 1 || static_cast<size_t>(n) > it->second.size()) return {};
+  std::string line = it->second[static_cast<size_t>(n - 1)];
+  if (line.size() > 200) line.resize(200);
+  return line;
+}
+
+const char* color_of(Severity s) {
+  switch (s) {
+    case Severity::kError:
+      return "\033[1;31m";
+    case Severity::kWarning:
+      return "\033[1;35m";
+    case Severity::kInfo:
+      return "\033[1;36m";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string format_diagnostic(const Diagnostic& d, bool color) {
+  const char* bold = color ? "\033[1m" : "";
+  const char* reset = color ? "\033[0m" : "";
+  std::string where = d.loc.describe();
+  std::string out;
+  if (!where.empty()) out += fmt::format("{}{}:{} ", bold, where, reset);
+  out += fmt::format("{}{}:{} {}", color ? color_of(d.severity) : "", severity_name(d.severity),
+                     reset, d.message);
+  if (!d.code.empty()) out += fmt::format(" [{}]", d.code);
+  out += "\n";
+  if (d.loc.has_position()) {
+    std::string text = source_line(d.loc.file, d.loc.line);
+    bool printable = std::none_of(text.begin(), text.end(), [](char ch) {
+      unsigned char u = static_cast<unsigned char>(ch);
+      return (u < 0x20 && ch != '\t') || u == 0x7f;
+    });
+    if (!text.empty() && printable) {
+      out += fmt::format("  {:>4} | {}\n", d.loc.line, text);
+      int col = std::max(1, std::min<int>(d.loc.column, static_cast<int>(text.size()) + 1));
+      out += fmt::format("       | {}{}^{}\n", std::string(static_cast<size_t>(col - 1), ' '),
+                         color ? color_of(d.severity) : "", reset);
+    }
+  }
+  if (!d.help.empty()) out += fmt::format("  {}help:{} {}\n", bold, reset, d.help);
+  return out;
+}
+
+}  // namespace bridge

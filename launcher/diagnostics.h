@@ -1,0 +1,72 @@
+// Diagnostics: the error/warning list every pipeline stage appends to.
+//
+// Stages never throw and never print; they append Diagnostic values (severity, stable code,
+// message, dotted recipe path, source location, fix hint) to a Diagnostics list owned by the
+// caller. A location is either a file position (1-based line and column) or the command-line
+// override that produced the value. Under --strict, warnings raised with `dropped()` (the
+// user's request was silently turned off) are recorded as errors instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace bridge {
+
+// Where a value came from: a recipe file position, a command-line override, or nowhere
+// (a default). line == 0 means "no file position".
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string override_arg;  // e.g. "model.num_layers=" when the value came from the CLI
+
+  bool has_position() const { return line > 0; }
+  bool from_override() const { return !override_arg.empty(); }
+  // "recipe.yaml:12:3", "override 'a.b=1'", or "" for defaults.
+  std::string describe() const;
+};
+
+enum class Severity { kError, kWarning, kInfo };
+const char* severity_name(Severity s);
+
+struct Diagnostic {
+  Severity severity = Severity::kError;
+  std::string code;     // stable, kebab-case: "unknown-key", "tp-overlap-disabled"
+  std::string message;  // what is wrong
+  std::string path;     // dotted recipe path, "" when none
+  SourceLoc loc;
+  std::string help;  // how to fix it, "" when obvious
+};
+
+class Diagnostics {
+ public:
+  explicit Diagnostics(bool strict = false) : strict_(strict) {}
+
+  void error(std::string code, std::string path, SourceLoc loc, std::string message,
+             std::string help = {});
+  void warning(std::string code, std::string path, SourceLoc loc, std::string message,
+               std::string help = {});
+  void info(std::string code, std::string path, SourceLoc loc, std::string message,
+            std::string help = {});
+  // A warning meaning "your request was silently dropped": an error under --strict.
+  void dropped(std::string code, std::string path, SourceLoc loc, std::string message,
+               std::string help = {});
+
+  bool has_errors() const;
+  bool strict() const { return strict_; }
+  const std::vector<Diagnostic>& items() const { return items_; }
+  size_t count(Severity s) const;
+  bool has_code(const std::string& code) const;
+
+ private:
+  void add(Severity s, std::string code, std::string path, SourceLoc loc, std::string message,
+           std::string help);
+  bool strict_;
+  std::vector<Diagnostic> items_;
+};
+
+// Compiler-style rendering: "file:line:col: error: message [code]", the source line with a
+// caret when the file is readable, then "  help: ...". `color` adds ANSI colours.
+std::string format_diagnostic(const Diagnostic& d, bool color);
+
+}  // namespace bridge

@@ -1,0 +1,59 @@
+// LaunchEnv and the other launch-time contributions (runtime arguments, setup steps,
+// executor changes) that plugins, the recipe's env: and -E produce from a validated plan.
+//
+// Every entry records its source ("plugin:perf_env", "recipe env", "-E") and a one-line
+// reason, which `plan` prints. Secret values are held here (they must reach the ranks) but
+// every renderer and printer shows them as <secret>; see `redacted_value`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bridge {
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+  std::string source;  // "plugin:perf_env" | "recipe env" | "-E"
+  std::string reason;
+  bool secret = false;
+  bool expand = false;  // the user opted in to shell expansion on the rank
+};
+
+struct LaunchEnv {
+  std::vector<EnvVar> vars;  // in the order they were set; names unique
+
+  const EnvVar* find(const std::string& name) const;
+  EnvVar* find(const std::string& name);
+};
+
+// "<secret>" for secrets, the value otherwise.
+std::string redacted_value(const EnvVar& v);
+
+struct RuntimeArg {
+  std::string text;  // exactly as passed to the runtime, e.g. "train.manual_gc=true"
+  std::string source;
+  std::string reason;
+};
+
+struct SetupStep {
+  std::string command;  // a shell command, run once per node before the job
+  std::string source;
+  std::string reason;
+};
+
+// Changes a plugin asks of the executor.
+struct ExecutorChanges {
+  std::optional<int64_t> preempt_signal_seconds;  // Slurm --signal=TERM@N, k8s grace period
+  std::string preempt_source;
+  std::optional<int64_t> retries;
+  std::string retries_source;
+  std::vector<std::string> launcher_wrapper;  // e.g. ft_launcher + its flags (per node)
+  std::string launcher_source;
+  std::vector<std::string> command_prefix;  // e.g. nsys profile ... (per rank)
+  std::string command_prefix_source;
+};
+
+}  // namespace bridge

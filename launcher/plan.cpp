@@ -1,0 +1,99 @@
+#include "launcher/plan.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "launcher/expand.h"
+#include "launcher/recipe_loader.h"
+#include "launcher/suggest.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+const std::vector<std::string>& executor_names() {
+  static const std::vector<std::string> kNames{"local", "slurm", "kubernetes"};
+  return kNames;
+}
+
+namespace {
+
+std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics& diags) {
+  if (!req.executor.empty()) {
+    const auto& names = executor_names();
+    if (std::find(names.begin(), names.end(), req.executor) == names.end()) {
+      diags.error("unknown-executor", "", {},
+                  fmt::format("unknown executor `{}`{}", req.executor,
+                              did_you_mean(req.executor, names)),
+                  "choose local, slurm or kubernetes");
+      return {};
+    }
+    return req.executor;
+  }
+  return r.executor.default_executor.get_or("local");
+}
+
+// The base directory for job files of the chosen executor, `${VAR}` and `~` expanded.
+std::string job_base_dir(const Recipe& r, const std::string& executor,
+                         const HostEnvironment& env, Diagnostics& diags) {
+  const Field<std::string>* f = nullptr;
+  std::string fallback;
+  if (executor == "slurm") {
+    f = &r.executor.slurm.job_dir;
+    fallback = "~/bridge-launch/jobs";
+  } else if (executor == "kubernetes") {
+    f = &r.executor.kubernetes.job_dir;
+    fallback = "/workspace/bridge-launch/jobs";
+  } else {
+    f = &r.executor.local.job_dir;
+    fallback = "~/.local/state/bridge-launch/jobs";
+  }
+  std::string raw = f->get_or(fallback);
+  auto expanded = expand_path(raw, env, "executor." + executor + ".job_dir", f->loc, diags);
+  return expanded.value_or(raw);
+}
+
+Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
+                  const HostEnvironment& host_env, Diagnostics& diags) {
+  Plan plan;
+  if (!recipe) return plan;
+  plan.recipe = std::move(recipe);
+  const Recipe& r = *plan.recipe;
+  plan.executor = choose_executor(req, r, diags);
+  plan.topology = compute_topology(r, diags);
+  if (!plan.topology) return plan;
+  plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
+  if (plan.executor.empty()) return plan;
+  plan.job_dir = job_base_dir(r, plan.executor, host_env, diags) + "/" + *r.name.value;
+
+  PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
+  LaunchContributions launch = run_plugins(ctx, req.cli_env, diags);
+  plan.env = std::move(launch.env);
+  if (r.runtime.pass_overrides.get_or(true)) {
+    for (auto& a : overlap_runtime_args(*plan.overlap))
+      plan.runtime_args.push_back(
+          RuntimeArg{a, "overlap", "runtime.pass_overrides: forward the resolved overlap field"});
+  }
+  for (auto& a : launch.runtime_args) plan.runtime_args.push_back(std::move(a));
+  plan.setup_steps = std::move(launch.setup_steps);
+  plan.executor_changes = std::move(launch.executor);
+  plan.complete = !diags.has_errors();
+  return plan;
+}
+
+}  // namespace
+
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
+                Diagnostics& diags) {
+  return run_pipeline(load_recipe(request.recipe_path, request.overrides, diags), request,
+                      host_env, diags);
+}
+
+Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
+                          const HostEnvironment& host_env, Diagnostics& diags) {
+  return run_pipeline(load_recipe_text(text, request.recipe_path, request.overrides, diags),
+                      request, host_env, diags);
+}
+
+}  // namespace bridge

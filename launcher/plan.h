@@ -1,0 +1,53 @@
+// The planning pipeline: recipe file + command line -> Plan.
+//
+// build_plan runs, top to bottom: load recipe -> apply overrides -> validate (schema,
+// topology) -> resolve overlap -> run plugins. Each stage appends to one Diagnostics list;
+// a stage runs only if the earlier ones succeeded, and the Plan says how far it got so that
+// `plan --format json` can print partial content for an invalid recipe. Pure apart from
+// reading the recipe file and the host environment seam.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/diagnostics.h"
+#include "launcher/host_env.h"
+#include "launcher/launch_env.h"
+#include "launcher/overlap.h"
+#include "launcher/recipe.h"
+#include "launcher/topology.h"
+
+namespace bridge {
+
+// What the command line asks for, beyond the recipe file.
+struct PlanRequest {
+  std::string recipe_path;
+  std::vector<std::string> overrides;  // trailing KEY=VALUE, then -ng/-gn/-g as overrides
+  std::vector<std::string> cli_env;    // -E KEY=VALUE, in order
+  std::string executor;                // "" = recipe's executor.default, else local
+  bool strict = false;
+};
+
+struct Plan {
+  std::optional<Recipe> recipe;
+  std::string executor;
+  std::optional<Topology> topology;
+  std::optional<OverlapResolution> overlap;
+  LaunchEnv env;
+  std::vector<RuntimeArg> runtime_args;  // forwarded overlap fields, then plugin args
+  std::vector<SetupStep> setup_steps;
+  ExecutorChanges executor_changes;
+  std::string job_dir;
+  bool complete = false;  // every stage ran and no error was recorded
+};
+
+const std::vector<std::string>& executor_names();
+
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags);
+
+// The same pipeline on recipe text already in memory (tests, benchmarks, ablate variants).
+Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
+                          const HostEnvironment& host_env, Diagnostics& diags);
+
+}  // namespace bridge

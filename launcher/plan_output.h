@@ -1,0 +1,22 @@
+// Printing a plan: the stable JSON contract of cli.md and the aligned text tables.
+//
+// Both are pure functions of (Plan, Diagnostics). Secret env values are never printed: JSON
+// has value null and "secret": true, text shows <secret>.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "launcher/diagnostics.h"
+#include "launcher/plan.h"
+
+namespace bridge {
+
+nlohmann::ordered_json diagnostics_to_json(const Diagnostics& diags);
+nlohmann::ordered_json plan_to_json(const Plan& plan, const Diagnostics& diags);
+std::string plan_to_text(const Plan& plan, bool color);
+
+// Renders rows as aligned columns; the first row is the header.
+std::string format_table(const std::vector<std::vector<std::string>>& rows, bool color);
+
+}  // namespace bridge

@@ -1,0 +1,647 @@
+#include "launcher/recipe_loader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "launcher/suggest.h"
+
+namespace bridge {
+
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::optional<int64_t> parse_int(const YamlNode& n) {
+  if (!n.is_scalar() || n.quoted || n.scalar.empty()) return std::nullopt;
+  const std::string& s = n.scalar;
+  size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (i == s.size() || !std::all_of(s.begin() + static_cast<long>(i), s.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+std::optional<bool> parse_bool(const YamlNode& n) {
+  if (!n.is_scalar() || n.quoted) return std::nullopt;
+  static const std::set<std::string> kTrue{"true", "True", "TRUE"};
+  static const std::set<std::string> kFalse{"false", "False", "FALSE"};
+  if (kTrue.count(n.scalar)) return true;
+  if (kFalse.count(n.scalar)) return false;
+  return std::nullopt;
+}
+
+std::string shown(const YamlNode& n) {
+  if (n.is_scalar()) {
+    std::string s = n.scalar.size() > 40 ? n.scalar.substr(0, 40) + "..." : n.scalar;
+    return "`" + s + "`";
+  }
+  return n.kind_name();
+}
+
+// Collects the keys of the schema reference the first time the loader runs in "describe"
+// mode; see recipe_key_reference().
+std::vector<RecipeKeyDoc>* g_reference = nullptr;
+
+// Reads one mapping section; remembers which keys the schema knows so that finish() can
+// reject the rest with a suggestion.
+class MapReader {
+ public:
+  MapReader(const YamlNode* node, std::string path, Diagnostics& diags)
+      : node_(node), path_(std::move(path)), diags_(diags) {}
+
+  const YamlNode* lookup(std::string_view key, const char* type) {
+    known_.emplace_back(key);
+    if (g_reference) g_reference->push_back({join(key), type});
+    if (!node_ || !node_->is_map()) return nullptr;
+    const YamlNode* v = node_->find(key);
+    return (v && !v->is_null()) ? v : nullptr;
+  }
+
+  void read(std::string_view key, Field<int64_t>& f, int64_t min = LLONG_MIN) {
+    const YamlNode* v = lookup(key, "integer");
+    if (!v) return;
+    auto i = parse_int(*v);
+    if (!i && v->is_scalar() && !v->quoted &&
+        v->scalar.find_first_not_of("+-0123456789") == std::string::npos) {
+      diags_.error("out-of-range", join(key), v->loc,
+                   fmt::format("`{}` is out of range: {}", join(key), v->scalar));
+      return;
+    }
+    if (!i) {
+      type_error(key, *v, "an integer", fmt::format("write a whole number, e.g. `{}: 4`", key));
+      return;
+    }
+    if (*i < min) {
+      diags_.error("out-of-range", join(key), v->loc,
+                   fmt::format("`{}` must be >= {}, got {}", join(key), min, *i));
+      return;
+    }
+    f.value = *i;
+    f.loc = v->loc;
+  }
+
+  void read(std::string_view key, Field<bool>& f) {
+    const YamlNode* v = lookup(key, "boolean");
+    if (!v) return;
+    auto b = parse_bool(*v);
+    if (!b) {
+      type_error(key, *v, "a boolean", "write true or false (unquoted)");
+      return;
+    }
+    f.value = *b;
+    f.loc = v->loc;
+  }
+
+  void read(std::string_view key, Field<std::string>& f) {
+    const YamlNode* v = lookup(key, "string");
+    if (!v) return;
+    if (!v->is_scalar()) {
+      type_error(key, *v, "a string", "");
+      return;
+    }
+    f.value = v->scalar;
+    f.loc = v->loc;
+  }
+
+  void read_enum(std::string_view key, Field<std::string>& f,
+                 const std::vector<std::string>& allowed) {
+    std::string type = "one of ";
+    for (size_t i = 0; i < allowed.size(); ++i) type += (i ? " | " : "") + allowed[i];
+    const YamlNode* v = lookup(key, type.c_str());
+    if (!v) return;
+    if (!v->is_scalar() ||
+        std::find(allowed.begin(), allowed.end(), v->scalar) == allowed.end()) {
+      diags_.error("bad-value", join(key), v->loc,
+                   fmt::format("`{}` must be {}, got {}{}", join(key), type, shown(*v),
+                               v->is_scalar() ? did_you_mean(v->scalar, allowed) : ""));
+      return;
+    }
+    f.value = v->scalar;
+    f.loc = v->loc;
+  }
+
+  void read(std::string_view key, Field<StringList>& f) {
+    const YamlNode* v = lookup(key, "list of strings");
+    if (!v) return;
+    if (!v->is_sequence()) {
+      type_error(key, *v, "a list", fmt::format("write a list, e.g. `{}: [a, b]`", key));
+      return;
+    }
+    StringList out;
+    for (const auto& item : v->items) {
+      if (!item.is_scalar()) {
+        diags_.error("wrong-type", join(key), item.loc,
+                     fmt::format("items of `{}` must be strings, got {}", join(key),
+                                 item.kind_name()));
+        return;
+      }
+      out.push_back(item.scalar);
+    }
+    f.value = std::move(out);
+    f.loc = v->loc;
+  }
+
+  void read_node(std::string_view key, Field<YamlNode>& f, const char* type) {
+    const YamlNode* v = lookup(key, type);
+    if (!v) return;
+    f.value = *v;
+    f.loc = v->loc;
+  }
+
+  // A nested section: returns it when present and a mapping.
+  const YamlNode* section(std::string_view key) {
+    const YamlNode* v = lookup(key, "section");
+    if (v && !v->is_map()) {
+      type_error(key, *v, "a mapping (a section of keys)", "");
+      return nullptr;
+    }
+    return v;
+  }
+
+  // Marks a key as handled by the caller (special errors, free-form maps).
+  void handled(std::string_view key) { known_.emplace_back(key); }
+
+  void finish() {
+    if (!node_) return;
+    if (!node_->is_map()) return;
+    for (const auto& e : node_->entries) {
+      if (std::find(known_.begin(), known_.end(), e.key) != known_.end()) continue;
+      std::string where = path_.empty() ? "the top level" : "`" + path_ + "`";
+      std::string hint = closest_match(e.key, known_);
+      diags_.error("unknown-key", join(e.key), e.key_loc,
+                   fmt::format("unknown key `{}` in {}{}", e.key, where,
+                               hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint)),
+                   hint.empty() ? "remove it; see docs/recipe.md for the known keys" : "");
+    }
+  }
+
+  std::string join(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  const YamlNode* node() const { return node_; }
+  Diagnostics& diags() { return diags_; }
+
+ private:
+  void type_error(std::string_view key, const YamlNode& v, const char* expected,
+                  const std::string& help) {
+    diags_.error("wrong-type", join(key), v.loc,
+                 fmt::format("`{}` expects {}, got {}", join(key), expected, shown(v)), help);
+  }
+
+  const YamlNode* node_;
+  std::string path_;
+  Diagnostics& diags_;
+  std::vector<std::string> known_;
+};
+
+void read_cluster(MapReader& top, ClusterSpec& c) {
+  MapReader r(top.section("cluster"), "cluster", top.diags());
+  r.read("gpu", c.gpu);
+  r.read("num_gpus", c.num_gpus, 1);
+  r.read("gpus_per_node", c.gpus_per_node, 1);
+  r.finish();
+}
+
+void read_model(MapReader& top, ModelSpec& m) {
+  MapReader r(top.section("model"), "model", top.diags());
+  r.read("tensor_model_parallel_size", m.tensor_model_parallel_size, 1);
+  r.read("pipeline_model_parallel_size", m.pipeline_model_parallel_size, 1);
+  r.read("virtual_pipeline_model_parallel_size", m.virtual_pipeline_model_parallel_size, 1);
+  r.read("context_parallel_size", m.context_parallel_size, 1);
+  r.read("expert_model_parallel_size", m.expert_model_parallel_size, 1);
+  r.read("expert_tensor_parallel_size", m.expert_tensor_parallel_size, 1);
+  r.read("sequence_parallel", m.sequence_parallel);
+  r.read("num_layers", m.num_layers, 1);
+  r.read("hidden_size", m.hidden_size, 1);
+  r.read("num_attention_heads", m.num_attention_heads, 1);
+  r.read("num_moe_experts", m.num_moe_experts, 0);
+  r.read_enum("moe_token_dispatcher_type", m.moe_token_dispatcher_type,
+              {"allgather", "alltoall", "flex"});
+  r.read_enum("moe_flex_dispatcher_backend", m.moe_flex_dispatcher_backend, {"deepep", "hybridep"});
+  r.read("moe_shared_expert_overlap", m.moe_shared_expert_overlap);
+  r.read("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, 1);
+  r.read("moe_permute_fusion", m.moe_permute_fusion);
+  r.read("mtp_num_layers", m.mtp_num_layers, 0);
+  r.read_enum("precision", m.precision, {"bf16", "fp16", "fp32"});
+  r.read_enum("compute_dtype", m.compute_dtype, {"bf16", "fp8_cs", "fp8_mx", "fp8_sc", "nvfp4"});
+  r.read_enum("recompute_granularity", m.recompute_granularity, {"selective", "full"});
+  r.read_enum("recompute_method", m.recompute_method, {"uniform", "block"});
+  r.read("recompute_num_layers", m.recompute_num_layers, 1);
+  r.read("recompute_modules", m.recompute_modules);
+  r.read("gradient_accumulation_fusion", m.gradient_accumulation_fusion);
+  r.read("add_bias_linear", m.add_bias_linear);
+  r.read("add_qkv_bias", m.add_qkv_bias);
+  r.read_enum("cuda_graph_impl", m.cuda_graph_impl, {"none", "local", "transformer_engine"});
+  r.read("cuda_graph_scope", m.cuda_graph_scope);
+  r.read("overlap_moe_expert_parallel_comm", m.overlap_moe_expert_parallel_comm);
+  r.finish();
+}
+
+// E3: bucket_size is a parameter count; a byte size or string is a classic mistake.
+void read_bucket_size(MapReader& r, Field<int64_t>& f) {
+  const YamlNode* node = r.node();
+  const YamlNode* v = (node && node->is_map()) ? node->find("bucket_size") : nullptr;
+  if (v && !v->is_null() && !parse_int(*v)) {
+    r.handled("bucket_size");
+    r.diags().error("bucket-size-units", r.join("bucket_size"), v->loc,
+                    fmt::format("`{}` is a PARAMETER count (an integer), not a byte size; got {}",
+                                r.join("bucket_size"), shown(*v)),
+                    "write a number of parameters, e.g. bucket_size: 134217728 (128 Mi params)");
+    return;
+  }
+  r.read("bucket_size", f, 1);
+}
+
+bool is_env_like_overlap_key(const std::string& k) {
+  return k == "cuda_device_max_connections" || k == "layernorm_sm_margin" ||
+         k.rfind("NVTE_", 0) == 0 || k.rfind("CUDA_", 0) == 0 || k.rfind("NCCL_", 0) == 0;
+}
+
+void read_comm_overlap(MapReader& top, CommOverlapSpec& c) {
+  MapReader r(top.section("comm_overlap"), "comm_overlap", top.diags());
+  r.read("tp_comm_overlap", c.tp_comm_overlap);
+  r.read_node("tp_comm_overlap_cfg", c.tp_comm_overlap_cfg, "preset name or per-layer mapping");
+  r.read("tp_comm_bootstrap_backend", c.tp_comm_bootstrap_backend);
+  r.read("overlap_p2p_comm", c.overlap_p2p_comm);
+  r.read("batch_p2p_comm", c.batch_p2p_comm);
+  r.read("overlap_grad_reduce", c.overlap_grad_reduce);
+  r.read("overlap_param_gather", c.overlap_param_gather);
+  r.read("overlap_param_gather_with_optimizer_step", c.overlap_param_gather_with_optimizer_step);
+  r.read("align_param_gather", c.align_param_gather);
+  read_bucket_size(r, c.bucket_size);
+  r.read("defer_embedding_wgrad_compute", c.defer_embedding_wgrad_compute);
+  r.read("wgrad_deferral_limit", c.wgrad_deferral_limit);
+  r.read("overlap_moe_expert_parallel_comm", c.overlap_moe_expert_parallel_comm);
+  r.read("delay_wgrad_compute", c.delay_wgrad_compute);
+  // E1: launch-time settings are not overlap fields.
+  if (const YamlNode* n = r.node(); n && n->is_map()) {
+    for (const auto& e : n->entries) {
+      if (!is_env_like_overlap_key(e.key)) continue;
+      r.handled(e.key);
+      r.diags().error(
+          "env-in-overlap-config", "comm_overlap." + e.key, e.key_loc,
+          fmt::format("`comm_overlap.{}` is a launch-time environment setting, not an overlap "
+                      "field; the overlap config never holds env",
+                      e.key),
+          "enable `plugins.perf_env` (it derives CUDA_DEVICE_MAX_CONNECTIONS and the "
+          "NVTE_*_LAYERNORM_SM_MARGIN values from the plan) or set the variable under `env:`");
+    }
+  }
+  r.finish();
+}
+
+void read_ddp(MapReader& top, DdpSpec& d) {
+  MapReader r(top.section("ddp"), "ddp", top.diags());
+  r.read("use_distributed_optimizer", d.use_distributed_optimizer);
+  r.read("overlap_grad_reduce", d.overlap_grad_reduce);
+  r.read("overlap_param_gather", d.overlap_param_gather);
+  r.read("align_param_gather", d.align_param_gather);
+  read_bucket_size(r, d.bucket_size);
+  // E2: mixed-precision keys written under ddp.
+  if (const YamlNode* n = r.node(); n && n->is_map()) {
+    for (const char* k : {"grad_reduce_in_fp32", "fp8_param_gather"}) {
+      const YamlEntry* e = nullptr;
+      for (const auto& entry : n->entries)
+        if (entry.key == k) e = &entry;
+      if (!e) continue;
+      r.handled(k);
+      r.diags().error("misplaced-mixed-precision-key", std::string("ddp.") + k, e->key_loc,
+                      fmt::format("`ddp.{}` is not a DDP field; set under mixed_precision", k),
+                      fmt::format("move it to `mixed_precision.{}`", k));
+    }
+  }
+  r.finish();
+}
+
+void read_small_sections(MapReader& top, Recipe& rec) {
+  {
+    MapReader r(top.section("optimizer"), "optimizer", top.diags());
+    r.read("overlap_param_gather_with_optimizer_step",
+           rec.optimizer.overlap_param_gather_with_optimizer_step);
+    r.finish();
+  }
+  {
+    MapReader r(top.section("mixed_precision"), "mixed_precision", top.diags());
+    r.read("grad_reduce_in_fp32", rec.mixed_precision.grad_reduce_in_fp32);
+    r.read("fp8_param_gather", rec.mixed_precision.fp8_param_gather);
+    r.finish();
+  }
+  {
+    MapReader r(top.section("train"), "train", top.diags());
+    r.read("global_batch_size", rec.train.global_batch_size, 1);
+    r.read("micro_batch_size", rec.train.micro_batch_size, 1);
+    r.read("max_steps", rec.train.max_steps, 1);
+    r.finish();
+  }
+}
+
+void read_runtime(MapReader& top, RuntimeSpec& rt) {
+  MapReader r(top.section("runtime"), "runtime", top.diags());
+  r.read_enum("launcher", rt.launcher, {"srun", "torchrun", "direct"});
+  r.read("command", rt.command);
+  r.read("args", rt.args);
+  r.read("pass_overrides", rt.pass_overrides);
+  r.read("container_image", rt.container_image);
+  r.read("workdir", rt.workdir);
+  if (const YamlNode* v = r.lookup("transformer_engine", "version string or false")) {
+    auto b = parse_bool(*v);
+    if (b && !*b) {
+      rt.transformer_engine.value = TeSpec{false, ""};
+    } else if (v->is_scalar() && !b) {
+      rt.transformer_engine.value = TeSpec{true, v->scalar};
+    } else {
+      r.diags().error("wrong-type", "runtime.transformer_engine", v->loc,
+                      fmt::format("`runtime.transformer_engine` expects a version string or "
+                                  "false, got {}",
+                                  shown(*v)),
+                      "write e.g. transformer_engine: \"2.9.0\", or false when TE is absent");
+    }
+    rt.transformer_engine.loc = v->loc;
+  }
+  r.read("torch", rt.torch);
+  if (rt.command.is_set() && rt.command.value->empty())
+    r.diags().error("bad-value", "runtime.command", rt.command.loc,
+                    "`runtime.command` is an empty list", "name the program to run");
+  r.finish();
+}
+
+void read_plugins(MapReader& top, std::vector<PluginEntry>& out) {
+  const YamlNode* n = top.section("plugins");
+  if (!n) return;
+  for (const auto& e : n->entries) {
+    if (!e.value.is_null() && !e.value.is_map()) {
+      top.diags().error("wrong-type", "plugins." + e.key, e.value.loc,
+                        fmt::format("options of plugin `{}` must be a mapping, got {}", e.key,
+                                    e.value.kind_name()),
+                        fmt::format("write `{}: {{}}` to enable it with defaults", e.key));
+      continue;
+    }
+    out.push_back(PluginEntry{e.key, e.key_loc, e.value});
+  }
+}
+
+void read_env(MapReader& top, std::vector<EnvEntry>& out) {
+  const YamlNode* n = top.section("env");
+  if (!n) return;
+  for (const auto& e : n->entries) {
+    std::string path = "env." + e.key;
+    if (!is_identifier(e.key)) {
+      top.diags().error("bad-env-name", path, e.key_loc,
+                        fmt::format("`{}` is not a valid environment variable name", e.key),
+                        "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    EnvEntry entry{e.key, "", false, false, e.value.loc};
+    if (e.value.is_scalar()) {
+      entry.value = e.value.scalar;
+    } else if (e.value.is_map()) {
+      MapReader r(&e.value, path, top.diags());
+      Field<std::string> value;
+      Field<bool> secret, expand;
+      r.read("value", value);
+      r.read("secret", secret);
+      r.read("expand", expand);
+      r.finish();
+      if (!value.is_set()) {
+        top.diags().error("missing-key", path + ".value", e.value.loc,
+                          fmt::format("`{}` needs a `value`", path),
+                          "write `{value: \"...\", secret: true}`");
+        continue;
+      }
+      entry.value = *value.value;
+      entry.secret = secret.get_or(false);
+      entry.expand = expand.get_or(false);
+    } else {
+      top.diags().error("wrong-type", path, e.value.loc,
+                        fmt::format("`{}` needs a string value, got {}", path, e.value.kind_name()),
+                        "quote it; write \"\" for an empty value");
+      continue;
+    }
+    out.push_back(std::move(entry));
+  }
+}
+
+void read_executor(MapReader& top, ExecutorSpec& x) {
+  MapReader r(top.section("executor"), "executor", top.diags());
+  r.read_enum("default", x.default_executor, {"local", "slurm", "kubernetes"});
+  {
+    MapReader l(r.section("local"), "executor.local", top.diags());
+    l.read("job_dir", x.local.job_dir);
+    l.read("grace_period", x.local.grace_period, 0);
+    l.read("timeout", x.local.timeout, 0);
+    l.finish();
+  }
+  {
+    MapReader s(r.section("slurm"), "executor.slurm", top.diags());
+    auto& sl = x.slurm;
+    s.read("account", sl.account);
+    s.read("partition", sl.partition);
+    s.read("time", sl.time);
+    s.read("qos", sl.qos);
+    s.read("mem", sl.mem);
+    s.read("container_mounts", sl.container_mounts);
+    s.read("container_workdir", sl.container_workdir);
+    s.read("exclusive", sl.exclusive);
+    s.read("job_dir", sl.job_dir);
+    s.read("dependency", sl.dependency);
+    s.read("sbatch_args", sl.sbatch_args);
+    s.read("retries", sl.retries, 0);
+    s.read("template", sl.template_path);
+    s.finish();
+  }
+  {
+    MapReader k(r.section("kubernetes"), "executor.kubernetes", top.diags());
+    auto& ku = x.kubernetes;
+    k.read("namespace", ku.namespace_);
+    k.read("context", ku.context);
+    k.read_enum("api", ku.api, {"jobset", "job"});
+    k.read("retries", ku.retries, 0);
+    k.read("secret_name", ku.secret_name);
+    k.read("shm_size", ku.shm_size);
+    k.read("service_account", ku.service_account);
+    k.read("image_pull_secrets", ku.image_pull_secrets);
+    k.read("job_dir", ku.job_dir);
+    k.finish();
+  }
+  r.finish();
+}
+
+}  // namespace
+
+const std::vector<std::string>& recipe_sections() {
+  static const std::vector<std::string> kSections{
+      "name",  "description", "cluster", "model",   "comm_overlap", "ddp",     "optimizer",
+      "mixed_precision", "train", "runtime", "plugins", "env", "executor"};
+  return kSections;
+}
+
+std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
+                                  Diagnostics& diags) {
+  size_t errors_before = diags.count(Severity::kError);
+  if (root.is_null()) {
+    diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe is empty",
+                "a recipe needs at least `name:`; see examples/recipes/");
+    return std::nullopt;
+  }
+  if (!root.is_map()) {
+    diags.error("not-a-mapping", "", root.loc,
+                fmt::format("a recipe must be a mapping of sections, got {}", root.kind_name()),
+                "start with `name: my-job` and sections like `model:`");
+    return std::nullopt;
+  }
+  Recipe rec;
+  rec.file = file;
+  MapReader top(&root, "", diags);
+  top.read("name", rec.name);
+  top.read("description", rec.description);
+  read_cluster(top, rec.cluster);
+  read_model(top, rec.model);
+  read_comm_overlap(top, rec.comm_overlap);
+  read_ddp(top, rec.ddp);
+  read_small_sections(top, rec);
+  read_runtime(top, rec.runtime);
+  read_plugins(top, rec.plugins);
+  read_env(top, rec.env);
+  read_executor(top, rec.executor);
+  top.finish();
+  if (!rec.name.is_set() || rec.name.value->empty())
+    diags.error("missing-key", "name", root.loc, "the recipe has no `name`",
+                "add `name: my-job` at the top (used for job names)");
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  return rec;
+}
+
+void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
+  SourceLoc where;
+  where.override_arg = std::string(arg);
+  size_t eq = arg.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    diags.error("bad-override", "", where, "an override must look like KEY=VALUE",
+                "e.g. comm_overlap.delay_wgrad_compute=false");
+    return;
+  }
+  std::string key(arg.substr(0, eq));
+  std::string_view value_text = arg.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  if (key.back() == '.' || std::any_of(parts.begin(), parts.end(), [](const std::string& p) {
+        return p.empty() || p.find_first_of(" \t\n") != std::string::npos;
+      })) {
+    diags.error("bad-override", key, where, fmt::format("malformed key `{}`", key),
+                "use a dotted path such as model.tensor_model_parallel_size");
+    return;
+  }
+  if (value_text.find_first_not_of(" \t") == std::string_view::npos) {
+    diags.error("bad-override", key, where, fmt::format("empty value for `{}`", key),
+                fmt::format("give a value, or write `{}=null` to unset it", key));
+    return;
+  }
+  YamlNode value = parse_yaml_value(value_text, where.override_arg, diags);
+  if (value.is_null() && diags.has_errors()) return;
+  value.loc = where;
+  if (root.is_null()) {
+    root.kind = YamlNode::Kind::kMap;
+  }
+  YamlNode* cur = &root;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!cur->is_map()) {
+      std::string prefix;
+      for (size_t j = 0; j < i; ++j) prefix += (j ? "." : "") + parts[j];
+      diags.error("bad-override", key, where,
+                  fmt::format("`{}` is not a section, so `{}` cannot be set", prefix, key));
+      return;
+    }
+    YamlNode* next = cur->find(parts[i]);
+    bool last = i + 1 == parts.size();
+    if (!next) {
+      YamlNode fresh;
+      fresh.kind = last ? YamlNode::Kind::kNull : YamlNode::Kind::kMap;
+      fresh.loc = where;
+      cur->entries.push_back(YamlEntry{parts[i], where, std::move(fresh)});
+      next = &cur->entries.back().value;
+    } else if (!last && next->is_null()) {
+      next->kind = YamlNode::Kind::kMap;  // e.g. `plugins:` left empty in the file
+    }
+    if (last) {
+      *next = value;
+      for (auto& e : cur->entries)
+        if (e.key == parts[i]) e.key_loc = where;
+    }
+    cur = next;
+  }
+}
+
+std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
+                                       const std::vector<std::string>& overrides,
+                                       Diagnostics& diags) {
+  size_t errors_before = diags.count(Severity::kError);
+  YamlNode root = parse_yaml_document(text, file, diags);
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  if (root.is_null() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe file is empty",
+                "a recipe needs at least `name:`; see examples/recipes/");
+    return std::nullopt;
+  }
+  for (const auto& o : overrides) apply_override(root, o, diags);
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  auto rec = read_recipe(root, file, diags);
+  if (rec) rec->overrides = overrides;
+  return rec;
+}
+
+std::optional<Recipe> load_recipe(const std::string& path,
+                                  const std::vector<std::string>& overrides, Diagnostics& diags) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags.error("file-not-found", "", SourceLoc{path, 0, 0, {}},
+                fmt::format("cannot read recipe `{}`: {}", path, std::strerror(errno)),
+                "check the path; examples live in examples/recipes/");
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_recipe_text(text.str(), path, overrides, diags);
+}
+
+std::vector<RecipeKeyDoc> recipe_key_reference() {
+  std::vector<RecipeKeyDoc> ref;
+  g_reference = &ref;
+  Diagnostics ignored;
+  YamlNode empty;
+  empty.kind = YamlNode::Kind::kMap;
+  // Walk the schema with every section present so that nested readers record their keys.
+  for (const char* s : {"cluster", "model", "comm_overlap", "ddp", "optimizer", "mixed_precision",
+                        "train", "runtime", "executor"}) {
+    YamlNode section;
+    section.kind = YamlNode::Kind::kMap;
+    if (std::string(s) == "executor")
+      for (const char* x : {"local", "slurm", "kubernetes"})
+        section.entries.push_back(YamlEntry{x, {}, empty});
+    empty.entries.push_back(YamlEntry{s, {}, section});
+  }
+  read_recipe(empty, "<reference>", ignored);
+  g_reference = nullptr;
+  ref.erase(std::remove_if(ref.begin(), ref.end(),
+                           [](const RecipeKeyDoc& d) { return d.type == "section"; }),
+            ref.end());
+  return ref;
+}
+
+}  // namespace bridge

@@ -1,0 +1,104 @@
+#include "launcher/topology.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace bridge {
+
+namespace {
+
+// Location of the value that decided a size: the field when set, else the cluster section.
+SourceLoc loc_or(const Field<int64_t>& f, const SourceLoc& fallback) {
+  return f.is_set() ? f.loc : fallback;
+}
+
+}  // namespace
+
+std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
+  size_t errors_before = diags.count(Severity::kError);
+  const ModelSpec& m = r.model;
+  Topology t;
+  t.gpu = r.cluster.gpu.get_or("");
+  std::transform(t.gpu.begin(), t.gpu.end(), t.gpu.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  t.num_gpus = r.cluster.num_gpus.get_or(1);
+  t.gpus_per_node = r.cluster.gpus_per_node.get_or(std::min<int64_t>(t.num_gpus, 8));
+  t.tp = m.tensor_model_parallel_size.get_or(1);
+  t.pp = m.pipeline_model_parallel_size.get_or(1);
+  t.vpp = m.virtual_pipeline_model_parallel_size.value;
+  t.cp = m.context_parallel_size.get_or(1);
+  t.ep = m.expert_model_parallel_size.get_or(1);
+  t.etp = m.expert_tensor_parallel_size.get_or(t.tp);
+  SourceLoc ng_loc = r.cluster.num_gpus.loc;
+
+  // T1
+  if (t.num_gpus % t.gpus_per_node != 0) {
+    diags.error("gpus-not-multiple-of-node", "cluster.num_gpus", ng_loc,
+                fmt::format("num_gpus ({}) is not a multiple of gpus_per_node ({})", t.num_gpus,
+                            t.gpus_per_node),
+                fmt::format("use a multiple of {} GPUs (e.g. -ng {}), or change -gn",
+                            t.gpus_per_node,
+                            (t.num_gpus / t.gpus_per_node + 1) * t.gpus_per_node));
+  } else {
+    t.nodes = t.num_gpus / t.gpus_per_node;
+  }
+  // T2
+  int64_t model_parallel = t.tp * t.pp * t.cp;
+  if (t.num_gpus % model_parallel != 0) {
+    diags.error("dp-not-integral", "cluster.num_gpus", ng_loc,
+                fmt::format("num_gpus ({}) is not divisible by tp*pp*cp = {}*{}*{} = {}",
+                            t.num_gpus, t.tp, t.pp, t.cp, model_parallel),
+                "data parallel size = num_gpus / (tp*pp*cp) must be a whole number >= 1");
+  } else {
+    t.dp = t.num_gpus / model_parallel;
+  }
+  // T3
+  if (m.num_moe_experts.is_set()) {
+    int64_t expert_group = t.etp * t.ep * t.pp;
+    if (t.num_gpus % expert_group != 0)
+      diags.error("ep-not-integral", "model.expert_model_parallel_size",
+                  loc_or(m.expert_model_parallel_size, ng_loc),
+                  fmt::format("num_gpus ({}) is not a multiple of etp*ep*pp = {}*{}*{} = {}",
+                              t.num_gpus, t.etp, t.ep, t.pp, expert_group));
+    int64_t experts = *m.num_moe_experts.value;
+    if (experts % t.ep != 0)
+      diags.error("experts-not-multiple-of-ep", "model.num_moe_experts", m.num_moe_experts.loc,
+                  fmt::format("num_moe_experts ({}) is not a multiple of "
+                              "expert_model_parallel_size ({})",
+                              experts, t.ep));
+  }
+  // T4
+  if (m.num_attention_heads.is_set() && *m.num_attention_heads.value % t.tp != 0)
+    diags.error("heads-not-multiple-of-tp", "model.num_attention_heads",
+                m.num_attention_heads.loc,
+                fmt::format("num_attention_heads ({}) is not a multiple of tp ({})",
+                            *m.num_attention_heads.value, t.tp));
+  // T5
+  if (m.num_layers.is_set()) {
+    int64_t layers = *m.num_layers.value;
+    int64_t stages = t.pp * t.vp();
+    if (layers % stages != 0)
+      diags.error("layers-not-multiple-of-pp", "model.num_layers", m.num_layers.loc,
+                  t.vpp ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",
+                                      layers, t.pp, *t.vpp, stages)
+                        : fmt::format("num_layers ({}) is not a multiple of pp ({})", layers,
+                                      t.pp));
+  }
+  // T6
+  if (t.vpp && t.pp == 1)
+    diags.error("vpp-without-pp", "model.virtual_pipeline_model_parallel_size",
+                m.virtual_pipeline_model_parallel_size.loc,
+                "virtual_pipeline_model_parallel_size is set but pipeline_model_parallel_size is 1",
+                "remove vpp, or set pipeline_model_parallel_size > 1");
+  if (m.sequence_parallel.get_or(false) && t.tp == 1)
+    diags.warning("sequence-parallel-without-tp", "model.sequence_parallel",
+                  m.sequence_parallel.loc, "sequence_parallel has no effect with tp == 1",
+                  "drop sequence_parallel or raise tensor_model_parallel_size");
+
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  return t;
+}
+
+}  // namespace bridge

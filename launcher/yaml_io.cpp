@@ -1,0 +1,169 @@
+// The only file that uses yaml-cpp; its exceptions stop here.
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "launcher/yaml_tree.h"
+
+namespace bridge {
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias bombs
+
+struct Converter {
+  std::string file;
+  std::string override_arg;
+  Diagnostics& diags;
+  size_t nodes = 0;
+  bool failed = false;
+
+  SourceLoc loc_of(const YAML::Mark& m) const {
+    SourceLoc l;
+    l.file = file;
+    l.override_arg = override_arg;
+    if (override_arg.empty() && m.line >= 0) {
+      l.line = m.line + 1;
+      l.column = m.column + 1;
+    }
+    return l;
+  }
+
+  YamlNode convert(const YAML::Node& n, int depth) {
+    YamlNode out;
+    if (failed) return out;
+    out.loc = loc_of(n.Mark());
+    if (++nodes > kMaxNodes) {
+      fail(out.loc, "document too large (more than 200000 nodes; an alias bomb?)");
+      return out;
+    }
+    if (depth > kMaxDepth) {
+      fail(out.loc, "nesting deeper than 64 levels");
+      return out;
+    }
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out.kind = YamlNode::Kind::kNull;
+        break;
+      case YAML::NodeType::Scalar:
+        out.kind = YamlNode::Kind::kScalar;
+        out.scalar = n.Scalar();
+        out.quoted = n.Tag() == "!";
+        break;
+      case YAML::NodeType::Sequence:
+        out.kind = YamlNode::Kind::kSequence;
+        for (const auto& item : n) out.items.push_back(convert(item, depth + 1));
+        break;
+      case YAML::NodeType::Map: {
+        out.kind = YamlNode::Kind::kMap;
+        std::set<std::string> seen;
+        for (const auto& kv : n) {
+          SourceLoc kloc = loc_of(kv.first.Mark());
+          if (!kv.first.IsScalar()) {
+            fail(kloc, "mapping keys must be plain names");
+            continue;
+          }
+          std::string key = kv.first.Scalar();
+          if (!seen.insert(key).second) {
+            diags.error("duplicate-key", key, kloc, "duplicate key `" + key + "`",
+                        "remove one of the two entries");
+            continue;
+          }
+          out.entries.push_back(YamlEntry{key, kloc, convert(kv.second, depth + 1)});
+        }
+        break;
+      }
+    }
+    return out;
+  }
+
+  void fail(const SourceLoc& l, const std::string& msg) {
+    if (!failed) diags.error("yaml-limit", "", l, msg);
+    failed = true;
+  }
+};
+
+// yaml-cpp messages are already one line; keep them short and without the "yaml-cpp:" noise.
+std::string reason(const YAML::Exception& e) {
+  std::string m = e.msg.empty() ? std::string("invalid YAML") : e.msg;
+  return m;
+}
+
+}  // namespace
+
+const YamlNode* YamlNode::find(std::string_view key) const {
+  for (const auto& e : entries)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
+YamlNode* YamlNode::find(std::string_view key) {
+  for (auto& e : entries)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
+const char* YamlNode::kind_name() const {
+  switch (kind) {
+    case Kind::kNull:
+      return "null";
+    case Kind::kScalar:
+      return "a scalar";
+    case Kind::kSequence:
+      return "a list";
+    case Kind::kMap:
+      return "a mapping";
+  }
+  return "?";
+}
+
+YamlNode parse_yaml_document(std::string_view text, const std::string& file,
+                             Diagnostics& diags) {
+  if (text.find('\0') != std::string_view::npos) {
+    SourceLoc l{file, 1, 1, {}};
+    diags.error("yaml-syntax", "", l, "file contains NUL bytes; not a YAML text file");
+    return {};
+  }
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      SourceLoc l{file, docs[1].Mark().line + 1, docs[1].Mark().column + 1, {}};
+      diags.error("yaml-multiple-documents", "", l,
+                  "recipe holds more than one YAML document ('---')",
+                  "put one job per recipe file");
+      return {};
+    }
+    if (docs.empty()) return {};
+    Converter c{file, {}, diags};
+    return c.convert(docs[0], 0);
+  } catch (const YAML::Exception& e) {
+    SourceLoc l{file, e.mark.line >= 0 ? e.mark.line + 1 : 1,
+                e.mark.column >= 0 ? e.mark.column + 1 : 1, {}};
+    diags.error("yaml-syntax", "", l, "invalid YAML: " + reason(e));
+  } catch (const std::exception& e) {
+    diags.error("yaml-syntax", "", SourceLoc{file, 1, 1, {}},
+                std::string("invalid YAML: ") + e.what());
+  }
+  return {};
+}
+
+YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg,
+                          Diagnostics& diags) {
+  SourceLoc where;
+  where.override_arg = override_arg;
+  try {
+    YAML::Node n = YAML::Load(std::string(text));
+    Converter c{{}, override_arg, diags};
+    return c.convert(n, 0);
+  } catch (const YAML::Exception& e) {
+    diags.error("bad-override", "", where, "value is not a YAML scalar or list: " + reason(e),
+                "quote strings containing ':' or '#', write lists as [a,b]");
+  } catch (const std::exception& e) {
+    diags.error("bad-override", "", where, std::string("invalid value: ") + e.what());
+  }
+  return {};
+}
+
+}  // namespace bridge

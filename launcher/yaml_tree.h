@@ -1,0 +1,53 @@
+// YamlNode: the project's own exception-free YAML document tree.
+//
+// yaml-cpp is used in exactly one file (yaml_io.cpp), which converts its nodes into this
+// plain tree with source positions, rejecting duplicate keys, alias bombs and absurd nesting.
+// Everything else (the schema reader, overrides, plugins) works on YamlNode and never sees a
+// yaml-cpp exception. Scalars keep their raw text; `quoted` tells a quoted "true" (a string)
+// from a plain true (a boolean).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/diagnostics.h"
+
+namespace bridge {
+
+struct YamlEntry;
+
+struct YamlNode {
+  enum class Kind { kNull, kScalar, kSequence, kMap };
+  Kind kind = Kind::kNull;
+  std::string scalar;  // raw text when kind == kScalar
+  bool quoted = false;
+  std::vector<YamlNode> items;     // kSequence
+  std::vector<YamlEntry> entries;  // kMap, in document order
+  SourceLoc loc;
+
+  bool is_null() const { return kind == Kind::kNull; }
+  bool is_scalar() const { return kind == Kind::kScalar; }
+  bool is_sequence() const { return kind == Kind::kSequence; }
+  bool is_map() const { return kind == Kind::kMap; }
+  const YamlNode* find(std::string_view key) const;
+  YamlNode* find(std::string_view key);
+  const char* kind_name() const;
+};
+
+struct YamlEntry {
+  std::string key;
+  SourceLoc key_loc;
+  YamlNode value;
+};
+
+// Parses a whole document. On failure appends an error (with the parser's position and a
+// one-line reason) and returns a null node. `file` is used for locations only.
+YamlNode parse_yaml_document(std::string_view text, const std::string& file, Diagnostics& diags);
+
+// Parses the value part of a KEY=VALUE override (a YAML scalar or flow sequence/map).
+// Locations in the result point at the override argument.
+YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg,
+                          Diagnostics& diags);
+
+}  // namespace bridge

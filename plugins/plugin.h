@@ -1,0 +1,81 @@
+// Launch plugins: the interface, the registry, and the runner that merges their
+// contributions with the recipe's env: and -E values.
+//
+// A plugin reads the validated plan (recipe, topology, RESOLVED overlap config) and adds
+// environment variables, runtime arguments, setup steps and executor changes, each with a
+// one-line reason. Plugins never change the overlap config. The registry is an explicit
+// name -> factory table (plugin_registry); unknown names get a did-you-mean. Precedence for
+// env: -E > recipe env: > plugins; two plugins setting one variable to different values is an
+// error naming both. The runner stamps every contribution with its source "plugin:<name>", so
+// plugins only fill in values and reasons. See docs/plugins.md for the user-facing rules.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/diagnostics.h"
+#include "launcher/host_env.h"
+#include "launcher/launch_env.h"
+#include "launcher/overlap.h"
+#include "launcher/recipe.h"
+#include "launcher/topology.h"
+
+namespace bridge {
+
+struct PluginContext {
+  const Recipe& recipe;
+  const Topology& topology;
+  const OverlapResolution& overlap;
+  std::string executor;  // "local" | "slurm" | "kubernetes"
+  std::string job_dir;   // where profiles, snapshots and tracker files go
+  const HostEnvironment& host_env;
+};
+
+struct PluginContribution {
+  std::vector<EnvVar> env;
+  std::vector<RuntimeArg> args;
+  std::vector<SetupStep> setup;
+  ExecutorChanges changes;
+};
+
+class LaunchPlugin {
+ public:
+  virtual ~LaunchPlugin() = default;
+  // `options` is the plugin's mapping from the recipe (possibly empty); `loc` the position
+  // of its name. Problems go to `diags` with paths like "plugins.perf_env.manual_gc_interval".
+  virtual void contribute(const PluginContext& ctx, const YamlNode& options, const SourceLoc& loc,
+                          PluginContribution& out, Diagnostics& diags) const = 0;
+};
+
+struct PluginInfo {
+  const char* name;
+  const char* description;  // one line, shown by `bridge-launch plugins`
+  std::unique_ptr<LaunchPlugin> (*make)();
+};
+
+const std::vector<PluginInfo>& plugin_registry();
+
+// The registry entry named `name`, or nullptr.
+const PluginInfo* find_plugin(const std::vector<PluginInfo>& registry, const std::string& name);
+
+// Everything the launch gets besides the overlap config.
+struct LaunchContributions {
+  LaunchEnv env;
+  std::vector<RuntimeArg> runtime_args;
+  std::vector<SetupStep> setup_steps;
+  ExecutorChanges executor;
+};
+
+// Runs the recipe's plugins in order, then applies recipe env: and `cli_env` ("KEY=VALUE"
+// strings from -E) with the precedence rules, `${VAR}` expansion of recipe env values from
+// ctx.host_env, secret handling and contradiction warnings.
+LaunchContributions run_plugins(const PluginContext& ctx, const std::vector<std::string>& cli_env,
+                                Diagnostics& diags);
+
+// The same with another registry (tests use it to add plugins that collide on purpose).
+LaunchContributions run_plugins_with(const std::vector<PluginInfo>& registry,
+                                     const PluginContext& ctx,
+                                     const std::vector<std::string>& cli_env, Diagnostics& diags);
+
+}  // namespace bridge

@@ -1,0 +1,78 @@
+#include "plugins/plugin_util.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace bridge {
+
+namespace {
+
+bool in(const std::vector<std::string>& table, const std::string& value) {
+  return std::find(table.begin(), table.end(), value) != table.end();
+}
+
+bool shell_safe(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("_-+./:,=@%").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+void add_env(PluginContribution& out, std::string name, std::string value, std::string reason,
+             bool secret) {
+  out.env.push_back(EnvVar{std::move(name), std::move(value), "", std::move(reason), secret});
+}
+
+void add_setup(PluginContribution& out, std::string command, std::string reason) {
+  out.setup.push_back(SetupStep{std::move(command), "", std::move(reason)});
+}
+
+std::string shell_quote(std::string_view word) {
+  if (!word.empty() && std::all_of(word.begin(), word.end(), shell_safe)) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+bool is_blackwell_or_newer(const std::string& gpu) {
+  static const std::vector<std::string> kBlackwellOrNewer{"b200",  "b300",  "gb200",
+                                                          "gb300", "vr200", "r100"};
+  return in(kBlackwellOrNewer, gpu);
+}
+
+int nvlink_domain_size(const std::string& gpu) {
+  static const std::vector<std::string> kNvlink8{"h100", "h200", "b200", "b300"};
+  static const std::vector<std::string> kNvlink72{"gb200", "gb300", "vr200"};
+  if (in(kNvlink8, gpu)) return 8;
+  if (in(kNvlink72, gpu)) return 72;
+  return 0;
+}
+
+std::string effective_flex_backend(const Recipe& recipe) {
+  if (recipe.model.moe_token_dispatcher_type.get_or("") != "flex") return "";
+  return recipe.model.moe_flex_dispatcher_backend.get_or("");
+}
+
+bool tp_overlap_resolved_on(const OverlapResolution& overlap) {
+  return overlap.overlap.tp_comm_overlap.value.value_or(false);
+}
+
+bool a2a_overlap_resolved_on(const OverlapResolution& overlap) {
+  return overlap.overlap.overlap_moe_expert_parallel_comm.value.value_or(false);
+}
+
+}  // namespace bridge

@@ -1,0 +1,36 @@
+// Small helpers shared by the built-in plugins: adding env vars and setup steps to a
+// contribution, shell quoting, and the GPU / model facts the plugins decide on.
+//
+// The GPU tables are explicit and meant to be extended when new GPUs appear:
+// "Blackwell or newer" and the NVLink domain size (8 for HGX boards, 72 for NVL72 racks).
+// effective_flex_backend applies rule E4 of overlap-rules.md: the recipe's
+// moe_flex_dispatcher_backend counts only when moe_token_dispatcher_type is flex.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/overlap.h"
+#include "launcher/recipe.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+void add_env(PluginContribution& out, std::string name, std::string value, std::string reason,
+             bool secret = false);
+void add_setup(PluginContribution& out, std::string command, std::string reason);
+
+// POSIX-shell single quoting; words made only of safe characters are returned unchanged.
+std::string shell_quote(std::string_view word);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+bool is_blackwell_or_newer(const std::string& gpu);
+// 8 (h100, h200, b200, b300), 72 (gb200, gb300, vr200), or 0 when unknown.
+int nvlink_domain_size(const std::string& gpu);
+// "deepep", "hybridep", or "" when no flex backend is in effect.
+std::string effective_flex_backend(const Recipe& recipe);
+bool tp_overlap_resolved_on(const OverlapResolution& overlap);
+bool a2a_overlap_resolved_on(const OverlapResolution& overlap);
+
+}  // namespace bridge

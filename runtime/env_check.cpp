@@ -1,0 +1,267 @@
+#include "runtime/env_check.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "runtime/env_hash.h"
+#include "runtime/probe_error.h"
+
+namespace bridge::probe {
+namespace {
+
+enum class VarState : unsigned char { kOk = 0, kMismatch = 1, kMissing = 2 };
+
+const char* StateName(VarState state) {
+  switch (state) {
+    case VarState::kOk:
+      return "ok";
+    case VarState::kMismatch:
+      return "mismatch";
+    case VarState::kMissing:
+      return "missing";
+  }
+  return "?";
+}
+
+bool ValidName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (const char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+bool ValidHash(std::string_view hash) {
+  if (hash.size() != 16) return false;
+  for (const char c : hash) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string_view Trim(std::string_view text) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+// Canonical form of the list, so ranks can compare lists by hash.
+std::string Canonical(const ExpectedEnv& expected) {
+  if (!expected.present) return "(unset)";
+  std::string out;
+  for (const ExpectedVar& var : expected.vars) {
+    out += var.name + (var.compare_value ? "=" + var.hash : "?") + "\n";
+  }
+  return out;
+}
+
+std::vector<VarState> Evaluate(const ExpectedEnv& expected) {
+  std::vector<VarState> states;
+  for (const ExpectedVar& var : expected.vars) {
+    const char* value = std::getenv(var.name.c_str());
+    if (value == nullptr) {
+      states.push_back(VarState::kMissing);
+    } else if (var.compare_value && fnv1a64_hex(value) != var.hash) {
+      states.push_back(VarState::kMismatch);
+    } else {
+      states.push_back(VarState::kOk);
+    }
+  }
+  return states;
+}
+
+struct RankReport {
+  bool present = false;
+  uint64_t list_hash = 0;
+  std::vector<VarState> states;
+};
+
+std::string EncodeReport(const ExpectedEnv& expected, const std::vector<VarState>& states) {
+  WireWriter w;
+  w.U32(expected.present ? 1 : 0);
+  w.U64(fnv1a64(Canonical(expected)));
+  std::string bytes;
+  for (const VarState s : states) bytes.push_back(static_cast<char>(s));
+  w.Bytes(bytes);
+  return w.data();
+}
+
+RankReport DecodeReport(const std::string& data) {
+  WireReader r(data);
+  RankReport report;
+  report.present = r.U32() != 0;
+  report.list_hash = r.U64();
+  for (const char c : r.Bytes()) report.states.push_back(static_cast<VarState>(c));
+  return report;
+}
+
+// Rank 0: prints the table; returns true when all ranks match.
+bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& reports) {
+  const int world = static_cast<int>(reports.size());
+  std::string unset_ranks;
+  std::string set_ranks;
+  for (int r = 0; r < world; ++r) {
+    std::string& list = reports[static_cast<size_t>(r)].present ? set_ranks : unset_ranks;
+    list += (list.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!expected.present) {
+    if (set_ranks.empty()) {
+      std::printf("env check: skipped (BRIDGE_EXPECTED_ENV not set)\n");
+      std::fflush(stdout);
+      return true;
+    }
+    std::printf("env check: BRIDGE_EXPECTED_ENV is set on ranks %s but not on ranks %s\n",
+                set_ranks.c_str(), unset_ranks.c_str());
+    std::printf("env check: MISMATCH\n");
+    std::fflush(stdout);
+    return false;
+  }
+  const uint64_t reference = fnv1a64(Canonical(expected));
+  std::vector<bool> same_list(static_cast<size_t>(world));
+  std::string other_list;
+  for (int r = 0; r < world; ++r) {
+    const RankReport& report = reports[static_cast<size_t>(r)];
+    same_list[static_cast<size_t>(r)] =
+        report.list_hash == reference && report.states.size() == expected.vars.size();
+    if (!same_list[static_cast<size_t>(r)]) {
+      other_list += (other_list.empty() ? "" : ", ") + std::to_string(r) +
+                    (report.present ? "" : " (unset)");
+    }
+  }
+  std::printf("env check: %zu variables, %d ranks\n", expected.vars.size(), world);
+  bool all_ok = other_list.empty();
+  if (!other_list.empty()) {
+    std::printf("  BRIDGE_EXPECTED_ENV differs from rank 0's on ranks: %s\n", other_list.c_str());
+  }
+  size_t width = 0;
+  for (const ExpectedVar& var : expected.vars) width = std::max(width, var.name.size());
+  for (size_t v = 0; v < expected.vars.size(); ++v) {
+    int ok = 0;
+    std::string differ;
+    for (int r = 0; r < world; ++r) {
+      const RankReport& report = reports[static_cast<size_t>(r)];
+      const char* state = "different list";
+      if (same_list[static_cast<size_t>(r)]) {
+        if (report.states[v] == VarState::kOk) {
+          ++ok;
+          continue;
+        }
+        state = StateName(report.states[v]);
+      }
+      differ += StrPrintf("%srank %d (%s)", differ.empty() ? "" : ", ", r, state);
+    }
+    if (ok != world) all_ok = false;
+    std::printf("  %-*s  ranks ok: %d/%d%s%s\n", static_cast<int>(width),
+                expected.vars[v].name.c_str(), ok, world, differ.empty() ? "" : "  differ: ",
+                differ.c_str());
+  }
+  std::printf("env check: %s\n", all_ok ? "all ranks match" : "MISMATCH");
+  std::fflush(stdout);
+  return all_ok;
+}
+
+}  // namespace
+
+ExpectedEnv ParseExpectedEnv(std::string_view list) {
+  ExpectedEnv expected;
+  expected.present = true;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find_first_of(";\n", start);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string_view entry = Trim(list.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty() || entry.front() == '#') continue;
+    ExpectedVar var;
+    const size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) {
+      var.name = std::string(Trim(entry.substr(0, eq)));
+      var.hash = std::string(Trim(entry.substr(eq + 1)));
+      if (!ValidHash(var.hash)) {
+        throw ProbeError(kExitUsage,
+                         "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                             "': expected NAME=HEX with 16 lowercase hex digits (FNV-1a 64)");
+      }
+    } else if (entry.back() == '?') {
+      var.name = std::string(Trim(entry.substr(0, entry.size() - 1)));
+      var.compare_value = false;
+    } else {
+      throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                                       "' is neither NAME=HEX nor NAME?");
+    }
+    if (!ValidName(var.name)) {
+      throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                                       "': invalid variable name");
+    }
+    if (!seen.insert(var.name).second) {
+      throw ProbeError(kExitUsage,
+                       "BRIDGE_EXPECTED_ENV: variable " + var.name + " is listed twice");
+    }
+    expected.vars.push_back(std::move(var));
+  }
+  return expected;
+}
+
+ExpectedEnv LoadExpectedEnv() {
+  const char* value = std::getenv("BRIDGE_EXPECTED_ENV");
+  if (value == nullptr || *value == '\0') return ExpectedEnv{};
+  const std::string_view text = value;
+  if (text.front() != '@') return ParseExpectedEnv(text);
+  const std::string path(text.substr(1));
+  std::ifstream file(path, std::ios::binary);
+  if (!file.is_open()) {
+    throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: cannot open '" + path +
+                                     "': " + std::strerror(errno));
+  }
+  std::stringstream content;
+  content << file.rdbuf();
+  if (file.bad()) {
+    throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: cannot read '" + path + "'");
+  }
+  return ParseExpectedEnv(content.str());
+}
+
+void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    throw ProbeError(kExitInternal,
+                     "--dump-env-dir: cannot create '" + dir + "': " + std::strerror(errno));
+  }
+  for (const ExpectedVar& var : expected.vars) {
+    const char* value = std::getenv(var.name.c_str());
+    if (value == nullptr) continue;
+    const std::string path = dir + "/rank" + std::to_string(rank) + "." + var.name;
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    const size_t size = std::strlen(value);
+    const bool ok = file != nullptr && std::fwrite(value, 1, size, file) == size;
+    if (file == nullptr || std::fclose(file) != 0 || !ok) {
+      throw ProbeError(kExitInternal,
+                       "--dump-env-dir: cannot write '" + path + "': " + std::strerror(errno));
+    }
+  }
+}
+
+bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster) {
+  const std::string mine = EncodeReport(expected, Evaluate(expected));
+  const std::vector<std::string> gathered = GatherToRoot(cluster, mine, "env check");
+  std::string verdict;
+  if (cluster.rank == 0) {
+    std::vector<RankReport> reports;
+    for (const std::string& data : gathered) reports.push_back(DecodeReport(data));
+    verdict = Summarize(expected, reports) ? "ok" : "mismatch";
+  }
+  return BroadcastFromRoot(cluster, verdict, "env check") == "ok";
+}
+
+}  // namespace bridge::probe

@@ -1,0 +1,55 @@
+// Env check of bridge-probe: did every rank receive the environment the launcher planned?
+//
+// Contract: BRIDGE_EXPECTED_ENV is either an inline list or `@/path/to/file` (the list is the
+// file's content). Entries are separated by ';' or newlines; surrounding spaces, tabs and CRs,
+// empty entries and entries starting with '#' are ignored. Each entry is either
+//   NAME=HEX  HEX = bridge::fnv1a64_hex(value): FNV-1a 64 of the exact value bytes, 16 lowercase
+//             hex digits; the variable must be set to exactly that value, or
+//   NAME?     the variable must be set (any value; used for secrets).
+// NAME matches [A-Za-z_][A-Za-z0-9_]* and appears once. A malformed list throws
+// ProbeError(kExitUsage). Per rank each variable is ok, mismatch (set, other hash) or missing
+// (unset). RunEnvCheck() is collective over the control connections: rank 0 gathers every rank's
+// states, prints the summary table
+//   env check: N variables, W ranks
+//     NAME  ranks ok: k/W  differ: rank 1 (mismatch), rank 3 (missing)
+//   env check: all ranks match | env check: MISMATCH
+// (or `env check: skipped (BRIDGE_EXPECTED_ENV not set)` when no rank has the variable), and
+// broadcasts the verdict, so every rank returns the same value. A rank whose list differs from
+// rank 0's counts as differing on every variable. DumpEnv() writes the raw bytes of each listed
+// variable that is set to DIR/rank<R>.<NAME> (DIR is created if missing).
+#ifndef BRIDGE_RUNTIME_ENV_CHECK_H_
+#define BRIDGE_RUNTIME_ENV_CHECK_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/transport.h"
+
+namespace bridge::probe {
+
+struct ExpectedVar {
+  std::string name;
+  bool compare_value = true;  // false for `NAME?`.
+  std::string hash;           // 16 lowercase hex digits when compare_value.
+};
+
+struct ExpectedEnv {
+  bool present = false;  // BRIDGE_EXPECTED_ENV set (and non-empty).
+  std::vector<ExpectedVar> vars;
+};
+
+// Parses a list in the format above (the text after resolving `@file`).
+ExpectedEnv ParseExpectedEnv(std::string_view list);
+
+// Reads BRIDGE_EXPECTED_ENV (and the file it points to).
+ExpectedEnv LoadExpectedEnv();
+
+void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank);
+
+// Returns true when every rank matches (or the check is skipped).
+bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster);
+
+}  // namespace bridge::probe
+
+#endif  // BRIDGE_RUNTIME_ENV_CHECK_H_

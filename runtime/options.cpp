@@ -1,0 +1,298 @@
+#include "runtime/options.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+
+#include "runtime/probe_error.h"
+
+namespace bridge::probe {
+namespace {
+
+std::optional<int64_t> ToInt(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto result = std::from_chars(text.data(), end, value);
+  if (text.empty() || result.ec != std::errc() || result.ptr != end) return std::nullopt;
+  return value;
+}
+
+std::optional<double> ToDouble(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto result = std::from_chars(text.data(), end, value);
+  if (text.empty() || result.ec != std::errc() || result.ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+int64_t IntFlag(std::string_view name, std::string_view text, int64_t min, int64_t max) {
+  const auto value = ToInt(text);
+  if (!value || *value < min || *value > max) {
+    throw ProbeError(kExitUsage,
+                     StrPrintf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
+                               static_cast<int>(name.size()), name.data(),
+                               static_cast<long long>(min), static_cast<long long>(max),
+                               static_cast<int>(text.size()), text.data()));
+  }
+  return *value;
+}
+
+double DoubleFlag(std::string_view name, std::string_view text, double min, bool min_exclusive) {
+  const auto value = ToDouble(text);
+  if (!value || *value < min || (min_exclusive && *value == min)) {
+    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected a number %s %g, got '%.*s'",
+                                           static_cast<int>(name.size()), name.data(),
+                                           min_exclusive ? ">" : ">=", min,
+                                           static_cast<int>(text.size()), text.data()));
+  }
+  return *value;
+}
+
+// Returns the variable's value, treating an empty value as unset.
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+struct EnvInt {
+  int64_t value;
+  const char* name;
+};
+
+// The first of `names` that is set, parsed as an integer.
+std::optional<EnvInt> FirstIntEnv(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const auto text = Env(name);
+    if (!text) continue;
+    const auto value = ToInt(*text);
+    if (!value) {
+      throw ProbeError(kExitUsage,
+                       StrPrintf("%s='%s' is not an integer", name, text->c_str()));
+    }
+    return EnvInt{*value, name};
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> ParseBool(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "no" || text == "off") return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Usage() {
+  return R"(usage: bridge-probe [flags]
+
+Distributed overlap probe: rendezvous over TCP, env check, then a training-like loop of
+bucketed compute + ring all-reduce, with or without compute/communication overlap.
+Identity comes from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR,
+MASTER_PORT (or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID).
+
+flags:
+  --steps N              training steps (default 8)
+  --buckets K            gradient buckets per step (default 8)
+  --params P             float gradient values per rank (default 1048576)
+  --compute-ms X         single-core compute time of one backward pass, ms (default 200)
+  --link-gbps G          emulated link bandwidth in Gbit/s, 0 = unlimited (default 0)
+  --overlap              all-reduce bucket b while bucket b+1 is computed
+  --no-overlap           all-reduce only after the whole compute phase
+                         (default: BRIDGE_OVERLAP_GRAD_REDUCE=1/0, else no overlap)
+  --global-batch B       samples per step for "consumed samples" (default 1)
+  --timeout SEC          rendezvous and per-peer communication timeout (default 60)
+  --dump-env-dir DIR     write the raw value of every BRIDGE_EXPECTED_ENV variable to
+                         DIR/rank<R>.<NAME>
+  --fail-rank R          fault injection: rank R exits with code 17 ...
+  --fail-at-step S       ... at the start of step S (default 1)
+  --hang-rank R          fault injection: rank R sleeps forever instead of all-reducing ...
+  --hang-at-step S       ... in step S (default 1)
+  --corrupt-rank R       fault injection: rank R contributes a wrong value ...
+  --corrupt-at-step S    ... in step S (default 1)
+  -h, --help             this text
+
+environment:
+  BRIDGE_EXPECTED_ENV    inline list or @FILE; entries separated by ';' or newlines:
+                         NAME=HEX (HEX = 16-digit lowercase FNV-1a 64 of the exact value)
+                         or NAME? (must be set, value not compared)
+  BRIDGE_OVERLAP_GRAD_REDUCE  1/0: default for --overlap/--no-overlap
+
+exit codes: 0 ok, 1 local I/O error, 2 usage/identity, 3 env mismatch, 4 wrong all-reduce
+result, 5 rendezvous/timeout/lost peer, 17 injected failure
+)";
+}
+
+Options ParseOptions(int argc, char** argv) {
+  Options options;
+  std::optional<bool> overlap_flag;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    std::string_view name = arg;
+    std::optional<std::string_view> inline_value;
+    if (arg.rfind("--", 0) == 0) {
+      const size_t eq = arg.find('=');
+      if (eq != std::string_view::npos) {
+        name = arg.substr(0, eq);
+        inline_value = arg.substr(eq + 1);
+      }
+    }
+    const std::string name_str(name);
+    auto value = [&]() -> std::string_view {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= argc) throw ProbeError(kExitUsage, name_str + ": missing value");
+      return argv[++i];
+    };
+    auto no_value = [&]() {
+      if (inline_value) throw ProbeError(kExitUsage, name_str + ": takes no value");
+    };
+    constexpr int64_t kMaxInt = 1 << 30;
+    if (name == "-h" || name == "--help") {
+      no_value();
+      options.help = true;
+    } else if (name == "--overlap") {
+      no_value();
+      overlap_flag = true;
+    } else if (name == "--no-overlap") {
+      no_value();
+      overlap_flag = false;
+    } else if (name == "--steps") {
+      options.steps = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
+    } else if (name == "--buckets") {
+      options.buckets = static_cast<int>(IntFlag(name, value(), 1, 1 << 20));
+    } else if (name == "--params") {
+      options.params = IntFlag(name, value(), 1, int64_t{1} << 32);
+    } else if (name == "--compute-ms") {
+      options.compute_ms = DoubleFlag(name, value(), 0.0, false);
+    } else if (name == "--link-gbps") {
+      options.link_gbps = DoubleFlag(name, value(), 0.0, false);
+    } else if (name == "--global-batch") {
+      options.global_batch = IntFlag(name, value(), 1, int64_t{1} << 40);
+    } else if (name == "--timeout") {
+      options.timeout_s = DoubleFlag(name, value(), 0.0, true);
+    } else if (name == "--dump-env-dir") {
+      options.dump_env_dir = std::string(value());
+      if (options.dump_env_dir.empty()) throw ProbeError(kExitUsage, name_str + ": empty path");
+    } else if (name == "--fail-rank") {
+      options.fail_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
+    } else if (name == "--fail-at-step") {
+      options.fail_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
+    } else if (name == "--hang-rank") {
+      options.hang_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
+    } else if (name == "--hang-at-step") {
+      options.hang_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
+    } else if (name == "--corrupt-rank") {
+      options.corrupt_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
+    } else if (name == "--corrupt-at-step") {
+      options.corrupt_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
+    } else {
+      throw ProbeError(kExitUsage, "unknown flag '" + std::string(arg) + "' (see --help)");
+    }
+  }
+  if (overlap_flag) {
+    options.overlap = *overlap_flag;
+    options.overlap_source = *overlap_flag ? "--overlap" : "--no-overlap";
+  } else if (const auto env = Env("BRIDGE_OVERLAP_GRAD_REDUCE")) {
+    const auto parsed = ParseBool(*env);
+    if (!parsed) {
+      throw ProbeError(kExitUsage, "BRIDGE_OVERLAP_GRAD_REDUCE='" + *env +
+                                       "' is not a boolean (expected 1 or 0)");
+    }
+    options.overlap = *parsed;
+    options.overlap_source = "BRIDGE_OVERLAP_GRAD_REDUCE=" + *env;
+  }
+  for (const auto& [step, what] : {std::pair{options.fail_at_step, "--fail-at-step"},
+                                   std::pair{options.hang_at_step, "--hang-at-step"},
+                                   std::pair{options.corrupt_at_step, "--corrupt-at-step"}}) {
+    if (step > options.steps) {
+      throw ProbeError(kExitUsage,
+                       StrPrintf("%s %d is after the last step (--steps %d)", what, step,
+                                 options.steps));
+    }
+  }
+  return options;
+}
+
+Identity ReadIdentity() {
+  Identity id;
+  const auto rank = FirstIntEnv({"RANK", "SLURM_PROCID"});
+  const auto world = FirstIntEnv({"WORLD_SIZE", "SLURM_NTASKS"});
+  if (!rank || !world) {
+    std::string missing;
+    if (!rank) missing += "RANK (or SLURM_PROCID)";
+    if (!world) missing += std::string(missing.empty() ? "" : " and ") + "WORLD_SIZE (or SLURM_NTASKS)";
+    throw ProbeError(kExitUsage,
+                     "no rank identity: " + missing +
+                         " not set; run under a launcher (bridge-launch, torchrun, srun)");
+  }
+  if (world->value < 1 || world->value > 65536) {
+    throw ProbeError(kExitUsage, StrPrintf("%s=%lld is out of range [1, 65536]", world->name,
+                                           static_cast<long long>(world->value)));
+  }
+  if (rank->value < 0 || rank->value >= world->value) {
+    throw ProbeError(kExitUsage,
+                     StrPrintf("%s=%lld is out of range for %s=%lld", rank->name,
+                               static_cast<long long>(rank->value), world->name,
+                               static_cast<long long>(world->value)));
+  }
+  id.rank = static_cast<int>(rank->value);
+  id.world_size = static_cast<int>(world->value);
+  id.rank_source = std::string(rank->name) + "/" + world->name;
+
+  const auto local_rank = FirstIntEnv({"LOCAL_RANK", "SLURM_LOCALID"});
+  const auto local_world = FirstIntEnv({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"});
+  const auto node_rank = FirstIntEnv({"NODE_RANK", "SLURM_NODEID", "GROUP_RANK"});
+  id.local_rank = local_rank ? static_cast<int>(local_rank->value) : id.rank;
+  id.local_world_size = local_world ? static_cast<int>(local_world->value) : id.world_size;
+  id.node_rank = node_rank ? static_cast<int>(node_rank->value) : 0;
+  if (id.local_rank < 0 || id.local_world_size < 1 || id.local_rank >= id.local_world_size) {
+    throw ProbeError(kExitUsage,
+                     StrPrintf("local rank %d is out of range for local world size %d "
+                               "(LOCAL_RANK/SLURM_LOCALID, LOCAL_WORLD_SIZE)",
+                               id.local_rank, id.local_world_size));
+  }
+  if (id.node_rank < 0) {
+    throw ProbeError(kExitUsage, StrPrintf("%s=%d is negative", node_rank->name, id.node_rank));
+  }
+
+  const auto addr = Env("MASTER_ADDR");
+  const auto port_text = Env("MASTER_PORT");
+  if (id.world_size > 1 && (!addr || !port_text)) {
+    throw ProbeError(kExitUsage,
+                     StrPrintf("WORLD_SIZE=%d needs a rendezvous address: %s not set",
+                               id.world_size,
+                               !addr && !port_text ? "MASTER_ADDR and MASTER_PORT"
+                               : !addr             ? "MASTER_ADDR"
+                                                   : "MASTER_PORT"));
+  }
+  if (addr) id.master_addr = *addr;
+  if (port_text) {
+    const auto port = ToInt(*port_text);
+    if (!port || *port < 1 || *port > 65535) {
+      throw ProbeError(kExitUsage,
+                       "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
+    }
+    id.master_port = static_cast<int>(*port);
+  }
+  return id;
+}
+
+void ValidateOptionsForWorld(const Options& options, const Identity& identity) {
+  for (const auto& [rank, what] : {std::pair{options.fail_rank, "--fail-rank"},
+                                   std::pair{options.hang_rank, "--hang-rank"},
+                                   std::pair{options.corrupt_rank, "--corrupt-rank"}}) {
+    if (rank >= identity.world_size) {
+      throw ProbeError(kExitUsage, StrPrintf("%s %d is outside the world (WORLD_SIZE=%d)", what,
+                                             rank, identity.world_size));
+    }
+  }
+}
+
+}  // namespace bridge::probe

@@ -1,0 +1,57 @@
+// Command-line flags and rank identity of bridge-probe.
+//
+// Contract: ParseOptions() hand-parses argv (`--flag VALUE` or `--flag=VALUE`) and resolves the
+// overlap switch (--overlap / --no-overlap beat BRIDGE_OVERLAP_GRAD_REDUCE, which beats the
+// default "off"). ReadIdentity() reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
+// MASTER_ADDR and MASTER_PORT, falling back to SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+// SLURM_NTASKS_PER_NODE and SLURM_NODEID. RANK and WORLD_SIZE (or their Slurm fallbacks) are
+// required; MASTER_ADDR/MASTER_PORT are required when WORLD_SIZE > 1. Both functions throw
+// ProbeError(kExitUsage) with a message naming the offending flag or variable.
+// ValidateOptionsForWorld() checks the fault-injection ranks against the world size.
+#ifndef BRIDGE_RUNTIME_OPTIONS_H_
+#define BRIDGE_RUNTIME_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace bridge::probe {
+
+struct Options {
+  int steps = 8;
+  int buckets = 8;
+  int64_t params = int64_t{1} << 20;
+  double compute_ms = 200.0;
+  double link_gbps = 0.0;  // 0 = unlimited (no emulated wire).
+  bool overlap = false;
+  std::string overlap_source = "default";  // Where `overlap` came from, for the banner.
+  int64_t global_batch = 1;
+  double timeout_s = 60.0;
+  std::string dump_env_dir;
+  int fail_rank = -1;
+  int fail_at_step = 1;
+  int hang_rank = -1;
+  int hang_at_step = 1;
+  int corrupt_rank = -1;
+  int corrupt_at_step = 1;
+  bool help = false;
+};
+
+struct Identity {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string rank_source;  // e.g. "RANK/WORLD_SIZE" or "SLURM_PROCID/SLURM_NTASKS".
+};
+
+Options ParseOptions(int argc, char** argv);
+Identity ReadIdentity();
+void ValidateOptionsForWorld(const Options& options, const Identity& identity);
+std::string Usage();
+
+}  // namespace bridge::probe
+
+#endif  // BRIDGE_RUNTIME_OPTIONS_H_

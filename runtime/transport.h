@@ -1,0 +1,130 @@
+// TCP transport of bridge-probe: timed socket I/O, framed control messages and the rendezvous
+// that connects W ranks into a ring.
+//
+// Contract: every operation that waits on a peer is bounded with poll(); after `timeout_s`
+// seconds without progress it throws ProbeError(kExitComm) with the message
+// "timed out after N s waiting for rank R (<phase>)", and a peer that closes or resets its
+// connection yields ProbeError(kExitComm) "lost connection to rank R (<phase>): ...". Nothing
+// here can hang forever or raise SIGPIPE. Sockets are IPv4 TCP with TCP_NODELAY, non-blocking
+// once connected.
+//
+// Rendezvous(): rank 0 listens on 0.0.0.0:MASTER_PORT (SO_REUSEADDR); the other ranks connect to
+// MASTER_ADDR:MASTER_PORT, retrying until `timeout_s` has passed (then the error names the
+// address). Every rank also listens on an ephemeral port and reports it in its hello; rank 0
+// records each rank's address as seen by getpeername() on the accepted connection (so ranks on
+// emulated nodes sharing 127.0.0.1 and ranks on real hosts both work) and sends the full table
+// to everyone; each rank then connects to its successor (rank + 1) mod W and accepts its
+// predecessor. The control connections to rank 0 stay open for Gather/Broadcast. WORLD_SIZE=1
+// opens no socket at all.
+#ifndef BRIDGE_RUNTIME_TRANSPORT_H_
+#define BRIDGE_RUNTIME_TRANSPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/options.h"
+
+namespace bridge::probe {
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept;
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// One direction of a timed transfer. An entry with size 0 is skipped.
+struct Outgoing {
+  int fd = -1;
+  const void* data = nullptr;
+  size_t size = 0;
+  int peer = -1;  // Rank at the other end, for messages.
+};
+struct Incoming {
+  int fd = -1;
+  void* data = nullptr;
+  size_t size = 0;
+  int peer = -1;
+};
+
+// Sends `out` and receives `in` concurrently (so two ranks sending to each other cannot
+// deadlock on full socket buffers). Each wait is bounded by `timeout_s` without progress.
+void SendRecv(const Outgoing& out, const Incoming& in, double timeout_s, std::string_view phase);
+
+// Big-endian serialization of control messages.
+class WireWriter {
+ public:
+  void U32(uint32_t value);
+  void U64(uint64_t value);
+  void Bytes(std::string_view bytes);
+  const std::string& data() const { return data_; }
+
+ private:
+  std::string data_;
+};
+
+class WireReader {
+ public:
+  explicit WireReader(std::string_view data) : data_(data) {}
+  uint32_t U32();
+  uint64_t U64();
+  std::string Bytes();
+
+ private:
+  void Need(size_t n) const;
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+struct PeerInfo {
+  int rank = 0;
+  int node_rank = 0;
+  int local_rank = 0;
+  std::string hostname;
+  std::string address;  // Numeric IPv4 address other ranks use to reach this rank.
+  int ring_port = 0;
+};
+
+struct Cluster {
+  int rank = 0;
+  int world_size = 1;
+  double timeout_s = 60.0;
+  std::string master_endpoint;  // "MASTER_ADDR:MASTER_PORT" for messages.
+  std::vector<PeerInfo> peers;  // Indexed by rank; the same table on every rank.
+  std::vector<Fd> to_rank;      // Rank 0 only: control connection to rank r at index r (r >= 1).
+  Fd to_master;                 // Ranks >= 1: control connection to rank 0.
+  Fd ring_next;                 // Connection to (rank + 1) mod W; this rank sends on it.
+  Fd ring_prev;                 // Connection from (rank - 1) mod W; this rank receives on it.
+
+  int next_rank() const { return (rank + 1) % world_size; }
+  int prev_rank() const { return (rank + world_size - 1) % world_size; }
+};
+
+Cluster Rendezvous(const Identity& identity, double timeout_s);
+
+// Collectives over the control connections (rank 0 is the root). GatherToRoot returns, on rank
+// 0, every rank's message indexed by rank (and an empty vector elsewhere). BroadcastFromRoot
+// returns rank 0's `message` on every rank (the argument is ignored on other ranks).
+std::vector<std::string> GatherToRoot(Cluster& cluster, const std::string& message,
+                                      std::string_view phase);
+std::string BroadcastFromRoot(Cluster& cluster, const std::string& message,
+                              std::string_view phase);
+void Barrier(Cluster& cluster, std::string_view phase);
+
+}  // namespace bridge::probe
+
+#endif  // BRIDGE_RUNTIME_TRANSPORT_H_

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs the test suites of bridge-launch against an existing build (`make test` builds first).
+# SUITES selects a subset (space-separated): format unit integration slurm tidy.
+# Prints a plain "N passed, N failed" line per suite and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+SUITES=${SUITES:-"format unit integration slurm tidy"}
+failed=0
+
+run_suite() {
+  local name=$1; shift
+  echo "== $name =="
+  local start=$SECONDS
+  if "$@"; then
+    echo "== $name: ok ($((SECONDS - start)) s) =="
+  else
+    echo "== $name: FAILED ($((SECONDS - start)) s) =="
+    failed=$((failed + 1))
+  fi
+}
+
+format_check() {
+  local bad=0 f
+  while IFS= read -r f; do
+    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || { echo "needs clang-format: $f"; bad=1; }
+  done < <(git ls-files '*.cpp' '*.h'; git ls-files --others --exclude-standard '*.cpp' '*.h')
+  return $bad
+}
+
+tidy_check() {
+  local files
+  files=$(git ls-files 'launcher/*.cpp' 'plugins/*.cpp' 'executors/*.cpp' 'runtime/*.cpp')
+  # shellcheck disable=SC2086
+  clang-tidy -p "$BUILD_DIR" --quiet $files 2>&1 | grep -E "(warning|error):" && return 1
+  return 0
+}
+
+for s in $SUITES; do
+  case $s in
+    format) run_suite "format (clang-format)" format_check ;;
+    unit) run_suite "unit tests" bash -c "cd '$BUILD_DIR' && ctest -L unit -j2 --output-on-failure" ;;
+    integration)
+      if ctest --test-dir "$BUILD_DIR" -N -L integration 2>/dev/null | grep -q "Total Tests: [1-9]"; then
+        run_suite "integration tests (local)" bash -c "cd '$BUILD_DIR' && ctest -L integration --output-on-failure"
+      fi ;;
+    slurm)
+      if ctest --test-dir "$BUILD_DIR" -N -L slurm 2>/dev/null | grep -q "Total Tests: [1-9]"; then
+        run_suite "slurm cluster up" bash scripts/slurm-test-cluster.sh up
+        run_suite "integration tests (slurm)" bash -c "cd '$BUILD_DIR' && ctest -L slurm --output-on-failure"
+      fi ;;
+    tidy) run_suite "clang-tidy" tidy_check ;;
+    *) echo "unknown suite $s"; failed=$((failed + 1)) ;;
+  esac
+done
+
+if [ "$failed" -ne 0 ]; then
+  echo "run-tests: $failed suite(s) failed"
+  exit 1
+fi
+echo "run-tests: all suites passed"
