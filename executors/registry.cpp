@@ -2,8 +2,12 @@
 
 namespace bridge {
 
+std::unique_ptr<Executor> make_local_executor();
+
 const std::vector<ExecutorInfo>& executor_registry() {
-  static const std::vector<ExecutorInfo> kExecutors{};
+  static const std::vector<ExecutorInfo> kExecutors{
+      {"local", "every rank as a process on this machine (ng must equal gn)", make_local_executor},
+  };
   return kExecutors;
 }
 

@@ -84,10 +84,11 @@ PlanRequest make_request(const Options& o) {
   return r;
 }
 
-void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color) {
+void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
+                       bool before_submit = true) {
   for (const auto& d : diags.items()) err << format_diagnostic(d, color);
   size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
-  if (errors)
+  if (errors && before_submit)
     err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,
                        errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 }
@@ -170,7 +171,7 @@ int cmd_launch(const Options& o, const Context& c) {
   so.verbosity = o.quiet ? -1 : o.verbose;
   Diagnostics submit_diags;
   int rc = executor->submit(plan, job, so, c.out, submit_diags);
-  print_diagnostics(submit_diags, c.err, c.color);
+  print_diagnostics(submit_diags, c.err, c.color, false);
   return rc;
 }
 

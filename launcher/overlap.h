@@ -106,6 +106,11 @@ int compare_versions(const std::vector<int64_t>& a, const std::vector<int64_t>& 
 // Rule checks that only add diagnostics, split out of resolve_comm_overlap (overlap_checks.cpp)
 // and the data-parallel resolution (overlap_data_parallel.cpp). Exposed for the tests.
 namespace overlap_detail {
+// M5/D3: a value the user set (non-null, an explicit false included) replaces the rule's.
+template <class T>
+void take_user(Resolved<T>& r, const Field<T>& user, const char* rule) {
+  if (user.is_set()) r = Resolved<T>{user.value, ValueSource::kUser, rule};
+}
 void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnostics& diags);
 void check_delay_wgrad_compute(const Recipe& r, Diagnostics& diags);
 void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution& out,

@@ -1,5 +1,16 @@
-// PLACEHOLDER (to be replaced by the overlap-engine implementation): M0 defaults only.
+// resolve_comm_overlap: the model-level overlap rules (M0-M6) and the E-rule warnings, in the
+// order the runtime applies them, with the provenance of every resolved field.
+//
+// The order matters and mirrors CommOverlapConfig.setup(): defaults, then the TP gate (which
+// turns the user's request off for good), then pipeline selection, then the prerequisite
+// checks, then user precedence, then the userbuffers config that depends on the final
+// tp_comm_overlap. Data-parallel fields are resolved last (overlap_data_parallel.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "launcher/overlap.h"
+#include "launcher/suggest.h"
 
 namespace bridge {
 
@@ -15,26 +26,256 @@ const char* value_source_name(ValueSource s) {
   return "default";
 }
 
-OverlapResolution resolve_comm_overlap(const Recipe&, const Topology&, Diagnostics&) {
-  OverlapResolution r;
-  r.overlap.tp_comm_overlap.value = false;
-  r.overlap.tp_comm_bootstrap_backend.value = "nccl";
-  r.overlap.defer_embedding_wgrad_compute.value = false;
-  r.overlap.wgrad_deferral_limit.value = -1;
-  r.overlap.overlap_moe_expert_parallel_comm.value = false;
-  r.overlap.delay_wgrad_compute.value = false;
-  return r;
+namespace {
+
+using nlohmann::ordered_json;
+using overlap_detail::take_user;
+
+template <class T>
+Resolved<T> m0(std::optional<T> value) {
+  return Resolved<T>{std::move(value), ValueSource::kDefault, "M0"};
 }
 
-const std::vector<std::string>& userbuffers_preset_names() {
-  static const std::vector<std::string> kNames;
-  return kNames;
+template <class T>
+Resolved<T> by_rule(T value, const char* rule) {
+  return Resolved<T>{std::move(value), ValueSource::kRule, rule};
 }
 
-std::optional<nlohmann::ordered_json> expand_userbuffers_preset(const std::string&) {
+// M0: the runtime's defaults before any rule; the remaining fields start null.
+void apply_defaults(ResolvedOverlap& o) {
+  o.tp_comm_overlap = m0<bool>(false);
+  o.tp_comm_overlap_cfg = m0<ordered_json>(std::nullopt);
+  o.tp_comm_bootstrap_backend = m0<std::string>("nccl");
+  o.overlap_p2p_comm = m0<bool>(std::nullopt);
+  o.batch_p2p_comm = m0<bool>(std::nullopt);
+  o.overlap_grad_reduce = m0<bool>(std::nullopt);
+  o.overlap_param_gather = m0<bool>(std::nullopt);
+  o.overlap_param_gather_with_optimizer_step = m0<bool>(std::nullopt);
+  o.align_param_gather = m0<bool>(std::nullopt);
+  o.bucket_size = m0<int64_t>(std::nullopt);
+  o.defer_embedding_wgrad_compute = m0<bool>(false);
+  o.wgrad_deferral_limit = m0<int64_t>(-1);
+  o.overlap_moe_expert_parallel_comm = m0<bool>(false);
+  o.delay_wgrad_compute = m0<bool>(false);
+}
+
+struct GateFailure {
+  std::string why;
+  std::string help;
+};
+
+// M1: the first failing case wins, in the runtime's order (tp, sequence_parallel, TE).
+std::optional<GateFailure> tp_gate_failure(const Recipe& r, const Topology& t) {
+  if (t.tp < 2)
+    return GateFailure{fmt::format("tensor_model_parallel_size is {} (< 2)", t.tp),
+                       "set model.tensor_model_parallel_size >= 2 with "
+                       "model.sequence_parallel: true, or remove comm_overlap.tp_comm_overlap"};
+  if (!r.model.sequence_parallel.get_or(false))
+    return GateFailure{"model.sequence_parallel is false",
+                       "set model.sequence_parallel: true (TP overlap hides the sequence-parallel "
+                       "all-gather/reduce-scatter), or remove comm_overlap.tp_comm_overlap"};
+  const auto& te = r.runtime.transformer_engine;
+  if (te.is_set() && !te.value->present)
+    return GateFailure{"runtime.transformer_engine is false (Transformer Engine absent)",
+                       "use a container with Transformer Engine and declare its version in "
+                       "runtime.transformer_engine, or remove comm_overlap.tp_comm_overlap"};
   return std::nullopt;
 }
 
-std::vector<std::string> overlap_runtime_args(const OverlapResolution&) { return {}; }
+// Returns true when the user's tp_comm_overlap request was turned off (it then stays off).
+bool apply_tp_gate(const Recipe& r, const Topology& t, ResolvedOverlap& o, Diagnostics& diags) {
+  const Field<bool>& requested = r.comm_overlap.tp_comm_overlap;
+  if (!requested.get_or(false)) return false;
+  auto failure = tp_gate_failure(r, t);
+  if (!failure) return false;
+  o.tp_comm_overlap = by_rule(false, "M1");
+  diags.dropped("tp-overlap-disabled", "comm_overlap.tp_comm_overlap", requested.loc,
+                fmt::format("tp_comm_overlap was requested but is turned off: {}", failure->why),
+                failure->help);
+  return true;
+}
+
+// M2: P2P overlap needs the interleaved schedule; without it, batched P2P is the better bet.
+void apply_pipeline_rule(const Topology& t, ResolvedOverlap& o) {
+  bool interleaved = t.pp > 1 && t.vp() > 1;
+  bool batched = t.pp > 1 && !interleaved;
+  o.overlap_p2p_comm = by_rule(interleaved, "M2");
+  o.batch_p2p_comm = by_rule(batched, "M2");
+}
+
+// M5: user values replace M0/M2, except a tp_comm_overlap request turned off by M1.
+void apply_user_values(const CommOverlapSpec& u, bool tp_gated, ResolvedOverlap& o) {
+  if (!tp_gated) take_user(o.tp_comm_overlap, u.tp_comm_overlap, "M5");
+  take_user(o.tp_comm_bootstrap_backend, u.tp_comm_bootstrap_backend, "M5");
+  take_user(o.overlap_p2p_comm, u.overlap_p2p_comm, "M5");
+  take_user(o.batch_p2p_comm, u.batch_p2p_comm, "M5");
+  take_user(o.defer_embedding_wgrad_compute, u.defer_embedding_wgrad_compute, "M5");
+  take_user(o.wgrad_deferral_limit, u.wgrad_deferral_limit, "M5");
+  take_user(o.overlap_moe_expert_parallel_comm, u.overlap_moe_expert_parallel_comm, "M5");
+  take_user(o.delay_wgrad_compute, u.delay_wgrad_compute, "M5");
+}
+
+void check_bootstrap_backend(const CommOverlapSpec& u, Diagnostics& diags) {
+  static const std::vector<std::string> kBackends{"nccl", "mpi", "gloo"};
+  const auto& f = u.tp_comm_bootstrap_backend;
+  if (!f.is_set() || std::find(kBackends.begin(), kBackends.end(), *f.value) != kBackends.end())
+    return;
+  diags.error("unknown-bootstrap-backend", "comm_overlap.tp_comm_bootstrap_backend", f.loc,
+              fmt::format("tp_comm_bootstrap_backend must be nccl, mpi or gloo, got `{}`{}",
+                          *f.value, did_you_mean(*f.value, kBackends)),
+              "use nccl (the default) unless your cluster needs mpi or gloo bootstrapping");
+}
+
+// A preset name or an inline mapping, validated whether or not TP overlap ends up on: a typo
+// is worth fixing before the day the overlap is switched on.
+std::optional<ordered_json> read_tp_config(const YamlNode& node, std::string& preset,
+                                           Diagnostics& diags) {
+  const std::string path = "comm_overlap.tp_comm_overlap_cfg";
+  if (node.is_map()) return read_userbuffers_mapping(node, path, diags);
+  if (node.is_scalar()) {
+    auto expanded = expand_userbuffers_preset(node.scalar);
+    if (expanded) {
+      preset = node.scalar;
+      return expanded;
+    }
+    diags.error("unknown-userbuffers-preset", path, node.loc,
+                fmt::format("unknown userbuffers preset `{}`{}", node.scalar,
+                            did_you_mean(node.scalar, userbuffers_preset_names())),
+                "use one of the 19 preset names listed in docs/overlap.md, or an inline "
+                "per-layer mapping");
+    return std::nullopt;
+  }
+  diags.error("wrong-type", path, node.loc,
+              fmt::format("`{}` expects a preset name or a per-layer mapping, got {}", path,
+                          node.kind_name()),
+              "write e.g. tp_comm_overlap_cfg: userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048");
+  return std::nullopt;
+}
+
+// A preset whose name matches the GPU, hidden size and TP size (the precision of
+// compute_dtype preferred), as a hint; "" when none does.
+std::string matching_preset(const Recipe& r, const Topology& t) {
+  std::string hidden = fmt::format("_h{}_", r.model.hidden_size.get_or(0));
+  std::string tp = fmt::format("_tp{}_", t.tp);
+  std::string gpu = "_" + t.gpu + "_";
+  bool fp8 = r.model.compute_dtype.get_or("bf16").rfind("fp8", 0) == 0;
+  std::string precision = fp8 ? "userbuffers_fp8_" : "userbuffers_bf16_";
+  std::string fallback;
+  for (const auto& name : userbuffers_preset_names()) {
+    if (name.find(hidden) == std::string::npos || name.find(tp) == std::string::npos ||
+        name.find(gpu) == std::string::npos)
+      continue;
+    if (name.rfind(precision, 0) == 0) return name;
+    if (fallback.empty()) fallback = name;
+  }
+  return fallback;
+}
+
+void warn_no_preset(const Recipe& r, const Topology& t, Diagnostics& diags) {
+  std::string hint = matching_preset(r, t);
+  diags.warning("no-userbuffers-preset", "comm_overlap.tp_comm_overlap_cfg",
+                r.comm_overlap.tp_comm_overlap.loc,
+                "tp_comm_overlap is on without a tp_comm_overlap_cfg: TE will use its default "
+                "userbuffers config, which is rarely tuned for the model",
+                hint.empty() ? "set comm_overlap.tp_comm_overlap_cfg to a preset for your GPU, "
+                               "hidden size and TP size (docs/overlap.md lists the 19 names)"
+                             : fmt::format("e.g. comm_overlap.tp_comm_overlap_cfg: {}", hint));
+}
+
+// M6: expand/validate the userbuffers config; it only takes effect with TP overlap on.
+void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, ResolvedOverlap& o,
+                       Diagnostics& diags) {
+  const CommOverlapSpec& u = r.comm_overlap;
+  check_bootstrap_backend(u, diags);
+  std::optional<ordered_json> cfg;
+  if (u.tp_comm_overlap_cfg.is_set())
+    cfg = read_tp_config(*u.tp_comm_overlap_cfg.value, o.tp_comm_overlap_preset, diags);
+  if (!o.tp_comm_overlap.value.value_or(false)) {
+    if (!u.tp_comm_overlap_cfg.is_set()) return;
+    o.tp_comm_overlap_cfg = Resolved<ordered_json>{std::nullopt, ValueSource::kRule, "M6"};
+    if (!tp_gated)  // the M1 warning already explains a gated request
+      diags.warning("tp-overlap-cfg-unused", "comm_overlap.tp_comm_overlap_cfg",
+                    u.tp_comm_overlap_cfg.loc,
+                    "tp_comm_overlap_cfg has no effect because tp_comm_overlap is off",
+                    "set comm_overlap.tp_comm_overlap: true, or remove tp_comm_overlap_cfg");
+    return;
+  }
+  if (!u.tp_comm_overlap_cfg.is_set()) {
+    o.tp_comm_overlap_cfg.rule = "M6";
+    warn_no_preset(r, t, diags);
+    return;
+  }
+  o.tp_comm_overlap_cfg = Resolved<ordered_json>{std::move(cfg), ValueSource::kUser, "M6"};
+}
+
+// E5 (and the interleaved schedule's own conflict check) on the final P2P values.
+void check_pipeline_overlap(const Recipe& r, const Topology& t, const ResolvedOverlap& o,
+                            Diagnostics& diags) {
+  const CommOverlapSpec& u = r.comm_overlap;
+  if (u.overlap_p2p_comm.get_or(false) && t.pp > 1 && t.vp() <= 1)
+    diags.dropped("p2p-overlap-without-vpp", "comm_overlap.overlap_p2p_comm",
+                  u.overlap_p2p_comm.loc,
+                  fmt::format("overlap_p2p_comm=true has no effect with "
+                              "pipeline_model_parallel_size {} and no virtual pipeline: P2P "
+                              "overlap scheduling needs the interleaved schedule",
+                              t.pp),
+                  "set model.virtual_pipeline_model_parallel_size (e.g. 2), or remove "
+                  "comm_overlap.overlap_p2p_comm so that batch_p2p_comm is used (M2)");
+  bool both = o.overlap_p2p_comm.value.value_or(false) && o.batch_p2p_comm.value.value_or(false);
+  if (both && t.pp > 1 && t.vp() > 1)
+    diags.error("p2p-comm-conflict", "comm_overlap.batch_p2p_comm",
+                u.batch_p2p_comm.is_set() ? u.batch_p2p_comm.loc : u.overlap_p2p_comm.loc,
+                "overlap_p2p_comm and batch_p2p_comm are both true; the interleaved pipeline "
+                "schedule refuses that combination",
+                "set comm_overlap.batch_p2p_comm: false (or remove it: M2 picks false with vpp)");
+}
+
+// The runtime copies the RESOLVED value onto the model config, so a model-level true without
+// the comm_overlap request is silently reset to false.
+void check_model_ep_flag(const Recipe& r, const ResolvedOverlap& o, Diagnostics& diags) {
+  const Field<bool>& flag = r.model.overlap_moe_expert_parallel_comm;
+  if (!flag.get_or(false) || o.overlap_moe_expert_parallel_comm.value.value_or(false)) return;
+  diags.dropped("ep-overlap-flag-overridden", "model.overlap_moe_expert_parallel_comm", flag.loc,
+                "model.overlap_moe_expert_parallel_comm=true is overwritten by the resolved "
+                "comm_overlap value (false): expert-parallel overlap will be off",
+                "set comm_overlap.overlap_moe_expert_parallel_comm: true instead (its "
+                "prerequisites are then checked)");
+}
+
+// E4: the backend only means something with the flex dispatcher.
+std::string effective_flex_backend(const Recipe& r, Diagnostics& diags) {
+  const ModelSpec& m = r.model;
+  if (!m.moe_flex_dispatcher_backend.is_set()) return "";
+  std::string dispatcher = m.moe_token_dispatcher_type.get_or("allgather");
+  if (dispatcher == "flex") return *m.moe_flex_dispatcher_backend.value;
+  diags.dropped("flex-backend-inactive", "model.moe_flex_dispatcher_backend",
+                m.moe_flex_dispatcher_backend.loc,
+                fmt::format("moe_flex_dispatcher_backend `{}` is ignored: the flex backend has "
+                            "no effect unless moe_token_dispatcher_type is flex (it is {})",
+                            *m.moe_flex_dispatcher_backend.value, dispatcher),
+                "set model.moe_token_dispatcher_type: flex to use it, or remove "
+                "model.moe_flex_dispatcher_backend");
+  return "";
+}
+
+}  // namespace
+
+OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& topo,
+                                       Diagnostics& diags) {
+  OverlapResolution out;
+  ResolvedOverlap& o = out.overlap;
+  apply_defaults(o);
+  bool tp_gated = apply_tp_gate(recipe, topo, o, diags);
+  apply_pipeline_rule(topo, o);
+  overlap_detail::check_ep_overlap_prerequisites(recipe, topo, diags);
+  overlap_detail::check_delay_wgrad_compute(recipe, diags);
+  apply_user_values(recipe.comm_overlap, tp_gated, o);
+  resolve_tp_config(recipe, topo, tp_gated, o, diags);
+  check_pipeline_overlap(recipe, topo, o, diags);
+  check_model_ep_flag(recipe, o, diags);
+  out.flex_dispatcher_backend = effective_flex_backend(recipe, diags);
+  overlap_detail::resolve_data_parallel(recipe, topo, out, diags);
+  return out;
+}
 
 }  // namespace bridge

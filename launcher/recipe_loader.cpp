@@ -78,7 +78,7 @@ class MapReader {
     if (!v) return;
     auto i = parse_int(*v);
     if (!i && v->is_scalar() && !v->quoted &&
-        v->scalar.find_first_not_of("+-0123456789") == std::string::npos) {
+        std::regex_match(v->scalar, std::regex("[+-]?[0-9]+"))) {
       diags_.error("out-of-range", join(key), v->loc,
                    fmt::format("`{}` is out of range: {}", join(key), v->scalar));
       return;
@@ -599,7 +599,8 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
                 "a recipe needs at least `name:`; see examples/recipes/");
     return std::nullopt;
   }
-  for (const auto& o : overrides) apply_override(root, o, diags);
+  if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
+    for (const auto& o : overrides) apply_override(root, o, diags);
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
   auto rec = read_recipe(root, file, diags);
   if (rec) rec->overrides = overrides;

@@ -40,8 +40,8 @@ std::string shown(const YamlNode& n) {
 }
 
 bool hydra_safe(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-+./:@%~").find(c) !=
-                                                            std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("_-+./:@%~").find(c) != std::string_view::npos;
 }
 
 std::string join_ints(const std::vector<int64_t>& values) {
@@ -54,7 +54,9 @@ std::string join_ints(const std::vector<int64_t>& values) {
 
 PluginOptions::PluginOptions(std::string plugin, const YamlNode& options, SourceLoc plugin_loc,
                              Diagnostics& diags)
-    : plugin_(std::move(plugin)), node_(options), plugin_loc_(std::move(plugin_loc)),
+    : plugin_(std::move(plugin)),
+      node_(options),
+      plugin_loc_(std::move(plugin_loc)),
       diags_(diags) {
   read_args_options();
 }

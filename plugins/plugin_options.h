@@ -81,8 +81,7 @@ class ArgWriter {
   void add_bool(std::string_view key, bool value, std::string reason);
   void add_int(std::string_view key, int64_t value, std::string reason);
   void add_string(std::string_view key, const std::string& value, std::string reason);
-  void add_int_list(std::string_view key, const std::vector<int64_t>& values,
-                    std::string reason);
+  void add_int_list(std::string_view key, const std::vector<int64_t>& values, std::string reason);
 
  private:
   // `hydra_value` is the Hydra spelling, `flag_value` the one used after `--flag=`.

@@ -109,11 +109,11 @@ RankReport DecodeReport(const std::string& data) {
 // Rank 0: prints the table; returns true when all ranks match.
 bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& reports) {
   const int world = static_cast<int>(reports.size());
-  std::string unset_ranks;
   std::string set_ranks;
   for (int r = 0; r < world; ++r) {
-    std::string& list = reports[static_cast<size_t>(r)].present ? set_ranks : unset_ranks;
-    list += (list.empty() ? "" : ", ") + std::to_string(r);
+    if (reports[static_cast<size_t>(r)].present) {
+      set_ranks += (set_ranks.empty() ? "rank " : ", rank ") + std::to_string(r);
+    }
   }
   if (!expected.present) {
     if (set_ranks.empty()) {
@@ -121,8 +121,8 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
       std::fflush(stdout);
       return true;
     }
-    std::printf("env check: BRIDGE_EXPECTED_ENV is set on ranks %s but not on ranks %s\n",
-                set_ranks.c_str(), unset_ranks.c_str());
+    std::printf("env check: BRIDGE_EXPECTED_ENV is not set on rank 0 but is set on: %s\n",
+                set_ranks.c_str());
     std::printf("env check: MISMATCH\n");
     std::fflush(stdout);
     return false;
@@ -135,8 +135,8 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
     same_list[static_cast<size_t>(r)] =
         report.list_hash == reference && report.states.size() == expected.vars.size();
     if (!same_list[static_cast<size_t>(r)]) {
-      other_list += (other_list.empty() ? "" : ", ") + std::to_string(r) +
-                    (report.present ? "" : " (unset)");
+      other_list +=
+          (other_list.empty() ? "" : ", ") + std::to_string(r) + (report.present ? "" : " (unset)");
     }
   }
   std::printf("env check: %zu variables, %d ranks\n", expected.vars.size(), world);
@@ -163,8 +163,8 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
     }
     if (ok != world) all_ok = false;
     std::printf("  %-*s  ranks ok: %d/%d%s%s\n", static_cast<int>(width),
-                expected.vars[v].name.c_str(), ok, world, differ.empty() ? "" : "  differ: ",
-                differ.c_str());
+                expected.vars[v].name.c_str(), ok, world,
+                differ.empty() ? "" : "  differ: ", differ.c_str());
   }
   std::printf("env check: %s\n", all_ok ? "all ranks match" : "MISMATCH");
   std::fflush(stdout);
@@ -222,8 +222,8 @@ ExpectedEnv LoadExpectedEnv() {
   const std::string path(text.substr(1));
   std::ifstream file(path, std::ios::binary);
   if (!file.is_open()) {
-    throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: cannot open '" + path +
-                                     "': " + std::strerror(errno));
+    throw ProbeError(kExitUsage,
+                     "BRIDGE_EXPECTED_ENV: cannot open '" + path + "': " + std::strerror(errno));
   }
   std::stringstream content;
   content << file.rdbuf();

@@ -34,11 +34,10 @@ std::optional<double> ToDouble(std::string_view text) {
 int64_t IntFlag(std::string_view name, std::string_view text, int64_t min, int64_t max) {
   const auto value = ToInt(text);
   if (!value || *value < min || *value > max) {
-    throw ProbeError(kExitUsage,
-                     StrPrintf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
-                               static_cast<int>(name.size()), name.data(),
-                               static_cast<long long>(min), static_cast<long long>(max),
-                               static_cast<int>(text.size()), text.data()));
+    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
+                                           static_cast<int>(name.size()), name.data(),
+                                           static_cast<long long>(min), static_cast<long long>(max),
+                                           static_cast<int>(text.size()), text.data()));
   }
   return *value;
 }
@@ -73,8 +72,7 @@ std::optional<EnvInt> FirstIntEnv(std::initializer_list<const char*> names) {
     if (!text) continue;
     const auto value = ToInt(*text);
     if (!value) {
-      throw ProbeError(kExitUsage,
-                       StrPrintf("%s='%s' is not an integer", name, text->c_str()));
+      throw ProbeError(kExitUsage, StrPrintf("%s='%s' is not an integer", name, text->c_str()));
     }
     return EnvInt{*value, name};
   }
@@ -212,9 +210,8 @@ Options ParseOptions(int argc, char** argv) {
                                    std::pair{options.hang_at_step, "--hang-at-step"},
                                    std::pair{options.corrupt_at_step, "--corrupt-at-step"}}) {
     if (step > options.steps) {
-      throw ProbeError(kExitUsage,
-                       StrPrintf("%s %d is after the last step (--steps %d)", what, step,
-                                 options.steps));
+      throw ProbeError(kExitUsage, StrPrintf("%s %d is after the last step (--steps %d)", what,
+                                             step, options.steps));
     }
   }
   return options;
@@ -227,7 +224,8 @@ Identity ReadIdentity() {
   if (!rank || !world) {
     std::string missing;
     if (!rank) missing += "RANK (or SLURM_PROCID)";
-    if (!world) missing += std::string(missing.empty() ? "" : " and ") + "WORLD_SIZE (or SLURM_NTASKS)";
+    if (!world)
+      missing += std::string(missing.empty() ? "" : " and ") + "WORLD_SIZE (or SLURM_NTASKS)";
     throw ProbeError(kExitUsage,
                      "no rank identity: " + missing +
                          " not set; run under a launcher (bridge-launch, torchrun, srun)");
@@ -237,10 +235,9 @@ Identity ReadIdentity() {
                                            static_cast<long long>(world->value)));
   }
   if (rank->value < 0 || rank->value >= world->value) {
-    throw ProbeError(kExitUsage,
-                     StrPrintf("%s=%lld is out of range for %s=%lld", rank->name,
-                               static_cast<long long>(rank->value), world->name,
-                               static_cast<long long>(world->value)));
+    throw ProbeError(kExitUsage, StrPrintf("%s=%lld is out of range for %s=%lld", rank->name,
+                                           static_cast<long long>(rank->value), world->name,
+                                           static_cast<long long>(world->value)));
   }
   id.rank = static_cast<int>(rank->value);
   id.world_size = static_cast<int>(world->value);
@@ -253,10 +250,9 @@ Identity ReadIdentity() {
   id.local_world_size = local_world ? static_cast<int>(local_world->value) : id.world_size;
   id.node_rank = node_rank ? static_cast<int>(node_rank->value) : 0;
   if (id.local_rank < 0 || id.local_world_size < 1 || id.local_rank >= id.local_world_size) {
-    throw ProbeError(kExitUsage,
-                     StrPrintf("local rank %d is out of range for local world size %d "
-                               "(LOCAL_RANK/SLURM_LOCALID, LOCAL_WORLD_SIZE)",
-                               id.local_rank, id.local_world_size));
+    throw ProbeError(kExitUsage, StrPrintf("local rank %d is out of range for local world size %d "
+                                           "(LOCAL_RANK/SLURM_LOCALID, LOCAL_WORLD_SIZE)",
+                                           id.local_rank, id.local_world_size));
   }
   if (id.node_rank < 0) {
     throw ProbeError(kExitUsage, StrPrintf("%s=%d is negative", node_rank->name, id.node_rank));
@@ -265,19 +261,17 @@ Identity ReadIdentity() {
   const auto addr = Env("MASTER_ADDR");
   const auto port_text = Env("MASTER_PORT");
   if (id.world_size > 1 && (!addr || !port_text)) {
-    throw ProbeError(kExitUsage,
-                     StrPrintf("WORLD_SIZE=%d needs a rendezvous address: %s not set",
-                               id.world_size,
-                               !addr && !port_text ? "MASTER_ADDR and MASTER_PORT"
-                               : !addr             ? "MASTER_ADDR"
-                                                   : "MASTER_PORT"));
+    throw ProbeError(
+        kExitUsage, StrPrintf("WORLD_SIZE=%d needs a rendezvous address: %s not set", id.world_size,
+                              !addr && !port_text ? "MASTER_ADDR and MASTER_PORT"
+                              : !addr             ? "MASTER_ADDR"
+                                                  : "MASTER_PORT"));
   }
   if (addr) id.master_addr = *addr;
   if (port_text) {
     const auto port = ToInt(*port_text);
     if (!port || *port < 1 || *port > 65535) {
-      throw ProbeError(kExitUsage,
-                       "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
+      throw ProbeError(kExitUsage, "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
     }
     id.master_port = static_cast<int>(*port);
   }
@@ -285,9 +279,9 @@ Identity ReadIdentity() {
 }
 
 void ValidateOptionsForWorld(const Options& options, const Identity& identity) {
-  for (const auto& [rank, what] : {std::pair{options.fail_rank, "--fail-rank"},
-                                   std::pair{options.hang_rank, "--hang-rank"},
-                                   std::pair{options.corrupt_rank, "--corrupt-rank"}}) {
+  for (const auto& [rank, what] :
+       {std::pair{options.fail_rank, "--fail-rank"}, std::pair{options.hang_rank, "--hang-rank"},
+        std::pair{options.corrupt_rank, "--corrupt-rank"}}) {
     if (rank >= identity.world_size) {
       throw ProbeError(kExitUsage, StrPrintf("%s %d is outside the world (WORLD_SIZE=%d)", what,
                                              rank, identity.world_size));

@@ -131,9 +131,10 @@ class CommWorker {
           queue_.pop_front();
         }
         if (job.hang) {
-          LogWarning(StrPrintf("--hang-rank: sleeping forever instead of entering the "
-                               "all-reduce of step %d",
-                               job.step));
+          LogWarning(
+              StrPrintf("--hang-rank: sleeping forever instead of entering the "
+                        "all-reduce of step %d",
+                        job.step));
           for (;;) ::pause();
         }
         const std::string phase = "step " + std::to_string(job.step);
@@ -195,11 +196,11 @@ void CheckStep(const std::vector<float>& grads, const std::vector<Bucket>& bucke
       const float got = grads[static_cast<size_t>(i)];
       if (got == expected) continue;
       if (wrong++ == 0) {
-        first = StrPrintf("step %d, bucket %zu, index %lld (parameter %lld): got %.9g, "
-                          "expected %.9g",
-                          step, b, static_cast<long long>(i - buckets[b].begin),
-                          static_cast<long long>(i), static_cast<double>(got),
-                          static_cast<double>(expected));
+        first = StrPrintf(
+            "step %d, bucket %zu, index %lld (parameter %lld): got %.9g, "
+            "expected %.9g",
+            step, b, static_cast<long long>(i - buckets[b].begin), static_cast<long long>(i),
+            static_cast<double>(got), static_cast<double>(expected));
       }
     }
   }
@@ -239,16 +240,16 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
 
   ComputeKernel kernel;
   const double ns_per_pass = kernel.CalibrateNsPerPass();
-  const auto passes_per_bucket = static_cast<int64_t>(
-      std::llround(options.compute_ms * 1e6 / options.buckets / ns_per_pass));
+  const auto passes_per_bucket =
+      static_cast<int64_t>(std::llround(options.compute_ms * 1e6 / options.buckets / ns_per_pass));
   if (rank == 0) {
-    std::printf("bridge-probe: training: %d steps, %d buckets, %lld params, compute %g ms/step "
-                "(%lld passes/bucket), link %s, overlap %s (%s)\n",
-                options.steps, options.buckets, static_cast<long long>(options.params),
-                options.compute_ms, static_cast<long long>(passes_per_bucket),
-                options.link_gbps > 0 ? StrPrintf("%g Gbit/s", options.link_gbps).c_str()
-                                      : "unlimited",
-                options.overlap ? "on" : "off", options.overlap_source.c_str());
+    std::printf(
+        "bridge-probe: training: %d steps, %d buckets, %lld params, compute %g ms/step "
+        "(%lld passes/bucket), link %s, overlap %s (%s)\n",
+        options.steps, options.buckets, static_cast<long long>(options.params), options.compute_ms,
+        static_cast<long long>(passes_per_bucket),
+        options.link_gbps > 0 ? StrPrintf("%g Gbit/s", options.link_gbps).c_str() : "unlimited",
+        options.overlap ? "on" : "off", options.overlap_source.c_str());
     std::fflush(stdout);
   }
 
@@ -297,16 +298,18 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
     comm_ms.push_back(comm);
     step_ms.push_back(elapsed);
     if (rank == 0) {
-      std::printf(" [%s] iteration %8d/%8d | consumed samples: %12lld | elapsed time per "
-                  "iteration (ms): %.1f | compute (ms): %.1f | comm (ms): %.1f |\n",
-                  Timestamp().c_str(), step, options.steps,
-                  static_cast<long long>(step) * static_cast<long long>(options.global_batch),
-                  elapsed, compute, comm);
+      std::printf(
+          " [%s] iteration %8d/%8d | consumed samples: %12lld | elapsed time per "
+          "iteration (ms): %.1f | compute (ms): %.1f | comm (ms): %.1f |\n",
+          Timestamp().c_str(), step, options.steps,
+          static_cast<long long>(step) * static_cast<long long>(options.global_batch), elapsed,
+          compute, comm);
       std::fflush(stdout);
     }
   }
 
   TrainingReport report;
+  report.world_size = world;
   const size_t first = options.steps > 1 ? 1 : 0;
   report.first_steady_step = static_cast<int>(first) + 1;
   report.steady_steps = options.steps - static_cast<int>(first);
@@ -321,14 +324,18 @@ void PrintTrainingSummary(const Options& options, const TrainingReport& report) 
   const std::string steps = report.steady_steps > 1
                                 ? StrPrintf("steps %d-%d", report.first_steady_step, last)
                                 : StrPrintf("step %d", last);
-  std::printf("summary (mean over %s, overlap %s): compute (ms): %.1f | comm (ms): %.1f | "
-              "step (ms): %.1f |\n",
-              steps.c_str(), options.overlap ? "on" : "off", report.compute_ms, report.comm_ms,
-              report.step_ms);
+  std::printf(
+      "summary (mean over %s, overlap %s): compute (ms): %.1f | comm (ms): %.1f | "
+      "step (ms): %.1f |\n",
+      steps.c_str(), options.overlap ? "on" : "off", report.compute_ms, report.comm_ms,
+      report.step_ms);
   const double smaller = std::min(report.compute_ms, report.comm_ms);
-  if (smaller > 0.0) {
-    std::printf("overlap efficiency: %.2f\n",
-                (report.compute_ms + report.comm_ms - report.step_ms) / smaller);
+  if (report.world_size == 1) {
+    std::printf("overlap efficiency: n/a (single rank, no communication)\n");
+  } else if (smaller > 0.0) {
+    double efficiency = (report.compute_ms + report.comm_ms - report.step_ms) / smaller;
+    if (std::fabs(efficiency) < 0.005) efficiency = 0.0;  // Print 0.00, not -0.00.
+    std::printf("overlap efficiency: %.2f\n", efficiency);
   } else {
     std::printf("overlap efficiency: n/a (no %s time)\n",
                 report.comm_ms > 0.0 ? "compute" : "communication");

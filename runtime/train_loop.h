@@ -24,6 +24,7 @@
 namespace bridge::probe {
 
 struct TrainingReport {
+  int world_size = 1;
   int first_steady_step = 1;
   int steady_steps = 0;
   double compute_ms = 0.0;

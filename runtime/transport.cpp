@@ -1,7 +1,6 @@
 #include "runtime/transport.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,8 +30,8 @@ constexpr uint32_t kMaxMessageBytes = 64U << 20;
 std::string Errno(int err) { return std::strerror(err); }
 
 Clock::time_point DeadlineAfter(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 // Milliseconds until `deadline` for poll(), at least 0, rounded up.
@@ -50,22 +49,15 @@ std::string PeerName(int peer) {
 }
 
 ProbeError TimeoutError(double timeout_s, int peer, std::string_view phase) {
-  return ProbeError(kExitComm, StrPrintf("timed out after %s s waiting for %s (%.*s)",
-                                         Seconds(timeout_s).c_str(), PeerName(peer).c_str(),
-                                         static_cast<int>(phase.size()), phase.data()));
+  return ProbeError(
+      kExitComm, StrPrintf("timed out after %s s waiting for %s (%.*s)", Seconds(timeout_s).c_str(),
+                           PeerName(peer).c_str(), static_cast<int>(phase.size()), phase.data()));
 }
 
 ProbeError LostError(int peer, std::string_view phase, const std::string& why) {
-  return ProbeError(kExitComm, StrPrintf("lost connection to %s (%.*s): %s",
-                                         PeerName(peer).c_str(), static_cast<int>(phase.size()),
-                                         phase.data(), why.c_str()));
-}
-
-void SetNonBlocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    throw ProbeError(kExitComm, "fcntl(O_NONBLOCK) failed: " + Errno(errno));
-  }
+  return ProbeError(kExitComm,
+                    StrPrintf("lost connection to %s (%.*s): %s", PeerName(peer).c_str(),
+                              static_cast<int>(phase.size()), phase.data(), why.c_str()));
 }
 
 void SetNoDelay(int fd) {
@@ -124,9 +116,9 @@ Fd Listen(int port, int backlog, std::string_view what) {
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(fd.get(), backlog) != 0) {
-    throw ProbeError(kExitComm, StrPrintf("%.*s: cannot listen on 0.0.0.0:%d: %s",
-                                          static_cast<int>(what.size()), what.data(), port,
-                                          Errno(errno).c_str()));
+    throw ProbeError(
+        kExitComm, StrPrintf("%.*s: cannot listen on 0.0.0.0:%d: %s", static_cast<int>(what.size()),
+                             what.data(), port, Errno(errno).c_str()));
   }
   return fd;
 }
@@ -143,8 +135,7 @@ Fd AcceptUntil(int listen_fd, Clock::time_point deadline) {
         SetNoDelay(fd);
         return Fd(fd);
       }
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-          errno != ECONNABORTED) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         throw ProbeError(kExitComm, "accept failed: " + Errno(errno));
       }
     }
@@ -153,8 +144,7 @@ Fd AcceptUntil(int listen_fd, Clock::time_point deadline) {
 }
 
 // One connection attempt to host:port; returns an invalid Fd and sets `error` on failure.
-Fd TryConnect(const std::string& host, int port, Clock::time_point deadline,
-              std::string* error) {
+Fd TryConnect(const std::string& host, int port, Clock::time_point deadline, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -167,8 +157,7 @@ Fd TryConnect(const std::string& host, int port, Clock::time_point deadline,
   }
   Fd connected;
   for (addrinfo* ai = result; ai != nullptr && !connected.valid(); ai = ai->ai_next) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                   ai->ai_protocol));
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
     if (!fd.valid()) {
       *error = "socket() failed: " + Errno(errno);
       continue;
@@ -211,8 +200,9 @@ Fd ConnectWithRetry(const std::string& host, int port, double timeout_s, std::st
   for (;;) {
     Fd fd = TryConnect(host, port, deadline, &error);
     if (fd.valid()) return fd;
-    if (Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff);
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }
   throw ProbeError(kExitComm, StrPrintf("%.*s: could not connect to %s:%d within %s s (%s)",
@@ -231,7 +221,7 @@ void SendMessage(int fd, int peer, const std::string& payload, double timeout_s,
 std::string RecvMessage(int fd, int peer, double timeout_s, std::string_view phase) {
   char header[4];
   SendRecv(Outgoing{}, Incoming{fd, header, sizeof(header), peer}, timeout_s, phase);
-  const uint32_t size = WireReader(std::string_view(header, sizeof(header))).U32();
+  const uint32_t size = WireReader(std::string(header, sizeof(header))).U32();
   if (size > kMaxMessageBytes) {
     throw ProbeError(kExitComm, StrPrintf("malformed message from rank %d (%u bytes)", peer, size));
   }
@@ -290,12 +280,12 @@ void GatherHellos(Cluster& c, const Fd& master_listener, PeerInfo self) {
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         }
       }
-      throw ProbeError(kExitComm,
-                       StrPrintf("rendezvous: timed out after %s s waiting for rank%s %s to "
-                                 "connect to port %d (%d of %d ranks joined)",
-                                 Seconds(c.timeout_s).c_str(),
-                                 c.world_size - joined > 1 ? "s" : "", missing.c_str(),
-                                 LocalPort(master_listener.get()), joined, c.world_size));
+      throw ProbeError(
+          kExitComm,
+          StrPrintf("rendezvous: timed out after %s s waiting for rank%s %s to "
+                    "connect to port %d (%d of %d ranks joined)",
+                    Seconds(c.timeout_s).c_str(), c.world_size - joined > 1 ? "s" : "",
+                    missing.c_str(), LocalPort(master_listener.get()), joined, c.world_size));
     }
     const std::string address = PeerAddress(conn.get());
     WireReader hello(RecvMessage(conn.get(), -1, c.timeout_s, "rendezvous hello"));
@@ -353,9 +343,10 @@ void ConnectRing(Cluster& c, const Fd& ring_listener) {
       c.ring_prev = std::move(conn);
       return;
     }
-    LogWarning(StrPrintf("ring setup: ignoring a connection from %s (claims rank %d, expected "
-                         "%d)",
-                         PeerAddress(conn.get()).c_str(), from, c.prev_rank()));
+    LogWarning(
+        StrPrintf("ring setup: ignoring a connection from %s (claims rank %d, expected "
+                  "%d)",
+                  PeerAddress(conn.get()).c_str(), from, c.prev_rank()));
   }
 }
 
@@ -416,8 +407,8 @@ void SendRecv(const Outgoing& out, const Incoming& in, double timeout_s, std::st
       }
     }
     if (send_index >= 0 && fds[send_index].revents != 0) {
-      const ssize_t n = ::send(out.fd, static_cast<const char*>(out.data) + sent,
-                               out.size - sent, MSG_NOSIGNAL);
+      const ssize_t n =
+          ::send(out.fd, static_cast<const char*>(out.data) + sent, out.size - sent, MSG_NOSIGNAL);
       if (n > 0) {
         sent += static_cast<size_t>(n);
         progress = true;
@@ -499,9 +490,8 @@ Cluster Rendezvous(const Identity& identity, double timeout_s) {
       SendMessage(c.to_rank[static_cast<size_t>(r)].get(), r, table, c.timeout_s, "rendezvous");
     }
   } else {
-    c.to_master =
-        ConnectWithRetry(identity.master_addr, identity.master_port, timeout_s,
-                         "rendezvous: rank 0 (MASTER_ADDR:MASTER_PORT=" + c.master_endpoint + ")");
+    c.to_master = ConnectWithRetry(identity.master_addr, identity.master_port, timeout_s,
+                                   "rendezvous: rank 0 (MASTER_ADDR:MASTER_PORT)");
     WireWriter hello;
     hello.U32(kHelloMagic);
     hello.U32(kProtocolVersion);
@@ -512,8 +502,8 @@ Cluster Rendezvous(const Identity& identity, double timeout_s) {
     hello.U32(static_cast<uint32_t>(self.ring_port));
     hello.Bytes(self.hostname);
     SendMessage(c.to_master.get(), 0, hello.data(), c.timeout_s, "rendezvous");
-    c.peers = DecodeTable(RecvMessage(c.to_master.get(), 0, c.timeout_s, "rendezvous"),
-                          c.world_size);
+    c.peers =
+        DecodeTable(RecvMessage(c.to_master.get(), 0, c.timeout_s, "rendezvous"), c.world_size);
   }
   ConnectRing(c, ring_listener);
   return c;

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/options.h"
@@ -79,14 +80,14 @@ class WireWriter {
 
 class WireReader {
  public:
-  explicit WireReader(std::string_view data) : data_(data) {}
+  explicit WireReader(std::string data) : data_(std::move(data)) {}
   uint32_t U32();
   uint64_t U64();
   std::string Bytes();
 
  private:
   void Need(size_t n) const;
-  std::string_view data_;
+  std::string data_;  // Owned, so a reader can wrap a temporary message.
   size_t pos_ = 0;
 };
 
@@ -121,8 +122,7 @@ Cluster Rendezvous(const Identity& identity, double timeout_s);
 // returns rank 0's `message` on every rank (the argument is ignored on other ranks).
 std::vector<std::string> GatherToRoot(Cluster& cluster, const std::string& message,
                                       std::string_view phase);
-std::string BroadcastFromRoot(Cluster& cluster, const std::string& message,
-                              std::string_view phase);
+std::string BroadcastFromRoot(Cluster& cluster, const std::string& message, std::string_view phase);
 void Barrier(Cluster& cluster, std::string_view phase);
 
 }  // namespace bridge::probe

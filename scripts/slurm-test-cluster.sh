@@ -213,10 +213,9 @@ ensure_munge() {
       { log_tails /var/log/munge/munged.log "${LOG_DIR}/munged.stdout"; die "munged failed to start"; }
   fi
   local i
-  for i in $(seq 1 50); do
+  for ((i = 0; i < 50; i++)); do
     munge_ok && return 0
     sleep 0.2
-    : "${i}"
   done
   log_tails /var/log/munge/munged.log "${LOG_DIR}/munged.stdout"
   die "munge does not work (munge -n | unmunge fails)"
@@ -355,11 +354,15 @@ start_ctld() {
     fail_with_logs "slurmctld failed to start"
 }
 
+# A daemon that is forking into the background can briefly be missed by pgrep (the
+# intermediate process exits while /proc is scanned), so a daemon counts as gone only
+# after it was missing on 3 consecutive polls.
 wait_ctld() {
-  local deadline=$((SECONDS + $1))
+  local deadline=$((SECONDS + $1)) misses=0
   while ((SECONDS < deadline)); do
     ctld_responding && return 0
-    [[ -n "$(ctld_pids)" ]] || fail_with_logs "slurmctld exited during startup"
+    if [[ -n "$(ctld_pids)" ]]; then misses=0; else misses=$((misses + 1)); fi
+    ((misses < 3)) || fail_with_logs "slurmctld exited during startup"
     sleep 0.3
   done
   fail_with_logs "slurmctld not answering 'scontrol ping' after $1s"
@@ -389,13 +392,19 @@ node_usable() {
 
 wait_nodes() {
   local deadline=$((SECONDS + $1)) node state all resumed last_resume=-100
+  local -A node_misses=()
   while ((SECONDS < deadline)); do
     all=1
     resumed=0
     for node in "${NODES[@]}"; do
       node_usable "${node}" && continue
       all=0
-      [[ -n "$(slurmd_pids "${node}")" ]] || fail_with_logs "slurmd ${node} is not running"
+      if [[ -n "$(slurmd_pids "${node}")" ]]; then
+        node_misses[${node}]=0
+      else
+        node_misses[${node}]=$((${node_misses[${node}]:-0} + 1))
+        ((node_misses[${node}] < 3)) || fail_with_logs "slurmd ${node} is not running"
+      fi
       state=$(node_state "${node}")
       # A trailing '*' means "not responding": resuming does not help until slurmd
       # registers; drained/down nodes that respond are resumed (at most every 3 s).

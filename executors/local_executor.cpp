@@ -1,0 +1,258 @@
+// The local executor: every rank of the job as a process on this machine.
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "executors/executor.h"
+#include "executors/process_group.h"
+#include "executors/rank_env.h"
+
+extern char** environ;
+
+namespace bridge {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitInterrupted = 130;
+
+// bridge-probe is looked up next to bridge-launch first, so a build tree runs its own probe.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path sibling = self.parent_path() / name;
+    if (fs::exists(sibling, ec)) return sibling.string();
+  }
+  return name;
+}
+
+// The variables every rank shares: the planned launch env, then the probe's checks.
+std::vector<std::pair<std::string, std::string>> job_vars(const Plan& plan) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& v : plan.env.vars) vars.emplace_back(v.name, v.value);
+  for (auto& kv : bridge_check_vars(plan)) vars.push_back(std::move(kv));
+  return vars;
+}
+
+std::vector<std::pair<std::string, std::string>> rendezvous_vars(const Plan& plan, int rank,
+                                                                 const std::string& port) {
+  std::string world = std::to_string(plan.topology->gpus_per_node);
+  return {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)},
+          {"WORLD_SIZE", world},          {"LOCAL_WORLD_SIZE", world},
+          {"NODE_RANK", "0"},             {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", port}};
+}
+
+// With torchrun one process starts the local ranks itself.
+bool uses_torchrun(const Plan& plan) {
+  return plan.recipe->runtime.launcher.get_or("direct") == "torchrun";
+}
+
+std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port) {
+  std::vector<std::string> argv;
+  if (uses_torchrun(plan)) {
+    argv = plan.executor_changes.launcher_wrapper;
+    if (argv.empty()) argv.push_back("torchrun");
+    for (std::string a : {"--nnodes=1", "--node-rank=0", "--master-addr=127.0.0.1"})
+      argv.push_back(a);
+    argv.push_back(fmt::format("--nproc-per-node={}", plan.topology->gpus_per_node));
+    argv.push_back("--master-port=" + port);
+  }
+  std::vector<std::string> cmd = rank_command(plan);
+  if (!cmd.empty()) cmd[0] = resolve_program(cmd[0]);
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  return argv;
+}
+
+// Values the user asked to be shell-expanded are exported by a tiny bash wrapper on the
+// rank itself, exactly as a batch script would; everything else is passed verbatim.
+std::vector<std::string> wrap_expanded(const Plan& plan, std::vector<std::string> argv) {
+  std::string exports;
+  for (const auto& v : plan.env.vars)
+    if (v.expand) exports += fmt::format("export {}=\"{}\"; ", v.name, v.value);
+  if (exports.empty()) return argv;
+  std::vector<std::string> wrapped{"/bin/bash", "-c", exports + "exec \"$@\"", "bridge-rank"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+std::string free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "29500";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  std::string port = "29500";
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = std::to_string(ntohs(addr.sin_port));
+  close(fd);
+  return port;
+}
+
+// The submitting environment minus anything the job sets itself.
+std::vector<std::string> base_environment(const std::map<std::string, std::string>& job) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    if (!job.count(name)) env.push_back(entry);
+  }
+  return env;
+}
+
+class LocalExecutor : public Executor {
+ public:
+  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
+    RenderedJob job;
+    job.executor = "local";
+    const Topology& t = *plan.topology;
+    if (t.nodes != 1) {
+      diags.error("local-needs-one-node", "cluster.num_gpus", plan.recipe->cluster.num_gpus.loc,
+                  fmt::format("the local executor runs one node, but the plan has {} nodes "
+                              "({} GPUs, {} per node)",
+                              t.nodes, t.num_gpus, t.gpus_per_node),
+                  "set -ng equal to -gn, or use --executor slurm/kubernetes");
+      return job;
+    }
+    std::string text = fmt::format(
+        "# local job `{}`: {} rank{} on this machine; MASTER_PORT is a free port picked at "
+        "launch\n# job dir: {}/<timestamp>\n",
+        *plan.recipe->name.value, t.gpus_per_node, t.gpus_per_node == 1 ? "" : "s", plan.job_dir);
+    text += "env of every process (values exactly as the ranks receive them):\n";
+    for (const auto& v : plan.env.vars)
+      text += fmt::format("  {}={}{}\n", v.name, v.secret ? "<secret>" : shell_quote(v.value),
+                          v.expand ? "  (expanded by the shell on the rank)" : "");
+    for (auto& [k, v] : bridge_check_vars(plan)) text += fmt::format("  {}={}\n", k, v);
+    std::string cmd;
+    for (const auto& a : launcher_argv(plan, "<auto>")) cmd += " " + shell_quote(a);
+    if (uses_torchrun(plan)) {
+      text += "one torchrun process starts the ranks:\n  command:" + cmd + "\n";
+    } else {
+      for (int r = 0; r < static_cast<int>(t.gpus_per_node); ++r) {
+        text += fmt::format("rank {}:", r);
+        for (auto& [k, v] : rendezvous_vars(plan, r, "<auto>")) text += fmt::format(" {}={}", k, v);
+        text += "\n  command:" + cmd + "\n";
+      }
+    }
+    job.dry_run_text = text;
+    return job;
+  }
+
+  int submit(const Plan& plan, const RenderedJob&, const SubmitOptions& options, std::ostream& out,
+             Diagnostics& diags) const override {
+    fs::path dir = make_run_dir(plan, diags);
+    if (dir.empty()) return kExitFailed;
+    std::string port = free_port();
+    std::vector<RankSpec> specs = rank_specs(plan, port);
+    std::map<int, std::ofstream> logs;
+    std::map<int, std::deque<std::string>> tails;
+    for (const auto& s : specs) logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
+    spdlog::info("launching `{}`: {} process{} on this machine, logs in {}",
+                 *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
+                 dir.string());
+    bool quiet = options.verbosity < 0;
+    LineSink sink = [&](int rank, const std::string& line) {
+      logs[rank] << line << '\n';
+      logs[rank].flush();
+      auto& tail = tails[rank];
+      tail.push_back(line);
+      if (tail.size() > 10) tail.pop_front();
+      if (!quiet) out << "[rank " << rank << "] " << line << '\n' << std::flush;
+    };
+    GroupOptions go;
+    go.grace = std::chrono::seconds(plan.recipe->executor.local.grace_period.get_or(5));
+    go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
+    GroupResult result = run_process_group(specs, go, sink);
+    return report(plan, result, tails, dir, diags);
+  }
+
+ private:
+  static fs::path make_run_dir(const Plan& plan, Diagnostics& diags) {
+    auto now = std::chrono::system_clock::now();
+    std::string stamp = fmt::format("{:%Y%m%d-%H%M%S}", fmt::localtime(
+                                                            std::chrono::system_clock::to_time_t(now)));
+    fs::path dir = fs::path(plan.job_dir) / fmt::format("{}-{}", stamp, getpid());
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      diags.error("job-dir", "executor.local.job_dir", plan.recipe->executor.local.job_dir.loc,
+                  fmt::format("cannot create job dir {}: {}", dir.string(), ec.message()),
+                  "set executor.local.job_dir to a writable directory");
+      return {};
+    }
+    return dir;
+  }
+
+  static std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port) {
+    std::vector<RankSpec> specs;
+    int processes = uses_torchrun(plan) ? 1 : static_cast<int>(plan.topology->gpus_per_node);
+    std::vector<std::string> argv = wrap_expanded(plan, launcher_argv(plan, port));
+    for (int r = 0; r < processes; ++r) {
+      std::map<std::string, std::string> vars;
+      for (auto& [k, v] : job_vars(plan)) vars[k] = v;
+      if (!uses_torchrun(plan))
+        for (auto& [k, v] : rendezvous_vars(plan, r, port)) vars[k] = v;
+      RankSpec s{r, argv, base_environment(vars)};
+      for (auto& [k, v] : vars) s.env.push_back(k + "=" + v);
+      specs.push_back(std::move(s));
+    }
+    return specs;
+  }
+
+  static int report(const Plan& plan, const GroupResult& result,
+                    std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
+                    Diagnostics& diags) {
+    if (!result.spawn_error.empty()) {
+      diags.error("spawn-failed", "", {}, "could not start the ranks: " + result.spawn_error);
+      return kExitFailed;
+    }
+    if (result.interrupted) {
+      spdlog::warn("interrupted by signal {}: all ranks stopped", result.interrupt_signal);
+      return kExitInterrupted;
+    }
+    if (result.first_failure) {
+      const RankOutcome& f = *result.first_failure;
+      std::string how = f.signaled ? fmt::format("was killed by signal {} ({})", f.signal,
+                                                 strsignal(f.signal))
+                                   : fmt::format("exited with code {}", f.exit_code);
+      std::string tail;
+      for (const auto& l : tails[f.rank]) tail += "\n    " + l;
+      diags.error("rank-failed", "", {},
+                  fmt::format("rank {} {}; the other ranks were stopped. Last lines of its log "
+                              "({}/rank{}.log):{}",
+                              f.rank, how, dir.string(), f.rank, tail));
+      return kExitFailed;
+    }
+    if (result.timed_out) {
+      diags.error("job-timeout", "executor.local.timeout", plan.recipe->executor.local.timeout.loc,
+                  "the job ran past executor.local.timeout and was stopped");
+      return kExitFailed;
+    }
+    spdlog::info("job `{}` finished: {} process{} exited 0; logs in {}", *plan.recipe->name.value,
+                 result.ranks.size(), result.ranks.size() == 1 ? "" : "es", dir.string());
+    return 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_local_executor() { return std::make_unique<LocalExecutor>(); }
+
+}  // namespace bridge

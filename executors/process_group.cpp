@@ -1,0 +1,256 @@
+#include "executors/process_group.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+namespace bridge {
+
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+// Installs SIGINT/SIGTERM handlers for the duration of a run and restores the old ones.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_signal_pipe[0] = -1;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    for (int& fd : g_signal_pipe) {
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+struct Running {
+  int rank;
+  pid_t pid;
+  int fd;  // read end of the rank's output pipe, -1 once closed
+  std::string partial;
+  bool exited = false;
+};
+
+[[noreturn]] void exec_child(const RankSpec& spec, int out_fd, pid_t pgid) {
+  setpgid(0, pgid);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(out_fd, STDERR_FILENO);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  execvpe(argv[0], argv.data(), envp.data());
+  std::string msg = "bridge-launch: cannot start `" + spec.argv[0] + "`: " + strerror(errno) + "\n";
+  [[maybe_unused]] ssize_t n = write(STDERR_FILENO, msg.data(), msg.size());
+  _exit(127);
+}
+
+class GroupRunner {
+ public:
+  GroupRunner(const GroupOptions& o, const LineSink& sink) : options_(o), sink_(sink) {}
+
+  GroupResult run(const std::vector<RankSpec>& specs) {
+    start_ = Clock::now();
+    for (const auto& s : specs)
+      if (!spawn(s)) break;
+    if (!result_.spawn_error.empty()) begin_shutdown(SIGTERM);
+    while (!all_exited()) {
+      poll_once();
+      reap();
+      enforce_deadlines();
+    }
+    for (auto& r : running_) flush_partial(r);
+    return std::move(result_);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  bool spawn(const RankSpec& s) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      result_.spawn_error = std::string("pipe: ") + strerror(errno);
+      return false;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      result_.spawn_error = std::string("fork: ") + strerror(errno);
+      close(fds[0]);
+      close(fds[1]);
+      return false;
+    }
+    if (pid == 0) exec_child(s, fds[1], pgid_);
+    if (pgid_ == 0) pgid_ = pid;
+    setpgid(pid, pgid_);  // also in the parent: no race with an early kill
+    close(fds[1]);
+    running_.push_back(Running{s.rank, pid, fds[0], {}, false});
+    return true;
+  }
+
+  void poll_once() {
+    std::vector<pollfd> fds;
+    std::vector<Running*> owners;
+    for (auto& r : running_)
+      if (r.fd >= 0) {
+        fds.push_back(pollfd{r.fd, POLLIN, 0});
+        owners.push_back(&r);
+      }
+    if (g_signal_pipe[0] >= 0) fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
+    int n = poll(fds.data(), fds.size(), 50);
+    if (n <= 0) return;
+    for (size_t i = 0; i < owners.size(); ++i)
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*owners[i]);
+    if (g_signal_pipe[0] >= 0 && (fds.back().revents & POLLIN)) {
+      unsigned char sig = 0;
+      while (read(g_signal_pipe[0], &sig, 1) == 1) {
+        if (!result_.interrupted) {
+          result_.interrupted = true;
+          result_.interrupt_signal = sig;
+          begin_shutdown(sig);
+        }
+      }
+    }
+  }
+
+  void read_from(Running& r) {
+    char buf[65536];
+    ssize_t n = read(r.fd, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) return;
+      flush_partial(r);
+      close(r.fd);
+      r.fd = -1;
+      return;
+    }
+    r.partial.append(buf, static_cast<size_t>(n));
+    size_t pos;
+    while ((pos = r.partial.find('\n')) != std::string::npos) {
+      sink_(r.rank, r.partial.substr(0, pos));
+      r.partial.erase(0, pos + 1);
+    }
+  }
+
+  void flush_partial(Running& r) {
+    if (!r.partial.empty()) sink_(r.rank, r.partial);
+    r.partial.clear();
+  }
+
+  void reap() {
+    for (auto& r : running_) {
+      if (r.exited) continue;
+      int status = 0;
+      pid_t got = waitpid(r.pid, &status, WNOHANG);
+      if (got != r.pid) continue;
+      r.exited = true;
+      RankOutcome o{r.rank, 0, 0, false};
+      if (WIFSIGNALED(status)) {
+        o.signaled = true;
+        o.signal = WTERMSIG(status);
+      } else {
+        o.exit_code = WEXITSTATUS(status);
+      }
+      result_.ranks.push_back(o);
+      if (!o.ok() && !shutting_down_) {
+        result_.first_failure = o;
+        begin_shutdown(SIGTERM);
+      }
+    }
+  }
+
+  void enforce_deadlines() {
+    auto now = Clock::now();
+    if (options_.timeout.count() > 0 && !shutting_down_ && now - start_ > options_.timeout) {
+      result_.timed_out = true;
+      begin_shutdown(SIGTERM);
+    }
+    if (shutting_down_ && !killed_ && now - shutdown_at_ > options_.grace) {
+      kill(-pgid_, SIGKILL);
+      killed_ = true;
+    }
+    // Processes that left the group's pipes open (daemons) must not keep us alive forever.
+    if (killed_ && now - shutdown_at_ > options_.grace + std::chrono::seconds(2))
+      for (auto& r : running_)
+        if (r.exited && r.fd >= 0) {
+          close(r.fd);
+          r.fd = -1;
+        }
+  }
+
+  void begin_shutdown(int sig) {
+    if (shutting_down_ || pgid_ == 0) {
+      if (pgid_ == 0) killed_ = shutting_down_ = true;
+      return;
+    }
+    shutting_down_ = true;
+    shutdown_at_ = Clock::now();
+    kill(-pgid_, sig);
+  }
+
+  bool all_exited() {
+    for (const auto& r : running_)
+      if (!r.exited || r.fd >= 0) return false;
+    // Grandchildren left in the group: kill them and give the kernel a moment (bounded:
+    // zombies nobody reaps would otherwise keep the group "alive" forever).
+    if (pgid_ != 0 && kill(-pgid_, 0) == 0 && leftover_checks_++ < 20) {
+      kill(-pgid_, SIGKILL);
+      poll(nullptr, 0, 50);
+      return false;
+    }
+    return true;
+  }
+
+  const GroupOptions& options_;
+  const LineSink& sink_;
+  GroupResult result_;
+  std::vector<Running> running_;
+  pid_t pgid_ = 0;
+  bool shutting_down_ = false;
+  bool killed_ = false;
+  int leftover_checks_ = 0;
+  Clock::time_point start_;
+  Clock::time_point shutdown_at_;
+};
+
+}  // namespace
+
+GroupResult run_process_group(const std::vector<RankSpec>& ranks, const GroupOptions& options,
+                              const LineSink& sink) {
+  SignalGuard guard;
+  GroupRunner runner(options, sink);
+  return runner.run(ranks);
+}
+
+}  // namespace bridge

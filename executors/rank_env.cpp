@@ -1,0 +1,49 @@
+#include "executors/rank_env.h"
+
+#include "runtime/env_hash.h"
+
+namespace bridge {
+
+std::string expected_env_spec(const LaunchEnv& env) {
+  std::string spec;
+  for (const auto& v : env.vars) {
+    if (!spec.empty()) spec += ';';
+    spec += (v.secret || v.expand) ? v.name + "?" : v.name + "=" + fnv1a64_hex(v.value);
+  }
+  return spec;
+}
+
+std::string overlap_grad_reduce_flag(const Plan& plan) {
+  if (!plan.overlap || !plan.overlap->overlap.overlap_grad_reduce.value) return {};
+  return *plan.overlap->overlap.overlap_grad_reduce.value ? "1" : "0";
+}
+
+std::vector<std::string> rank_command(const Plan& plan) {
+  std::vector<std::string> cmd = plan.executor_changes.command_prefix;
+  const RuntimeSpec& rt = plan.recipe->runtime;
+  for (const auto& c : rt.command.get_or({"bridge-probe"})) cmd.push_back(c);
+  for (const auto& a : rt.args.get_or({})) cmd.push_back(a);
+  for (const auto& a : plan.runtime_args) cmd.push_back(a.text);
+  return cmd;
+}
+
+std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& plan) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  vars.emplace_back("BRIDGE_EXPECTED_ENV", expected_env_spec(plan.env));
+  std::string flag = overlap_grad_reduce_flag(plan);
+  if (!flag.empty()) vars.emplace_back("BRIDGE_OVERLAP_GRAD_REDUCE", flag);
+  return vars;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace bridge

@@ -1,0 +1,32 @@
+// What every rank receives, shared by all executors: the planned launch env, the
+// rendezvous variables, and the probe's self-check variables.
+//
+// expected_env_spec builds BRIDGE_EXPECTED_ENV (`NAME=FNV1A64HEX` entries joined by ';',
+// `NAME?` for secrets and shell-expanded values whose final bytes only the rank knows), so
+// bridge-probe can prove on every rank that the plan's env arrived byte-for-byte.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/plan.h"
+
+namespace bridge {
+
+std::string expected_env_spec(const LaunchEnv& env);
+
+// "1" or "0" from the resolved overlap_grad_reduce (absent when unresolved).
+std::string overlap_grad_reduce_flag(const Plan& plan);
+
+// The runtime command line of one rank: command prefix (e.g. nsys), runtime.command,
+// runtime.args, then the plan's runtime arguments.
+std::vector<std::string> rank_command(const Plan& plan);
+
+// The job's launch variables (name, value) that are not secret and not rendezvous-related,
+// plus BRIDGE_EXPECTED_ENV and BRIDGE_OVERLAP_GRAD_REDUCE: what every rank gets verbatim.
+std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& plan);
+
+// Single-quotes `s` for POSIX shells ('\'' for embedded quotes); safe for any bytes.
+std::string shell_quote(const std::string& s);
+
+}  // namespace bridge

@@ -1,0 +1,51 @@
+// overlap_runtime_args: the resolved model-level overlap fields as Hydra-style overrides
+// (`comm_overlap.<field>=<value>`) for runtime.pass_overrides.
+//
+// Only the model-level fields are forwarded: the data-parallel ones are re-derived by the
+// runtime from the same rules (D1-D3) and the topology. Null fields are omitted, so the
+// runtime's own default (the same M0 value) applies.
+#include <fmt/format.h>
+
+#include "launcher/overlap.h"
+
+namespace bridge {
+
+namespace {
+
+std::string value_text(bool v) { return v ? "true" : "false"; }
+std::string value_text(int64_t v) { return std::to_string(v); }
+std::string value_text(const std::string& v) { return v; }
+
+template <class T>
+void add(std::vector<std::string>& out, const char* field, const Resolved<T>& r) {
+  if (r.value) out.push_back(fmt::format("comm_overlap.{}={}", field, value_text(*r.value)));
+}
+
+// The preset NAME when one was used (the runtime knows the presets and the line stays
+// readable); an inline mapping as a Hydra dict, so it is not silently lost.
+void add_tp_config(std::vector<std::string>& out, const ResolvedOverlap& o) {
+  if (!o.tp_comm_overlap_cfg.value) return;
+  std::string value = o.tp_comm_overlap_preset.empty()
+                          ? userbuffers_hydra_value(*o.tp_comm_overlap_cfg.value)
+                          : o.tp_comm_overlap_preset;
+  out.push_back("comm_overlap.tp_comm_overlap_cfg=" + value);
+}
+
+}  // namespace
+
+std::vector<std::string> overlap_runtime_args(const OverlapResolution& r) {
+  const ResolvedOverlap& o = r.overlap;
+  std::vector<std::string> out;
+  add(out, "tp_comm_overlap", o.tp_comm_overlap);
+  add_tp_config(out, o);
+  add(out, "tp_comm_bootstrap_backend", o.tp_comm_bootstrap_backend);
+  add(out, "overlap_p2p_comm", o.overlap_p2p_comm);
+  add(out, "batch_p2p_comm", o.batch_p2p_comm);
+  add(out, "defer_embedding_wgrad_compute", o.defer_embedding_wgrad_compute);
+  add(out, "wgrad_deferral_limit", o.wgrad_deferral_limit);
+  add(out, "overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
+  add(out, "delay_wgrad_compute", o.delay_wgrad_compute);
+  return out;
+}
+
+}  // namespace bridge

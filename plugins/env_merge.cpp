@@ -1,0 +1,113 @@
+#include "plugins/env_merge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "launcher/expand.h"
+#include "plugins/plugin_util.h"
+
+namespace bridge {
+
+namespace {
+
+std::string expanded_note(const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::vector<std::string> shown;
+  for (const auto& n : names) shown.push_back("${" + n + "}");
+  return " (expanded " + join(shown, ", ") + ")";
+}
+
+std::string overridden_note(const EnvVar& old) {
+  if (old.secret) return fmt::format("; overrides the value from {}", old.source);
+  return fmt::format("; overrides `{}` from {}", old.value, old.source);
+}
+
+SourceLoc recipe_env_loc(const Recipe& recipe, const std::string& name) {
+  for (const auto& e : recipe.env)
+    if (e.name == name) return e.loc;
+  return {};
+}
+
+}  // namespace
+
+bool is_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool is_known_secret_name(const std::string& name) {
+  return name == "WANDB_API_KEY" || name == "COMET_API_KEY";
+}
+
+void set_explicit(LaunchEnv& env, EnvVar var) {
+  var.secret = var.secret || is_known_secret_name(var.name);
+  EnvVar* old = env.find(var.name);
+  if (!old) {
+    env.vars.push_back(std::move(var));
+    return;
+  }
+  var.reason += overridden_note(*old);
+  var.secret = var.secret || old->secret;
+  *old = std::move(var);
+}
+
+void apply_recipe_env(const PluginContext& ctx, LaunchEnv& env, Diagnostics& diags) {
+  for (const auto& e : ctx.recipe.env) {
+    std::string value = e.value;
+    std::string reason = "set in env:";
+    if (e.expand) {
+      reason += " (expand: true: expanded by the rank's shell)";
+    } else {
+      std::vector<std::string> names;
+      auto expanded = expand_vars(e.value, ctx.host_env, "env." + e.name, e.loc, diags, &names);
+      if (!expanded) continue;
+      value = std::move(*expanded);
+      reason += expanded_note(names);
+    }
+    set_explicit(env, EnvVar{e.name, std::move(value), "recipe env", reason, e.secret, e.expand});
+  }
+}
+
+void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& env, Diagnostics& diags) {
+  for (const auto& kv : cli_env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) {
+      diags.error("bad-env", "", {}, fmt::format("-E `{}` is not KEY=VALUE", kv),
+                  "write -E NAME=value (an empty value is NAME=)");
+      continue;
+    }
+    std::string name = kv.substr(0, eq);
+    if (!is_env_name(name)) {
+      diags.error(
+          "bad-env", "", {},
+          fmt::format("-E `{}=...`: `{}` is not a valid environment variable name", name, name),
+          "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    set_explicit(env, EnvVar{name, kv.substr(eq + 1), "-E", "set with -E on the command line"});
+  }
+}
+
+void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Diagnostics& diags) {
+  const EnvVar* v = env.find("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (!v || v->source.rfind("plugin:", 0) == 0 || v->value == "1") return;
+  const std::string& gpu = ctx.topology.gpu;
+  if (!tp_overlap_resolved_on(ctx.overlap) || is_blackwell_or_newer(gpu)) return;
+  bool from_recipe = v->source == "recipe env";
+  SourceLoc loc = from_recipe ? recipe_env_loc(ctx.recipe, v->name) : SourceLoc{};
+  if (!from_recipe) loc.override_arg = "-E CUDA_DEVICE_MAX_CONNECTIONS=" + v->value;
+  diags.warning(
+      "env-contradicts-overlap", from_recipe ? "env.CUDA_DEVICE_MAX_CONNECTIONS" : "", loc,
+      fmt::format("CUDA_DEVICE_MAX_CONNECTIONS={} (from {}) contradicts TP communication overlap, "
+                  "which is resolved on: on {} (Hopper or older) it needs 1, otherwise the "
+                  "communication kernel may be scheduled after the GEMM it overlaps with and the "
+                  "overlap kernels serialize",
+                  v->value, v->source, gpu.empty() ? "this GPU" : gpu),
+      "drop the explicit value (perf_env then sets 1) or set it to 1");
+}
+
+}  // namespace bridge

@@ -1,0 +1,35 @@
+// The env precedence rules of the plugin runner, kept apart from running the plugins.
+//
+// Plugins' values come first (merged by the runner); then set_explicit applies recipe env:
+// and then -E values, each replacing whatever was there in place and naming what it
+// overrode in the reason (never a secret value). Names of known API keys stay secret
+// whoever sets them. check_env_contradictions warns when an explicit value contradicts
+// what the resolved overlap config needs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/diagnostics.h"
+#include "launcher/launch_env.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+bool is_env_name(const std::string& name);
+bool is_known_secret_name(const std::string& name);
+
+// Replaces or appends `var` (source "recipe env" or "-E").
+void set_explicit(LaunchEnv& env, EnvVar var);
+
+// recipe env: entries, `${VAR}` expanded from ctx.host_env unless `expand: true` (then the
+// rank's shell expands the value and it is kept verbatim).
+void apply_recipe_env(const PluginContext& ctx, LaunchEnv& env, Diagnostics& diags);
+
+// -E "KEY=VALUE" entries, literal values; malformed entries are "bad-env" errors.
+void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& env, Diagnostics& diags);
+
+// TP overlap resolved on + Hopper-or-older GPU + explicit CUDA_DEVICE_MAX_CONNECTIONS != 1.
+void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Diagnostics& diags);
+
+}  // namespace bridge
