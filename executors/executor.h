@@ -5,12 +5,15 @@
 // seams it is given. Executors are listed in an explicit name -> factory table.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "launcher/diagnostics.h"
+#include "launcher/job_record.h"
 #include "launcher/plan.h"
 
 namespace bridge {
@@ -27,17 +30,40 @@ struct RenderedJob {
 };
 
 struct SubmitOptions {
-  bool wait = true;
+  bool wait = true;  // local always waits; schedulers only with --wait
   int verbosity = 0;
+  std::string template_path;  // --template override ("" = embedded)
+};
+
+// What a submission produced. `accepted` means the scheduler took the job (or the local
+// ranks started): only then does the registry get an entry.
+struct SubmitResult {
+  int exit_code = 0;
+  bool accepted = false;
+  std::string scheduler_id;
+  std::string job_dir;
+  JobState final_state = JobState::kUnknown;  // when the executor waited for the end
+  std::string state_detail;
 };
 
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual RenderedJob render(const Plan& plan, Diagnostics& diags) const = 0;
-  // Runs or submits the job; returns the process exit code the CLI should use.
-  virtual int submit(const Plan& plan, const RenderedJob& job, const SubmitOptions& options,
-                     std::ostream& out, Diagnostics& diags) const = 0;
+  // Runs or submits the job. `on_accepted` is called once the scheduler accepted it (before
+  // any waiting), so the CLI can write the registry entry while the job runs.
+  virtual SubmitResult submit(const Plan& plan, const RenderedJob& job,
+                              const SubmitOptions& options, std::ostream& out,
+                              Diagnostics& diags,
+                              const std::function<void(const SubmitResult&)>& on_accepted)
+      const = 0;
+  // States of many jobs of this executor with ONE scheduler query (not one per job).
+  virtual std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
+                                        Diagnostics& diags) const = 0;
+  // Prints a job's logs (one rank, or all), optionally following until the job ends.
+  virtual int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+                   Diagnostics& diags) const = 0;
+  virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
 };
 
 struct ExecutorInfo {

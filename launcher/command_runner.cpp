@@ -1,0 +1,65 @@
+// The only file that uses Boost.Process; its exceptions stop here.
+#include "launcher/command_runner.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+#include <future>
+
+namespace bridge {
+
+namespace bp = boost::process;
+
+CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
+  CommandResult result;
+  if (spec.argv.empty()) {
+    result.started = false;
+    result.err = "empty command";
+    return result;
+  }
+  try {
+    boost::filesystem::path exe = spec.argv[0].find('/') == std::string::npos
+                                      ? bp::search_path(spec.argv[0])
+                                      : boost::filesystem::path(spec.argv[0]);
+    if (exe.empty()) {
+      result.started = false;
+      result.err = spec.argv[0] + ": command not found";
+      return result;
+    }
+    bp::environment env = boost::this_process::environment();
+    for (const auto& [k, v] : spec.extra_env) env[k] = v;
+    std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+    boost::asio::io_context io;
+    std::future<std::string> out, err;
+    bp::async_pipe in_pipe(io);
+    bp::child child(exe, bp::args(args), env, bp::std_out > out, bp::std_err > err,
+                    bp::std_in < in_pipe, io);
+    boost::asio::async_write(in_pipe, boost::asio::buffer(spec.stdin_text),
+                             [&](const boost::system::error_code&, size_t) { in_pipe.close(); });
+    io.run_for(spec.timeout);
+    if (child.running()) {
+      child.terminate();
+      result.timed_out = true;
+    }
+    child.wait();
+    result.exit_code = child.exit_code();
+    result.out = out.valid() ? out.get() : "";
+    result.err = err.valid() ? err.get() : "";
+  } catch (const std::exception& e) {
+    result.started = false;
+    result.err = e.what();
+  }
+  return result;
+}
+
+namespace {
+CommandRunner* g_runner = nullptr;
+}
+
+CommandRunner& default_command_runner() {
+  static BoostCommandRunner real;
+  return g_runner ? *g_runner : real;
+}
+
+void set_default_command_runner(CommandRunner* runner) { g_runner = runner; }
+
+}  // namespace bridge

@@ -1,0 +1,50 @@
+// JobRecord and JobState: what the job registry stores about one submitted job, and the
+// normalized states every executor maps its scheduler's states onto.
+//
+// A record never holds a secret value: `plan_json` is the redacted plan (secrets null) and
+// `rendered` the submission text, which never contains secrets by construction.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bridge {
+
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kUnknown };
+const char* job_state_name(JobState s);  // "PENDING", "RUNNING", "SUCCEEDED", ...
+std::optional<JobState> parse_job_state(const std::string& name);
+bool is_final(JobState s);
+
+struct JobRecord {
+  std::string id;            // bridge-launch's id: "<name>-<yyyymmdd-hhmmss>-<4 hex>"
+  std::string name;          // recipe name
+  std::string executor;      // local | slurm | kubernetes
+  std::string scheduler_id;  // Slurm job id, Kubernetes object name, local launcher pid
+  std::string job_dir;       // where scripts and per-rank logs live
+  std::string recipe_path;
+  std::vector<std::string> overrides;
+  std::string submitted_at;  // ISO 8601, UTC
+  JobState state = JobState::kPending;
+  std::string state_detail;  // e.g. "rank 2 exited with code 17"
+  std::optional<int> exit_code;
+  std::string namespace_;  // kubernetes
+  std::string context;     // kubernetes
+  int nodes = 1;
+  int ranks = 1;
+  nlohmann::ordered_json plan_json;  // redacted plan (plan --format json)
+  std::string rendered;              // the rendered submission (script, manifests, commands)
+};
+
+nlohmann::ordered_json job_record_to_json(const JobRecord& r);
+// nullopt when `j` is not a record of ours (missing or mistyped fields).
+std::optional<JobRecord> job_record_from_json(const nlohmann::json& j);
+
+struct JobStatus {
+  JobState state = JobState::kUnknown;
+  std::string detail;  // the scheduler's own words, e.g. "FAILED (ExitCode=1:0)"
+  std::optional<int> exit_code;
+};
+
+}  // namespace bridge
