@@ -33,6 +33,7 @@ struct SubmitOptions {
   bool wait = true;  // local always waits; schedulers only with --wait
   int verbosity = 0;
   std::string template_path;  // --template override ("" = embedded)
+  std::string job_id;         // the registry id chosen by the CLI
 };
 
 // What a submission produced. `accepted` means the scheduler took the job (or the local
@@ -44,6 +45,7 @@ struct SubmitResult {
   std::string job_dir;
   JobState final_state = JobState::kUnknown;  // when the executor waited for the end
   std::string state_detail;
+  std::optional<int> exit_code_of_rank;  // the failing rank's code (128+N for signal N)
 };
 
 class Executor {

@@ -17,6 +17,7 @@
 #include "executors/executor.h"
 #include "executors/process_group.h"
 #include "executors/rank_env.h"
+#include "executors/rank_logs.h"
 
 extern char** environ;
 
@@ -117,6 +118,17 @@ std::vector<std::string> base_environment(const std::map<std::string, std::strin
   return env;
 }
 
+bool launcher_alive(const std::string& pid_text) {
+  char* end = nullptr;
+  long pid = std::strtol(pid_text.c_str(), &end, 10);
+  if (pid <= 0 || *end) return false;
+  std::ifstream cmdline("/proc/" + pid_text + "/cmdline");
+  std::string argv0;
+  std::getline(cmdline, argv0, '\0');
+  return kill(static_cast<pid_t>(pid), 0) == 0 &&
+         argv0.find("bridge-launch") != std::string::npos;
+}
+
 class LocalExecutor : public Executor {
  public:
   RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
@@ -155,10 +167,19 @@ class LocalExecutor : public Executor {
     return job;
   }
 
-  int submit(const Plan& plan, const RenderedJob&, const SubmitOptions& options, std::ostream& out,
-             Diagnostics& diags) const override {
-    fs::path dir = make_run_dir(plan, diags);
-    if (dir.empty()) return kExitFailed;
+  SubmitResult submit(const Plan& plan, const RenderedJob&, const SubmitOptions& options,
+                      std::ostream& out, Diagnostics& diags,
+                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+    SubmitResult sr;
+    fs::path dir = make_run_dir(plan, options.job_id, diags);
+    if (dir.empty()) {
+      sr.exit_code = kExitFailed;
+      return sr;
+    }
+    sr.job_dir = dir.string();
+    sr.scheduler_id = std::to_string(getpid());
+    sr.accepted = true;
+    if (on_accepted) on_accepted(sr);
     std::string port = free_port();
     std::vector<RankSpec> specs = rank_specs(plan, port);
     std::map<int, std::ofstream> logs;
@@ -180,15 +201,50 @@ class LocalExecutor : public Executor {
     go.grace = std::chrono::seconds(plan.recipe->executor.local.grace_period.get_or(5));
     go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
     GroupResult result = run_process_group(specs, go, sink);
-    return report(plan, result, tails, dir, diags);
+    report(plan, result, tails, dir, diags, sr);
+    return sr;
+  }
+
+  std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
+                                Diagnostics&) const override {
+    std::vector<JobStatus> out;
+    for (const auto& j : jobs) {
+      JobStatus s{j.state, j.state_detail, j.exit_code};
+      if (!is_final(j.state) && !launcher_alive(j.scheduler_id)) {
+        s.state = JobState::kFailed;
+        s.detail = "the launcher process " + j.scheduler_id + " is gone (killed?); its ranks "
+                   "were stopped with it";
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+           Diagnostics& diags) const override {
+    return print_rank_logs(job.job_dir, rank, follow, out, diags, [&] {
+      return !is_final(status({job}, diags)[0].state) && launcher_alive(job.scheduler_id);
+    });
+  }
+
+  int cancel(const JobRecord& job, Diagnostics& diags) const override {
+    if (is_final(job.state) || !launcher_alive(job.scheduler_id)) {
+      diags.error("job-not-running", "", {}, fmt::format("job {} is not running", job.id));
+      return kExitFailed;
+    }
+    kill(static_cast<pid_t>(std::stol(job.scheduler_id)), SIGTERM);
+    return 0;
   }
 
  private:
-  static fs::path make_run_dir(const Plan& plan, Diagnostics& diags) {
-    auto now = std::chrono::system_clock::now();
-    std::string stamp = fmt::format("{:%Y%m%d-%H%M%S}", fmt::localtime(
-                                                            std::chrono::system_clock::to_time_t(now)));
-    fs::path dir = fs::path(plan.job_dir) / fmt::format("{}-{}", stamp, getpid());
+  static fs::path make_run_dir(const Plan& plan, const std::string& job_id,
+                               Diagnostics& diags) {
+    std::string leaf = job_id;
+    if (leaf.empty()) {
+      auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      leaf = fmt::format("{:%Y%m%d-%H%M%S}-{}", fmt::localtime(now), getpid());
+    }
+    fs::path dir = fs::path(plan.job_dir) / leaf;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
@@ -216,16 +272,22 @@ class LocalExecutor : public Executor {
     return specs;
   }
 
-  static int report(const Plan& plan, const GroupResult& result,
-                    std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
-                    Diagnostics& diags) {
+  static void report(const Plan& plan, const GroupResult& result,
+                     std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
+                     Diagnostics& diags, SubmitResult& sr) {
+    sr.exit_code = kExitFailed;
+    sr.final_state = JobState::kFailed;
     if (!result.spawn_error.empty()) {
-      diags.error("spawn-failed", "", {}, "could not start the ranks: " + result.spawn_error);
-      return kExitFailed;
+      sr.state_detail = "could not start the ranks: " + result.spawn_error;
+      diags.error("spawn-failed", "", {}, sr.state_detail);
+      return;
     }
     if (result.interrupted) {
       spdlog::warn("interrupted by signal {}: all ranks stopped", result.interrupt_signal);
-      return kExitInterrupted;
+      sr.exit_code = kExitInterrupted;
+      sr.final_state = JobState::kCancelled;
+      sr.state_detail = fmt::format("interrupted by signal {}", result.interrupt_signal);
+      return;
     }
     if (result.first_failure) {
       const RankOutcome& f = *result.first_failure;
@@ -234,20 +296,24 @@ class LocalExecutor : public Executor {
                                    : fmt::format("exited with code {}", f.exit_code);
       std::string tail;
       for (const auto& l : tails[f.rank]) tail += "\n    " + l;
+      sr.state_detail = fmt::format("rank {} {}", f.rank, how);
+      sr.exit_code_of_rank = f.signaled ? 128 + f.signal : f.exit_code;
       diags.error("rank-failed", "", {},
-                  fmt::format("rank {} {}; the other ranks were stopped. Last lines of its log "
+                  fmt::format("{}; the other ranks were stopped. Last lines of its log "
                               "({}/rank{}.log):{}",
-                              f.rank, how, dir.string(), f.rank, tail));
-      return kExitFailed;
+                              sr.state_detail, dir.string(), f.rank, tail));
+      return;
     }
     if (result.timed_out) {
+      sr.state_detail = "ran past executor.local.timeout";
       diags.error("job-timeout", "executor.local.timeout", plan.recipe->executor.local.timeout.loc,
                   "the job ran past executor.local.timeout and was stopped");
-      return kExitFailed;
+      return;
     }
     spdlog::info("job `{}` finished: {} process{} exited 0; logs in {}", *plan.recipe->name.value,
                  result.ranks.size(), result.ranks.size() == 1 ? "" : "es", dir.string());
-    return 0;
+    sr.exit_code = 0;
+    sr.final_state = JobState::kSucceeded;
   }
 };
 

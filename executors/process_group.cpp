@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +61,8 @@ struct Running {
 
 [[noreturn]] void exec_child(const RankSpec& spec, int out_fd, pid_t pgid) {
   setpgid(0, pgid);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // a SIGKILLed launcher leaves no orphaned rank
+  if (getppid() == 1) _exit(127);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   int devnull = open("/dev/null", O_RDONLY);

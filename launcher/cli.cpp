@@ -9,35 +9,11 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "executors/executor.h"
-#include "launcher/host_env.h"
-#include "launcher/plan.h"
-#include "launcher/plan_output.h"
-#include "plugins/plugin.h"
+#include "launcher/cli_commands.h"
 
 namespace bridge {
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitUsage = 2;
-
-struct Options {
-  std::string executor;
-  std::string num_gpus;
-  std::string gpus_per_node;
-  std::string gpu;
-  std::vector<std::string> env;
-  bool strict = false;
-  bool dry_run = false;
-  bool wait = false;
-  std::string format = "text";
-  std::string template_path;
-  int verbose = 0;
-  bool quiet = false;
-  std::string recipe;
-  std::vector<std::string> overrides;
-};
 
 // Shows -ng/-gn in help the way users type them, although CLI11 parses the long forms.
 class HelpFormatter : public CLI::Formatter {
@@ -71,28 +47,6 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("overrides", o.overrides, "dotted KEY=VALUE overrides of the recipe");
 }
 
-PlanRequest make_request(const Options& o) {
-  PlanRequest r;
-  r.recipe_path = o.recipe;
-  r.overrides = o.overrides;
-  if (!o.num_gpus.empty()) r.overrides.push_back("cluster.num_gpus=" + o.num_gpus);
-  if (!o.gpus_per_node.empty()) r.overrides.push_back("cluster.gpus_per_node=" + o.gpus_per_node);
-  if (!o.gpu.empty()) r.overrides.push_back("cluster.gpu=" + o.gpu);
-  r.cli_env = o.env;
-  r.executor = o.executor;
-  r.strict = o.strict;
-  return r;
-}
-
-void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
-                       bool before_submit = true) {
-  for (const auto& d : diags.items()) err << format_diagnostic(d, color);
-  size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
-  if (errors && before_submit)
-    err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,
-                       errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
-}
-
 void setup_logging(const Options& o, std::ostream& err) {
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err, true);
   auto logger = std::make_shared<spdlog::logger>("bridge-launch", sink);
@@ -102,84 +56,6 @@ void setup_logging(const Options& o, std::ostream& err) {
                     : o.verbose     ? spdlog::level::debug
                                     : spdlog::level::info);
   spdlog::set_default_logger(logger);
-}
-
-struct Context {
-  std::ostream& out;
-  std::ostream& err;
-  bool color;
-};
-
-int cmd_validate(const Options& o, const Context& c) {
-  ProcessEnvironment env;
-  Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
-  bool ok = plan.complete && !diags.has_errors();
-  if (o.format == "json") {
-    nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
-    c.out << j.dump(2) << "\n";
-  } else {
-    print_diagnostics(diags, c.err, c.color);
-    if (ok)
-      c.out << fmt::format("{}: ok ({} warning{})\n", o.recipe, diags.count(Severity::kWarning),
-                           diags.count(Severity::kWarning) == 1 ? "" : "s");
-  }
-  return ok ? kExitOk : kExitUsage;
-}
-
-int cmd_plan(const Options& o, const Context& c) {
-  ProcessEnvironment env;
-  Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
-  bool ok = plan.complete && !diags.has_errors();
-  if (o.format == "json") {
-    c.out << plan_to_json(plan, diags).dump(2) << "\n";
-  } else {
-    print_diagnostics(diags, c.err, c.color);
-    if (ok) c.out << plan_to_text(plan, c.color && isatty(STDOUT_FILENO));
-  }
-  return ok ? kExitOk : kExitUsage;
-}
-
-int cmd_launch(const Options& o, const Context& c) {
-  ProcessEnvironment env;
-  Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
-  auto fail = [&]() {
-    if (o.format == "json")
-      c.out << plan_to_json(plan, diags).dump(2) << "\n";
-    else
-      print_diagnostics(diags, c.err, c.color);
-    return kExitUsage;
-  };
-  if (!plan.complete || diags.has_errors()) return fail();
-  std::unique_ptr<Executor> executor = make_executor(plan.executor);
-  if (!executor) {
-    diags.error("executor-unavailable", "", {},
-                fmt::format("the {} executor is not available in this build", plan.executor));
-    return fail();
-  }
-  RenderedJob job = executor->render(plan, diags);
-  if (diags.has_errors()) return fail();
-  print_diagnostics(diags, c.err, c.color);  // warnings stay visible (E7)
-  if (o.dry_run) {
-    c.out << job.dry_run_text;
-    return kExitOk;
-  }
-  SubmitOptions so;
-  so.wait = o.wait || plan.executor == "local";
-  so.verbosity = o.quiet ? -1 : o.verbose;
-  Diagnostics submit_diags;
-  int rc = executor->submit(plan, job, so, c.out, submit_diags);
-  print_diagnostics(submit_diags, c.err, c.color, false);
-  return rc;
-}
-
-int cmd_plugins(const Context& c) {
-  std::vector<std::vector<std::string>> rows{{"plugin", "description"}};
-  for (const auto& p : plugin_registry()) rows.push_back({p.name, p.description});
-  c.out << format_table(rows, false);
-  return kExitOk;
 }
 
 bool want_color(const std::ostream& err) {
@@ -241,7 +117,48 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   plan_cmd->footer("Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml");
   CLI::App* plugins_cmd = app.add_subcommand("plugins", "list the launch plugins");
   plugins_cmd->footer("Example: bridge-launch plugins");
-  for (CLI::App* sub : {validate_cmd, plan_cmd, plugins_cmd}) sub->fallthrough();
+
+  JobOptions list_o, status_o, logs_o, cancel_o, compare_o;
+  CLI::App* list_cmd = app.add_subcommand("list", "recent jobs from the local registry");
+  list_cmd->add_option("--format", list_o.format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  list_cmd->footer("Example: bridge-launch list --format json");
+  CLI::App* status_cmd = app.add_subcommand("status", "state of one job, or of all recent jobs");
+  status_cmd->add_option("job", status_o.jobs, "job id or unique prefix (default: all)");
+  status_cmd->add_option("--format", status_o.format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  status_cmd->footer("Example: bridge-launch status demo-2026");
+  CLI::App* logs_cmd = app.add_subcommand("logs", "show or follow a job's logs");
+  logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
+  logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
+  logs_cmd->add_option("--rank", logs_o.rank, "only this rank")->check(CLI::NonNegativeNumber);
+  logs_cmd->footer("Example: bridge-launch logs demo-2026 --rank 0 -f");
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
+  cancel_cmd->add_option("job", cancel_o.jobs, "job id or unique prefix")->required()->expected(1);
+  cancel_cmd->footer("Example: bridge-launch cancel demo-2026");
+  CLI::App* compare_cmd =
+      app.add_subcommand("compare", "side-by-side steady-state step time of finished jobs");
+  compare_cmd->add_option("jobs", compare_o.jobs, "job ids/prefixes or log files")->required();
+  compare_cmd->add_option("--window", compare_o.window,
+                          "steady-state iterations FIRST:LAST (default 3:8)");
+  compare_cmd->add_option("--format", compare_o.format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  compare_cmd->footer("Example: bridge-launch compare JOB_A JOB_B --window 3:8");
+  AblateOptions ablate_o;
+  CLI::App* ablate_cmd = app.add_subcommand(
+      "ablate", "submit a baseline and one job per changed value, one knob at a time");
+  add_plan_options(ablate_cmd, ablate_o.launch, true);
+  ablate_cmd->add_option("--vary", ablate_o.vary, "KEY=V1,V2 (repeatable)")
+      ->required()
+      ->allow_extra_args(false);
+  ablate_cmd->add_flag("--grid", ablate_o.grid, "every combination instead of one knob at a time");
+  ablate_cmd->add_option("--window", ablate_o.window, "steady-state iterations for the compare");
+  ablate_cmd->footer(
+      "Example: bridge-launch ablate examples/recipes/demo.yaml "
+      "--vary comm_overlap.overlap_grad_reduce=false,true");
+  for (CLI::App* sub : {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd,
+                        cancel_cmd, compare_cmd, ablate_cmd})
+    sub->fallthrough();
 
   std::vector<std::string> args = translate_short_options(raw_args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
@@ -270,6 +187,16 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   if (validate_cmd->parsed()) return cmd_validate(validate, ctx);
   if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
   if (plugins_cmd->parsed()) return cmd_plugins(ctx);
+  if (list_cmd->parsed()) return cmd_list(list_o, ctx);
+  if (status_cmd->parsed()) return cmd_status(status_o, ctx);
+  if (logs_cmd->parsed()) return cmd_logs(logs_o, ctx);
+  if (cancel_cmd->parsed()) return cmd_cancel(cancel_o, ctx);
+  if (compare_cmd->parsed()) return cmd_compare(compare_o, ctx);
+  if (ablate_cmd->parsed()) {
+    ablate_o.launch.verbose = verbose;
+    ablate_o.launch.quiet = quiet;
+    return cmd_ablate(ablate_o, ctx);
+  }
   if (launch.recipe.empty()) {
     err << "bridge-launch: error: no recipe given\n"
         << "usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help\n";

@@ -45,6 +45,7 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r) {
   j["context"] = r.context;
   j["nodes"] = r.nodes;
   j["ranks"] = r.ranks;
+  j["knobs"] = r.knobs;
   j["plan"] = r.plan_json;
   j["rendered"] = r.rendered;
   return j;
@@ -82,6 +83,9 @@ std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
   if (auto it = j.find("nodes"); it != j.end() && it->is_number_integer()) r.nodes = *it;
   if (auto it = j.find("ranks"); it != j.end() && it->is_number_integer()) r.ranks = *it;
   if (auto it = j.find("plan"); it != j.end()) r.plan_json = *it;
+  if (auto it = j.find("knobs"); it != j.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      if (v.is_string()) r.knobs[k] = v.get<std::string>();
   return r;
 }
 

@@ -5,6 +5,7 @@
 // `rendered` the submission text, which never contains secrets by construction.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -33,7 +34,8 @@ struct JobRecord {
   std::string context;     // kubernetes
   int nodes = 1;
   int ranks = 1;
-  nlohmann::ordered_json plan_json;  // redacted plan (plan --format json)
+  std::map<std::string, std::string> knobs;  // flattened recipe inputs, for `compare`
+  nlohmann::ordered_json plan_json;          // redacted plan (plan --format json)
   std::string rendered;              // the rendered submission (script, manifests, commands)
 };
 

@@ -621,6 +621,48 @@ std::optional<Recipe> load_recipe(const std::string& path,
   return load_recipe_text(text.str(), path, overrides, diags);
 }
 
+namespace {
+
+std::string flow_text(const YamlNode& n) {
+  if (n.is_scalar()) return n.scalar;
+  if (n.is_null()) return "null";
+  std::string out = n.is_sequence() ? "[" : "{";
+  if (n.is_sequence())
+    for (size_t i = 0; i < n.items.size(); ++i) out += (i ? "," : "") + flow_text(n.items[i]);
+  else
+    for (size_t i = 0; i < n.entries.size(); ++i)
+      out += (i ? "," : "") + n.entries[i].key + ":" + flow_text(n.entries[i].value);
+  return out + (n.is_sequence() ? "]" : "}");
+}
+
+void flatten(const YamlNode& n, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (!n.is_map()) {
+    out[prefix] = flow_text(n);
+    return;
+  }
+  for (const auto& e : n.entries) flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> flatten_recipe_inputs(
+    const std::string& path, const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return out;
+  std::ostringstream text;
+  text << in.rdbuf();
+  Diagnostics ignored;
+  YamlNode root = parse_yaml_document(text.str(), path, ignored);
+  for (const auto& o : overrides) apply_override(root, o, ignored);
+  if (ignored.has_errors()) return out;
+  flatten(root, "", out);
+  out.erase("name");
+  out.erase("description");
+  return out;
+}
+
 std::vector<RecipeKeyDoc> recipe_key_reference() {
   std::vector<RecipeKeyDoc> ref;
   g_reference = &ref;

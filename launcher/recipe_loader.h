@@ -8,6 +8,7 @@
 // `${VAR}` expansion happens at plan time.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,12 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
 // Reads `path` from disk and calls load_recipe_text.
 std::optional<Recipe> load_recipe(const std::string& path,
                                   const std::vector<std::string>& overrides, Diagnostics& diags);
+
+// The recipe's inputs after overrides, flattened to "section.key" -> value text (lists as
+// "[a,b]"); `name` and `description` are left out. Used to tell which knobs two jobs differ
+// in. Empty when the file cannot be read or parsed.
+std::map<std::string, std::string> flatten_recipe_inputs(const std::string& path,
+                                                         const std::vector<std::string>& overrides);
 
 // The top-level section names, for tools (completion, docs checks).
 const std::vector<std::string>& recipe_sections();

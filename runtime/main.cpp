@@ -20,8 +20,11 @@ void PrintRendezvous(const Cluster& cluster, const Identity& identity) {
   if (cluster.world_size == 1) {
     std::printf("bridge-probe: single rank (WORLD_SIZE=1), no rendezvous\n");
   } else {
-    std::printf("bridge-probe: rendezvous complete: %d ranks via %s (identity from %s)\n",
-                cluster.world_size, cluster.master_endpoint.c_str(), identity.rank_source.c_str());
+    std::printf(
+        "bridge-probe: rendezvous complete: %d ranks via %s (port from %s, identity from "
+        "%s)\n",
+        cluster.world_size, cluster.master_endpoint.c_str(),
+        identity.rendezvous_port_source.c_str(), identity.rank_source.c_str());
     for (const PeerInfo& peer : cluster.peers) {
       std::printf("  rank %d: node %d, local rank %d, host %s, ring %s:%d\n", peer.rank,
                   peer.node_rank, peer.local_rank, peer.hostname.c_str(), peer.address.c_str(),

@@ -42,12 +42,11 @@ int64_t IntFlag(std::string_view name, std::string_view text, int64_t min, int64
   return *value;
 }
 
-double DoubleFlag(std::string_view name, std::string_view text, double min, bool min_exclusive) {
+double DoubleFlag(std::string_view name, std::string_view text, double min, double max) {
   const auto value = ToDouble(text);
-  if (!value || *value < min || (min_exclusive && *value == min)) {
-    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected a number %s %g, got '%.*s'",
-                                           static_cast<int>(name.size()), name.data(),
-                                           min_exclusive ? ">" : ">=", min,
+  if (!value || *value < min || *value > max) {
+    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected a number in [%g, %g], got '%.*s'",
+                                           static_cast<int>(name.size()), name.data(), min, max,
                                            static_cast<int>(text.size()), text.data()));
   }
   return *value;
@@ -94,7 +93,9 @@ std::string Usage() {
 Distributed overlap probe: rendezvous over TCP, env check, then a training-like loop of
 bucketed compute + ring all-reduce, with or without compute/communication overlap.
 Identity comes from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR,
-MASTER_PORT (or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID).
+MASTER_PORT (or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID). Rank 0 listens
+on MASTER_PORT, or on BRIDGE_PROBE_PORT when set, or on MASTER_PORT+1 under torchrun
+(TORCHELASTIC_USE_AGENT_STORE=True: torchrun's own store already holds MASTER_PORT).
 
 flags:
   --steps N              training steps (default 8)
@@ -122,6 +123,7 @@ environment:
                          NAME=HEX (HEX = 16-digit lowercase FNV-1a 64 of the exact value)
                          or NAME? (must be set, value not compared)
   BRIDGE_OVERLAP_GRAD_REDUCE  1/0: default for --overlap/--no-overlap
+  BRIDGE_PROBE_PORT      rendezvous port to use instead of MASTER_PORT
 
 exit codes: 0 ok, 1 local I/O error, 2 usage/identity, 3 env mismatch, 4 wrong all-reduce
 result, 5 rendezvous/timeout/lost peer, 17 injected failure
@@ -141,6 +143,13 @@ Options ParseOptions(int argc, char** argv) {
         name = arg.substr(0, eq);
         inline_value = arg.substr(eq + 1);
       }
+    }
+    // Hydra-style `section.key=value` runtime overrides (bridge-launch forwards the resolved
+    // overlap fields this way) are accepted, recorded and otherwise ignored: the probe has
+    // no model to configure.
+    if (arg.rfind("-", 0) != 0 && arg.find('=') != std::string_view::npos) {
+      options.runtime_overrides.emplace_back(arg);
+      continue;
     }
     const std::string name_str(name);
     auto value = [&]() -> std::string_view {
@@ -168,13 +177,17 @@ Options ParseOptions(int argc, char** argv) {
     } else if (name == "--params") {
       options.params = IntFlag(name, value(), 1, int64_t{1} << 32);
     } else if (name == "--compute-ms") {
-      options.compute_ms = DoubleFlag(name, value(), 0.0, false);
+      options.compute_ms = DoubleFlag(name, value(), 0.0, 1e7);
     } else if (name == "--link-gbps") {
-      options.link_gbps = DoubleFlag(name, value(), 0.0, false);
+      const std::string_view text = value();
+      options.link_gbps = DoubleFlag(name, text, 0.0, 1e6);
+      if (options.link_gbps > 0.0 && options.link_gbps < 1e-6) {
+        throw ProbeError(kExitUsage, name_str + ": below 1e-6 Gbit/s (use 0 for unlimited)");
+      }
     } else if (name == "--global-batch") {
       options.global_batch = IntFlag(name, value(), 1, int64_t{1} << 40);
     } else if (name == "--timeout") {
-      options.timeout_s = DoubleFlag(name, value(), 0.0, true);
+      options.timeout_s = DoubleFlag(name, value(), 0.001, 1e6);
     } else if (name == "--dump-env-dir") {
       options.dump_env_dir = std::string(value());
       if (options.dump_env_dir.empty()) throw ProbeError(kExitUsage, name_str + ": empty path");
@@ -274,6 +287,21 @@ Identity ReadIdentity() {
       throw ProbeError(kExitUsage, "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
     }
     id.master_port = static_cast<int>(*port);
+  }
+  id.rendezvous_port = id.master_port;
+  id.rendezvous_port_source = "MASTER_PORT";
+  if (const auto probe_port = Env("BRIDGE_PROBE_PORT")) {
+    const auto port = ToInt(*probe_port);
+    if (!port || *port < 1 || *port > 65535) {
+      throw ProbeError(kExitUsage,
+                       "BRIDGE_PROBE_PORT='" + *probe_port + "' is not a TCP port (1-65535)");
+    }
+    id.rendezvous_port = static_cast<int>(*port);
+    id.rendezvous_port_source = "BRIDGE_PROBE_PORT";
+  } else if (Env("TORCHELASTIC_USE_AGENT_STORE") == "True" && id.master_port > 0) {
+    // Under torchrun the agent's TCPStore already listens on MASTER_PORT.
+    id.rendezvous_port = id.master_port < 65535 ? id.master_port + 1 : id.master_port - 1;
+    id.rendezvous_port_source = "MASTER_PORT+1 (torchrun's store holds MASTER_PORT)";
   }
   return id;
 }

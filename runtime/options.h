@@ -5,7 +5,10 @@
 // default "off"). ReadIdentity() reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
 // MASTER_ADDR and MASTER_PORT, falling back to SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 // SLURM_NTASKS_PER_NODE and SLURM_NODEID. RANK and WORLD_SIZE (or their Slurm fallbacks) are
-// required; MASTER_ADDR/MASTER_PORT are required when WORLD_SIZE > 1. Both functions throw
+// required; MASTER_ADDR/MASTER_PORT are required when WORLD_SIZE > 1. The probe's rendezvous
+// port is MASTER_PORT, overridden by BRIDGE_PROBE_PORT, or MASTER_PORT+1 when
+// TORCHELASTIC_USE_AGENT_STORE=True (torchrun's TCPStore already listens on MASTER_PORT). Both
+// functions throw
 // ProbeError(kExitUsage) with a message naming the offending flag or variable.
 // ValidateOptionsForWorld() checks the fault-injection ranks against the world size.
 #ifndef BRIDGE_RUNTIME_OPTIONS_H_
@@ -13,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bridge::probe {
 
@@ -23,6 +27,7 @@ struct Options {
   double compute_ms = 200.0;
   double link_gbps = 0.0;  // 0 = unlimited (no emulated wire).
   bool overlap = false;
+  std::vector<std::string> runtime_overrides;  // `key=value` args, accepted and ignored
   std::string overlap_source = "default";  // Where `overlap` came from, for the banner.
   int64_t global_batch = 1;
   double timeout_s = 60.0;
@@ -44,7 +49,9 @@ struct Identity {
   int node_rank = 0;
   std::string master_addr;
   int master_port = 0;
-  std::string rank_source;  // e.g. "RANK/WORLD_SIZE" or "SLURM_PROCID/SLURM_NTASKS".
+  int rendezvous_port = 0;             // The port rank 0 listens on (see ReadIdentity).
+  std::string rendezvous_port_source;  // "MASTER_PORT", "BRIDGE_PROBE_PORT", ...
+  std::string rank_source;             // e.g. "RANK/WORLD_SIZE" or "SLURM_PROCID/SLURM_NTASKS".
 };
 
 Options ParseOptions(int argc, char** argv);

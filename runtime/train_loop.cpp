@@ -250,6 +250,9 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
         static_cast<long long>(passes_per_bucket),
         options.link_gbps > 0 ? StrPrintf("%g Gbit/s", options.link_gbps).c_str() : "unlimited",
         options.overlap ? "on" : "off", options.overlap_source.c_str());
+    for (const auto& o : options.runtime_overrides)
+      std::printf("bridge-probe: runtime override (accepted, no effect on the probe): %s\n",
+                  o.c_str());
     std::fflush(stdout);
   }
 

@@ -223,7 +223,8 @@ std::string RecvMessage(int fd, int peer, double timeout_s, std::string_view pha
   SendRecv(Outgoing{}, Incoming{fd, header, sizeof(header), peer}, timeout_s, phase);
   const uint32_t size = WireReader(std::string(header, sizeof(header))).U32();
   if (size > kMaxMessageBytes) {
-    throw ProbeError(kExitComm, StrPrintf("malformed message from rank %d (%u bytes)", peer, size));
+    throw ProbeError(kExitComm, StrPrintf("malformed message from %s (length %u)",
+                                          PeerName(peer).c_str(), size));
   }
   std::string payload(size, '\0');
   SendRecv(Outgoing{}, Incoming{fd, payload.data(), payload.size(), peer}, timeout_s, phase);
@@ -264,7 +265,7 @@ std::vector<PeerInfo> DecodeTable(const std::string& data, int world_size) {
   return peers;
 }
 
-// Rank 0: accepts every other rank on MASTER_PORT and fills the peer table.
+// Rank 0: accepts every other rank on the rendezvous port and fills the peer table.
 void GatherHellos(Cluster& c, const Fd& master_listener, PeerInfo self) {
   const auto deadline = DeadlineAfter(c.timeout_s);
   c.to_rank.resize(static_cast<size_t>(c.world_size));
@@ -288,19 +289,25 @@ void GatherHellos(Cluster& c, const Fd& master_listener, PeerInfo self) {
                     missing.c_str(), LocalPort(master_listener.get()), joined, c.world_size));
     }
     const std::string address = PeerAddress(conn.get());
-    WireReader hello(RecvMessage(conn.get(), -1, c.timeout_s, "rendezvous hello"));
-    if (hello.U32() != kHelloMagic || hello.U32() != kProtocolVersion) {
-      LogWarning("rendezvous: ignoring a connection from " + address +
-                 " that is not a bridge-probe rank of this version");
+    PeerInfo peer;
+    int world = 0;
+    try {
+      // Bound by the rendezvous deadline so a silent stray connection cannot extend it.
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      WireReader hello(RecvMessage(conn.get(), -1, std::max(left, 0.001), "rendezvous hello"));
+      if (hello.U32() != kHelloMagic || hello.U32() != kProtocolVersion) {
+        throw ProbeError(kExitComm, "not a bridge-probe rank of this version");
+      }
+      peer.rank = static_cast<int>(hello.U32());
+      world = static_cast<int>(hello.U32());
+      peer.node_rank = static_cast<int>(hello.U32());
+      peer.local_rank = static_cast<int>(hello.U32());
+      peer.ring_port = static_cast<int>(hello.U32());
+      peer.hostname = hello.Bytes();
+    } catch (const ProbeError& e) {
+      LogWarning("rendezvous: ignoring a connection from " + address + ": " + e.what());
       continue;
     }
-    PeerInfo peer;
-    peer.rank = static_cast<int>(hello.U32());
-    const int world = static_cast<int>(hello.U32());
-    peer.node_rank = static_cast<int>(hello.U32());
-    peer.local_rank = static_cast<int>(hello.U32());
-    peer.ring_port = static_cast<int>(hello.U32());
-    peer.hostname = hello.Bytes();
     peer.address = address;
     if (world != c.world_size) {
       throw ProbeError(kExitUsage, StrPrintf("rendezvous: rank %d (%s) has WORLD_SIZE=%d but "
@@ -465,7 +472,7 @@ Cluster Rendezvous(const Identity& identity, double timeout_s) {
   c.rank = identity.rank;
   c.world_size = identity.world_size;
   c.timeout_s = timeout_s;
-  c.master_endpoint = identity.master_addr + ":" + std::to_string(identity.master_port);
+  c.master_endpoint = identity.master_addr + ":" + std::to_string(identity.rendezvous_port);
   PeerInfo self;
   self.rank = identity.rank;
   self.node_rank = identity.node_rank;
@@ -482,16 +489,17 @@ Cluster Rendezvous(const Identity& identity, double timeout_s) {
   self.ring_port = LocalPort(ring_listener.get());
 
   if (c.rank == 0) {
-    const Fd master_listener =
-        Listen(identity.master_port, std::max(c.world_size, 16), "rendezvous (MASTER_PORT)");
+    const Fd master_listener = Listen(identity.rendezvous_port, std::max(c.world_size, 16),
+                                      "rendezvous (" + identity.rendezvous_port_source + ")");
     GatherHellos(c, master_listener, self);
     const std::string table = EncodeTable(c.peers);
     for (int r = 1; r < c.world_size; ++r) {
       SendMessage(c.to_rank[static_cast<size_t>(r)].get(), r, table, c.timeout_s, "rendezvous");
     }
   } else {
-    c.to_master = ConnectWithRetry(identity.master_addr, identity.master_port, timeout_s,
-                                   "rendezvous: rank 0 (MASTER_ADDR:MASTER_PORT)");
+    c.to_master = ConnectWithRetry(
+        identity.master_addr, identity.rendezvous_port, timeout_s,
+        "rendezvous: rank 0 (MASTER_ADDR, " + identity.rendezvous_port_source + ")");
     WireWriter hello;
     hello.U32(kHelloMagic);
     hello.U32(kProtocolVersion);

@@ -8,14 +8,14 @@
 // here can hang forever or raise SIGPIPE. Sockets are IPv4 TCP with TCP_NODELAY, non-blocking
 // once connected.
 //
-// Rendezvous(): rank 0 listens on 0.0.0.0:MASTER_PORT (SO_REUSEADDR); the other ranks connect to
-// MASTER_ADDR:MASTER_PORT, retrying until `timeout_s` has passed (then the error names the
-// address). Every rank also listens on an ephemeral port and reports it in its hello; rank 0
-// records each rank's address as seen by getpeername() on the accepted connection (so ranks on
-// emulated nodes sharing 127.0.0.1 and ranks on real hosts both work) and sends the full table
-// to everyone; each rank then connects to its successor (rank + 1) mod W and accepts its
-// predecessor. The control connections to rank 0 stay open for Gather/Broadcast. WORLD_SIZE=1
-// opens no socket at all.
+// Rendezvous(): rank 0 listens on 0.0.0.0:<rendezvous port> (SO_REUSEADDR; normally MASTER_PORT,
+// see Identity); the other ranks connect to MASTER_ADDR:<rendezvous port>, retrying until
+// `timeout_s` has passed (then the error names the address). Every rank also listens on an
+// ephemeral port and reports it in its hello; rank 0 records each rank's address as seen by
+// getpeername() on the accepted connection (so ranks on emulated nodes sharing 127.0.0.1 and ranks
+// on real hosts both work) and sends the full table to everyone; each rank then connects to its
+// successor (rank + 1) mod W and accepts its predecessor. The control connections to rank 0 stay
+// open for Gather/Broadcast. WORLD_SIZE=1 opens no socket at all.
 #ifndef BRIDGE_RUNTIME_TRANSPORT_H_
 #define BRIDGE_RUNTIME_TRANSPORT_H_
 
@@ -104,7 +104,7 @@ struct Cluster {
   int rank = 0;
   int world_size = 1;
   double timeout_s = 60.0;
-  std::string master_endpoint;  // "MASTER_ADDR:MASTER_PORT" for messages.
+  std::string master_endpoint;  // "MASTER_ADDR:<rendezvous port>" for messages.
   std::vector<PeerInfo> peers;  // Indexed by rank; the same table on every rank.
   std::vector<Fd> to_rank;      // Rank 0 only: control connection to rank r at index r (r >= 1).
   Fd to_master;                 // Ranks >= 1: control connection to rank 0.

@@ -33,13 +33,11 @@ TEST(PerfEnvMaxConnections, H100Tp2WithA2aOverlapIs8) {
 }
 
 TEST(PerfEnvMaxConnections, DeepepWithoutModelParallelismIs32) {
-  PluginHarness h(kPerfEnv + std::string(
-                                 "model: {moe_token_dispatcher_type: flex, "
-                                 "moe_flex_dispatcher_backend: deepep}\n"));
+  PluginHarness h(kPerfEnv + std::string("model: {moe_token_dispatcher_type: flex, "
+                                         "moe_flex_dispatcher_backend: deepep}\n"));
   h.topo = make_topology("h100", 8, 1, 1, 1, /*ep=*/8);
   EXPECT_EQ(cdmc(h), "32");
-  EXPECT_NE(h.var("CUDA_DEVICE_MAX_CONNECTIONS")->reason.find("serialization"),
-            std::string::npos);
+  EXPECT_NE(h.var("CUDA_DEVICE_MAX_CONNECTIONS")->reason.find("serialization"), std::string::npos);
 }
 
 TEST(PerfEnvMaxConnections, B200Tp2Cp2Pp2Ng16Is32) {
@@ -70,9 +68,8 @@ TEST(PerfEnvMaxConnections, A2aOverlapIsTheResolvedValueNotTheRecipeFlag) {
 }
 
 TEST(PerfEnvFlexBackend, CountsOnlyWhenDispatcherIsFlex) {
-  PluginHarness h(kPerfEnv + std::string(
-                                 "model: {moe_token_dispatcher_type: alltoall, "
-                                 "moe_flex_dispatcher_backend: deepep}\n"));
+  PluginHarness h(kPerfEnv + std::string("model: {moe_token_dispatcher_type: alltoall, "
+                                         "moe_flex_dispatcher_backend: deepep}\n"));
   h.topo = make_topology("h100", 8, 1, 1, 1, /*ep=*/8);
   EXPECT_EQ(cdmc(h), "8");
   EXPECT_EQ(h.env("NVTE_FWD_LAYERNORM_SM_MARGIN"), "16");
@@ -86,9 +83,8 @@ TEST(PerfEnvMargin, DefaultIs16) {
 }
 
 TEST(PerfEnvMargin, Is20WithHybridepBackend) {
-  PluginHarness h(kPerfEnv + std::string(
-                                 "model: {moe_token_dispatcher_type: flex, "
-                                 "moe_flex_dispatcher_backend: hybridep}\n"));
+  PluginHarness h(kPerfEnv + std::string("model: {moe_token_dispatcher_type: flex, "
+                                         "moe_flex_dispatcher_backend: hybridep}\n"));
   h.topo = make_topology("h100", 8, 1, 1, 1, /*ep=*/8);
   h.run();
   EXPECT_EQ(h.env("NVTE_FWD_LAYERNORM_SM_MARGIN"), "20");
@@ -210,15 +206,15 @@ TEST(PerfEnvNvfp4, SetsFastMath) {
 TEST(PerfEnvManualGc, DefaultArgs) {
   PluginHarness h(kPerfEnv);
   h.run();
-  EXPECT_EQ(h.args(), (std::vector<std::string>{"train.manual_gc=true",
-                                                "train.manual_gc_interval=100"}));
+  EXPECT_EQ(h.args(),
+            (std::vector<std::string>{"train.manual_gc=true", "train.manual_gc_interval=100"}));
 }
 
 TEST(PerfEnvManualGc, CustomInterval) {
   PluginHarness h("plugins:\n  perf_env: {manual_gc_interval: 250}\n");
   h.run();
-  EXPECT_EQ(h.args(), (std::vector<std::string>{"train.manual_gc=true",
-                                                "train.manual_gc_interval=250"}));
+  EXPECT_EQ(h.args(),
+            (std::vector<std::string>{"train.manual_gc=true", "train.manual_gc_interval=250"}));
   EXPECT_EQ(h.out.runtime_args[1].source, "plugin:perf_env");
 }
 
@@ -269,6 +265,14 @@ TEST(PerfEnvOptions, UnknownOptionGetsDidYouMean) {
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->path, "plugins.perf_env.manual_gc_intervall");
   EXPECT_NE(d->message.find("did you mean `manual_gc_interval`?"), std::string::npos);
+}
+
+TEST(PerfEnvOptions, NullOptionsMeanDefaults) {
+  PluginHarness h("plugins:\n  perf_env:\n");
+  h.run();
+  EXPECT_FALSE(h.diags.has_errors());
+  EXPECT_EQ(h.env("CUDA_DEVICE_MAX_CONNECTIONS"), "8");
+  EXPECT_EQ(h.env("NVTE_FWD_LAYERNORM_SM_MARGIN"), "16");
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ TEST(PluginRegistry, UnknownPluginGetsDidYouMean) {
 class SetsVar : public LaunchPlugin {
  public:
   explicit SetsVar(std::string value) : value_(std::move(value)) {}
-  void contribute(const PluginContext&, const YamlNode&, const SourceLoc&,
-                  PluginContribution& out, Diagnostics&) const override {
+  void contribute(const PluginContext&, const YamlNode&, const SourceLoc&, PluginContribution& out,
+                  Diagnostics&) const override {
     out.env.push_back(EnvVar{"MY_VAR", value_, "", "test"});
   }
 
@@ -47,10 +47,10 @@ class SetsVar : public LaunchPlugin {
 };
 
 std::vector<PluginInfo> colliding_registry() {
-  return {{"alpha", "sets MY_VAR=1", [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("1")); }},
-          {"beta", "sets MY_VAR=2", [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("2")); }},
-          {"gamma", "sets MY_VAR=1",
-           [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("1")); }}};
+  return {
+      {"alpha", "sets MY_VAR=1", [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("1")); }},
+      {"beta", "sets MY_VAR=2", [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("2")); }},
+      {"gamma", "sets MY_VAR=1", [] { return std::unique_ptr<LaunchPlugin>(new SetsVar("1")); }}};
 }
 
 TEST(PluginConflict, TwoPluginsSettingOneVariableIsAnErrorNamingBoth) {
@@ -148,9 +148,9 @@ TEST(PluginEnvPrecedence, RecipeEnvContradictionPointsAtTheEntry) {
 }
 
 TEST(PluginEnvPrecedence, NoContradictionOnBlackwellOrWithOneOrWithoutTpOverlap) {
-  for (auto [gpu, value, tp_overlap] : {std::tuple{"b200", "8", true},
-                                        std::tuple{"h100", "1", true},
-                                        std::tuple{"h100", "8", false}}) {
+  for (auto [gpu, value, tp_overlap] :
+       {std::tuple{"b200", "8", true}, std::tuple{"h100", "1", true},
+        std::tuple{"h100", "8", false}}) {
     PluginHarness h("plugins:\n  perf_env: {}\n");
     h.topo = make_topology(gpu, 8, /*tp=*/4);
     h.set_tp_overlap(tp_overlap);

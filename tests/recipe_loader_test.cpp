@@ -1,10 +1,14 @@
 // Recipe loading (recipe.md): schema, types, unknown keys, error collection and positions,
-// hostile YAML, and KEY=VALUE overrides (cli.md).
+// hostile YAML, the key reference, and KEY=VALUE overrides (cli.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -51,16 +55,27 @@ std::string dump(const Diagnostics& diags) {
   return s;
 }
 
-// 1-based line and column just after the first occurrence of `needle` in `text`: where the
-// value written after "key: " starts.
-std::pair<int, int> pos_after(const std::string& text, const std::string& needle) {
-  size_t at = text.find(needle);
+// 1-based {line, column} of the first occurrence of `needle` in `text` at or after the first
+// occurrence of `after` (when given); with `skip_needle` the position just after the needle,
+// i.e. where the value written after "key: " starts.
+std::pair<int, int> pos_of(const std::string& text, const std::string& needle,
+                           bool skip_needle = false, const std::string& after = "") {
+  size_t from = after.empty() ? 0 : text.find(after);
+  EXPECT_NE(from, std::string::npos) << after;
+  size_t at = text.find(needle, from == std::string::npos ? 0 : from);
   EXPECT_NE(at, std::string::npos) << needle;
-  at += needle.size();
-  int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
-  size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  if (at == std::string::npos) return {0, 0};
+  if (skip_needle) at += needle.size();
+  auto begin = text.begin();
+  int line = 1 + static_cast<int>(std::count(begin, begin + static_cast<long>(at), '\n'));
+  size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
   line_start = line_start == std::string::npos ? 0 : line_start + 1;
   return {line, static_cast<int>(at - line_start) + 1};
+}
+
+std::pair<int, int> value_pos(const std::string& text, const std::string& key_and_colon,
+                              const std::string& after = "") {
+  return pos_of(text, key_and_colon, true, after);
 }
 
 void expect_at(const SourceLoc& loc, std::pair<int, int> pos, const std::string& file) {
@@ -68,6 +83,17 @@ void expect_at(const SourceLoc& loc, std::pair<int, int> pos, const std::string&
   EXPECT_EQ(loc.line, pos.first);
   EXPECT_EQ(loc.column, pos.second);
   EXPECT_FALSE(loc.from_override());
+}
+
+// Loads `text` and expects exactly one error, with `code` at `path`; returns it.
+Diagnostic single_error(const std::string& text, const std::string& code,
+                        const std::string& path) {
+  Loaded l = load(text);
+  EXPECT_FALSE(l.recipe) << text;
+  EXPECT_EQ(l.diags.count(Severity::kError), 1u) << dump(l.diags);
+  const Diagnostic* d = find_diag(l.diags, code, path);
+  EXPECT_NE(d, nullptr) << "no " << code << " at " << path << " in:\n" << dump(l.diags);
+  return d ? *d : Diagnostic{};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -117,7 +143,7 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   EXPECT_EQ(m.add_bias_linear.value, false);
   EXPECT_EQ(m.add_qkv_bias.value, false);
   EXPECT_EQ(m.cuda_graph_impl.value, "none");
-  ASSERT_TRUE(m.cuda_graph_scope.is_set());  // [] is set (to an empty list), not null
+  ASSERT_TRUE(m.cuda_graph_scope.is_set());  // [] is an empty list, not null
   EXPECT_THAT(*m.cuda_graph_scope.value, IsEmpty());
   EXPECT_EQ(m.overlap_moe_expert_parallel_comm.value, false);
 
@@ -169,12 +195,14 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   const YamlNode* preempt = r->plugins[1].options.find("preempt_time");
   ASSERT_NE(preempt, nullptr);
   EXPECT_EQ(preempt->scalar, "60");
-  expect_at(r->plugins[1].loc, pos_after(text, "\n  "), path);  // perf_env's line is first...
+  expect_at(r->plugins[1].loc, pos_of(text, "preemption:"), path);  // the plugin's name
+
   ASSERT_EQ(r->env.size(), 1u);
   EXPECT_EQ(r->env[0].name, "NCCL_DEBUG");
   EXPECT_EQ(r->env[0].value, "WARN");
   EXPECT_FALSE(r->env[0].secret);
   EXPECT_FALSE(r->env[0].expand);
+  expect_at(r->env[0].loc, value_pos(text, "NCCL_DEBUG: "), path);
 
   const ExecutorSpec& x = r->executor;
   EXPECT_EQ(x.default_executor.value, "slurm");
@@ -183,18 +211,848 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   EXPECT_EQ(x.slurm.time.value, "00:30:00");
   EXPECT_EQ(x.slurm.container_mounts.value, StringList{"/lustre:/lustre"});
   EXPECT_EQ(x.slurm.exclusive.value, true);
-  EXPECT_EQ(x.slurm.job_dir.value, "~/bridge-launch/jobs");  // expanded at plan time, not here
+  EXPECT_EQ(x.slurm.job_dir.value, "~/bridge-launch/jobs");  // expanded at plan time only
   EXPECT_EQ(x.kubernetes.namespace_.value, "training");
   EXPECT_EQ(x.kubernetes.api.value, "jobset");
   EXPECT_THAT(r->overrides, IsEmpty());
 
   // Locations point at the value: file, 1-based line and column.
-  expect_at(m.num_layers.loc, pos_after(text, "  num_layers: "), path);
-  expect_at(m.expert_model_parallel_size.loc, pos_after(text, "  expert_model_parallel_size: "),
-            path);
+  expect_at(r->name.loc, value_pos(text, "name: "), path);
+  expect_at(m.num_layers.loc, value_pos(text, "  num_layers: "), path);
+  expect_at(m.recompute_modules.loc, value_pos(text, "recompute_modules: "), path);
+  expect_at(m.overlap_moe_expert_parallel_comm.loc,
+            value_pos(text, "overlap_moe_expert_parallel_comm: "), path);
   expect_at(c.overlap_moe_expert_parallel_comm.loc,
-            pos_after(text, "comm_overlap:"),  // placeholder, replaced below
-            path);
+            value_pos(text, "overlap_moe_expert_parallel_comm: ", "comm_overlap:"), path);
+  expect_at(rt.transformer_engine.loc, value_pos(text, "transformer_engine: "), path);
+  expect_at(x.slurm.account.loc, value_pos(text, "account: "), path);
+}
+
+TEST(RecipeLoaderTest, MinimalRecipeLeavesEverythingUnset) {
+  Diagnostics diags;
+  auto r = load_recipe(fixture("minimal.yaml"), {}, diags);
+  ASSERT_TRUE(r) << dump(diags);
+  EXPECT_THAT(diags.items(), IsEmpty());
+  EXPECT_EQ(r->name.value, "minimal");
+  EXPECT_FALSE(r->cluster.num_gpus.is_set());
+  EXPECT_FALSE(r->model.tensor_model_parallel_size.is_set());
+  EXPECT_FALSE(r->comm_overlap.tp_comm_overlap.is_set());
+  EXPECT_FALSE(r->runtime.transformer_engine.is_set());  // absent = present, version unknown
+  EXPECT_THAT(r->plugins, IsEmpty());
+  EXPECT_THAT(r->env, IsEmpty());
+}
+
+TEST(RecipeLoaderTest, ExecutorKeysBeyondTheExampleLoad) {
+  Loaded l = load(R"(name: x
+executor:
+  default: kubernetes
+  local: {job_dir: /tmp/jobs, grace_period: 5, timeout: 0}
+  slurm:
+    qos: high
+    mem: 0
+    container_workdir: /work
+    dependency: afterok:12
+    sbatch_args: [--gres=gpu:8]
+    retries: 2
+    template: my.sbatch
+  kubernetes:
+    context: prod
+    retries: 1
+    secret_name: keys
+    shm_size: 64Gi
+    service_account: trainer
+    image_pull_secrets: [ngc]
+    job_dir: /workspace/jobs
+    api: job
+)");
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  const ExecutorSpec& x = l.recipe->executor;
+  EXPECT_EQ(x.default_executor.value, "kubernetes");
+  EXPECT_EQ(x.local.job_dir.value, "/tmp/jobs");
+  EXPECT_EQ(x.local.grace_period.value, 5);
+  EXPECT_EQ(x.local.timeout.value, 0);
+  EXPECT_EQ(x.slurm.qos.value, "high");
+  EXPECT_EQ(x.slurm.mem.value, "0");
+  EXPECT_EQ(x.slurm.container_workdir.value, "/work");
+  EXPECT_EQ(x.slurm.dependency.value, "afterok:12");
+  EXPECT_EQ(x.slurm.sbatch_args.value, StringList{"--gres=gpu:8"});
+  EXPECT_EQ(x.slurm.retries.value, 2);
+  EXPECT_EQ(x.slurm.template_path.value, "my.sbatch");
+  EXPECT_EQ(x.kubernetes.context.value, "prod");
+  EXPECT_EQ(x.kubernetes.retries.value, 1);
+  EXPECT_EQ(x.kubernetes.secret_name.value, "keys");
+  EXPECT_EQ(x.kubernetes.shm_size.value, "64Gi");
+  EXPECT_EQ(x.kubernetes.service_account.value, "trainer");
+  EXPECT_EQ(x.kubernetes.image_pull_secrets.value, StringList{"ngc"});
+  EXPECT_EQ(x.kubernetes.job_dir.value, "/workspace/jobs");
+  EXPECT_EQ(x.kubernetes.api.value, "job");
+}
+
+TEST(RecipeLoaderTest, TransformerEngineVersionFalseOrAbsent) {
+  Loaded off = load("name: x\nruntime:\n  transformer_engine: false\n");
+  ASSERT_TRUE(off.recipe) << dump(off.diags);
+  ASSERT_TRUE(off.recipe->runtime.transformer_engine.is_set());
+  EXPECT_FALSE(off.recipe->runtime.transformer_engine.value->present);
+
+  Loaded unquoted = load("name: x\nruntime:\n  transformer_engine: 2.12\n");
+  ASSERT_TRUE(unquoted.recipe) << dump(unquoted.diags);
+  EXPECT_EQ(unquoted.recipe->runtime.transformer_engine.value->version, "2.12");
+
+  Diagnostic d = single_error("name: x\nruntime:\n  transformer_engine: true\n", "wrong-type",
+                              "runtime.transformer_engine");
+  EXPECT_THAT(d.message, HasSubstr("version string or false"));
+  EXPECT_EQ(d.loc.line, 3);
+  EXPECT_EQ(d.loc.column, 23);
+  single_error("name: x\nruntime:\n  transformer_engine: [2, 9]\n", "wrong-type",
+               "runtime.transformer_engine");
+}
+
+TEST(RecipeLoaderTest, NullMeansUnset) {
+  Loaded l = load(R"(name: x
+cluster:
+model:
+  num_layers: null
+  sequence_parallel: ~
+  recompute_modules:
+  moe_token_dispatcher_type: null
+comm_overlap:
+  tp_comm_overlap: null
+  tp_comm_overlap_cfg: null
+plugins:
+env:
+executor:
+  slurm:
+)");
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_THAT(l.diags.items(), IsEmpty());
+  EXPECT_FALSE(l.recipe->model.num_layers.is_set());
+  EXPECT_FALSE(l.recipe->model.sequence_parallel.is_set());
+  EXPECT_FALSE(l.recipe->model.recompute_modules.is_set());
+  EXPECT_FALSE(l.recipe->model.moe_token_dispatcher_type.is_set());
+  EXPECT_FALSE(l.recipe->comm_overlap.tp_comm_overlap.is_set());
+  EXPECT_FALSE(l.recipe->comm_overlap.tp_comm_overlap_cfg.is_set());
+  EXPECT_THAT(l.recipe->plugins, IsEmpty());
+  EXPECT_THAT(l.recipe->env, IsEmpty());
+}
+
+TEST(RecipeLoaderTest, TpCommOverlapCfgKeepsPresetOrMapping) {
+  Loaded preset = load(
+      "name: x\ncomm_overlap:\n  tp_comm_overlap_cfg: userbuffers_bf16_h100_h8192_tp4_mbs1_"
+      "seqlen8192\n");
+  ASSERT_TRUE(preset.recipe) << dump(preset.diags);
+  ASSERT_TRUE(preset.recipe->comm_overlap.tp_comm_overlap_cfg.is_set());
+  EXPECT_TRUE(preset.recipe->comm_overlap.tp_comm_overlap_cfg.value->is_scalar());
+
+  Loaded inline_cfg = load(
+      "name: x\ncomm_overlap:\n  tp_comm_overlap_cfg:\n    qkv_fprop: {method: ring_exchange}\n");
+  ASSERT_TRUE(inline_cfg.recipe) << dump(inline_cfg.diags);
+  const YamlNode& cfg = *inline_cfg.recipe->comm_overlap.tp_comm_overlap_cfg.value;
+  ASSERT_TRUE(cfg.is_map());
+  EXPECT_NE(cfg.find("qkv_fprop"), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------
+// Wrong types, one per kind.
+
+TEST(RecipeLoaderTest, WrongTypeInteger) {
+  Diagnostic d = single_error("name: x\nmodel:\n  num_layers: many\n", "wrong-type",
+                              "model.num_layers");
+  EXPECT_EQ(d.severity, Severity::kError);
+  EXPECT_THAT(d.message, HasSubstr("`model.num_layers` expects an integer"));
+  EXPECT_THAT(d.message, HasSubstr("`many`"));
+  EXPECT_EQ(d.loc.file, "recipe.yaml");
+  EXPECT_EQ(d.loc.line, 3);
+  EXPECT_EQ(d.loc.column, 15);
+  EXPECT_THAT(d.help, HasSubstr("num_layers: 4"));
+
+  single_error("name: x\nmodel:\n  hidden_size: 1.5\n", "wrong-type", "model.hidden_size");
+  single_error("name: x\nmodel:\n  hidden_size: 0x10\n", "wrong-type", "model.hidden_size");
+  single_error("name: x\nmodel:\n  hidden_size: [1]\n", "wrong-type", "model.hidden_size");
+  single_error("name: x\ntrain:\n  max_steps: true\n", "wrong-type", "train.max_steps");
+  // A quoted number is a string, like a quoted "true".
+  single_error("name: x\nmodel:\n  num_layers: \"4\"\n", "wrong-type", "model.num_layers");
+  // Signs without digits, or digits around a sign, are malformed, not out of range.
+  single_error("name: x\nmodel:\n  num_layers: +\n", "wrong-type", "model.num_layers");
+  single_error("name: x\nmodel:\n  num_layers: 1-2\n", "wrong-type", "model.num_layers");
+}
+
+TEST(RecipeLoaderTest, IntegerBoundsAndRange) {
+  Diagnostic zero = single_error("name: x\nmodel:\n  tensor_model_parallel_size: 0\n",
+                                 "out-of-range", "model.tensor_model_parallel_size");
+  EXPECT_THAT(zero.message, HasSubstr("must be >= 1, got 0"));
+  EXPECT_EQ(zero.loc.line, 3);
+  single_error("name: x\ncluster:\n  num_gpus: -8\n", "out-of-range", "cluster.num_gpus");
+
+  // 2^63 does not fit an int64: an error, not a wrap-around.
+  Diagnostic big = single_error("name: x\nmodel:\n  num_layers: 9223372036854775808\n",
+                                "out-of-range", "model.num_layers");
+  EXPECT_THAT(big.message, HasSubstr("out of range"));
+  EXPECT_THAT(big.message, HasSubstr("9223372036854775808"));
+  EXPECT_EQ(big.loc.column, 15);
+  single_error("name: x\ncomm_overlap:\n  wgrad_deferral_limit: -9223372036854775809\n",
+               "out-of-range", "comm_overlap.wgrad_deferral_limit");
+
+  // 2^63 - 1 and negative values without a bound load.
+  Loaded max = load(
+      "name: x\nmodel:\n  num_layers: 9223372036854775807\n"
+      "comm_overlap:\n  wgrad_deferral_limit: -1\n");
+  ASSERT_TRUE(max.recipe) << dump(max.diags);
+  EXPECT_EQ(max.recipe->model.num_layers.value, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(max.recipe->comm_overlap.wgrad_deferral_limit.value, -1);
+  // num_moe_experts and mtp_num_layers accept 0.
+  Loaded zero_ok = load("name: x\nmodel:\n  num_moe_experts: 0\n  mtp_num_layers: 0\n");
+  ASSERT_TRUE(zero_ok.recipe) << dump(zero_ok.diags);
+  EXPECT_EQ(zero_ok.recipe->model.mtp_num_layers.value, 0);
+}
+
+TEST(RecipeLoaderTest, WrongTypeBoolean) {
+  Diagnostic quoted = single_error("name: x\nmodel:\n  sequence_parallel: \"true\"\n",
+                                   "wrong-type", "model.sequence_parallel");
+  EXPECT_THAT(quoted.message, HasSubstr("expects a boolean"));
+  EXPECT_THAT(quoted.help, HasSubstr("unquoted"));
+  EXPECT_EQ(quoted.loc.line, 3);
+  EXPECT_EQ(quoted.loc.column, 22);
+  single_error("name: x\nmodel:\n  sequence_parallel: 'false'\n", "wrong-type",
+               "model.sequence_parallel");
+  single_error("name: x\nmodel:\n  sequence_parallel: 1\n", "wrong-type",
+               "model.sequence_parallel");
+  single_error("name: x\nmodel:\n  sequence_parallel: yes\n", "wrong-type",
+               "model.sequence_parallel");
+  single_error("name: x\nddp:\n  use_distributed_optimizer: {a: 1}\n", "wrong-type",
+               "ddp.use_distributed_optimizer");
+
+  Loaded spelled = load("name: x\nmodel:\n  sequence_parallel: True\n  add_qkv_bias: FALSE\n");
+  ASSERT_TRUE(spelled.recipe) << dump(spelled.diags);
+  EXPECT_EQ(spelled.recipe->model.sequence_parallel.value, true);
+  EXPECT_EQ(spelled.recipe->model.add_qkv_bias.value, false);
+}
+
+TEST(RecipeLoaderTest, WrongEnumValueSuggestsTheClosest) {
+  Diagnostic d = single_error("name: x\nmodel:\n  moe_token_dispatcher_type: alltoal\n",
+                              "bad-value", "model.moe_token_dispatcher_type");
+  EXPECT_THAT(d.message, HasSubstr("one of allgather | alltoall | flex"));
+  EXPECT_THAT(d.message, HasSubstr("`alltoal`"));
+  EXPECT_THAT(d.message, HasSubstr("did you mean `alltoall`?"));
+  EXPECT_EQ(d.loc.line, 3);
+  EXPECT_EQ(d.loc.column, 30);
+
+  Diagnostic far = single_error("name: x\nmodel:\n  precision: int4\n", "bad-value",
+                                "model.precision");
+  EXPECT_THAT(far.message, HasSubstr("bf16 | fp16 | fp32"));
+  EXPECT_THAT(far.message, Not(HasSubstr("did you mean")));
+  single_error("name: x\nmodel:\n  compute_dtype: [bf16]\n", "bad-value", "model.compute_dtype");
+  single_error("name: x\nmodel:\n  recompute_granularity: none\n", "bad-value",
+               "model.recompute_granularity");
+  single_error("name: x\nruntime:\n  launcher: mpirun\n", "bad-value", "runtime.launcher");
+  single_error("name: x\nexecutor:\n  default: slrum\n", "bad-value", "executor.default");
+  single_error("name: x\nexecutor:\n  kubernetes: {api: deployment}\n", "bad-value",
+               "executor.kubernetes.api");
+}
+
+TEST(RecipeLoaderTest, WrongTypeList) {
+  Diagnostic d = single_error("name: x\nmodel:\n  recompute_modules: core_attn\n", "wrong-type",
+                              "model.recompute_modules");
+  EXPECT_THAT(d.message, HasSubstr("expects a list"));
+  EXPECT_THAT(d.help, HasSubstr("[a, b]"));
+  Diagnostic item = single_error("name: x\nmodel:\n  cuda_graph_scope: [attn, [mlp]]\n",
+                                 "wrong-type", "model.cuda_graph_scope");
+  EXPECT_THAT(item.message, HasSubstr("items of `model.cuda_graph_scope` must be strings"));
+  EXPECT_EQ(item.loc.line, 3);
+  EXPECT_EQ(item.loc.column, 28);  // the offending item, not the list
+  single_error("name: x\nruntime:\n  command: {python: 3}\n", "wrong-type", "runtime.command");
+  Diagnostic empty_cmd =
+      single_error("name: x\nruntime:\n  command: []\n", "bad-value", "runtime.command");
+  EXPECT_THAT(empty_cmd.message, HasSubstr("empty list"));
+}
+
+TEST(RecipeLoaderTest, WrongTypeSectionAndString) {
+  Diagnostic d = single_error("name: x\nmodel: 5\n", "wrong-type", "model");
+  EXPECT_THAT(d.message, HasSubstr("expects a mapping"));
+  EXPECT_EQ(d.loc.line, 2);
+  EXPECT_EQ(d.loc.column, 8);
+  single_error("name: x\ncluster: [a, b]\n", "wrong-type", "cluster");
+  single_error("name: x\nexecutor:\n  slurm: on\n", "wrong-type", "executor.slurm");
+  single_error("name: x\nplugins: [perf_env]\n", "wrong-type", "plugins");
+  single_error("name: x\nenv: FOO=1\n", "wrong-type", "env");
+  Diagnostic s = single_error("name: {first: x}\n", "wrong-type", "name");
+  EXPECT_THAT(s.message, HasSubstr("expects a string"));
+  single_error("name: x\ncluster:\n  gpu: [h100]\n", "wrong-type", "cluster.gpu");
+}
+
+TEST(RecipeLoaderTest, NameIsRequired) {
+  Loaded none = load("description: no name\n");
+  EXPECT_FALSE(none.recipe);
+  const Diagnostic* d = find_diag(none.diags, "missing-key", "name");
+  ASSERT_NE(d, nullptr) << dump(none.diags);
+  EXPECT_THAT(d->message, HasSubstr("no `name`"));
+  EXPECT_EQ(d->loc.line, 1);
+
+  Loaded empty = load("name: \"\"\n");
+  EXPECT_FALSE(empty.recipe);
+  EXPECT_NE(find_diag(empty.diags, "missing-key", "name"), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------
+// Unknown keys.
+
+TEST(RecipeLoaderTest, UnknownTopLevelKeySuggests) {
+  Diagnostic d = single_error("name: x\nmodle:\n  num_layers: 4\n", "unknown-key", "modle");
+  EXPECT_THAT(d.message, HasSubstr("unknown key `modle` in the top level"));
+  EXPECT_THAT(d.message, HasSubstr("did you mean `model`?"));
+  EXPECT_EQ(d.loc.line, 2);
+  EXPECT_EQ(d.loc.column, 1);  // the key itself
+}
+
+TEST(RecipeLoaderTest, UnknownNestedKeySuggests) {
+  Diagnostic d = single_error("name: x\nmodel:\n  tensor_model_paralel_size: 2\n",
+                              "unknown-key", "model.tensor_model_paralel_size");
+  EXPECT_THAT(d.message, HasSubstr("in `model`"));
+  EXPECT_THAT(d.message, HasSubstr("did you mean `tensor_model_parallel_size`?"));
+  EXPECT_EQ(d.loc.line, 3);
+  EXPECT_EQ(d.loc.column, 3);
+
+  Diagnostic abbrev =
+      single_error("name: x\nmodel:\n  tp: 2\n", "unknown-key", "model.tp");
+  EXPECT_THAT(abbrev.message, HasSubstr("did you mean `tensor_model_parallel_size`?"));
+
+  Diagnostic deep = single_error("name: x\nexecutor:\n  slurm:\n    acount: a\n", "unknown-key",
+                                 "executor.slurm.acount");
+  EXPECT_THAT(deep.message, HasSubstr("in `executor.slurm`"));
+  EXPECT_THAT(deep.message, HasSubstr("did you mean `account`?"));
+  EXPECT_EQ(deep.loc.line, 4);
+  EXPECT_EQ(deep.loc.column, 5);
+
+  Diagnostic env_form = single_error("name: x\nenv:\n  A: {value: v, secrt: true}\n",
+                                     "unknown-key", "env.A.secrt");
+  EXPECT_THAT(env_form.message, HasSubstr("did you mean `secret`?"));
+}
+
+TEST(RecipeLoaderTest, UnknownUnrelatedKeyHasNoSuggestion) {
+  Diagnostic d =
+      single_error("name: x\nmodel:\n  banana: 1\n", "unknown-key", "model.banana");
+  EXPECT_THAT(d.message, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(d.help, HasSubstr("docs/recipe.md"));
+}
+
+TEST(RecipeLoaderTest, LaunchEnvKeysInOverlapConfigAreRejected) {  // E1, E2, E3
+  Diagnostic e1 = single_error("name: x\ncomm_overlap:\n  cuda_device_max_connections: 1\n",
+                               "env-in-overlap-config",
+                               "comm_overlap.cuda_device_max_connections");
+  EXPECT_THAT(e1.help, HasSubstr("plugins.perf_env"));
+  single_error("name: x\ncomm_overlap:\n  NVTE_FWD_LAYERNORM_SM_MARGIN: 16\n",
+               "env-in-overlap-config", "comm_overlap.NVTE_FWD_LAYERNORM_SM_MARGIN");
+  Diagnostic e2 = single_error("name: x\nddp:\n  grad_reduce_in_fp32: true\n",
+                               "misplaced-mixed-precision-key", "ddp.grad_reduce_in_fp32");
+  EXPECT_THAT(e2.message, HasSubstr("mixed_precision"));
+  Diagnostic e3 = single_error("name: x\nddp:\n  bucket_size: 128MB\n", "bucket-size-units",
+                               "ddp.bucket_size");
+  EXPECT_THAT(e3.message, HasSubstr("PARAMETER count"));
+  single_error("name: x\ncomm_overlap:\n  bucket_size: \"134217728\"\n", "bucket-size-units",
+               "comm_overlap.bucket_size");
+  Loaded ok = load("name: x\ncomm_overlap:\n  bucket_size: 134217728\n");
+  ASSERT_TRUE(ok.recipe) << dump(ok.diags);
+  EXPECT_EQ(ok.recipe->comm_overlap.bucket_size.value, 134217728);
+}
+
+// ---------------------------------------------------------------------------------------
+// Error collection and positions.
+
+TEST(RecipeLoaderTest, AllErrorsAreCollectedInOneRun) {
+  Diagnostics diags;
+  auto r = load_recipe(fixture("multiple_errors.yaml"), {}, diags);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(diags.count(Severity::kError), 3u) << dump(diags);
+  const Diagnostic* type = find_diag(diags, "wrong-type", "model.num_layers");
+  const Diagnostic* unknown = find_diag(diags, "unknown-key", "model.sequence_paralel");
+  const Diagnostic* steps = find_diag(diags, "wrong-type", "train.max_steps");
+  ASSERT_NE(type, nullptr) << dump(diags);
+  ASSERT_NE(unknown, nullptr) << dump(diags);
+  ASSERT_NE(steps, nullptr) << dump(diags);
+  EXPECT_EQ(type->loc.line, 4);
+  EXPECT_EQ(type->loc.column, 15);
+  EXPECT_EQ(unknown->loc.line, 5);
+  EXPECT_EQ(unknown->loc.column, 3);
+  EXPECT_THAT(unknown->message, HasSubstr("did you mean `sequence_parallel`?"));
+  EXPECT_EQ(steps->loc.line, 7);
+  EXPECT_EQ(steps->loc.column, 14);
+  EXPECT_EQ(steps->loc.file, fixture("multiple_errors.yaml"));
+}
+
+TEST(RecipeLoaderTest, ErrorsAcrossSectionsAreCollected) {
+  Loaded l = load(R"(cluster:
+  num_gpus: sixteen
+model:
+  precision: bf17
+runtime:
+  lancher: srun
+executor:
+  slurm:
+    exclusive: "yes"
+)");
+  EXPECT_FALSE(l.recipe);
+  EXPECT_NE(find_diag(l.diags, "wrong-type", "cluster.num_gpus"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "bad-value", "model.precision"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "unknown-key", "runtime.lancher"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "wrong-type", "executor.slurm.exclusive"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "missing-key", "name"), nullptr);
+  EXPECT_EQ(l.diags.count(Severity::kError), 5u) << dump(l.diags);
+}
+
+TEST(RecipeLoaderTest, FormattedDiagnosticShowsFileLineColumnAndCaret) {
+  test::TempDir dir;
+  std::string path = dir.write("bad.yaml", "name: x\nmodel:\n  num_layers: many\n");
+  Diagnostics diags;
+  EXPECT_FALSE(load_recipe(path, {}, diags));
+  ASSERT_EQ(diags.items().size(), 1u);
+  std::string text = format_diagnostic(diags.items()[0], false);
+  EXPECT_THAT(text, HasSubstr(path + ":3:15: error: "));
+  EXPECT_THAT(text, HasSubstr("[wrong-type]"));
+  EXPECT_THAT(text, HasSubstr("  num_layers: many"));
+  EXPECT_THAT(text, HasSubstr("| " + std::string(14, ' ') + "^"));  // caret under column 15
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile or broken YAML: an error with a position, never a crash or an exception.
+
+TEST(RecipeLoaderTest, MissingFile) {
+  Diagnostics diags;
+  auto r = load_recipe(fixture("does-not-exist.yaml"), {}, diags);
+  EXPECT_FALSE(r);
+  const Diagnostic* d = find_diag(diags, "file-not-found");
+  ASSERT_NE(d, nullptr) << dump(diags);
+  EXPECT_THAT(d->message, HasSubstr("does-not-exist.yaml"));
+}
+
+TEST(RecipeLoaderTest, EmptyFileAndCommentsOnly) {
+  Diagnostics diags;
+  EXPECT_FALSE(load_recipe(fixture("empty.yaml"), {}, diags));
+  const Diagnostic* d = find_diag(diags, "empty-recipe");
+  ASSERT_NE(d, nullptr) << dump(diags);
+  EXPECT_EQ(d->loc.line, 1);
+  EXPECT_NE(find_diag(load(" \n\t\n").diags, "empty-recipe"), nullptr);
+  EXPECT_NE(find_diag(load("# only a comment\n").diags, "empty-recipe"), nullptr);
+}
+
+TEST(RecipeLoaderTest, TopLevelMustBeAMapping) {
+  Diagnostics diags;
+  EXPECT_FALSE(load_recipe(fixture("top_level_list.yaml"), {}, diags));
+  const Diagnostic* d = find_diag(diags, "not-a-mapping");
+  ASSERT_NE(d, nullptr) << dump(diags);
+  EXPECT_THAT(d->message, HasSubstr("got a list"));
+  EXPECT_EQ(d->loc.line, 1);
+  EXPECT_NE(find_diag(load("just a string\n").diags, "not-a-mapping"), nullptr);
+  // Overrides (-ng etc.) do not hide the real problem.
+  Loaded with_override = load("- a\n- b\n", {"cluster.num_gpus=16"});
+  EXPECT_FALSE(with_override.recipe);
+  EXPECT_NE(find_diag(with_override.diags, "not-a-mapping"), nullptr)
+      << dump(with_override.diags);
+}
+
+TEST(RecipeLoaderTest, SyntaxErrorHasPositionAndOneLineReason) {
+  Loaded l = load("name: x\nmodel: [unclosed\n");
+  EXPECT_FALSE(l.recipe);
+  ASSERT_EQ(l.diags.items().size(), 1u);
+  const Diagnostic& d = l.diags.items()[0];
+  EXPECT_EQ(d.code, "yaml-syntax");
+  EXPECT_THAT(d.message, HasSubstr("invalid YAML: "));
+  EXPECT_EQ(d.message.find('\n'), std::string::npos);
+  EXPECT_GE(d.loc.line, 2);
+  EXPECT_GE(d.loc.column, 1);
+
+  Loaded indent = load("model:\n    a: 1\n  b: 2\n");
+  const Diagnostic* bad = find_diag(indent.diags, "yaml-syntax");
+  ASSERT_NE(bad, nullptr) << dump(indent.diags);
+  EXPECT_EQ(bad->loc.line, 3);
+}
+
+TEST(RecipeLoaderTest, DuplicateKeysAreErrors) {
+  Loaded l = load("name: a\nmodel:\n  num_layers: 1\n  num_layers: 2\nname: b\n");
+  EXPECT_FALSE(l.recipe);
+  EXPECT_EQ(l.diags.count(Severity::kError), 2u) << dump(l.diags);
+  std::vector<std::pair<int, int>> where;
+  for (const auto& d : l.diags.items()) {
+    EXPECT_EQ(d.code, "duplicate-key");
+    where.emplace_back(d.loc.line, d.loc.column);
+  }
+  EXPECT_THAT(where, ElementsAre(std::pair{4, 3}, std::pair{5, 1}));
+  EXPECT_THAT(l.diags.items()[0].message, HasSubstr("duplicate key `num_layers`"));
+}
+
+TEST(RecipeLoaderTest, MultipleDocumentsAreRejected) {
+  Loaded l = load("name: a\n---\nname: b\n");
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "yaml-multiple-documents");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_EQ(d->loc.line, 3);
+  EXPECT_THAT(d->help, HasSubstr("one job per recipe file"));
+  // A leading document marker alone is fine.
+  Loaded one = load("---\nname: a\n");
+  EXPECT_TRUE(one.recipe) << dump(one.diags);
+}
+
+TEST(RecipeLoaderTest, NulBytesAreRejected) {
+  std::string text = "name: x\n";
+  text += std::string("\0\0\x01\x02", 4);
+  Loaded l = load(text);
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "yaml-syntax");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_THAT(d->message, HasSubstr("NUL"));
+}
+
+TEST(RecipeLoaderTest, NonUtf8BytesDoNotCrash) {
+  for (const std::string& text :
+       {std::string("name: \xff\xfe bad\n"), std::string("\xc3\x28\xa0\xa1: \xe2\x82\n"),
+        std::string("\x89PNG\r\n\x1a\n"), std::string("model:\n  \xff: 1\nname: x\n")}) {
+    Loaded l;
+    EXPECT_NO_THROW(l = load(text));
+    // Either loaded or rejected with an error, never both or neither.
+    EXPECT_EQ(l.recipe.has_value(), !l.diags.has_errors()) << dump(l.diags);
+  }
+  // Unknown bytes as a key are an unknown key, located.
+  Loaded key = load("name: x\nmodel:\n  \xff\xfe: 1\n");
+  EXPECT_FALSE(key.recipe);
+  const Diagnostic* d = find_diag(key.diags, "unknown-key");
+  ASSERT_NE(d, nullptr) << dump(key.diags);
+  EXPECT_EQ(d->loc.line, 3);
+}
+
+TEST(RecipeLoaderTest, DeepNestingIsStopped) {
+  std::string text = "name: x\nmodel: " + std::string(100, '[') + std::string(100, ']') + "\n";
+  Loaded l = load(text);
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "yaml-limit");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_THAT(d->message, HasSubstr("nesting deeper than 64"));
+  EXPECT_EQ(d->loc.line, 2);
+
+  // Far deeper than any parser stack should handle: still just an error.
+  std::string abyss =
+      "name: x\nmodel: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  Loaded deep;
+  EXPECT_NO_THROW(deep = load(abyss));
+  EXPECT_FALSE(deep.recipe);
+  EXPECT_TRUE(deep.diags.has_errors());
+
+  std::string block = "name: x\nmodel:\n";
+  for (int i = 0; i < 80; ++i) block += std::string(2 * static_cast<size_t>(i + 1), ' ') + "k:\n";
+  EXPECT_NE(find_diag(load(block).diags, "yaml-limit"), nullptr);
+}
+
+TEST(RecipeLoaderTest, AliasBombIsStopped) {
+  // "Billion laughs": 10^9 leaves through nine levels of aliases.
+  std::string text = "name: x\nlol: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  std::string prev = "a";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    text += std::string("l") + c + ": &" + c + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *" : "*") + prev;
+    text += "]\n";
+    prev = std::string(1, c);
+  }
+  auto start = std::chrono::steady_clock::now();
+  Loaded l = load(text);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "yaml-limit");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_THAT(d->message, HasSubstr("alias bomb"));
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 10);
+}
+
+TEST(RecipeLoaderTest, NonScalarKeysAreRejected) {
+  Loaded l = load("name: x\n? [a, b]\n: 1\n");
+  EXPECT_FALSE(l.recipe);
+  EXPECT_NE(find_diag(l.diags, "yaml-limit"), nullptr) << dump(l.diags);
+}
+
+// ---------------------------------------------------------------------------------------
+// env: and plugins:
+
+TEST(RecipeLoaderTest, EnvPlainAndLongForm) {
+  Loaded l = load(R"(name: x
+env:
+  NCCL_DEBUG: WARN
+  RETRIES: 5
+  _PRIVATE: ""
+  WANDB_API_KEY: {value: "${WANDB_API_KEY}", secret: true}
+  LD_PRELOAD_X: {value: "$(pwd)/lib.so", expand: true}
+)");
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  const auto& env = l.recipe->env;
+  ASSERT_EQ(env.size(), 5u);
+  EXPECT_EQ(env[0].name, "NCCL_DEBUG");
+  EXPECT_EQ(env[1].name, "RETRIES");
+  EXPECT_EQ(env[1].value, "5");
+  EXPECT_EQ(env[2].value, "");
+  EXPECT_EQ(env[3].name, "WANDB_API_KEY");
+  EXPECT_EQ(env[3].value, "${WANDB_API_KEY}");  // not expanded at load time
+  EXPECT_TRUE(env[3].secret);
+  EXPECT_FALSE(env[3].expand);
+  EXPECT_EQ(env[4].value, "$(pwd)/lib.so");
+  EXPECT_TRUE(env[4].expand);
+  EXPECT_FALSE(env[4].secret);
+  EXPECT_EQ(env[0].loc.line, 3);
+  EXPECT_EQ(env[0].loc.column, 15);
+}
+
+TEST(RecipeLoaderTest, EnvNamesAndFormsAreValidated) {
+  Loaded l = load(R"(name: x
+env:
+  1BAD: x
+  HAS-DASH: x
+  NOVALUE: {secret: true}
+  LISTED: [a]
+  NULLED: null
+  BADSECRET: {value: v, secret: "yes"}
+)");
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* digit = find_diag(l.diags, "bad-env-name", "env.1BAD");
+  ASSERT_NE(digit, nullptr) << dump(l.diags);
+  EXPECT_EQ(digit->loc.line, 3);
+  EXPECT_EQ(digit->loc.column, 3);
+  EXPECT_NE(find_diag(l.diags, "bad-env-name", "env.HAS-DASH"), nullptr);
+  const Diagnostic* novalue = find_diag(l.diags, "missing-key", "env.NOVALUE.value");
+  ASSERT_NE(novalue, nullptr) << dump(l.diags);
+  EXPECT_THAT(novalue->message, HasSubstr("needs a `value`"));
+  EXPECT_NE(find_diag(l.diags, "wrong-type", "env.LISTED"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "wrong-type", "env.NULLED"), nullptr);
+  EXPECT_NE(find_diag(l.diags, "wrong-type", "env.BADSECRET.secret"), nullptr);
+  EXPECT_EQ(l.diags.count(Severity::kError), 6u) << dump(l.diags);
+}
+
+TEST(RecipeLoaderTest, PluginOptionsMustBeMappings) {
+  Loaded ok = load("name: x\nplugins:\n  nsys: {steps: [3, 4]}\n  perf_env:\n  wandb: {}\n");
+  ASSERT_TRUE(ok.recipe) << dump(ok.diags);
+  ASSERT_EQ(ok.recipe->plugins.size(), 3u);  // recipe order
+  EXPECT_EQ(ok.recipe->plugins[0].name, "nsys");
+  EXPECT_EQ(ok.recipe->plugins[1].name, "perf_env");
+  EXPECT_EQ(ok.recipe->plugins[2].name, "wandb");
+  EXPECT_EQ(ok.recipe->plugins[0].loc.line, 3);
+  EXPECT_EQ(ok.recipe->plugins[0].loc.column, 3);
+
+  Loaded bad = load("name: x\nplugins:\n  wandb: 5\n  nsys: [a]\n");
+  EXPECT_FALSE(bad.recipe);
+  const Diagnostic* scalar = find_diag(bad.diags, "wrong-type", "plugins.wandb");
+  ASSERT_NE(scalar, nullptr) << dump(bad.diags);
+  EXPECT_THAT(scalar->message, HasSubstr("must be a mapping"));
+  EXPECT_THAT(scalar->help, HasSubstr("wandb: {}"));
+  EXPECT_EQ(scalar->loc.line, 3);
+  EXPECT_EQ(scalar->loc.column, 10);
+  EXPECT_NE(find_diag(bad.diags, "wrong-type", "plugins.nsys"), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------
+// The key reference and the docs.
+
+TEST(RecipeLoaderTest, KeyReferenceCoversTheSchema) {
+  auto ref = recipe_key_reference();
+  std::map<std::string, std::string> types;
+  for (const auto& k : ref) {
+    EXPECT_TRUE(types.emplace(k.path, k.type).second) << "duplicate " << k.path;
+    EXPECT_NE(k.type, "section") << k.path;
+    EXPECT_FALSE(k.type.empty()) << k.path;
+  }
+  EXPECT_EQ(types["name"], "string");
+  EXPECT_EQ(types["model.tensor_model_parallel_size"], "integer");
+  EXPECT_EQ(types["model.sequence_parallel"], "boolean");
+  EXPECT_EQ(types["model.recompute_modules"], "list of strings");
+  EXPECT_EQ(types["model.moe_token_dispatcher_type"], "one of allgather | alltoall | flex");
+  EXPECT_EQ(types["executor.slurm.account"], "string");
+  for (const char* key :
+       {"cluster.num_gpus", "cluster.gpus_per_node", "comm_overlap.tp_comm_overlap_cfg",
+        "comm_overlap.bucket_size", "ddp.bucket_size", "mixed_precision.fp8_param_gather",
+        "optimizer.overlap_param_gather_with_optimizer_step", "train.max_steps",
+        "runtime.transformer_engine", "executor.default", "executor.local.grace_period",
+        "executor.slurm.template", "executor.kubernetes.namespace"})
+    EXPECT_EQ(types.count(key), 1u) << key;
+  // 14 overlap fields, all documented.
+  size_t overlap = std::count_if(ref.begin(), ref.end(), [](const RecipeKeyDoc& d) {
+    return d.path.rfind("comm_overlap.", 0) == 0;
+  });
+  EXPECT_EQ(overlap, 14u);
+  // Calling it twice gives the same answer (no global state left behind).
+  EXPECT_EQ(recipe_key_reference().size(), ref.size());
+}
+
+TEST(RecipeLoaderTest, EveryReferenceKeyIsDocumented) {
+  const std::string docs_path = std::string(BRIDGE_TEST_DATA) + "/../../docs/recipe.md";
+  const std::string docs = test::read_file(docs_path);
+  ASSERT_FALSE(docs.empty()) << "cannot read " << docs_path;
+  for (const auto& k : recipe_key_reference())
+    EXPECT_NE(docs.find("`" + k.path + "`"), std::string::npos)
+        << "docs/recipe.md does not document `" << k.path << "` (" << k.type << ")";
+  for (const auto& section : recipe_sections())
+    EXPECT_NE(docs.find("`" + section + "`"), std::string::npos) << section;
+}
+
+// ---------------------------------------------------------------------------------------
+// KEY=VALUE overrides.
+
+TEST(OverridesTest, ScalarOverrideCarriesTheOverrideAsLocation) {
+  Loaded l = load("name: x\n", {"model.num_layers=4"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  const Field<int64_t>& f = l.recipe->model.num_layers;
+  EXPECT_EQ(f.value, 4);
+  EXPECT_EQ(f.loc.line, 0);
+  EXPECT_FALSE(f.loc.has_position());
+  EXPECT_EQ(f.loc.override_arg, "model.num_layers=4");
+  EXPECT_EQ(f.loc.describe(), "override 'model.num_layers=4'");
+  EXPECT_THAT(l.recipe->overrides, ElementsAre("model.num_layers=4"));
+}
+
+TEST(OverridesTest, TypedScalars) {
+  Loaded l = load("name: x\n", {"model.sequence_parallel=true", "cluster.gpu=h200",
+                                "comm_overlap.overlap_moe_expert_parallel_comm=false",
+                                "name=\"renamed job\"", "runtime.transformer_engine=false"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_EQ(l.recipe->model.sequence_parallel.value, true);
+  EXPECT_EQ(l.recipe->cluster.gpu.value, "h200");
+  EXPECT_EQ(l.recipe->comm_overlap.overlap_moe_expert_parallel_comm.value, false);
+  EXPECT_EQ(l.recipe->name.value, "renamed job");
+  EXPECT_FALSE(l.recipe->runtime.transformer_engine.value->present);
+}
+
+TEST(OverridesTest, FlowListOverride) {
+  Loaded l = load("name: x\nmodel:\n  recompute_modules: [core_attn]\n",
+                  {"model.recompute_modules=[core_attn,mlp]"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_EQ(l.recipe->model.recompute_modules.value, (StringList{"core_attn", "mlp"}));
+  EXPECT_EQ(l.recipe->model.recompute_modules.loc.override_arg,
+            "model.recompute_modules=[core_attn,mlp]");
+  Loaded empty = load("name: x\n", {"model.cuda_graph_scope=[]"});
+  ASSERT_TRUE(empty.recipe) << dump(empty.diags);
+  EXPECT_THAT(*empty.recipe->model.cuda_graph_scope.value, IsEmpty());
+}
+
+TEST(OverridesTest, CreatesAbsentSections) {
+  Loaded l = load("name: x\nplugins:\n", {"executor.slurm.account=acct", "plugins.perf_env={}",
+                                         "env.FOO=bar"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_EQ(l.recipe->executor.slurm.account.value, "acct");
+  ASSERT_EQ(l.recipe->plugins.size(), 1u);
+  EXPECT_EQ(l.recipe->plugins[0].name, "perf_env");
+  ASSERT_EQ(l.recipe->env.size(), 1u);
+  EXPECT_EQ(l.recipe->env[0].value, "bar");
+}
+
+TEST(OverridesTest, OverrideWinsOverFileValue) {
+  Loaded l = load("name: x\nmodel:\n  num_layers: 48\n  hidden_size: 2048\n",
+                  {"model.num_layers=24", "model.num_layers=12"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_EQ(l.recipe->model.num_layers.value, 12);  // last one wins
+  EXPECT_EQ(l.recipe->model.num_layers.loc.override_arg, "model.num_layers=12");
+  EXPECT_EQ(l.recipe->model.hidden_size.value, 2048);
+  EXPECT_EQ(l.recipe->model.hidden_size.loc.line, 4);  // untouched values keep positions
+}
+
+TEST(OverridesTest, NullOverrideUnsets) {
+  Loaded l = load("name: x\nmodel:\n  num_layers: 48\n", {"model.num_layers=null"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  EXPECT_FALSE(l.recipe->model.num_layers.is_set());
+}
+
+TEST(OverridesTest, UnknownKeySuggestsAndNamesTheOverride) {
+  Loaded l = load("name: x\n", {"model.tp=4"});
+  EXPECT_FALSE(l.recipe);
+  ASSERT_EQ(l.diags.count(Severity::kError), 1u) << dump(l.diags);
+  const Diagnostic& d = l.diags.items()[0];
+  EXPECT_EQ(d.code, "unknown-key");
+  EXPECT_EQ(d.path, "model.tp");
+  EXPECT_THAT(d.message, HasSubstr("did you mean `tensor_model_parallel_size`?"));
+  EXPECT_EQ(d.loc.line, 0);
+  EXPECT_EQ(d.loc.column, 0);
+  EXPECT_EQ(d.loc.override_arg, "model.tp=4");
+  EXPECT_THAT(format_diagnostic(d, false), HasSubstr("override 'model.tp=4'"));
+}
+
+TEST(OverridesTest, WrongTypeThroughOverrideNamesTheOverride) {
+  Loaded l = load("name: x\nmodel:\n  num_layers: 48\n", {"model.num_layers=many"});
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "wrong-type", "model.num_layers");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_EQ(d->loc.line, 0);
+  EXPECT_EQ(d->loc.override_arg, "model.num_layers=many");
+  Loaded item = load("name: x\n", {"model.recompute_modules=[core_attn,[x]]"});
+  const Diagnostic* i = find_diag(item.diags, "wrong-type", "model.recompute_modules");
+  ASSERT_NE(i, nullptr) << dump(item.diags);
+  EXPECT_EQ(i->loc.line, 0);  // nested values of an override have no file position either
+  EXPECT_EQ(i->loc.override_arg, "model.recompute_modules=[core_attn,[x]]");
+}
+
+TEST(OverridesTest, EmptyValueIsAnError) {
+  for (const std::string& arg : {"model.num_layers=", "model.num_layers=  "}) {
+    Loaded l = load("name: x\n", {arg});
+    EXPECT_FALSE(l.recipe);
+    const Diagnostic* d = find_diag(l.diags, "bad-override", "model.num_layers");
+    ASSERT_NE(d, nullptr) << dump(l.diags);
+    EXPECT_THAT(d->message, HasSubstr("empty value for `model.num_layers`"));
+    EXPECT_THAT(d->help, HasSubstr("model.num_layers=null"));
+    EXPECT_EQ(d->loc.line, 0);
+    EXPECT_EQ(d->loc.override_arg, arg);
+  }
+}
+
+TEST(OverridesTest, MalformedKeys) {
+  for (const std::string& arg : {"=3", "no_equals_sign", "a..b=1", ".a=1", "a.=1", "a. b=1"}) {
+    Loaded l = load("name: x\n", {arg});
+    EXPECT_FALSE(l.recipe) << arg;
+    ASSERT_EQ(l.diags.count(Severity::kError), 1u) << arg << "\n" << dump(l.diags);
+    const Diagnostic& d = l.diags.items()[0];
+    EXPECT_EQ(d.code, "bad-override") << arg;
+    EXPECT_THAT(d.message, ::testing::AnyOf(HasSubstr("KEY=VALUE"), HasSubstr("malformed key")))
+        << arg;
+    EXPECT_EQ(d.loc.override_arg, arg);
+    EXPECT_EQ(d.loc.line, 0);
+  }
+}
+
+TEST(OverridesTest, OverrideIntoAScalarIsAnError) {
+  Loaded l = load("name: x\n", {"name.x=1"});
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "bad-override", "name.x");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_THAT(d->message, HasSubstr("`name` is not a section"));
+  Loaded list = load("name: x\nmodel:\n  recompute_modules: [a]\n",
+                     {"model.recompute_modules.x=1"});
+  EXPECT_NE(find_diag(list.diags, "bad-override"), nullptr);
+}
+
+TEST(OverridesTest, InvalidYamlValue) {
+  Loaded l = load("name: x\n", {"model.recompute_modules=[a,"});
+  EXPECT_FALSE(l.recipe);
+  const Diagnostic* d = find_diag(l.diags, "bad-override");
+  ASSERT_NE(d, nullptr) << dump(l.diags);
+  EXPECT_THAT(d->message, HasSubstr("not a YAML scalar or list"));
+  EXPECT_EQ(d->loc.override_arg, "model.recompute_modules=[a,");
+}
+
+TEST(OverridesTest, ValueMayContainEqualsSigns) {
+  Loaded l = load("name: x\n", {"env.OPTS=a=b=c", "executor.slurm.dependency=afterok:1"});
+  ASSERT_TRUE(l.recipe) << dump(l.diags);
+  ASSERT_EQ(l.recipe->env.size(), 1u);
+  EXPECT_EQ(l.recipe->env[0].value, "a=b=c");
+  EXPECT_EQ(l.recipe->executor.slurm.dependency.value, "afterok:1");
+}
+
+TEST(OverridesTest, AllOverrideErrorsAreCollected) {
+  Loaded l = load("name: x\n", {"=3", "model.num_layers=", "name.x=1"});
+  EXPECT_FALSE(l.recipe);
+  EXPECT_EQ(l.diags.count(Severity::kError), 3u) << dump(l.diags);
+}
+
+TEST(OverridesTest, ApplyOverrideOnAnEmptyDocument) {
+  YamlNode root;  // null document
+  Diagnostics diags;
+  apply_override(root, "cluster.num_gpus=16", diags);
+  EXPECT_FALSE(diags.has_errors());
+  ASSERT_TRUE(root.is_map());
+  const YamlNode* cluster = root.find("cluster");
+  ASSERT_NE(cluster, nullptr);
+  const YamlNode* ng = cluster->find("num_gpus");
+  ASSERT_NE(ng, nullptr);
+  EXPECT_EQ(ng->scalar, "16");
+  EXPECT_EQ(ng->loc.override_arg, "cluster.num_gpus=16");
+  EXPECT_EQ(root.entries[0].key_loc.override_arg, "cluster.num_gpus=16");
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+#include "executors/rank_logs.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <thread>
+
+namespace bridge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<int, fs::path> rank_files(const fs::path& dir) {
+  std::map<int, fs::path> files;
+  static const std::regex kName(R"(rank(\d+)\.log)");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, kName)) files[std::stoi(m[1])] = e.path();
+  }
+  return files;
+}
+
+// Prints complete new lines of `file` from `offset` on; returns the new offset.
+std::streamoff print_new(const fs::path& file, std::streamoff offset, const std::string& prefix,
+                         std::ostream& out) {
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(offset);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // partial last line: wait for its newline
+    out << prefix << line << '\n';
+    offset = in.tellg();
+  }
+  out.flush();
+  return offset;
+}
+
+}  // namespace
+
+int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
+                    std::ostream& out, Diagnostics& diags,
+                    const std::function<bool()>& still_running) {
+  std::map<int, std::streamoff> offsets;
+  bool any = false;
+  for (;;) {
+    bool running = follow && still_running();
+    auto files = rank_files(job_dir);
+    if (rank && !files.count(*rank) && !running) {
+      diags.error("no-log", "", {},
+                  fmt::format("no log for rank {} in {} (ranks with logs: {})", *rank, job_dir,
+                              files.size()));
+      return 1;
+    }
+    for (const auto& [r, path] : files) {
+      if (rank && r != *rank) continue;
+      any = true;
+      std::string prefix = rank ? "" : fmt::format("[rank {}] ", r);
+      offsets[r] = print_new(path, offsets[r], prefix, out);
+    }
+    if (!running) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (!any) {
+    diags.error("no-log", "", {}, fmt::format("no rank logs in {}", job_dir));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace bridge

@@ -1,0 +1,214 @@
+#include "executors/slurm_scheduler.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace bridge {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The value of `key` in a `scontrol --oneliner` record (up to the next blank).
+std::string field(const std::string& record, const std::string& key) {
+  std::string needle = key + "=";
+  size_t at = 0;
+  while ((at = record.find(needle, at)) != std::string::npos) {
+    if (at == 0 || record[at - 1] == ' ') break;
+    at += needle.size();
+  }
+  if (at == std::string::npos) return "";
+  size_t start = at + needle.size();
+  size_t end = record.find(' ', start);
+  return record.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+std::mutex g_policy_mutex;
+SlurmRetryPolicy g_policy;
+std::atomic<bool> g_accounting_disabled{false};
+
+}  // namespace
+
+JobState map_slurm_state(const std::string& raw) {
+  std::string state = raw.substr(0, raw.find(' '));  // "CANCELLED by 0"
+  while (!state.empty() && state.back() == '+') state.pop_back();  // sacct's "CANCELLED+"
+  static const std::vector<std::pair<std::vector<std::string>, JobState>> kMap{
+      {{"COMPLETED"}, JobState::kSucceeded},
+      {{"FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED",
+        "SPECIAL_EXIT", "REVOKED"},
+       JobState::kFailed},
+      {{"CANCELLED"}, JobState::kCancelled},
+      {{"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"},
+       JobState::kPending},
+      {{"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING"},
+       JobState::kRunning},
+  };
+  for (const auto& [names, js] : kMap)
+    if (std::find(names.begin(), names.end(), state) != names.end()) return js;
+  return JobState::kUnknown;
+}
+
+JobStatus to_job_status(const SlurmJobInfo& info) {
+  JobStatus s;
+  s.state = map_slurm_state(info.state);
+  std::vector<std::string> notes;
+  if (!info.reason.empty() && info.reason != "None" && info.reason != "(null)")
+    notes.push_back(info.reason);
+  if (!info.exit_code.empty()) {
+    notes.push_back("ExitCode=" + info.exit_code);
+    auto parts = split(info.exit_code, ':');
+    if (parts.size() == 2 && all_digits(parts[0]) && all_digits(parts[1])) {
+      int code = std::stoi(parts[0]), sig = std::stoi(parts[1]);
+      s.exit_code = sig ? 128 + sig : code;
+    }
+  }
+  s.detail = info.state;
+  if (!notes.empty()) s.detail += " (" + fmt::format("{}", fmt::join(notes, ", ")) + ")";
+  return s;
+}
+
+std::optional<std::string> parse_sbatch_id(const std::string& out) {
+  for (const auto& line : lines(out)) {
+    std::string id = trim(line.substr(0, line.find(';')));
+    if (all_digits(id)) return id;
+  }
+  return std::nullopt;
+}
+
+std::vector<SlurmJobInfo> parse_squeue(const std::string& out) {
+  std::vector<SlurmJobInfo> jobs;
+  for (const auto& line : lines(out)) {
+    auto f = split(line, '|');
+    if (f.size() < 2 || trim(f[0]).empty()) continue;
+    jobs.push_back({trim(f[0]), trim(f[1]), f.size() > 2 ? trim(f[2]) : "", ""});
+  }
+  return jobs;
+}
+
+std::vector<SlurmJobInfo> parse_sacct(const std::string& out) {
+  std::vector<SlurmJobInfo> jobs;
+  for (const auto& line : lines(out)) {
+    auto f = split(line, '|');
+    if (f.size() < 2 || !all_digits(f[0])) continue;  // "123.batch", "123.0": steps
+    jobs.push_back({f[0], f[1], "", f.size() > 2 ? f[2] : ""});
+  }
+  return jobs;
+}
+
+std::vector<SlurmJobInfo> parse_scontrol_jobs(const std::string& out) {
+  std::vector<SlurmJobInfo> jobs;
+  for (const auto& line : lines(out)) {
+    std::string id = field(line, "JobId");
+    std::string state = field(line, "JobState");
+    if (id.empty() || state.empty()) continue;
+    jobs.push_back({id, state, field(line, "Reason"), field(line, "ExitCode")});
+  }
+  return jobs;
+}
+
+bool is_transient_slurm_error(const std::string& text) {
+  std::string t = lower(text);
+  for (const char* needle :
+       {"socket timed out", "zero bytes were transmitted or received",
+        "resource temporarily unavailable", "temporarily unable to accept job",
+        "connection reset by peer"})
+    if (t.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+std::string slurm_error_text(const std::string& program, const CommandResult& r) {
+  if (!r.started)
+    return fmt::format("could not run {}: {} (is Slurm installed and on PATH?)", program,
+                       trim(r.err));
+  std::string text = lines(r.err).empty() ? r.out : r.err;
+  std::string joined = fmt::format("{}", fmt::join(lines(text), "\n"));
+  if (r.timed_out)
+    return fmt::format("{} did not finish within its time limit{}", program,
+                       joined.empty() ? "" : ": " + joined);
+  if (joined.empty()) return fmt::format("{} exited with code {}", program, r.exit_code);
+  return joined;
+}
+
+SlurmRetryPolicy slurm_retry_policy() {
+  std::lock_guard<std::mutex> lock(g_policy_mutex);
+  return g_policy;
+}
+
+void set_slurm_retry_policy(const SlurmRetryPolicy& policy) {
+  std::lock_guard<std::mutex> lock(g_policy_mutex);
+  g_policy = policy;
+}
+
+CommandResult run_slurm_command(CommandSpec spec, int* attempts_made,
+                                const std::function<bool()>& settled) {
+  SlurmRetryPolicy policy = slurm_retry_policy();
+  spec.timeout = policy.timeout;
+  auto backoff = policy.first_backoff;
+  CommandResult r;
+  int attempt = 0;
+  while (true) {
+    ++attempt;
+    spdlog::debug("running {}", fmt::join(spec.argv, " "));
+    r = default_command_runner().run(spec);
+    if (r.ok() || !r.started || r.timed_out || attempt >= policy.attempts ||
+        !is_transient_slurm_error(r.err + r.out))
+      break;
+    spdlog::warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
+                 slurm_error_text(spec.argv[0], r), backoff.count(), attempt + 1, policy.attempts);
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+    if (settled && settled()) break;
+  }
+  if (attempts_made) *attempts_made = attempt;
+  return r;
+}
+
+bool slurm_accounting_disabled() { return g_accounting_disabled.load(); }
+void set_slurm_accounting_disabled(bool disabled) { g_accounting_disabled.store(disabled); }
+
+}  // namespace bridge

@@ -1,0 +1,76 @@
+// Talking to Slurm's client commands: parsing what sbatch/squeue/sacct/scontrol print,
+// mapping Slurm job states onto JobState, and running commands with bounded retries.
+//
+// Pure functions except run_slurm_command, which goes through default_command_runner()
+// (tests install a fake with set_default_command_runner) and sleeps between retries.
+// Transient errors (see is_transient_slurm_error) are retried; "Unable to contact slurm
+// controller" is NOT transient here: the client already retried for MessageTimeout seconds,
+// so a stopped controller fails once, in bounded time, with Slurm's own message.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/command_runner.h"
+#include "launcher/job_record.h"
+
+namespace bridge {
+
+// One job as a Slurm client command reported it.
+struct SlurmJobInfo {
+  std::string id;
+  std::string state;      // Slurm's state name, e.g. "COMPLETED", "CANCELLED"
+  std::string reason;     // squeue/scontrol Reason, "" when none
+  std::string exit_code;  // "A:B" (exit status : signal), "" when unknown
+};
+
+// COMPLETED -> SUCCEEDED; FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE,
+// PREEMPTED, SPECIAL_EXIT, REVOKED -> FAILED; CANCELLED (also "CANCELLED by N") -> CANCELLED;
+// PENDING, CONFIGURING, REQUEUED, REQUEUE_HOLD, REQUEUE_FED, RESV_DEL_HOLD -> PENDING;
+// RUNNING, COMPLETING, SUSPENDED, STOPPED, SIGNALING, STAGE_OUT, RESIZING -> RUNNING;
+// anything else -> UNKNOWN.
+JobState map_slurm_state(const std::string& state);
+
+// The status bridge-launch reports: state, a detail in Slurm's own words
+// ("FAILED (NonZeroExitCode, ExitCode=17:0)") and the exit code when known.
+JobStatus to_job_status(const SlurmJobInfo& info);
+
+// `sbatch --parsable` prints "ID" or "ID;CLUSTER"; returns ID when it is a job id.
+std::optional<std::string> parse_sbatch_id(const std::string& out);
+
+// `squeue --noheader --format=%i|%T|%r` lines.
+std::vector<SlurmJobInfo> parse_squeue(const std::string& out);
+// `sacct --noheader --parsable2 --format=JobIDRaw,State,ExitCode` lines (steps skipped).
+std::vector<SlurmJobInfo> parse_sacct(const std::string& out);
+// `scontrol --oneliner show job` records (one per line).
+std::vector<SlurmJobInfo> parse_scontrol_jobs(const std::string& out);
+
+bool is_transient_slurm_error(const std::string& text);
+// The client's message: stderr (else stdout) with blank lines dropped, or why it did not run.
+std::string slurm_error_text(const std::string& program, const CommandResult& r);
+
+struct SlurmRetryPolicy {
+  int attempts = 3;                             // tries in all, for transient errors
+  std::chrono::milliseconds first_backoff{1000};  // doubled after each try
+  std::chrono::milliseconds timeout{60000};     // per command
+};
+SlurmRetryPolicy slurm_retry_policy();
+void set_slurm_retry_policy(const SlurmRetryPolicy& policy);  // tests shorten the backoff
+
+// Runs `spec` (its timeout replaced by the policy's), retrying transient failures with
+// backoff. `attempts_made` (optional) receives the number of runs. Before each retry,
+// `settled` (optional) may look around and return true to stop retrying (sbatch uses it to
+// find a job that a timed-out submission did create).
+CommandResult run_slurm_command(CommandSpec spec, int* attempts_made = nullptr,
+                                const std::function<bool()>& settled = {});
+
+// Whether sacct is known to be unusable here ("Slurm accounting storage is disabled" was
+// seen); process-wide, so status stops asking once it knows.
+bool slurm_accounting_disabled();
+void set_slurm_accounting_disabled(bool disabled);
+
+}  // namespace bridge

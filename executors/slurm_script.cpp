@@ -1,0 +1,384 @@
+#include "executors/slurm_script.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "executors/rank_env.h"
+#include "launcher/templates.h"
+
+namespace bridge {
+
+namespace {
+
+constexpr int kMasterPortBase = 20000;
+constexpr int kMasterPortSpan = 10000;
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+bool has_control_chars(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+// One line of free text (reasons, sources) for a comment: control characters become blanks.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+// A value as sbatch's `#SBATCH` parser reads it: bare when harmless, else double-quoted with
+// `\` and `"` escaped (sbatch honours both). Control characters cannot be carried.
+std::string directive_value(const std::string& s) {
+  bool bare = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-[]").find(c) != std::string_view::npos;
+  });
+  if (bare) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Where the job wants its values checked before use; collects every problem.
+class Checker {
+ public:
+  Checker(const Plan& plan, Diagnostics& diags) : plan_(plan), diags_(diags) {}
+
+  // `value` goes into an #SBATCH line or a comment: no control characters.
+  void directive(const std::string& value, const std::string& path, const SourceLoc& loc) {
+    if (!has_control_chars(value)) return;
+    ok_ = false;
+    diags_.error("slurm-bad-value", path, loc,
+                 fmt::format("`{}` contains a line break or control character, which an "
+                             "#SBATCH line cannot carry",
+                             path),
+                 "remove it from the value");
+  }
+
+  void mount(const std::string& value, const SourceLoc& loc) {
+    if (value.find(',') == std::string::npos && !has_control_chars(value)) return;
+    ok_ = false;
+    diags_.error("slurm-bad-mount", "executor.slurm.container_mounts", loc,
+                 fmt::format("container mount `{}` contains a comma or control character; pyxis "
+                             "separates mounts with commas",
+                             one_line(value)),
+                 "write one `SRC:DST[:FLAGS]` entry per list item, without commas");
+  }
+
+  void sbatch_arg(const std::string& arg, const SourceLoc& loc) {
+    if (has_control_chars(arg)) {
+      ok_ = false;
+      diags_.error("slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
+                   "an sbatch_args entry contains a line break or control character",
+                   "give each option as its own list item, e.g. [--constraint=h100]");
+    } else if (arg.empty() || arg[0] != '-') {
+      ok_ = false;
+      diags_.error("slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
+                   fmt::format("sbatch_args entry `{}` is not an option (it must start with -)",
+                               arg),
+                   "write options as `--name=value`, e.g. --constraint=h100");
+    }
+  }
+
+  bool ok() const { return ok_; }
+  const Plan& plan() const { return plan_; }
+
+ private:
+  const Plan& plan_;
+  Diagnostics& diags_;
+  bool ok_ = true;
+};
+
+// One task per node (torchrun or a torchrun-compatible wrapper such as ft_launcher) or one
+// task per GPU (srun; `direct` means the same on Slurm).
+bool per_node_launcher(const Plan& plan) {
+  return plan.recipe->runtime.launcher.get_or("srun") == "torchrun" ||
+         !plan.executor_changes.launcher_wrapper.empty();
+}
+
+std::vector<std::string> runtime_command(const Plan& plan, const SlurmRenderOptions& options) {
+  std::vector<std::string> cmd = rank_command(plan);
+  if (!options.probe_dir.empty()) {
+    // The prefix (nsys, ...) comes first; the runtime command follows it.
+    size_t at = plan.executor_changes.command_prefix.size();
+    if (at < cmd.size() && cmd[at] == "bridge-probe") cmd[at] = options.probe_dir + "/bridge-probe";
+  }
+  return cmd;
+}
+
+std::string words(const std::vector<std::string>& argv) {
+  std::vector<std::string> w;
+  for (const auto& a : argv) w.push_back(shell_word(a));
+  return join(w, " ");
+}
+
+// `export NAME="value"; ` for the values the user asked to have expanded on the rank.
+std::string expanded_exports(const Plan& plan) {
+  std::string out;
+  for (const auto& v : plan.env.vars)
+    if (v.expand && !v.secret) out += fmt::format("export {}=\"{}\"; ", v.name, v.value);
+  return out;
+}
+
+std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
+  const Topology& t = *plan.topology;
+  std::string cmd = words(runtime_command(plan, options));
+  if (per_node_launcher(plan)) {
+    std::vector<std::string> wrapper = plan.executor_changes.launcher_wrapper;
+    if (wrapper.empty()) wrapper.push_back("torchrun");
+    std::string inner = fmt::format(
+        "{}exec {} --nnodes={} --nproc-per-node={} --node-rank=\"$SLURM_NODEID\" "
+        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" \"$@\"",
+        expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node);
+    return fmt::format("bash -c {} \\\n  bridge-node {}", shell_quote(inner), cmd);
+  }
+  std::string inner = fmt::format(
+      "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
+      "LOCAL_WORLD_SIZE={} NODE_RANK=$SLURM_NODEID; {}exec \"$@\"",
+      t.gpus_per_node, expanded_exports(plan));
+  return fmt::format("bash -c {} \\\n  bridge-rank {}", shell_quote(inner), cmd);
+}
+
+int64_t retries(const Plan& plan, Diagnostics& diags) {
+  const auto& recipe_retries = plan.recipe->executor.slurm.retries;
+  const auto& plugin_retries = plan.executor_changes.retries;
+  if (recipe_retries.is_set() && plugin_retries && *plugin_retries != *recipe_retries.value)
+    diags.info("slurm-retries", "executor.slurm.retries", recipe_retries.loc,
+               fmt::format("executor.slurm.retries ({}) wins over {} ({})", *recipe_retries.value,
+                           plan.executor_changes.retries_source, *plugin_retries));
+  if (recipe_retries.is_set()) return *recipe_retries.value;
+  return plugin_retries.value_or(0);
+}
+
+std::vector<std::string> directives(const Plan& plan, bool per_node, int64_t n_retries,
+                                    const std::vector<std::string>& secrets, Checker& check) {
+  const Recipe& r = *plan.recipe;
+  const SlurmExecutorSpec& s = r.executor.slurm;
+  const Topology& t = *plan.topology;
+  std::vector<std::string> d;
+  d.push_back("--job-name=" + directive_value(slurm_job_name(*r.name.value)));
+  d.push_back(fmt::format("--nodes={}", t.nodes));
+  d.push_back(fmt::format("--ntasks-per-node={}", per_node ? 1 : t.gpus_per_node));
+  d.push_back(fmt::format("--gpus-per-node={}", t.gpus_per_node));
+  auto opt = [&](const char* flag, const Field<std::string>& f, const char* key) {
+    if (!f.is_set()) return;
+    check.directive(*f.value, std::string("executor.slurm.") + key, f.loc);
+    d.push_back(fmt::format("--{}={}", flag, directive_value(*f.value)));
+  };
+  opt("time", s.time, "time");
+  opt("account", s.account, "account");
+  opt("partition", s.partition, "partition");
+  opt("qos", s.qos, "qos");
+  if (s.exclusive.get_or(false)) d.push_back("--exclusive");
+  opt("mem", s.mem, "mem");
+  d.push_back("--output=" + directive_value(plan.job_dir + "/slurm-%j.out"));
+  d.push_back("--error=" + directive_value(plan.job_dir + "/slurm-%j.err"));
+  d.push_back("--open-mode=append");
+  if (plan.executor_changes.preempt_signal_seconds)
+    d.push_back(fmt::format("--signal=TERM@{}", *plan.executor_changes.preempt_signal_seconds));
+  opt("dependency", s.dependency, "dependency");
+  if (n_retries > 0) d.push_back("--requeue");
+  if (!secrets.empty()) d.push_back("--export=ALL," + join(secrets, ","));
+  for (const auto& a : s.sbatch_args.get_or({})) {
+    check.sbatch_arg(a, s.sbatch_args.loc);
+    d.push_back(a);
+  }
+  return d;
+}
+
+std::vector<std::string> container_options(const Plan& plan, Checker& check,
+                                           const std::vector<std::string>& env_names) {
+  const Recipe& r = *plan.recipe;
+  const SlurmExecutorSpec& s = r.executor.slurm;
+  std::vector<std::string> o;
+  o.push_back("--container-image=" + shell_word(*r.runtime.container_image.value));
+  std::vector<std::string> mounts = s.container_mounts.get_or({});
+  for (const auto& m : mounts) check.mount(m, s.container_mounts.loc);
+  // The job dir is mounted at the same path, so ranks can write profiles and checkpoints there.
+  std::string job_dir_mount = plan.job_dir + ":" + plan.job_dir;
+  if (std::find(mounts.begin(), mounts.end(), job_dir_mount) == mounts.end()) {
+    check.mount(job_dir_mount, r.executor.slurm.job_dir.loc);
+    mounts.push_back(job_dir_mount);
+  }
+  o.push_back("--container-mounts=" + shell_word(join(mounts, ",")));
+  std::string workdir = s.container_workdir.get_or(r.runtime.workdir.get_or(""));
+  if (!workdir.empty()) o.push_back("--container-workdir=" + shell_word(workdir));
+  o.push_back("--container-env=" + join(env_names, ","));
+  return o;
+}
+
+}  // namespace
+
+std::string slurm_job_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    out += keep ? c : '_';
+  }
+  return out.empty() ? "bridge-job" : out;
+}
+
+std::string shell_word(const std::string& s) {
+  bool bare = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  });
+  return bare ? s : shell_quote(s);
+}
+
+int slurm_master_port(long long job_id) {
+  return kMasterPortBase + static_cast<int>(job_id % kMasterPortSpan);
+}
+
+std::optional<TemplateData> sbatch_template_data(const Plan& plan,
+                                                 const SlurmRenderOptions& options,
+                                                 Diagnostics& diags) {
+  if (!plan.recipe || !plan.topology) {
+    diags.error("slurm-incomplete-plan", "", {}, "the plan is incomplete; nothing to render");
+    return std::nullopt;
+  }
+  const Recipe& r = *plan.recipe;
+  const Topology& t = *plan.topology;
+  Checker check(plan, diags);
+  check.directive(plan.job_dir, "executor.slurm.job_dir", r.executor.slurm.job_dir.loc);
+
+  bool per_node = per_node_launcher(plan);
+  std::string requested = r.runtime.launcher.get_or("srun");
+  if (!plan.executor_changes.launcher_wrapper.empty() && requested != "torchrun")
+    diags.info("slurm-per-node-launcher", "runtime.launcher", r.runtime.launcher.loc,
+               fmt::format("{} ({}) starts the ranks: one task per node instead of one per GPU",
+                           plan.executor_changes.launcher_wrapper.front(),
+                           plan.executor_changes.launcher_source));
+
+  TemplateData data;
+  data.set("job_name", slurm_job_name(*r.name.value));
+  data.set("nodes", std::to_string(t.nodes));
+  data.set("gpus_per_node", std::to_string(t.gpus_per_node));
+  data.set("ranks", std::to_string(t.num_gpus));
+  data.set("tasks_per_node", std::to_string(per_node ? 1 : t.gpus_per_node));
+  std::string launcher = per_node ? (plan.executor_changes.launcher_wrapper.empty()
+                                         ? "torchrun"
+                                         : plan.executor_changes.launcher_wrapper.front())
+                                  : "srun";
+  data.set("launcher", launcher);
+  data.set("job_dir", plan.job_dir);
+  data.set("job_dir_q", shell_quote(plan.job_dir));
+  data.set("master_port_base", std::to_string(kMasterPortBase));
+  data.set("master_port_span", std::to_string(kMasterPortSpan));
+
+  // Launch env: plain values exported by the batch shell; secrets only by name.
+  std::vector<std::string> secrets, env_names;
+  data.ensure_list("exports");
+  data.ensure_list("secrets");
+  for (const auto& v : plan.env.vars) {
+    env_names.push_back(v.name);
+    if (v.secret) {
+      secrets.push_back(v.name);
+      TemplateData item;
+      item.set("name", v.name);
+      item.set("check", fmt::format(
+                            "[ -n \"${{{0}+set}}\" ] || {{ echo \"bridge-launch: secret {0} is "
+                            "missing from the submission environment\" >&2; exit 1; }}",
+                            v.name));
+      data.add_item("secrets", std::move(item));
+      continue;
+    }
+    if (v.expand) continue;  // exported inside each task, see task_command
+    TemplateData item;
+    item.set("name", v.name);
+    item.set("value_q", shell_quote(v.value));
+    data.add_item("exports", std::move(item));
+  }
+  for (auto& [name, value] : bridge_check_vars(plan)) {
+    env_names.push_back(name);
+    TemplateData item;
+    item.set("name", name);
+    item.set("value_q", shell_quote(value));
+    data.add_item("exports", std::move(item));
+  }
+  for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "BRIDGE_JOB_DIR"}) env_names.push_back(v);
+
+  int64_t n_retries = retries(plan, diags);
+  for (auto& d : directives(plan, per_node, n_retries, secrets, check))
+    data.add_text_item("directives", std::move(d));
+
+  data.ensure_list("setup_steps");
+  for (size_t i = 0; i < plan.setup_steps.size(); ++i) {
+    const SetupStep& s = plan.setup_steps[i];
+    TemplateData item;
+    item.set("index", std::to_string(i + 1));
+    item.set("source", one_line(s.source));
+    item.set("reason", one_line(s.reason));
+    item.set("command_q", shell_quote(s.command));
+    data.add_item("setup_steps", std::move(item));
+  }
+
+  std::vector<std::string> srun{"--kill-on-bad-exit=1", "--wait=60",
+                                fmt::format("--nodes={}", t.nodes)};
+  if (per_node) {
+    srun.push_back("--ntasks-per-node=1");
+    srun.push_back("--cpu-bind=none");
+    srun.push_back("--open-mode=append");
+    srun.push_back("--output=\"$BRIDGE_JOB_DIR/node%n.log\"");
+  } else {
+    srun.push_back(fmt::format("--ntasks-per-node={}", t.gpus_per_node));
+    srun.push_back("--open-mode=append");
+    srun.push_back("--output=\"$BRIDGE_JOB_DIR/rank%t.log\"");
+  }
+  if (r.runtime.container_image.is_set()) {
+    for (auto& o : container_options(plan, check, env_names)) srun.push_back(std::move(o));
+  } else {
+    if (r.executor.slurm.container_mounts.is_set() || r.executor.slurm.container_workdir.is_set())
+      diags.warning("slurm-container-options-unused", "executor.slurm.container_mounts",
+                    r.executor.slurm.container_mounts.loc,
+                    "container_mounts/container_workdir have no effect without "
+                    "runtime.container_image",
+                    "set runtime.container_image, or remove them");
+    if (r.runtime.workdir.is_set()) srun.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
+  }
+  for (auto& o : srun) data.add_text_item("srun_options", std::move(o));
+  data.set("layout", per_node ? fmt::format("one {} per node ({} node(s)), each starting {} "
+                                            "local rank(s); output per node in node<N>.log",
+                                            launcher, t.nodes, t.gpus_per_node)
+                              : fmt::format("one task per GPU ({} in all), RANK and friends "
+                                            "mapped from SLURM_* inside each task; output per "
+                                            "rank in rank<N>.log",
+                                            t.num_gpus));
+  data.set("task_command", task_command(plan, options));
+  data.set("retries", std::to_string(n_retries));
+  data.set_bool("retry", n_retries > 0);
+  if (!check.ok()) return std::nullopt;
+  return data;
+}
+
+std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
+                                                 const SlurmRenderOptions& options,
+                                                 Diagnostics& diags) {
+  auto data = sbatch_template_data(plan, options, diags);
+  if (!data) return std::nullopt;
+  std::string override_path = plan.recipe->executor.slurm.template_path.get_or("");
+  auto text = template_text(kSbatchTemplateName, override_path, diags);
+  if (!text) return std::nullopt;
+  auto script = render_template(*text, *data,
+                                override_path.empty() ? kSbatchTemplateName : override_path, diags);
+  if (!script) return std::nullopt;
+  SbatchScript out;
+  out.text = std::move(*script);
+  out.job_name = slurm_job_name(*plan.recipe->name.value);
+  for (const auto& v : plan.env.vars)
+    if (v.secret) out.secret_names.push_back(v.name);
+  return out;
+}
+
+}  // namespace bridge

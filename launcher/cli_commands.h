@@ -1,0 +1,66 @@
+// The commands behind the CLI (internal to launcher/): each takes parsed options and a
+// Context with the output streams, and returns the process exit code of cli.md.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bridge {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;
+
+struct Options {
+  std::string executor;
+  std::string num_gpus;
+  std::string gpus_per_node;
+  std::string gpu;
+  std::vector<std::string> env;
+  bool strict = false;
+  bool dry_run = false;
+  bool wait = false;
+  std::string format = "text";
+  std::string template_path;
+  int verbose = 0;
+  bool quiet = false;
+  std::string recipe;
+  std::vector<std::string> overrides;
+};
+
+struct JobOptions {
+  std::vector<std::string> jobs;  // ids, prefixes (compare: also log file paths)
+  bool follow = false;
+  std::optional<int> rank;
+  std::string format = "text";
+  std::string window = "3:8";
+};
+
+struct AblateOptions {
+  Options launch;
+  std::vector<std::string> vary;  // KEY=V1,V2
+  bool grid = false;
+  std::string window = "3:8";
+};
+
+struct Context {
+  std::ostream& out;
+  std::ostream& err;
+  bool color;
+};
+
+int cmd_validate(const Options& o, const Context& c);
+int cmd_plan(const Options& o, const Context& c);
+int cmd_launch(const Options& o, const Context& c);
+int cmd_plugins(const Context& c);
+int cmd_list(const JobOptions& o, const Context& c);
+int cmd_status(const JobOptions& o, const Context& c);
+int cmd_logs(const JobOptions& o, const Context& c);
+int cmd_cancel(const JobOptions& o, const Context& c);
+int cmd_compare(const JobOptions& o, const Context& c);
+int cmd_ablate(const AblateOptions& o, const Context& c);
+
+}  // namespace bridge

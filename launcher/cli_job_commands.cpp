@@ -1,0 +1,351 @@
+// list, status, logs, cancel, compare and ablate: following jobs and overlap experiments.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "executors/executor.h"
+#include "launcher/cli_commands.h"
+#include "launcher/cli_support.h"
+#include "launcher/compare.h"
+#include "launcher/plan_output.h"
+#include "launcher/recipe_loader.h"
+#include "launcher/registry.h"
+
+namespace bridge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+JobRegistry registry() {
+  ProcessEnvironment env;
+  return JobRegistry(JobRegistry::default_dir(env));
+}
+
+nlohmann::ordered_json record_summary(const JobRecord& r) {
+  return {{"id", r.id},
+          {"name", r.name},
+          {"executor", r.executor},
+          {"scheduler_id", r.scheduler_id},
+          {"state", job_state_name(r.state)},
+          {"detail", r.state_detail},
+          {"exit_code", r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr},
+          {"submitted_at", r.submitted_at},
+          {"job_dir", r.job_dir}};
+}
+
+void print_records(const std::vector<JobRecord>& recs, const std::string& format,
+                   const Context& c) {
+  if (format == "json") {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const auto& r : recs) a.push_back(record_summary(r));
+    c.out << a.dump(2) << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"job", "executor", "scheduler id", "state", "submitted", "detail"}};
+  for (const auto& r : recs)
+    rows.push_back({r.id, r.executor, r.scheduler_id, job_state_name(r.state), r.submitted_at,
+                    r.state_detail});
+  c.out << format_table(rows, false);
+}
+
+// Refreshes non-final records with one status query per executor and saves changes.
+void refresh(std::vector<JobRecord>& recs, const JobRegistry& reg, Diagnostics& diags) {
+  std::map<std::string, std::vector<JobRecord*>> by_executor;
+  for (auto& r : recs)
+    if (!is_final(r.state)) by_executor[r.executor].push_back(&r);
+  for (auto& [name, list] : by_executor) {
+    std::unique_ptr<Executor> ex = make_executor(name);
+    if (!ex) continue;
+    std::vector<JobRecord> query;
+    for (auto* r : list) query.push_back(*r);
+    std::vector<JobStatus> st = ex->status(query, diags);
+    for (size_t i = 0; i < list.size() && i < st.size(); ++i) {
+      JobRecord& r = *list[i];
+      if (st[i].state == JobState::kUnknown) continue;
+      if (st[i].state == r.state && st[i].detail == r.state_detail) continue;
+      r.state = st[i].state;
+      r.state_detail = st[i].detail;
+      if (st[i].exit_code) r.exit_code = st[i].exit_code;
+      reg.put(r, diags);
+    }
+  }
+}
+
+std::optional<JobRecord> find_job(const std::string& ref, const Context& c) {
+  Diagnostics diags;
+  auto rec = registry().find(ref, diags);
+  if (!rec) print_diagnostics(diags, c.err, c.color, false);
+  return rec;
+}
+
+// A compare operand: a registry job (its rank logs) or a log file given by path.
+struct Series {
+  std::string label;
+  std::vector<IterationSample> samples;
+  std::optional<std::map<std::string, std::string>> knobs;
+};
+
+std::optional<Series> load_series(const std::string& ref, const Context& c) {
+  std::error_code ec;
+  if (fs::is_regular_file(ref, ec)) {
+    std::ifstream in(ref);
+    return Series{ref, parse_iteration_lines(in), std::nullopt};
+  }
+  auto rec = find_job(ref, c);
+  if (!rec) return std::nullopt;
+  Series s{rec->id, {}, rec->knobs};
+  for (const auto& e : fs::directory_iterator(rec->job_dir, ec)) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream in(e.path());
+    auto samples = parse_iteration_lines(in);
+    if (samples.size() > s.samples.size()) s.samples = std::move(samples);
+  }
+  return s;
+}
+
+}  // namespace
+
+int cmd_list(const JobOptions& o, const Context& c) {
+  Diagnostics diags;
+  auto recs = registry().list(diags);
+  print_diagnostics(diags, c.err, c.color, false);
+  print_records(recs, o.format, c);
+  return kExitOk;
+}
+
+int cmd_status(const JobOptions& o, const Context& c) {
+  JobRegistry reg = registry();
+  Diagnostics diags;
+  std::vector<JobRecord> recs;
+  if (o.jobs.empty()) {
+    recs = reg.list(diags);
+  } else {
+    for (const auto& ref : o.jobs) {
+      auto r = reg.find(ref, diags);
+      if (r) recs.push_back(std::move(*r));
+    }
+    if (diags.has_errors()) {
+      print_diagnostics(diags, c.err, c.color, false);
+      return kExitUsage;
+    }
+  }
+  refresh(recs, reg, diags);
+  print_diagnostics(diags, c.err, c.color, false);
+  print_records(recs, o.format, c);
+  return kExitOk;
+}
+
+int cmd_logs(const JobOptions& o, const Context& c) {
+  auto rec = find_job(o.jobs.at(0), c);
+  if (!rec) return kExitUsage;
+  std::unique_ptr<Executor> ex = make_executor(rec->executor);
+  Diagnostics diags;
+  int rc = ex ? ex->logs(*rec, o.rank, o.follow, c.out, diags) : kExitRuntime;
+  print_diagnostics(diags, c.err, c.color, false);
+  return rc;
+}
+
+int cmd_cancel(const JobOptions& o, const Context& c) {
+  auto rec = find_job(o.jobs.at(0), c);
+  if (!rec) return kExitUsage;
+  std::unique_ptr<Executor> ex = make_executor(rec->executor);
+  Diagnostics diags;
+  int rc = ex ? ex->cancel(*rec, diags) : kExitRuntime;
+  if (rc == kExitOk) {
+    rec->state = JobState::kCancelled;
+    rec->state_detail = "cancelled by bridge-launch cancel";
+    registry().put(*rec, diags);
+    c.out << fmt::format("cancelled {} ({} id {})\n", rec->id, rec->executor, rec->scheduler_id);
+  }
+  print_diagnostics(diags, c.err, c.color, false);
+  return rc;
+}
+
+int cmd_compare(const JobOptions& o, const Context& c) {
+  auto window = parse_window(o.window);
+  if (!window) {
+    c.err << "bridge-launch: error: --window must look like FIRST:LAST, e.g. 3:8\n";
+    return kExitUsage;
+  }
+  std::vector<Series> series;
+  for (const auto& ref : o.jobs) {
+    auto s = load_series(ref, c);
+    if (!s) return kExitUsage;
+    series.push_back(std::move(*s));
+  }
+  std::vector<std::string> notes;
+  std::vector<WindowStats> stats;
+  for (const auto& s : series) {
+    stats.push_back(window_stats(s.samples, window->first, window->second));
+    if (stats.back().samples < 5)
+      notes.push_back(fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
+                                  "release quality",
+                                  s.label, stats.back().samples,
+                                  stats.back().samples == 1 ? "" : "s", window->first,
+                                  window->second));
+  }
+  std::vector<std::vector<std::string>> knob_diffs(series.size());
+  for (size_t i = 1; i < series.size(); ++i) {
+    if (!series[0].knobs || !series[i].knobs) continue;
+    knob_diffs[i] = knob_differences(*series[0].knobs, *series[i].knobs);
+    if (knob_diffs[i].size() > 1)
+      notes.push_back(fmt::format("{} differs from {} in {} knobs ({}): directional, not release "
+                                  "quality",
+                                  series[i].label, series[0].label, knob_diffs[i].size(),
+                                  fmt::join(knob_diffs[i], ", ")));
+  }
+  double base = stats.empty() ? 0 : stats[0].mean;
+  if (o.format == "json") {
+    nlohmann::ordered_json j{{"window", {window->first, window->second}}, {"jobs", nullptr}};
+    nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < series.size(); ++i) {
+      const WindowStats& w = stats[i];
+      jobs.push_back({{"job", series[i].label},
+                      {"samples", w.samples},
+                      {"mean_ms", w.mean},
+                      {"min_ms", w.min},
+                      {"max_ms", w.max},
+                      {"stddev_ms", w.stddev},
+                      {"ratio", base > 0 && w.samples ? w.mean / base : 0.0},
+                      {"differs_in", knob_diffs[i]}});
+    }
+    j["jobs"] = jobs;
+    j["notes"] = notes;
+    c.out << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"job", "samples", "mean ms", "min ms", "max ms", "stddev ms", "ratio", "differs in"}};
+  for (size_t i = 0; i < series.size(); ++i) {
+    const WindowStats& w = stats[i];
+    rows.push_back({series[i].label, std::to_string(w.samples), fmt::format("{:.1f}", w.mean),
+                    fmt::format("{:.1f}", w.min), fmt::format("{:.1f}", w.max),
+                    fmt::format("{:.1f}", w.stddev),
+                    base > 0 && w.samples ? fmt::format("{:.3f}", w.mean / base) : "-",
+                    i == 0 ? "(baseline)" : fmt::format("{}", fmt::join(knob_diffs[i], ", "))});
+  }
+  c.out << fmt::format("steady-state step time, iterations {}-{}:\n", window->first,
+                       window->second)
+        << format_table(rows, false);
+  for (const auto& n : notes) c.out << "note: " << n << "\n";
+  return kExitOk;
+}
+
+namespace {
+
+// "KEY=V1,V2,[a,b]" -> KEY and its values (commas inside brackets/braces do not split).
+std::optional<std::pair<std::string, std::vector<std::string>>> parse_vary(const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return std::nullopt;
+  std::vector<std::string> values;
+  std::string cur;
+  int depth = 0;
+  for (char ch : v.substr(eq + 1)) {
+    if (ch == '[' || ch == '{') ++depth;
+    if (ch == ']' || ch == '}') --depth;
+    if (ch == ',' && depth == 0) {
+      values.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  values.push_back(cur);
+  for (const auto& x : values)
+    if (x.empty()) return std::nullopt;
+  return std::pair{v.substr(0, eq), values};
+}
+
+// Baseline plus one variant per changed value (one knob at a time), or the full grid.
+std::vector<std::vector<std::string>> make_variants(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& vary, bool grid,
+    const std::map<std::string, std::string>& baseline_inputs) {
+  std::vector<std::vector<std::string>> variants{{}};
+  if (grid) {
+    for (const auto& [key, values] : vary) {
+      std::vector<std::vector<std::string>> next;
+      for (const auto& v : variants)
+        for (const auto& value : values) {
+          auto w = v;
+          w.push_back(key + "=" + value);
+          next.push_back(std::move(w));
+        }
+      variants = std::move(next);
+    }
+    return variants;
+  }
+  for (const auto& [key, values] : vary)
+    for (const auto& value : values) {
+      auto it = baseline_inputs.find(key);
+      if (it != baseline_inputs.end() && it->second == value) continue;  // = the baseline
+      variants.push_back({key + "=" + value});
+    }
+  return variants;
+}
+
+}  // namespace
+
+int cmd_ablate(const AblateOptions& a, const Context& c) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> vary;
+  for (const auto& v : a.vary) {
+    auto parsed = parse_vary(v);
+    if (!parsed) {
+      c.err << fmt::format("bridge-launch: error: bad --vary `{}`: expected KEY=V1,V2\n", v);
+      return kExitUsage;
+    }
+    vary.push_back(std::move(*parsed));
+  }
+  if (!parse_window(a.window)) {
+    c.err << "bridge-launch: error: --window must look like FIRST:LAST, e.g. 3:8\n";
+    return kExitUsage;
+  }
+  auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
+  auto variants = make_variants(vary, a.grid, base_inputs);
+  // Validate every variant before submitting any.
+  ProcessEnvironment env;
+  std::vector<Options> options;
+  bool all_ok = true;
+  for (const auto& extra : variants) {
+    Options o = a.launch;
+    o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
+    Diagnostics diags(o.strict);
+    Plan plan = build_plan(make_request(o), env, diags);
+    if (!plan.complete || diags.has_errors()) {
+      all_ok = false;
+      c.err << fmt::format("variant [{}] is invalid:\n",
+                           extra.empty() ? "baseline" : fmt::format("{}", fmt::join(extra, " ")));
+      print_diagnostics(diags, c.err, c.color, false);
+    }
+    options.push_back(std::move(o));
+  }
+  if (!all_ok) {
+    c.err << "no variant was submitted\n";
+    return kExitUsage;
+  }
+  c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", variants.size(),
+                       variants.size() - 1, variants.size() == 2 ? "" : "s");
+  JobOptions cmp;
+  cmp.window = a.window;
+  int worst = kExitOk;
+  bool all_waited = true;
+  for (auto& o : options) {
+    ProcessEnvironment e;
+    Diagnostics diags(o.strict);
+    Plan plan = build_plan(make_request(o), e, diags);
+    std::string id;
+    all_waited = all_waited && (a.launch.wait || plan.executor == "local");
+    int rc = launch_planned(o, c, plan, diags, &id);
+    if (!id.empty()) cmp.jobs.push_back(id);
+    if (rc != kExitOk) worst = rc;
+    if (rc == kExitInterrupted) return rc;
+  }
+  if (all_waited && !cmp.jobs.empty()) cmd_compare(cmp, c);
+  return worst;
+}
+
+}  // namespace bridge

@@ -1,0 +1,209 @@
+// validate, plan, plugins and the launch itself (submit, registry entry, --wait).
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <chrono>
+#include <thread>
+
+#include "executors/executor.h"
+#include "launcher/cli_commands.h"
+#include "launcher/cli_support.h"
+#include "launcher/plan_output.h"
+#include "launcher/recipe_loader.h"
+#include "launcher/registry.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+namespace {
+
+std::atomic<bool> g_wait_interrupted{false};
+void on_wait_signal(int) { g_wait_interrupted = true; }
+
+// Follows a scheduler job until it ends. SIGINT stops the waiting only: the job keeps
+// running and `status` still finds it.
+int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
+                 const Context& c) {
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_wait_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  g_wait_interrupted = false;
+  bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr;
+  auto start = std::chrono::steady_clock::now();
+  std::string last_line;
+  int rc = kExitRuntime;
+  for (;;) {
+    Diagnostics diags;
+    JobStatus st = executor.status({rec}, diags)[0];
+    auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+    std::string iteration = last_iteration_seen(rec.job_dir);
+    std::string line = fmt::format("{} {} {}{}", rec.id, job_state_name(st.state),
+                                   iteration.empty() ? "" : "iteration " + iteration + " ",
+                                   st.detail.empty() ? "" : "(" + st.detail + ")");
+    if (tty)
+      c.err << fmt::format("\r\033[K{} [{}s]", line, elapsed) << std::flush;
+    else if (line != last_line)
+      c.err << line << "\n";
+    last_line = line;
+    if (is_final(st.state)) {
+      if (tty) c.err << "\n";
+      rec.state = st.state;
+      rec.state_detail = st.detail;
+      rec.exit_code = st.exit_code;
+      Diagnostics ignored;
+      reg.put(rec, ignored);
+      rc = st.state == JobState::kSucceeded ? kExitOk : kExitRuntime;
+      break;
+    }
+    for (int i = 0; i < 10 && !g_wait_interrupted; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (g_wait_interrupted) {
+      if (tty) c.err << "\n";
+      c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
+                           rec.id, rec.id);
+      rc = kExitInterrupted;
+      break;
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return rc;
+}
+
+JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diags,
+                     const RenderedJob& job) {
+  JobRecord rec;
+  rec.name = *plan.recipe->name.value;
+  rec.id = new_job_id(rec.name);
+  rec.executor = plan.executor;
+  rec.recipe_path = o.recipe;
+  rec.overrides = make_request(o).overrides;
+  rec.submitted_at = utc_timestamp_iso8601();
+  rec.nodes = static_cast<int>(plan.topology->nodes);
+  rec.ranks = static_cast<int>(plan.topology->num_gpus);
+  rec.plan_json = plan_to_json(plan, diags);
+  rec.rendered = job.dry_run_text;
+  rec.knobs = flatten_recipe_inputs(o.recipe, rec.overrides);
+  for (const auto& e : o.env) rec.knobs["-E " + e.substr(0, e.find('='))] = e;
+  rec.knobs["executor"] = plan.executor;
+  if (plan.executor == "kubernetes") {
+    rec.namespace_ = plan.recipe->executor.kubernetes.namespace_.get_or("");
+    rec.context = plan.recipe->executor.kubernetes.context.get_or("");
+  }
+  return rec;
+}
+
+}  // namespace
+
+int cmd_validate(const Options& o, const Context& c) {
+  ProcessEnvironment env;
+  Diagnostics diags(o.strict);
+  Plan plan = build_plan(make_request(o), env, diags);
+  bool ok = plan.complete && !diags.has_errors();
+  if (o.format == "json") {
+    nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
+    c.out << j.dump(2) << "\n";
+  } else {
+    print_diagnostics(diags, c.err, c.color);
+    if (ok)
+      c.out << fmt::format("{}: ok ({} warning{})\n", o.recipe, diags.count(Severity::kWarning),
+                           diags.count(Severity::kWarning) == 1 ? "" : "s");
+  }
+  return ok ? kExitOk : kExitUsage;
+}
+
+int cmd_plan(const Options& o, const Context& c) {
+  ProcessEnvironment env;
+  Diagnostics diags(o.strict);
+  Plan plan = build_plan(make_request(o), env, diags);
+  bool ok = plan.complete && !diags.has_errors();
+  if (o.format == "json") {
+    c.out << plan_to_json(plan, diags).dump(2) << "\n";
+  } else {
+    print_diagnostics(diags, c.err, c.color);
+    if (ok) c.out << plan_to_text(plan, c.color && isatty(STDOUT_FILENO));
+  }
+  return ok ? kExitOk : kExitUsage;
+}
+
+int cmd_plugins(const Context& c) {
+  std::vector<std::vector<std::string>> rows{{"plugin", "description"}};
+  for (const auto& p : plugin_registry()) rows.push_back({p.name, p.description});
+  c.out << format_table(rows, false);
+  return kExitOk;
+}
+
+int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
+                   std::string* job_id) {
+  auto fail = [&](int code) {
+    if (o.format == "json")
+      c.out << plan_to_json(plan, diags).dump(2) << "\n";
+    else
+      print_diagnostics(diags, c.err, c.color);
+    return code;
+  };
+  if (!plan.complete || diags.has_errors()) return fail(kExitUsage);
+  std::unique_ptr<Executor> executor = make_executor(plan.executor);
+  if (!executor) {
+    diags.error("executor-unavailable", "", {},
+                fmt::format("the {} executor is not available in this build", plan.executor));
+    return fail(kExitUsage);
+  }
+  RenderedJob job = executor->render(plan, diags);
+  if (diags.has_errors()) return fail(kExitUsage);
+  print_diagnostics(diags, c.err, c.color);  // warnings stay visible (E7)
+  if (o.dry_run) {
+    c.out << job.dry_run_text;
+    return kExitOk;
+  }
+  ProcessEnvironment env;
+  JobRegistry reg(JobRegistry::default_dir(env));
+  Diagnostics submit_diags;
+  if (!registry_writable(reg, submit_diags)) {
+    print_diagnostics(submit_diags, c.err, c.color);
+    return kExitRuntime;
+  }
+  JobRecord rec = new_record(o, plan, diags, job);
+  if (job_id) *job_id = rec.id;
+  SubmitOptions so;
+  so.wait = o.wait || plan.executor == "local";
+  so.verbosity = o.quiet ? -1 : o.verbose;
+  so.template_path = o.template_path;
+  so.job_id = rec.id;
+  auto on_accepted = [&](const SubmitResult& sr) {
+    rec.scheduler_id = sr.scheduler_id;
+    rec.job_dir = sr.job_dir;
+    rec.state = plan.executor == "local" ? JobState::kRunning : JobState::kPending;
+    reg.put(rec, submit_diags);
+    c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
+                         sr.scheduler_id);
+    if (plan.executor != "local") c.out << rec.id << "\n";
+  };
+  SubmitResult sr = executor->submit(plan, job, so, c.out, submit_diags, on_accepted);
+  if (sr.accepted && sr.final_state != JobState::kUnknown) {
+    rec.state = sr.final_state;
+    rec.state_detail = sr.state_detail;
+    rec.exit_code = sr.exit_code_of_rank;
+    reg.put(rec, submit_diags);
+  }
+  print_diagnostics(submit_diags, c.err, c.color, false);
+  if (sr.accepted && o.wait && plan.executor != "local" && sr.exit_code == 0)
+    return wait_for_job(*executor, rec, reg, c);
+  return sr.exit_code;
+}
+
+int cmd_launch(const Options& o, const Context& c) {
+  ProcessEnvironment env;
+  Diagnostics diags(o.strict);
+  Plan plan = build_plan(make_request(o), env, diags);
+  return launch_planned(o, c, plan, diags, nullptr);
+}
+
+}  // namespace bridge

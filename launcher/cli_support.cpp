@@ -1,0 +1,75 @@
+#include "launcher/cli_support.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "launcher/compare.h"
+
+namespace bridge {
+
+namespace fs = std::filesystem;
+
+PlanRequest make_request(const Options& o) {
+  PlanRequest r;
+  r.recipe_path = o.recipe;
+  r.overrides = o.overrides;
+  if (!o.num_gpus.empty()) r.overrides.push_back("cluster.num_gpus=" + o.num_gpus);
+  if (!o.gpus_per_node.empty()) r.overrides.push_back("cluster.gpus_per_node=" + o.gpus_per_node);
+  if (!o.gpu.empty()) r.overrides.push_back("cluster.gpu=" + o.gpu);
+  r.cli_env = o.env;
+  r.executor = o.executor;
+  r.strict = o.strict;
+  return r;
+}
+
+void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
+                       bool before_submit) {
+  for (const auto& d : diags.items()) err << format_diagnostic(d, color);
+  size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
+  if (errors && before_submit)
+    err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,
+                       errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+}
+
+bool registry_writable(const JobRegistry& reg, Diagnostics& diags) {
+  fs::path jobs = fs::path(reg.dir()) / "jobs";
+  std::error_code ec;
+  fs::create_directories(jobs, ec);
+  fs::path probe = jobs / fmt::format(".probe.{}", getpid());
+  int fd = ec ? -1 : open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write(fd, "{}\n", 3) == 3 && fsync(fd) == 0;
+  std::string why = ec ? ec.message() : std::strerror(errno);
+  if (fd >= 0) close(fd);
+  fs::remove(probe, ec);
+  if (!ok)
+    diags.error("registry-unwritable", "", {},
+                fmt::format("the job registry {} is not writable ({}); nothing was submitted",
+                            reg.dir(), why),
+                "fix the permissions or free space, or set BRIDGE_LAUNCH_STATE_DIR");
+  return ok;
+}
+
+std::string last_iteration_seen(const std::string& job_dir) {
+  if (job_dir.empty()) return {};
+  for (const char* name : {"rank0.log"}) {
+    std::ifstream in(fs::path(job_dir) / name);
+    if (!in) continue;
+    // Only the tail matters; long logs are not read whole on every poll.
+    in.seekg(0, std::ios::end);
+    std::streamoff size = in.tellg();
+    in.seekg(std::max<std::streamoff>(0, size - 16384));
+    auto samples = parse_iteration_lines(in);
+    if (!samples.empty())
+      return fmt::format("{}/{}", samples.back().iteration, samples.back().total);
+  }
+  return {};
+}
+
+}  // namespace bridge

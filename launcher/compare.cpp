@@ -1,0 +1,70 @@
+#include "launcher/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+namespace bridge {
+
+std::vector<IterationSample> parse_iteration_lines(std::istream& in) {
+  static const std::regex kIteration(R"(iteration\s+(\d+)\s*/\s*(\d+)\s*\|)");
+  static const std::regex kElapsed(R"(elapsed time per iteration \(ms\):\s*([0-9.eE+-]+))");
+  std::vector<IterationSample> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch it, el;
+    if (!std::regex_search(line, it, kIteration) || !std::regex_search(line, el, kElapsed))
+      continue;
+    try {
+      out.push_back({std::stoi(it[1]), std::stoi(it[2]), std::stod(el[1])});
+    } catch (const std::exception&) {
+      continue;  // a number too large for its type: not a line we can use
+    }
+  }
+  return out;
+}
+
+WindowStats window_stats(const std::vector<IterationSample>& samples, int first, int last) {
+  std::vector<double> v;
+  for (const auto& s : samples)
+    if (s.iteration >= first && s.iteration <= last) v.push_back(s.step_ms);
+  WindowStats w;
+  w.samples = v.size();
+  if (v.empty()) return w;
+  w.min = *std::min_element(v.begin(), v.end());
+  w.max = *std::max_element(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  w.mean = sum / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double sq = 0;
+    for (double x : v) sq += (x - w.mean) * (x - w.mean);
+    w.stddev = std::sqrt(sq / static_cast<double>(v.size() - 1));
+  }
+  return w;
+}
+
+std::vector<std::string> knob_differences(const std::map<std::string, std::string>& a,
+                                          const std::map<std::string, std::string>& b) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  std::vector<std::string> diff;
+  for (const auto& k : keys) {
+    auto ia = a.find(k), ib = b.find(k);
+    if (ia == a.end() || ib == b.end() || ia->second != ib->second) diff.push_back(k);
+  }
+  return diff;
+}
+
+std::optional<std::pair<int, int>> parse_window(const std::string& text) {
+  static const std::regex kWindow(R"((\d{1,6}):(\d{1,6}))");
+  std::smatch m;
+  if (!std::regex_match(text, m, kWindow)) return std::nullopt;
+  int first = std::stoi(m[1]), last = std::stoi(m[2]);
+  if (first > last) return std::nullopt;
+  return std::pair{first, last};
+}
+
+}  // namespace bridge

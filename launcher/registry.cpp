@@ -1,0 +1,162 @@
+#include "launcher/registry.h"
+
+#include <fcntl.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace bridge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Holds an exclusive flock on <dir>/lock for its lifetime.
+class DirLock {
+ public:
+  explicit DirLock(const fs::path& dir) {
+    fd_ = open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);  // closing releases the lock
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  bool ok() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool valid_id(const std::string& id) {
+  return !id.empty() && id.find('/') == std::string::npos && id[0] != '.';
+}
+
+}  // namespace
+
+std::string JobRegistry::default_dir(const HostEnvironment& env) {
+  if (auto d = env.get("BRIDGE_LAUNCH_STATE_DIR"); d && !d->empty()) return *d;
+  if (auto x = env.get("XDG_STATE_HOME"); x && !x->empty()) return *x + "/bridge-launch";
+  return env.get("HOME").value_or("/tmp") + "/.local/state/bridge-launch";
+}
+
+bool JobRegistry::put(const JobRecord& r, Diagnostics& diags) const {
+  fs::path jobs = fs::path(dir_) / "jobs";
+  std::error_code ec;
+  fs::create_directories(jobs, ec);
+  auto fail = [&](const std::string& what) {
+    diags.error("registry-write", "", {},
+                fmt::format("cannot record job {} in the registry {}: {}", r.id, dir_, what),
+                "check that the directory is writable and the disk not full "
+                "(set BRIDGE_LAUNCH_STATE_DIR or XDG_STATE_HOME to move it)");
+    return false;
+  };
+  if (ec) return fail(ec.message());
+  if (!valid_id(r.id)) return fail("invalid job id");
+  DirLock lock(dir_);
+  if (!lock.ok()) return fail(std::string("cannot lock: ") + std::strerror(errno));
+  fs::path target = jobs / (r.id + ".json");
+  fs::path tmp = jobs / fmt::format(".{}.{}.tmp", r.id, getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(std::strerror(errno));
+  std::string text = job_record_to_json(r).dump(2) + "\n";
+  bool ok = write_all(fd, text) && fsync(fd) == 0;
+  int saved = errno;
+  close(fd);
+  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
+    if (ok) saved = errno;
+    fs::remove(tmp, ec);
+    return fail(std::strerror(saved));
+  }
+  return true;
+}
+
+std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
+  std::vector<JobRecord> out;
+  fs::path jobs = fs::path(dir_) / "jobs";
+  std::error_code ec;
+  if (!fs::is_directory(jobs, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(jobs, ec)) {
+    const fs::path& p = entry.path();
+    if (p.extension() != ".json" || p.filename().string()[0] == '.') continue;
+    std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    std::optional<JobRecord> r = j.is_discarded() ? std::nullopt : job_record_from_json(j);
+    if (!r) {
+      diags.warning("registry-corrupt-entry", "", {},
+                    fmt::format("skipping unreadable registry entry {}", p.string()),
+                    "remove the file if it is not needed");
+      continue;
+    }
+    out.push_back(std::move(*r));
+  }
+  std::sort(out.begin(), out.end(), [](const JobRecord& a, const JobRecord& b) {
+    return std::tie(a.submitted_at, a.id) < std::tie(b.submitted_at, b.id);
+  });
+  return out;
+}
+
+std::optional<JobRecord> JobRegistry::find(const std::string& ref, Diagnostics& diags) const {
+  std::vector<JobRecord> all = list(diags);
+  std::vector<const JobRecord*> hits;
+  for (const auto& r : all) {
+    if (r.id == ref) return r;
+    if (r.id.rfind(ref, 0) == 0 || r.scheduler_id == ref) hits.push_back(&r);
+  }
+  if (hits.size() == 1) return *hits[0];
+  if (hits.empty()) {
+    diags.error("unknown-job", "", {}, fmt::format("no job `{}` in the registry {}", ref, dir_),
+                "`bridge-launch list` shows the recorded jobs");
+  } else {
+    std::string ids;
+    for (const auto* h : hits) ids += " " + h->id;
+    diags.error("ambiguous-job", "", {},
+                fmt::format("`{}` matches {} jobs:{}", ref, hits.size(), ids),
+                "give more characters of the id");
+  }
+  return std::nullopt;
+}
+
+std::string utc_timestamp_iso8601() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z",
+                     fmt::gmtime(std::chrono::system_clock::to_time_t(now)), ms.count());
+}
+
+std::string new_job_id(const std::string& name) {
+  std::random_device rd;
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::string safe;
+  for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '-';
+  return fmt::format("{}-{:%Y%m%d-%H%M%S}-{:04x}", safe, fmt::localtime(now), rd() & 0xffff);
+}
+
+}  // namespace bridge
