@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -154,7 +155,8 @@ void BM_LoadAndTopology(benchmark::State& state) {
 BENCHMARK(BM_LoadAndTopology)->Unit(benchmark::kMicrosecond);
 
 void BM_BuildPlanFromText(benchmark::State& state) {
-  bridge::MapEnvironment env({{"HOME", "/home/bench"}, {"USER", "bench"}});
+  bridge::MapEnvironment env(
+      std::map<std::string, std::string>{{"HOME", "/home/bench"}, {"USER", "bench"}});
   bridge::PlanRequest request;
   request.recipe_path = "bench.yaml";
   request.overrides = kOverrides;

@@ -54,11 +54,9 @@ class Executor {
   virtual RenderedJob render(const Plan& plan, Diagnostics& diags) const = 0;
   // Runs or submits the job. `on_accepted` is called once the scheduler accepted it (before
   // any waiting), so the CLI can write the registry entry while the job runs.
-  virtual SubmitResult submit(const Plan& plan, const RenderedJob& job,
-                              const SubmitOptions& options, std::ostream& out,
-                              Diagnostics& diags,
-                              const std::function<void(const SubmitResult&)>& on_accepted)
-      const = 0;
+  virtual SubmitResult submit(
+      const Plan& plan, const RenderedJob& job, const SubmitOptions& options, std::ostream& out,
+      Diagnostics& diags, const std::function<void(const SubmitResult&)>& on_accepted) const = 0;
   // States of many jobs of this executor with ONE scheduler query (not one per job).
   virtual std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
                                         Diagnostics& diags) const = 0;

@@ -53,9 +53,12 @@ std::vector<std::pair<std::string, std::string>> job_vars(const Plan& plan) {
 std::vector<std::pair<std::string, std::string>> rendezvous_vars(const Plan& plan, int rank,
                                                                  const std::string& port) {
   std::string world = std::to_string(plan.topology->gpus_per_node);
-  return {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)},
-          {"WORLD_SIZE", world},          {"LOCAL_WORLD_SIZE", world},
-          {"NODE_RANK", "0"},             {"MASTER_ADDR", "127.0.0.1"},
+  return {{"RANK", std::to_string(rank)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"WORLD_SIZE", world},
+          {"LOCAL_WORLD_SIZE", world},
+          {"NODE_RANK", "0"},
+          {"MASTER_ADDR", "127.0.0.1"},
           {"MASTER_PORT", port}};
 }
 
@@ -125,8 +128,7 @@ bool launcher_alive(const std::string& pid_text) {
   std::ifstream cmdline("/proc/" + pid_text + "/cmdline");
   std::string argv0;
   std::getline(cmdline, argv0, '\0');
-  return kill(static_cast<pid_t>(pid), 0) == 0 &&
-         argv0.find("bridge-launch") != std::string::npos;
+  return kill(static_cast<pid_t>(pid), 0) == 0 && argv0.find("bridge-launch") != std::string::npos;
 }
 
 class LocalExecutor : public Executor {
@@ -205,14 +207,14 @@ class LocalExecutor : public Executor {
     return sr;
   }
 
-  std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
-                                Diagnostics&) const override {
+  std::vector<JobStatus> status(const std::vector<JobRecord>& jobs, Diagnostics&) const override {
     std::vector<JobStatus> out;
     for (const auto& j : jobs) {
       JobStatus s{j.state, j.state_detail, j.exit_code};
       if (!is_final(j.state) && !launcher_alive(j.scheduler_id)) {
         s.state = JobState::kFailed;
-        s.detail = "the launcher process " + j.scheduler_id + " is gone (killed?); its ranks "
+        s.detail = "the launcher process " + j.scheduler_id +
+                   " is gone (killed?); its ranks "
                    "were stopped with it";
       }
       out.push_back(std::move(s));
@@ -237,8 +239,7 @@ class LocalExecutor : public Executor {
   }
 
  private:
-  static fs::path make_run_dir(const Plan& plan, const std::string& job_id,
-                               Diagnostics& diags) {
+  static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
     std::string leaf = job_id;
     if (leaf.empty()) {
       auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -291,9 +292,9 @@ class LocalExecutor : public Executor {
     }
     if (result.first_failure) {
       const RankOutcome& f = *result.first_failure;
-      std::string how = f.signaled ? fmt::format("was killed by signal {} ({})", f.signal,
-                                                 strsignal(f.signal))
-                                   : fmt::format("exited with code {}", f.exit_code);
+      std::string how =
+          f.signaled ? fmt::format("was killed by signal {} ({})", f.signal, strsignal(f.signal))
+                     : fmt::format("exited with code {}", f.exit_code);
       std::string tail;
       for (const auto& l : tails[f.rank]) tail += "\n    " + l;
       sr.state_detail = fmt::format("rank {} {}", f.rank, how);

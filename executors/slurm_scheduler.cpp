@@ -75,7 +75,7 @@ std::atomic<bool> g_accounting_disabled{false};
 }  // namespace
 
 JobState map_slurm_state(const std::string& raw) {
-  std::string state = raw.substr(0, raw.find(' '));  // "CANCELLED by 0"
+  std::string state = raw.substr(0, raw.find(' '));                // "CANCELLED by 0"
   while (!state.empty() && state.back() == '+') state.pop_back();  // sacct's "CANCELLED+"
   static const std::vector<std::pair<std::vector<std::string>, JobState>> kMap{
       {{"COMPLETED"}, JobState::kSucceeded},
@@ -153,10 +153,9 @@ std::vector<SlurmJobInfo> parse_scontrol_jobs(const std::string& out) {
 
 bool is_transient_slurm_error(const std::string& text) {
   std::string t = lower(text);
-  for (const char* needle :
-       {"socket timed out", "zero bytes were transmitted or received",
-        "resource temporarily unavailable", "temporarily unable to accept job",
-        "connection reset by peer"})
+  for (const char* needle : {"socket timed out", "zero bytes were transmitted or received",
+                             "resource temporarily unavailable", "temporarily unable to accept job",
+                             "connection reset by peer"})
     if (t.find(needle) != std::string::npos) return true;
   return false;
 }

@@ -54,9 +54,9 @@ bool is_transient_slurm_error(const std::string& text);
 std::string slurm_error_text(const std::string& program, const CommandResult& r);
 
 struct SlurmRetryPolicy {
-  int attempts = 3;                             // tries in all, for transient errors
+  int attempts = 3;                               // tries in all, for transient errors
   std::chrono::milliseconds first_backoff{1000};  // doubled after each try
-  std::chrono::milliseconds timeout{60000};     // per command
+  std::chrono::milliseconds timeout{60000};       // per command
 };
 SlurmRetryPolicy slurm_retry_policy();
 void set_slurm_retry_policy(const SlurmRetryPolicy& policy);  // tests shorten the backoff

@@ -84,10 +84,10 @@ class Checker {
                    "give each option as its own list item, e.g. [--constraint=h100]");
     } else if (arg.empty() || arg[0] != '-') {
       ok_ = false;
-      diags_.error("slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
-                   fmt::format("sbatch_args entry `{}` is not an option (it must start with -)",
-                               arg),
-                   "write options as `--name=value`, e.g. --constraint=h100");
+      diags_.error(
+          "slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
+          fmt::format("sbatch_args entry `{}` is not an option (it must start with -)", arg),
+          "write options as `--name=value`, e.g. --constraint=h100");
     }
   }
 
@@ -287,10 +287,10 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
       secrets.push_back(v.name);
       TemplateData item;
       item.set("name", v.name);
-      item.set("check", fmt::format(
-                            "[ -n \"${{{0}+set}}\" ] || {{ echo \"bridge-launch: secret {0} is "
-                            "missing from the submission environment\" >&2; exit 1; }}",
-                            v.name));
+      item.set("check",
+               fmt::format("[ -n \"${{{0}+set}}\" ] || {{ echo \"bridge-launch: secret {0} is "
+                           "missing from the submission environment\" >&2; exit 1; }}",
+                           v.name));
       data.add_item("secrets", std::move(item));
       continue;
     }
@@ -345,7 +345,8 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
                     "container_mounts/container_workdir have no effect without "
                     "runtime.container_image",
                     "set runtime.container_image, or remove them");
-    if (r.runtime.workdir.is_set()) srun.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
+    if (r.runtime.workdir.is_set())
+      srun.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
   }
   for (auto& o : srun) data.add_text_item("srun_options", std::move(o));
   data.set("layout", per_node ? fmt::format("one {} per node ({} node(s)), each starting {} "

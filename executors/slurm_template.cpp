@@ -114,9 +114,8 @@ class Parser {
       }
       add_text(current(), t_.substr(pos, text_end - pos));
       pos = end;
-      std::string name = trim(sigil == '#' || sigil == '^' || sigil == '/' || sigil == '!'
-                                  ? tag.substr(1)
-                                  : tag);
+      std::string name =
+          trim(sigil == '#' || sigil == '^' || sigil == '/' || sigil == '!' ? tag.substr(1) : tag);
       switch (sigil) {
         case '!':
           break;
@@ -149,8 +148,9 @@ class Parser {
           break;
         case '{':
         case '&':
-          error = {line, "`{{{` and `{{&` are not supported: values are never escaped, use "
-                         "`{{name}}`"};
+          error = {line,
+                   "`{{{` and `{{&` are not supported: values are never escaped, use "
+                   "`{{name}}`"};
           return false;
         case '>':
           error = {line, "partials (`{{>`) are not supported"};
@@ -172,8 +172,7 @@ class Parser {
       }
     }
     if (!stack.empty()) {
-      error = {stack.back()->line,
-               fmt::format("section `{}` is never closed", stack.back()->text)};
+      error = {stack.back()->line, fmt::format("section `{}` is never closed", stack.back()->text)};
       return false;
     }
     out = std::move(root);
@@ -189,8 +188,8 @@ class Parser {
   }
 
   int line_of(size_t offset) const {
-    return 1 + static_cast<int>(std::count(t_.begin(), t_.begin() + static_cast<long>(offset),
-                                           '\n'));
+    return 1 +
+           static_cast<int>(std::count(t_.begin(), t_.begin() + static_cast<long>(offset), '\n'));
   }
 
   const std::string& t_;
@@ -215,13 +214,12 @@ class Renderer {
           error = {n.line, fmt::format("`{}` is a list: use it as a section", n.text)};
           return false;
         }
-        out += v->kind == TemplateData::Value::Kind::kBool ? (v->flag ? "true" : "false")
-                                                           : v->text;
+        out += v->kind == TemplateData::Value::Kind::kBool ? (v->flag ? "true" : "false") : v->text;
         continue;
       }
-      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList ? !v->items.empty()
+      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList   ? !v->items.empty()
                           : v->kind == TemplateData::Value::Kind::kBool ? v->flag
-                                                                         : !v->text.empty());
+                                                                        : !v->text.empty());
       if (n.kind == Node::Kind::kInverted) {
         if (!truthy && !render(n.children, stack, out, error)) return false;
         continue;

@@ -27,8 +27,9 @@ class HelpFormatter : public CLI::Formatter {
 };
 
 void add_plan_options(CLI::App* app, Options& o, bool launch) {
-  app->add_option("-e,--executor", o.executor, "local, slurm or kubernetes (default: the "
-                                               "recipe's executor.default, else local)");
+  app->add_option("-e,--executor", o.executor,
+                  "local, slurm or kubernetes (default: the "
+                  "recipe's executor.default, else local)");
   app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node (overrides cluster.gpus_per_node)");
@@ -36,8 +37,7 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("-E,--env", o.env, "extra launch env KEY=VALUE (repeatable; wins over plugins)")
       ->allow_extra_args(false);
   app->add_flag("--strict", o.strict, "warnings that mean 'your request was dropped' are errors");
-  app->add_option("--format", o.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  app->add_option("--format", o.format, "output format")->check(CLI::IsMember({"text", "json"}));
   app->add_option("--template", o.template_path, "use this sbatch/manifest template file");
   if (launch) {
     app->add_flag("--dry-run", o.dry_run, "print what would be submitted; change nothing");
@@ -89,12 +89,13 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   Options launch, validate, plan;
   int verbose = 0;
   bool quiet = false;
-  CLI::App app{"bridge-launch: validate, plan and launch GPU training jobs with "
-               "communication/computation overlap",
-               "bridge-launch"};
+  CLI::App app{
+      "bridge-launch: validate, plan and launch GPU training jobs with "
+      "communication/computation overlap",
+      "bridge-launch"};
   app.formatter(std::make_shared<HelpFormatter>());
-  app.set_version_flag("--version", fmt::format("bridge-launch {} (commit {})", BRIDGE_VERSION,
-                                                BRIDGE_GIT_COMMIT));
+  app.set_version_flag(
+      "--version", fmt::format("bridge-launch {} (commit {})", BRIDGE_VERSION, BRIDGE_GIT_COMMIT));
   app.footer(
       "Examples:\n"
       "  bridge-launch examples/recipes/demo.yaml\n"
@@ -110,7 +111,8 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
 
   CLI::App* validate_cmd = app.add_subcommand("validate", "load and validate a recipe only");
   add_plan_options(validate_cmd, validate, false);
-  validate_cmd->footer("Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4");
+  validate_cmd->footer(
+      "Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4");
   CLI::App* plan_cmd = app.add_subcommand(
       "plan", "print the resolved plan: topology, overlap config, env, runtime args");
   add_plan_options(plan_cmd, plan, false);

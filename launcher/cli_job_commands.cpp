@@ -183,21 +183,21 @@ int cmd_compare(const JobOptions& o, const Context& c) {
   for (const auto& s : series) {
     stats.push_back(window_stats(s.samples, window->first, window->second));
     if (stats.back().samples < 5)
-      notes.push_back(fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
-                                  "release quality",
-                                  s.label, stats.back().samples,
-                                  stats.back().samples == 1 ? "" : "s", window->first,
-                                  window->second));
+      notes.push_back(
+          fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
+                      "release quality",
+                      s.label, stats.back().samples, stats.back().samples == 1 ? "" : "s",
+                      window->first, window->second));
   }
   std::vector<std::vector<std::string>> knob_diffs(series.size());
   for (size_t i = 1; i < series.size(); ++i) {
     if (!series[0].knobs || !series[i].knobs) continue;
     knob_diffs[i] = knob_differences(*series[0].knobs, *series[i].knobs);
     if (knob_diffs[i].size() > 1)
-      notes.push_back(fmt::format("{} differs from {} in {} knobs ({}): directional, not release "
-                                  "quality",
-                                  series[i].label, series[0].label, knob_diffs[i].size(),
-                                  fmt::join(knob_diffs[i], ", ")));
+      notes.push_back(fmt::format(
+          "{} differs from {} in {} knobs ({}): directional, not release "
+          "quality",
+          series[i].label, series[0].label, knob_diffs[i].size(), fmt::join(knob_diffs[i], ", ")));
   }
   double base = stats.empty() ? 0 : stats[0].mean;
   if (o.format == "json") {
@@ -229,8 +229,7 @@ int cmd_compare(const JobOptions& o, const Context& c) {
                     base > 0 && w.samples ? fmt::format("{:.3f}", w.mean / base) : "-",
                     i == 0 ? "(baseline)" : fmt::format("{}", fmt::join(knob_diffs[i], ", "))});
   }
-  c.out << fmt::format("steady-state step time, iterations {}-{}:\n", window->first,
-                       window->second)
+  c.out << fmt::format("steady-state step time, iterations {}-{}:\n", window->first, window->second)
         << format_table(rows, false);
   for (const auto& n : notes) c.out << "note: " << n << "\n";
   return kExitOk;

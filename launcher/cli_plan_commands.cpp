@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <iostream>
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 #include "executors/executor.h"
@@ -28,7 +28,8 @@ void on_wait_signal(int) { g_wait_interrupted = true; }
 // running and `status` still finds it.
 int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
                  const Context& c) {
-  struct sigaction sa {}, old_int {}, old_term {};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = on_wait_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
@@ -40,9 +41,9 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   for (;;) {
     Diagnostics diags;
     JobStatus st = executor.status({rec}, diags)[0];
-    auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+    auto elapsed =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+            .count();
     std::string iteration = last_iteration_seen(rec.job_dir);
     std::string line = fmt::format("{} {} {}{}", rec.id, job_state_name(st.state),
                                    iteration.empty() ? "" : "iteration " + iteration + " ",

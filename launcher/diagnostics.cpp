@@ -38,8 +38,8 @@ void Diagnostics::error(std::string code, std::string path, SourceLoc loc, std::
       std::move(help));
 }
 
-void Diagnostics::warning(std::string code, std::string path, SourceLoc loc,
-                          std::string message, std::string help) {
+void Diagnostics::warning(std::string code, std::string path, SourceLoc loc, std::string message,
+                          std::string help) {
   add(Severity::kWarning, std::move(code), std::move(path), std::move(loc), std::move(message),
       std::move(help));
 }
@@ -50,8 +50,8 @@ void Diagnostics::info(std::string code, std::string path, SourceLoc loc, std::s
       std::move(help));
 }
 
-void Diagnostics::dropped(std::string code, std::string path, SourceLoc loc,
-                          std::string message, std::string help) {
+void Diagnostics::dropped(std::string code, std::string path, SourceLoc loc, std::string message,
+                          std::string help) {
   if (strict_) help += help.empty() ? "(an error because of --strict)" : " (error under --strict)";
   add(strict_ ? Severity::kError : Severity::kWarning, std::move(code), std::move(path),
       std::move(loc), std::move(message), std::move(help));

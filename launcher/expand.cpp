@@ -40,12 +40,12 @@ std::optional<std::string> expand_vars(const std::string& text, const HostEnviro
     }
     auto value = env.get(name);
     if (!value) {
-      diags.error("unset-variable", path, loc,
-                  fmt::format("`${{{}}}` in `{}` refers to an unset environment variable", name,
-                              path),
-                  fmt::format("export {} before running bridge-launch, or write `$${{{}}}` for a "
-                              "literal",
-                              name, name));
+      diags.error(
+          "unset-variable", path, loc,
+          fmt::format("`${{{}}}` in `{}` refers to an unset environment variable", name, path),
+          fmt::format("export {} before running bridge-launch, or write `$${{{}}}` for a "
+                      "literal",
+                      name, name));
       ok = false;
     } else {
       out += *value;

@@ -36,7 +36,7 @@ struct JobRecord {
   int ranks = 1;
   std::map<std::string, std::string> knobs;  // flattened recipe inputs, for `compare`
   nlohmann::ordered_json plan_json;          // redacted plan (plan --format json)
-  std::string rendered;              // the rendered submission (script, manifests, commands)
+  std::string rendered;  // the rendered submission (script, manifests, commands)
 };
 
 nlohmann::ordered_json job_record_to_json(const JobRecord& r);

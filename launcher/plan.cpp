@@ -23,10 +23,10 @@ std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics
   if (!req.executor.empty()) {
     const auto& names = executor_names();
     if (std::find(names.begin(), names.end(), req.executor) == names.end()) {
-      diags.error("unknown-executor", "", {},
-                  fmt::format("unknown executor `{}`{}", req.executor,
-                              did_you_mean(req.executor, names)),
-                  "choose local, slurm or kubernetes");
+      diags.error(
+          "unknown-executor", "", {},
+          fmt::format("unknown executor `{}`{}", req.executor, did_you_mean(req.executor, names)),
+          "choose local, slurm or kubernetes");
       return {};
     }
     return req.executor;
@@ -35,8 +35,8 @@ std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics
 }
 
 // The base directory for job files of the chosen executor, `${VAR}` and `~` expanded.
-std::string job_base_dir(const Recipe& r, const std::string& executor,
-                         const HostEnvironment& env, Diagnostics& diags) {
+std::string job_base_dir(const Recipe& r, const std::string& executor, const HostEnvironment& env,
+                         Diagnostics& diags) {
   const Field<std::string>* f = nullptr;
   std::string fallback;
   if (executor == "slurm") {
@@ -84,10 +84,9 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
 
 }  // namespace
 
-Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
-                Diagnostics& diags) {
-  return run_pipeline(load_recipe(request.recipe_path, request.overrides, diags), request,
-                      host_env, diags);
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags) {
+  return run_pipeline(load_recipe(request.recipe_path, request.overrides, diags), request, host_env,
+                      diags);
 }
 
 Plan build_plan_from_text(const std::string& text, const PlanRequest& request,

@@ -45,11 +45,16 @@ void for_each_overlap_field(const ResolvedOverlap& o, F&& f) {
 }
 
 ordered_json topology_json(const Topology& t) {
-  return ordered_json{{"num_gpus", t.num_gpus}, {"gpus_per_node", t.gpus_per_node},
-                      {"nodes", t.nodes},       {"tp", t.tp},
-                      {"pp", t.pp},             {"vpp", opt_json(t.vpp)},
-                      {"cp", t.cp},             {"ep", t.ep},
-                      {"etp", t.etp},           {"dp", t.dp},
+  return ordered_json{{"num_gpus", t.num_gpus},
+                      {"gpus_per_node", t.gpus_per_node},
+                      {"nodes", t.nodes},
+                      {"tp", t.tp},
+                      {"pp", t.pp},
+                      {"vpp", opt_json(t.vpp)},
+                      {"cp", t.cp},
+                      {"ep", t.ep},
+                      {"etp", t.etp},
+                      {"dp", t.dp},
                       {"gpu", t.gpu.empty() ? ordered_json(nullptr) : ordered_json(t.gpu)}};
 }
 
@@ -124,17 +129,18 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                             {"overlap_param_gather", opt_json(d.overlap_param_gather)},
                             {"align_param_gather", opt_json(d.align_param_gather)},
                             {"bucket_size", opt_json(d.bucket_size)}};
-    j["optimizer"] = ordered_json{{"overlap_param_gather_with_optimizer_step",
-                                   opt_json(p.overlap->optimizer
-                                                .overlap_param_gather_with_optimizer_step)}};
+    j["optimizer"] =
+        ordered_json{{"overlap_param_gather_with_optimizer_step",
+                      opt_json(p.overlap->optimizer.overlap_param_gather_with_optimizer_step)}};
   }
   if (!p.executor.empty()) {
     ordered_json env = ordered_json::object();
     for (const auto& v : p.env.vars) {
-      env[v.name] = ordered_json{{"value", v.secret ? ordered_json(nullptr) : ordered_json(v.value)},
-                                 {"source", v.source},
-                                 {"secret", v.secret},
-                                 {"reason", v.reason}};
+      env[v.name] =
+          ordered_json{{"value", v.secret ? ordered_json(nullptr) : ordered_json(v.value)},
+                       {"source", v.source},
+                       {"secret", v.secret},
+                       {"reason", v.reason}};
     }
     j["env"] = env;
     ordered_json args = ordered_json::array();
@@ -183,17 +189,18 @@ std::string plan_to_text(const Plan& p, bool color) {
   auto heading = [&](const std::string& h) {
     out += color ? fmt::format("\033[1;34m{}\033[0m\n", h) : h + "\n";
   };
-  if (p.recipe) heading(fmt::format("plan for `{}` on executor {}", *p.recipe->name.value,
-                                    p.executor.empty() ? "?" : p.executor));
+  if (p.recipe)
+    heading(fmt::format("plan for `{}` on executor {}", *p.recipe->name.value,
+                        p.executor.empty() ? "?" : p.executor));
   if (p.topology) {
     const Topology& t = *p.topology;
     heading("topology");
-    out += format_table({{"gpus", "per node", "nodes", "tp", "pp", "vpp", "cp", "ep", "etp", "dp"},
-                         {std::to_string(t.num_gpus), std::to_string(t.gpus_per_node),
-                          std::to_string(t.nodes), std::to_string(t.tp), std::to_string(t.pp),
-                          t.vpp ? std::to_string(*t.vpp) : "-", std::to_string(t.cp),
-                          std::to_string(t.ep), std::to_string(t.etp), std::to_string(t.dp)}},
-                        color);
+    out += format_table(
+        {{"gpus", "per node", "nodes", "tp", "pp", "vpp", "cp", "ep", "etp", "dp"},
+         {std::to_string(t.num_gpus), std::to_string(t.gpus_per_node), std::to_string(t.nodes),
+          std::to_string(t.tp), std::to_string(t.pp), t.vpp ? std::to_string(*t.vpp) : "-",
+          std::to_string(t.cp), std::to_string(t.ep), std::to_string(t.etp), std::to_string(t.dp)}},
+        color);
   }
   if (p.overlap) {
     heading("comm_overlap (resolved)");
@@ -241,13 +248,13 @@ std::string plan_to_text(const Plan& p, bool color) {
     const ExecutorChanges& x = p.executor_changes;
     std::vector<std::vector<std::string>> xrows{{"setting", "value", "source"}};
     if (x.preempt_signal_seconds)
-      xrows.push_back({"preemption signal", fmt::format("TERM {} s before the limit",
-                                                        *x.preempt_signal_seconds),
+      xrows.push_back({"preemption signal",
+                       fmt::format("TERM {} s before the limit", *x.preempt_signal_seconds),
                        x.preempt_source});
     if (x.retries) xrows.push_back({"retries", std::to_string(*x.retries), x.retries_source});
     if (!x.launcher_wrapper.empty())
-      xrows.push_back({"launcher", fmt::format("{}", fmt::join(x.launcher_wrapper, " ")),
-                       x.launcher_source});
+      xrows.push_back(
+          {"launcher", fmt::format("{}", fmt::join(x.launcher_wrapper, " ")), x.launcher_source});
     if (!x.command_prefix.empty())
       xrows.push_back({"command prefix", fmt::format("{}", fmt::join(x.command_prefix, " ")),
                        x.command_prefix_source});

@@ -19,8 +19,9 @@ namespace {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::optional<int64_t> parse_int(const YamlNode& n) {
@@ -125,8 +126,7 @@ class MapReader {
     for (size_t i = 0; i < allowed.size(); ++i) type += (i ? " | " : "") + allowed[i];
     const YamlNode* v = lookup(key, type.c_str());
     if (!v) return;
-    if (!v->is_scalar() ||
-        std::find(allowed.begin(), allowed.end(), v->scalar) == allowed.end()) {
+    if (!v->is_scalar() || std::find(allowed.begin(), allowed.end(), v->scalar) == allowed.end()) {
       diags_.error("bad-value", join(key), v->loc,
                    fmt::format("`{}` must be {}, got {}{}", join(key), type, shown(*v),
                                v->is_scalar() ? did_you_mean(v->scalar, allowed) : ""));
@@ -146,9 +146,9 @@ class MapReader {
     StringList out;
     for (const auto& item : v->items) {
       if (!item.is_scalar()) {
-        diags_.error("wrong-type", join(key), item.loc,
-                     fmt::format("items of `{}` must be strings, got {}", join(key),
-                                 item.kind_name()));
+        diags_.error(
+            "wrong-type", join(key), item.loc,
+            fmt::format("items of `{}` must be strings, got {}", join(key), item.kind_name()));
         return;
       }
       out.push_back(item.scalar);
@@ -486,8 +486,9 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
 
 const std::vector<std::string>& recipe_sections() {
   static const std::vector<std::string> kSections{
-      "name",  "description", "cluster", "model",   "comm_overlap", "ddp",     "optimizer",
-      "mixed_precision", "train", "runtime", "plugins", "env", "executor"};
+      "name",    "description", "cluster",         "model", "comm_overlap",
+      "ddp",     "optimizer",   "mixed_precision", "train", "runtime",
+      "plugins", "env",         "executor"};
   return kSections;
 }
 
@@ -641,7 +642,8 @@ void flatten(const YamlNode& n, const std::string& prefix,
     out[prefix] = flow_text(n);
     return;
   }
-  for (const auto& e : n.entries) flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out);
+  for (const auto& e : n.entries)
+    flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out);
 }
 
 }  // namespace

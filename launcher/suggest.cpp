@@ -25,10 +25,14 @@ namespace {
 // Short names users type from habit (Megatron CLI flags, papers) for long recipe keys.
 std::string expand_abbreviation(std::string_view word) {
   static const std::vector<std::pair<std::string_view, std::string_view>> kAliases{
-      {"tp", "tensor_model_parallel_size"},  {"pp", "pipeline_model_parallel_size"},
-      {"vpp", "virtual_pipeline_model_parallel_size"}, {"cp", "context_parallel_size"},
-      {"ep", "expert_model_parallel_size"},  {"etp", "expert_tensor_parallel_size"},
-      {"sp", "sequence_parallel"},           {"ng", "num_gpus"},
+      {"tp", "tensor_model_parallel_size"},
+      {"pp", "pipeline_model_parallel_size"},
+      {"vpp", "virtual_pipeline_model_parallel_size"},
+      {"cp", "context_parallel_size"},
+      {"ep", "expert_model_parallel_size"},
+      {"etp", "expert_tensor_parallel_size"},
+      {"sp", "sequence_parallel"},
+      {"ng", "num_gpus"},
       {"gn", "gpus_per_node"}};
   for (auto [alias, full] : kAliases)
     if (word == alias) return std::string(full);

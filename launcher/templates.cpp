@@ -9,14 +9,14 @@
 
 namespace bridge {
 
-std::optional<std::string> template_text(const std::string& name,
-                                         const std::string& override_path, Diagnostics& diags) {
+std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
+                                         Diagnostics& diags) {
   if (!override_path.empty()) {
     std::ifstream in(override_path, std::ios::binary);
     if (!in) {
-      diags.error("template-unreadable", "", {},
-                  fmt::format("cannot read template `{}`: {}", override_path,
-                              std::strerror(errno)));
+      diags.error(
+          "template-unreadable", "", {},
+          fmt::format("cannot read template `{}`: {}", override_path, std::strerror(errno)));
       return std::nullopt;
     }
     std::ostringstream s;

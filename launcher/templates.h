@@ -15,7 +15,7 @@ namespace bridge {
 
 const std::map<std::string, std::string>& embedded_templates();
 
-std::optional<std::string> template_text(const std::string& name,
-                                         const std::string& override_path, Diagnostics& diags);
+std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
+                                         Diagnostics& diags);
 
 }  // namespace bridge

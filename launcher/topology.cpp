@@ -39,8 +39,7 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
                 fmt::format("num_gpus ({}) is not a multiple of gpus_per_node ({})", t.num_gpus,
                             t.gpus_per_node),
                 fmt::format("use a multiple of {} GPUs (e.g. -ng {}), or change -gn",
-                            t.gpus_per_node,
-                            (t.num_gpus / t.gpus_per_node + 1) * t.gpus_per_node));
+                            t.gpus_per_node, (t.num_gpus / t.gpus_per_node + 1) * t.gpus_per_node));
   } else {
     t.nodes = t.num_gpus / t.gpus_per_node;
   }
@@ -71,8 +70,7 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   }
   // T4
   if (m.num_attention_heads.is_set() && *m.num_attention_heads.value % t.tp != 0)
-    diags.error("heads-not-multiple-of-tp", "model.num_attention_heads",
-                m.num_attention_heads.loc,
+    diags.error("heads-not-multiple-of-tp", "model.num_attention_heads", m.num_attention_heads.loc,
                 fmt::format("num_attention_heads ({}) is not a multiple of tp ({})",
                             *m.num_attention_heads.value, t.tp));
   // T5
@@ -81,10 +79,10 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
     int64_t stages = t.pp * t.vp();
     if (layers % stages != 0)
       diags.error("layers-not-multiple-of-pp", "model.num_layers", m.num_layers.loc,
-                  t.vpp ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",
-                                      layers, t.pp, *t.vpp, stages)
-                        : fmt::format("num_layers ({}) is not a multiple of pp ({})", layers,
-                                      t.pp));
+                  t.vpp
+                      ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",
+                                    layers, t.pp, *t.vpp, stages)
+                      : fmt::format("num_layers ({}) is not a multiple of pp ({})", layers, t.pp));
   }
   // T6
   if (t.vpp && t.pp == 1)

@@ -119,8 +119,7 @@ const char* YamlNode::kind_name() const {
   return "?";
 }
 
-YamlNode parse_yaml_document(std::string_view text, const std::string& file,
-                             Diagnostics& diags) {
+YamlNode parse_yaml_document(std::string_view text, const std::string& file, Diagnostics& diags) {
   if (text.find('\0') != std::string_view::npos) {
     SourceLoc l{file, 1, 1, {}};
     diags.error("yaml-syntax", "", l, "file contains NUL bytes; not a YAML text file");
@@ -139,8 +138,10 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file,
     Converter c{file, {}, diags};
     return c.convert(docs[0], 0);
   } catch (const YAML::Exception& e) {
-    SourceLoc l{file, e.mark.line >= 0 ? e.mark.line + 1 : 1,
-                e.mark.column >= 0 ? e.mark.column + 1 : 1, {}};
+    SourceLoc l{file,
+                e.mark.line >= 0 ? e.mark.line + 1 : 1,
+                e.mark.column >= 0 ? e.mark.column + 1 : 1,
+                {}};
     diags.error("yaml-syntax", "", l, "invalid YAML: " + reason(e));
   } catch (const std::exception& e) {
     diags.error("yaml-syntax", "", SourceLoc{file, 1, 1, {}},

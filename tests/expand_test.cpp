@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,8 @@ using ::testing::IsEmpty;
 
 class ExpandTest : public ::testing::Test {
  protected:
-  MapEnvironment env_{{{"USER", "alice"}, {"HOME", "/home/alice"}, {"EMPTY", ""},
-                       {"KEY_2", "k2"}}};
+  MapEnvironment env_{std::map<std::string, std::string>{
+      {"USER", "alice"}, {"HOME", "/home/alice"}, {"EMPTY", ""}, {"KEY_2", "k2"}}};
   SourceLoc loc_{"r.yaml", 7, 9, {}};
   Diagnostics diags_;
 
@@ -70,11 +71,11 @@ TEST_F(ExpandTest, DoubleDollarIsALiteral) {
 }
 
 TEST_F(ExpandTest, OtherDollarFormsAreUntouched) {
-  for (const std::string& text :
+  for (const char* text :
        {"$(hostname)", "$HOME", "$USER/x", "`date`", "${", "${unclosed", "${1ABC}", "${A B}",
         "${}", "$", "price: 5$", "$$", "${USER-default}"}) {
     std::vector<std::string> names;
-    EXPECT_EQ(expand(text, &names), text) << text;
+    EXPECT_EQ(expand(text, &names), std::string(text)) << text;
     EXPECT_THAT(names, IsEmpty()) << text;
   }
   EXPECT_THAT(diags_.items(), IsEmpty());
@@ -92,7 +93,7 @@ TEST_F(ExpandTest, TildeExpandsInPaths) {
 }
 
 TEST_F(ExpandTest, TildeWithoutHomeIsAnError) {
-  MapEnvironment no_home({{"USER", "alice"}});
+  MapEnvironment no_home(std::map<std::string, std::string>{{"USER", "alice"}});
   EXPECT_EQ(expand_path("~/jobs", no_home, "executor.local.job_dir", loc_, diags_),
             std::nullopt);
   ASSERT_EQ(diags_.items().size(), 1u);

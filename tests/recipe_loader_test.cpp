@@ -980,7 +980,7 @@ TEST(OverridesTest, WrongTypeThroughOverrideNamesTheOverride) {
 }
 
 TEST(OverridesTest, EmptyValueIsAnError) {
-  for (const std::string& arg : {"model.num_layers=", "model.num_layers=  "}) {
+  for (const std::string& arg : std::vector<std::string>{"model.num_layers=", "model.num_layers=  "}) {
     Loaded l = load("name: x\n", {arg});
     EXPECT_FALSE(l.recipe);
     const Diagnostic* d = find_diag(l.diags, "bad-override", "model.num_layers");
@@ -993,7 +993,8 @@ TEST(OverridesTest, EmptyValueIsAnError) {
 }
 
 TEST(OverridesTest, MalformedKeys) {
-  for (const std::string& arg : {"=3", "no_equals_sign", "a..b=1", ".a=1", "a.=1", "a. b=1"}) {
+  for (const std::string& arg :
+       std::vector<std::string>{"=3", "no_equals_sign", "a..b=1", ".a=1", "a.=1", "a. b=1"}) {
     Loaded l = load("name: x\n", {arg});
     EXPECT_FALSE(l.recipe) << arg;
     ASSERT_EQ(l.diags.count(Severity::kError), 1u) << arg << "\n" << dump(l.diags);

@@ -1,0 +1,459 @@
+// The Kubernetes executor: manifests from k8s_render.h, applied and followed with kubectl
+// through the CommandRunner seam (the user's kubeconfig, context and auth plugins unchanged).
+//
+// - render: the manifests with a fresh 4-hex name suffix and secret values redacted.
+// - submit: `kubectl [--context C] [--namespace N] apply -f -` with the same names (the
+//   suffix is read back from the rendered header) and the real secret values on stdin.
+//   If apply fails, or reports that one of our objects already existed, the objects it
+//   reported as created are deleted again (`kubectl delete --ignore-not-found -f -`, the
+//   redacted manifests of exactly those objects) and the job is not accepted (exit 1, with
+//   kubectl's own message). Waiting (--wait) is the CLI's: it polls status().
+// - status: one `kubectl get jobsets.jobset.x-k8s.io,jobs -l app.kubernetes.io/managed-by=
+//   bridge-launch -o json` per (context, namespace) for any number of jobs; Job API
+//   attempts: when the current attempt failed and another is left, it is started with
+//   `kubectl patch` (unsuspend) and the job reports PENDING.
+// - logs: `kubectl get pods -l bridge-launch/job=<name>` picks the newest attempt's pods;
+//   `kubectl logs <pod> -c trainer` per pod (`--rank N` -> the pod of node N / gpus_per_node);
+//   `-f` polls with --timestamps/--since-time until the job ends.
+// - cancel: `kubectl delete <kinds> -l bridge-launch/job=<name> --ignore-not-found`.
+// kubectl's messages are shown with any secret value of the plan replaced by <secret>.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "executors/executor.h"
+#include "executors/k8s_names.h"
+#include "executors/k8s_render.h"
+#include "executors/k8s_status.h"
+#include "executors/k8s_yaml.h"
+#include "launcher/command_runner.h"
+
+namespace bridge {
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr std::chrono::milliseconds kApplyTimeout{180000};
+constexpr std::chrono::milliseconds kQueryTimeout{60000};
+constexpr std::chrono::seconds kFollowInterval{2};
+
+std::vector<std::string> kubectl(const std::string& context, const std::string& ns,
+                                 std::initializer_list<std::string> rest) {
+  std::vector<std::string> argv{"kubectl"};
+  if (!context.empty()) argv.insert(argv.end(), {"--context", context});
+  if (!ns.empty()) argv.insert(argv.end(), {"--namespace", ns});
+  argv.insert(argv.end(), rest);
+  return argv;
+}
+
+CommandResult run(std::vector<std::string> argv, std::string stdin_text = {},
+                  std::chrono::milliseconds timeout = kQueryTimeout) {
+  CommandSpec spec;
+  spec.argv = std::move(argv);
+  spec.stdin_text = std::move(stdin_text);
+  spec.timeout = timeout;
+  spdlog::debug("running: {}", fmt::join(spec.argv, " "));
+  return default_command_runner().run(spec);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  size_t first = s.find_first_not_of("\n ");
+  return first == std::string::npos ? std::string() : s.substr(first);
+}
+
+std::string scrub(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& s : secrets) {
+    if (s.empty()) continue;
+    for (size_t pos = text.find(s); pos != std::string::npos; pos = text.find(s, pos + 8))
+      text.replace(pos, s.size(), "<secret>");
+  }
+  return text;
+}
+
+// kubectl's own words about a failed command.
+std::string kubectl_message(const CommandResult& r, const std::vector<std::string>& secrets = {}) {
+  if (!r.started)
+    return fmt::format("kubectl could not be started ({}); install kubectl or put it on PATH",
+                       trim(r.err));
+  std::string msg = trim(r.err);
+  if (msg.empty()) msg = trim(r.out);
+  if (r.timed_out) msg = "kubectl timed out" + (msg.empty() ? "" : ": " + msg);
+  if (msg.empty()) msg = fmt::format("kubectl exited with code {}", r.exit_code);
+  return scrub(msg, secrets);
+}
+
+std::vector<std::string> secret_values(const Plan& plan) {
+  std::vector<std::string> v;
+  for (const auto& e : plan.env.vars)
+    if (e.secret && !e.value.empty()) v.push_back(e.value);
+  return v;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+// The documents kubectl apply reported with `verb` ("created", "configured", "unchanged").
+// kubectl prints `<kind>[.<group>]/<name> <verb>` per object.
+std::vector<ordered_json> reported(const std::string& apply_out,
+                                   const std::vector<ordered_json>& docs, const std::string& verb) {
+  std::vector<ordered_json> hits;
+  std::istringstream in(apply_out);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::string line; std::getline(in, line);) {
+    size_t slash = line.find('/');
+    size_t space = line.find(' ', slash == std::string::npos ? 0 : slash);
+    if (slash == std::string::npos || space == std::string::npos) continue;
+    if (trim(line.substr(space + 1)).rfind(verb, 0) != 0) continue;
+    std::string kind = lower(line.substr(0, std::min(line.find('.'), slash)));
+    seen.insert({kind, line.substr(slash + 1, space - slash - 1)});
+  }
+  for (const auto& d : docs)
+    if (seen.count({lower(d.value("kind", "")), d["metadata"].value("name", "")}))
+      hits.push_back(d);
+  return hits;
+}
+
+std::string object_list(const std::vector<ordered_json>& docs) {
+  std::vector<std::string> names;
+  for (const auto& d : docs)
+    names.push_back(lower(d.value("kind", "")) + "/" + d["metadata"].value("name", ""));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// "2024-05-01T10:00:00.5Z" -> "2024-05-01T10:00:00.500000000Z": comparable as text.
+std::string canonical_timestamp(const std::string& ts) {
+  size_t dot = ts.find('.');
+  std::string base = ts.substr(0, std::min(dot, ts.find('Z')));
+  std::string frac;
+  if (dot != std::string::npos)
+    for (size_t i = dot + 1; i < ts.size() && ts[i] >= '0' && ts[i] <= '9'; ++i) frac += ts[i];
+  frac.resize(9, '0');
+  return base + "." + frac + "Z";
+}
+
+struct LogCursor {
+  std::string since;             // kubectl's timestamp of the newest line printed
+  std::string canonical;         // the same, comparable
+  std::multiset<std::string> at;  // lines printed with exactly that timestamp
+};
+
+class KubernetesExecutor : public Executor {
+ public:
+  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
+    RenderedJob job;
+    job.executor = "kubernetes";
+    K8sRenderOptions opts;
+    opts.suffix = new_submission_suffix();
+    if (auto m = render_k8s_manifests(plan, opts, diags)) job.dry_run_text = m->yaml;
+    return job;
+  }
+
+  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&,
+                      std::ostream&, Diagnostics& diags,
+                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+    SubmitResult res;
+    res.exit_code = kExitFailed;
+    K8sRenderOptions opts;
+    opts.suffix = k8s_suffix_of(job.dry_run_text);
+    if (opts.suffix.empty()) opts.suffix = new_submission_suffix();
+    auto shown = render_k8s_manifests(plan, opts, diags);
+    opts.reveal_secrets = true;
+    Diagnostics ignored;  // the same checks already reported above
+    auto real = shown ? render_k8s_manifests(plan, opts, ignored) : std::nullopt;
+    if (!shown || !real) {
+      res.exit_code = kExitUsage;
+      return res;
+    }
+    const auto& kx = plan.recipe->executor.kubernetes;
+    std::string ctx = kx.context.get_or(""), ns = kx.namespace_.get_or("");
+    std::vector<std::string> secrets = secret_values(plan);
+
+    CommandResult r = run(kubectl(ctx, ns, {"apply", "-f", "-"}), real->yaml, kApplyTimeout);
+    std::vector<ordered_json> existing = reported(r.out, shown->docs, "configured");
+    for (auto& d : reported(r.out, shown->docs, "unchanged")) existing.push_back(std::move(d));
+    if (!r.ok() || !existing.empty()) {
+      std::vector<ordered_json> created =
+          r.timed_out ? shown->docs : reported(r.out, shown->docs, "created");
+      std::string why =
+          r.ok() ? fmt::format("{} already existed (a name collision); nothing new was started",
+                               object_list(existing))
+                 : kubectl_message(r, secrets);
+      diags.error("kubectl-apply-failed", "", {},
+                  fmt::format("kubectl apply failed: {}{}", why, clean_up(ctx, ns, created)),
+                  "fix the cause and submit again; nothing of this submission is left running");
+      return res;
+    }
+    for (const auto& line : split_lines(scrub(trim(r.out), secrets)))
+      spdlog::info("kubectl: {}", line);
+    res.exit_code = kExitOk;
+    res.accepted = true;
+    res.scheduler_id = shown->scheduler_id;
+    res.job_dir = plan.job_dir;
+    res.state_detail = fmt::format("{}{}", ns.empty() ? "" : "namespace " + ns,
+                                   ctx.empty() ? "" : (ns.empty() ? "" : ", ") + ("context " + ctx));
+    if (on_accepted) on_accepted(res);
+    return res;
+  }
+
+  std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
+                                Diagnostics& diags) const override {
+    std::vector<JobStatus> result(jobs.size());
+    std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!parse_k8s_scheduler_id(jobs[i].scheduler_id)) {
+        result[i].detail = "no Kubernetes object recorded for this job";
+        continue;
+      }
+      groups[{jobs[i].context, jobs[i].namespace_}].push_back(i);
+    }
+    for (const auto& [where, members] : groups) {
+      bool want_jobsets = false, want_jobs = false;
+      for (size_t i : members) {
+        auto ref = parse_k8s_scheduler_id(jobs[i].scheduler_id);
+        (ref->api == "jobset" ? want_jobsets : want_jobs) = true;
+      }
+      std::string kinds = want_jobsets && want_jobs ? "jobsets.jobset.x-k8s.io,jobs.batch"
+                          : want_jobsets            ? "jobsets.jobset.x-k8s.io"
+                                                    : "jobs.batch";
+      CommandResult r = run(kubectl(where.first, where.second,
+                                    {"get", kinds, "-l",
+                                     fmt::format("{}={}", kK8sManagedByKey, kK8sManagedBy), "-o",
+                                     "json"}));
+      std::string parse_error;
+      auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
+      if (!items) {
+        std::string msg = r.ok() ? parse_error : kubectl_message(r);
+        diags.error("kubectl-failed", "", {}, "kubectl get failed: " + msg);
+        for (size_t i : members) result[i].detail = "kubectl get failed: " + msg;
+        continue;
+      }
+      for (size_t i : members)
+        result[i] = status_of(jobs[i], *parse_k8s_scheduler_id(jobs[i].scheduler_id), *items,
+                              diags);
+    }
+    return result;
+  }
+
+  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+           Diagnostics& diags) const override {
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref) {
+      diags.error("k8s-no-object", "", {},
+                  fmt::format("job {} has no Kubernetes object recorded", job.id));
+      return kExitFailed;
+    }
+    int64_t nodes = std::max(1, job.nodes);
+    int64_t gpn = std::max<int64_t>(1, job.ranks / nodes);
+    std::optional<int64_t> node;
+    if (rank) {
+      if (*rank < 0 || *rank >= std::max(1, job.ranks)) {
+        diags.error("rank-out-of-range", "", {},
+                    fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id,
+                                std::max(1, job.ranks) - 1, *rank));
+        return kExitUsage;
+      }
+      node = *rank / gpn;
+    }
+    if (!follow) return print_logs_once(job, *ref, node, out, diags);
+    return follow_logs(job, *ref, node, out, diags);
+  }
+
+  int cancel(const JobRecord& job, Diagnostics& diags) const override {
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref) {
+      diags.error("k8s-no-object", "", {},
+                  fmt::format("job {} has no Kubernetes object recorded", job.id));
+      return kExitFailed;
+    }
+    std::string kinds =
+        ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets" : "jobs.batch,services,secrets";
+    CommandResult r = run(kubectl(job.context, job.namespace_,
+                                  {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),
+                                   "--ignore-not-found", "--wait=false"}));
+    if (!r.ok()) {
+      diags.error("kubectl-delete-failed", "", {}, "kubectl delete failed: " + kubectl_message(r));
+      return kExitFailed;
+    }
+    for (const auto& line : split_lines(trim(r.out))) spdlog::info("kubectl: {}", line);
+    return kExitOk;
+  }
+
+ private:
+  static std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  // Deletes what a failed apply created; returns a sentence for the error message.
+  static std::string clean_up(const std::string& ctx, const std::string& ns,
+                              const std::vector<ordered_json>& created) {
+    if (created.empty()) return "; nothing had been created";
+    CommandResult d = run(kubectl(ctx, ns, {"delete", "--ignore-not-found", "--wait=false", "-f",
+                                            "-"}),
+                          to_yaml_stream(created));
+    if (d.ok())
+      return fmt::format("; deleted what it had created ({})", object_list(created));
+    return fmt::format("; deleting what it had created ({}) failed too: {}; delete them by hand "
+                       "with `kubectl delete`",
+                       object_list(created), kubectl_message(d));
+  }
+
+  JobStatus status_of(const JobRecord& rec, const K8sJobRef& ref, const std::vector<json>& items,
+                      Diagnostics& diags) const {
+    JobStatus st;
+    std::string where = rec.namespace_.empty() ? "the current namespace"
+                                               : "namespace " + rec.namespace_;
+    if (ref.api == "jobset") {
+      if (const json* js = find_jobset(ref.name, items)) return jobset_status(*js);
+      st.detail = fmt::format("JobSet {} not found in {} (deleted?)", ref.name, where);
+      return st;
+    }
+    K8sAttemptStatus a = job_api_status(ref.name, items);
+    if (!a.found) {
+      st.detail = fmt::format("Job {} not found in {} (deleted?)", ref.name, where);
+      return st;
+    }
+    if (!a.start_next.empty()) {
+      CommandResult r = run(kubectl(rec.context, rec.namespace_,
+                                    {"patch", "jobs.batch", a.start_next, "--type=merge", "-p",
+                                     R"({"spec":{"suspend":false}})"}));
+      if (!r.ok()) {
+        diags.error("kubectl-patch-failed", "", {},
+                    fmt::format("could not start the next attempt {}: {}", a.start_next,
+                                kubectl_message(r)));
+        st.detail = a.status.detail + " (starting it failed)";
+        return st;
+      }
+      spdlog::info("job {}: started the next attempt, Job {}", rec.id, a.start_next);
+    }
+    return a.status;
+  }
+
+  std::optional<std::vector<K8sPod>> list_pods(const JobRecord& job, const K8sJobRef& ref,
+                                               std::optional<int64_t> node,
+                                               Diagnostics& diags) const {
+    CommandResult r = run(kubectl(job.context, job.namespace_,
+                                  {"get", "pods", "-l", fmt::format("{}={}", kK8sJobLabel, ref.name),
+                                   "-o", "json"}));
+    std::string parse_error;
+    auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
+    if (!items) {
+      diags.error("kubectl-failed", "", {},
+                  "kubectl get pods failed: " + (r.ok() ? parse_error : kubectl_message(r)));
+      return std::nullopt;
+    }
+    std::vector<K8sPod> pods = latest_attempt_pods(*items);
+    if (node) std::erase_if(pods, [&](const K8sPod& p) { return p.index != *node; });
+    return pods;
+  }
+
+  static void print_lines(const std::string& text, const std::string& prefix, std::ostream& out) {
+    for (const auto& line : split_lines(text)) out << prefix << line << '\n';
+    out << std::flush;
+  }
+
+  int print_logs_once(const JobRecord& job, const K8sJobRef& ref, std::optional<int64_t> node,
+                      std::ostream& out, Diagnostics& diags) const {
+    auto pods = list_pods(job, ref, node, diags);
+    if (!pods) return kExitFailed;
+    if (pods->empty()) {
+      diags.error("k8s-no-pods", "", {},
+                  node ? fmt::format("job {} has no pod for node {} (yet)", job.id, *node)
+                       : fmt::format("job {} has no pods (yet)", job.id));
+      return kExitFailed;
+    }
+    int rc = kExitOk;
+    bool prefix = !node && pods->size() > 1;
+    for (const auto& p : *pods) {
+      CommandResult r = run(kubectl(job.context, job.namespace_,
+                                    {"logs", p.name, "-c", kK8sContainer}));
+      if (!r.ok()) {
+        diags.error("kubectl-logs-failed", "", {},
+                    fmt::format("kubectl logs {} failed: {}", p.name, kubectl_message(r)));
+        rc = kExitFailed;
+        continue;
+      }
+      print_lines(r.out, prefix ? fmt::format("[node {}] ", p.index) : "", out);
+    }
+    return rc;
+  }
+
+  // Prints the lines of `pod` newer than its cursor.
+  static void print_new_lines(const std::string& text, const std::string& prefix,
+                              LogCursor& cur, std::ostream& out) {
+    LogCursor next = cur;
+    for (const auto& line : split_lines(text)) {
+      size_t sp = line.find(' ');
+      std::string ts = line.substr(0, sp);
+      std::string body = sp == std::string::npos ? std::string() : line.substr(sp + 1);
+      std::string canon = canonical_timestamp(ts);
+      if (!cur.canonical.empty()) {
+        if (canon < cur.canonical) continue;
+        if (canon == cur.canonical) {
+          auto it = cur.at.find(body);
+          if (it != cur.at.end()) {
+            cur.at.erase(it);
+            continue;
+          }
+        }
+      }
+      if (canon != next.canonical) {
+        next.canonical = canon;
+        next.since = ts;
+        next.at.clear();
+      }
+      next.at.insert(body);
+      out << prefix << body << '\n';
+    }
+    out << std::flush;
+    cur = std::move(next);
+  }
+
+  int follow_logs(const JobRecord& job, const K8sJobRef& ref, std::optional<int64_t> node,
+                  std::ostream& out, Diagnostics& diags) const {
+    std::map<std::string, LogCursor> cursors;
+    for (;;) {
+      Diagnostics status_diags;
+      bool done = is_final(status({job}, status_diags)[0].state);
+      auto pods = list_pods(job, ref, node, diags);
+      if (!pods) return kExitFailed;
+      bool prefix = !node && job.nodes > 1;
+      for (const auto& p : *pods) {
+        LogCursor& cur = cursors[p.name];
+        std::vector<std::string> argv =
+            kubectl(job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer,
+                                                  "--timestamps"});
+        if (!cur.since.empty()) argv.push_back("--since-time=" + cur.since);
+        CommandResult r = run(argv);
+        if (!r.ok()) continue;  // not started yet, or gone
+        print_new_lines(r.out, prefix ? fmt::format("[node {}] ", p.index) : "", cur, out);
+      }
+      if (done) return kExitOk;
+      std::this_thread::sleep_for(kFollowInterval);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_kubernetes_executor() {
+  return std::make_unique<KubernetesExecutor>();
+}
+
+}  // namespace bridge

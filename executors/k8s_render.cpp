@@ -1,0 +1,377 @@
+#include "executors/k8s_render.h"
+
+#include <fmt/format.h>
+
+#include <regex>
+#include <set>
+
+#include "executors/k8s_names.h"
+#include "executors/k8s_yaml.h"
+#include "executors/rank_env.h"
+
+namespace bridge {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int kDnsWaitTries = 300;  // x 2 s
+constexpr int kDnsWaitSeconds = 2;
+
+// The variables the executor itself sets on every pod (or torchrun sets on every rank).
+const std::set<std::string>& rendezvous_names() {
+  static const std::set<std::string> kNames{"RANK",     "LOCAL_RANK",  "WORLD_SIZE",
+                                            "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
+                                            "MASTER_PORT"};
+  return kNames;
+}
+
+// A shell word: as is when it cannot be misread, else single-quoted.
+std::string sh_word(const std::string& s) {
+  static const std::regex kSafe("[A-Za-z0-9_./=:@+,-]+");
+  return std::regex_match(s, kSafe) ? s : shell_quote(s);
+}
+
+bool valid_quantity(const std::string& s) {
+  static const std::regex kQuantity("[0-9]+(\\.[0-9]+)?([KMGTPE]i|[kMGTPE]|m)?");
+  return std::regex_match(s, kQuantity);
+}
+
+struct Inputs {
+  const Plan& plan;
+  const Recipe& recipe;
+  const KubernetesExecutorSpec& kx;
+  std::string api;
+  int64_t nodes;
+  int64_t gpus_per_node;
+  int64_t retries;
+  std::string image;
+  std::string secret_object;  // the Secret the secretKeyRefs point at ("" = no secrets)
+  bool generated_secret = false;
+  ordered_json common_labels;
+  ordered_json annotations;
+};
+
+bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
+  const Recipe& r = in.recipe;
+  const auto& kx = in.kx;
+  size_t errors = diags.count(Severity::kError);
+  const auto& image = r.runtime.container_image;
+  if (!image.is_set() || image.value->empty()) {
+    SourceLoc loc = image.is_set() ? image.loc : SourceLoc{r.file, 0, 0, {}};
+    diags.error("k8s-container-image-required", "runtime.container_image", loc,
+                "the kubernetes executor needs runtime.container_image: every pod runs that "
+                "image",
+                "set runtime.container_image, e.g. nvcr.io/nvidia/nemo:25.11");
+  } else {
+    in.image = *image.value;
+  }
+  if (kx.namespace_.is_set() && !is_rfc1123_label(*kx.namespace_.value))
+    diags.error("k8s-invalid-name", "executor.kubernetes.namespace", kx.namespace_.loc,
+                fmt::format("namespace `{}` is not a valid Kubernetes namespace name (RFC 1123 "
+                            "label: lowercase letters, digits and '-', at most 63 characters)",
+                            *kx.namespace_.value));
+  auto check_subdomain = [&](const Field<std::string>& f, const std::string& path) {
+    if (f.is_set() && !is_rfc1123_subdomain(*f.value))
+      diags.error("k8s-invalid-name", path, f.loc,
+                  fmt::format("`{}` is not a valid Kubernetes object name (lowercase RFC 1123 "
+                              "subdomain)",
+                              *f.value));
+  };
+  check_subdomain(kx.secret_name, "executor.kubernetes.secret_name");
+  check_subdomain(kx.service_account, "executor.kubernetes.service_account");
+  for (const auto& s : kx.image_pull_secrets.get_or({}))
+    if (!is_rfc1123_subdomain(s))
+      diags.error("k8s-invalid-name", "executor.kubernetes.image_pull_secrets",
+                  kx.image_pull_secrets.loc,
+                  fmt::format("image pull secret `{}` is not a valid Kubernetes object name", s));
+  if (kx.shm_size.is_set() && !valid_quantity(*kx.shm_size.value))
+    diags.error("k8s-invalid-quantity", "executor.kubernetes.shm_size", kx.shm_size.loc,
+                fmt::format("shm_size `{}` is not a Kubernetes quantity", *kx.shm_size.value),
+                "write it like 64Gi, 512Mi or 1000000000");
+  const auto& launcher = r.runtime.launcher;
+  if (launcher.is_set() && *launcher.value != "torchrun")
+    diags.warning("k8s-launcher-torchrun", "runtime.launcher", launcher.loc,
+                  fmt::format("runtime.launcher `{}` is not used on Kubernetes: each pod starts "
+                              "its {} ranks with torchrun",
+                              *launcher.value, in.gpus_per_node));
+  for (const auto& v : plan.env.vars) {
+    if (rendezvous_names().count(v.name)) {
+      diags.error("k8s-reserved-env", "env", {},
+                  fmt::format("launch variable {} is set by the kubernetes executor (or by "
+                              "torchrun on every rank) and cannot be set by the job",
+                              v.name),
+                  "remove it from env:/-E; MASTER_ADDR is pod 0's DNS name, MASTER_PORT 29500, "
+                  "NODE_RANK the pod's completion index");
+    }
+    if (!v.secret && !is_valid_utf8(v.value))
+      diags.error("k8s-env-not-utf8", "env", {},
+                  fmt::format("the value of {} is not valid UTF-8; Kubernetes env values are "
+                              "UTF-8 strings",
+                              v.name));
+  }
+  for (const auto& a : rank_command(plan))
+    if (!is_valid_utf8(a))
+      diags.error("k8s-arg-not-utf8", "runtime.args", {},
+                  "a command argument is not valid UTF-8; Kubernetes carries UTF-8 strings only");
+  if (r.executor.kubernetes.retries.is_set() && plan.executor_changes.retries &&
+      *plan.executor_changes.retries != *r.executor.kubernetes.retries.value)
+    diags.warning("k8s-retries-override", "executor.kubernetes.retries",
+                  r.executor.kubernetes.retries.loc,
+                  fmt::format("executor.kubernetes.retries ({}) overrides the {} value ({})",
+                              *r.executor.kubernetes.retries.value,
+                              plan.executor_changes.retries_source,
+                              *plan.executor_changes.retries));
+  return diags.count(Severity::kError) == errors;
+}
+
+ordered_json env_value(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", k8s_escape_dollars(value)}};
+}
+
+// Container env: launch variables (secrets by reference, `expand: true` ones are exported
+// by the entrypoint instead), the probe's check variables, then the rendezvous variables.
+ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
+  ordered_json env = ordered_json::array();
+  for (const auto& v : in.plan.env.vars) {
+    if (v.secret)
+      env.push_back({{"name", v.name},
+                     {"valueFrom",
+                      {{"secretKeyRef", {{"name", in.secret_object}, {"key", v.name}}}}}});
+    else if (!v.expand)
+      env.push_back(env_value(v.name, v.value));
+  }
+  for (const auto& [k, v] : bridge_check_vars(in.plan)) env.push_back(env_value(k, v));
+  env.push_back(env_value("MASTER_ADDR", master_addr));
+  env.push_back(env_value("MASTER_PORT", std::to_string(kK8sMasterPort)));
+  env.push_back(
+      {{"name", "NODE_RANK"},
+       {"valueFrom",
+        {{"fieldRef", {{"fieldPath", fmt::format("metadata.annotations['{}']",
+                                                 kK8sCompletionIndex)}}}}}});
+  return env;
+}
+
+// The pod's entrypoint: a bounded DNS wait for MASTER_ADDR, the job dir, `expand: true`
+// exports and setup steps, then one torchrun (or ft_launcher) whose command is "$@" (the
+// container args, passed through without any re-quoting).
+std::string entrypoint_script(const Inputs& in) {
+  const Plan& plan = in.plan;
+  std::string s;
+  s += "set -eu\n";
+  s += "# Wait until pod 0's DNS name resolves (the headless service publishes it).\n";
+  s += "resolves() {\n";
+  s += "  getent hosts \"$1\" >/dev/null 2>&1 ||\n";
+  s += "    python3 -c 'import socket, sys; socket.getaddrinfo(sys.argv[1], None)' \"$1\" "
+       ">/dev/null 2>&1\n";
+  s += "}\n";
+  s += "tries=0\n";
+  s += "until resolves \"$MASTER_ADDR\"; do\n";
+  s += "  tries=`expr \"$tries\" + 1`\n";
+  s += fmt::format("  if [ \"$tries\" -ge {} ]; then\n", kDnsWaitTries);
+  s += fmt::format(
+      "    echo \"bridge-launch: MASTER_ADDR $MASTER_ADDR did not resolve within {} s\" >&2\n",
+      kDnsWaitTries * kDnsWaitSeconds);
+  s += "    exit 1\n";
+  s += "  fi\n";
+  s += fmt::format("  sleep {}\n", kDnsWaitSeconds);
+  s += "done\n";
+  s += fmt::format("mkdir -p {} 2>/dev/null || true\n", sh_word(plan.job_dir));
+  for (const auto& v : plan.env.vars)
+    if (v.expand && !v.secret) s += fmt::format("export {}=\"{}\"\n", v.name, v.value);
+  for (const auto& step : plan.setup_steps) s += step.command + "\n";
+  std::vector<std::string> launcher = plan.executor_changes.launcher_wrapper;
+  if (launcher.empty()) launcher.push_back("torchrun");
+  s += "exec";
+  for (const auto& w : launcher) s += " " + sh_word(w);
+  s += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
+  s += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
+  s += " --master-port=\"$MASTER_PORT\" --no-python \"$@\"\n";
+  return s;
+}
+
+ordered_json pod_template(const Inputs& in, const std::string& master_addr,
+                          const ordered_json& labels, const std::string& subdomain) {
+  const auto& kx = in.kx;
+  ordered_json container;
+  container["name"] = kK8sContainer;
+  container["image"] = in.image;
+  if (in.recipe.runtime.workdir.is_set())
+    container["workingDir"] = *in.recipe.runtime.workdir.value;
+  container["command"] = {"/bin/sh", "-c", k8s_escape_dollars(entrypoint_script(in)),
+                          "bridge-launch"};
+  ordered_json args = ordered_json::array();
+  for (const auto& a : rank_command(in.plan)) args.push_back(k8s_escape_dollars(a));
+  container["args"] = args;
+  container["env"] = pod_env(in, master_addr);
+  container["resources"] = {{"limits", {{"nvidia.com/gpu", in.gpus_per_node}}}};
+  container["volumeMounts"] = {{{"name", "dshm"}, {"mountPath", "/dev/shm"}}};
+
+  ordered_json spec;
+  spec["restartPolicy"] = "Never";
+  if (!subdomain.empty()) spec["subdomain"] = subdomain;
+  spec["enableServiceLinks"] = false;
+  if (in.plan.executor_changes.preempt_signal_seconds)
+    spec["terminationGracePeriodSeconds"] = *in.plan.executor_changes.preempt_signal_seconds;
+  if (kx.service_account.is_set()) spec["serviceAccountName"] = *kx.service_account.value;
+  if (kx.image_pull_secrets.is_set() && !kx.image_pull_secrets.value->empty()) {
+    ordered_json pulls = ordered_json::array();
+    for (const auto& s : *kx.image_pull_secrets.value) pulls.push_back({{"name", s}});
+    spec["imagePullSecrets"] = pulls;
+  }
+  spec["containers"] = ordered_json::array({container});
+  ordered_json empty_dir{{"medium", "Memory"}};
+  if (kx.shm_size.is_set()) empty_dir["sizeLimit"] = *kx.shm_size.value;
+  spec["volumes"] = {{{"name", "dshm"}, {"emptyDir", empty_dir}}};
+  return {{"metadata", {{"labels", labels}}}, {"spec", spec}};
+}
+
+ordered_json metadata(const Inputs& in, const std::string& name, const ordered_json& labels,
+                      const ordered_json& annotations) {
+  ordered_json m{{"name", name}};
+  if (in.kx.namespace_.is_set()) m["namespace"] = *in.kx.namespace_.value;
+  m["labels"] = labels;
+  if (!annotations.empty()) m["annotations"] = annotations;
+  return m;
+}
+
+ordered_json indexed_job_spec(const Inputs& in, ordered_json pod) {
+  return {{"completionMode", "Indexed"}, {"completions", in.nodes}, {"parallelism", in.nodes},
+          {"backoffLimit", 0},          {"template", std::move(pod)}};
+}
+
+ordered_json secret_doc(const Inputs& in, bool reveal) {
+  ordered_json data = ordered_json::object();
+  for (const auto& v : in.plan.env.vars)
+    if (v.secret) data[v.name] = reveal ? v.value : redacted_value(v);
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", metadata(in, in.secret_object, in.common_labels, ordered_json::object())},
+          {"type", "Opaque"},
+          {"stringData", data}};
+}
+
+ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& master_addr) {
+  master_addr = jobset_master_addr(name, kK8sReplicatedJob);
+  ordered_json pod = pod_template(in, master_addr, in.common_labels, "");
+  ordered_json rjob{{"name", kK8sReplicatedJob},
+                    {"replicas", 1},
+                    {"template", {{"spec", indexed_job_spec(in, std::move(pod))}}}};
+  ordered_json spec;
+  spec["failurePolicy"] = {{"maxRestarts", in.retries}};
+  spec["network"] = {{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}};
+  spec["replicatedJobs"] = ordered_json::array({rjob});
+  return {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+          {"kind", "JobSet"},
+          {"metadata", metadata(in, name, in.common_labels, in.annotations)},
+          {"spec", spec}};
+}
+
+// The Service and the Job of one attempt of the Job API.
+std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& base,
+                                           int64_t attempt, std::string& master_addr) {
+  std::string job = job_attempt_name(base, attempt);
+  std::string service = job_service_name(job);
+  master_addr = job_master_addr(job);
+  ordered_json labels = in.common_labels;
+  labels[kK8sAttemptLabel] = std::to_string(attempt);
+  ordered_json selector{{kK8sJobLabel, base}, {kK8sAttemptLabel, std::to_string(attempt)}};
+  ordered_json svc{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", metadata(in, service, labels, ordered_json::object())},
+      {"spec", {{"clusterIP", "None"}, {"publishNotReadyAddresses", true}, {"selector", selector}}}};
+  ordered_json spec = indexed_job_spec(in, pod_template(in, master_addr, labels, service));
+  if (attempt > 0) spec["suspend"] = true;
+  ordered_json annotations = in.annotations;
+  annotations[kK8sAttemptsAnnotation] = std::to_string(in.retries + 1);
+  ordered_json jobdoc{{"apiVersion", "batch/v1"},
+                      {"kind", "Job"},
+                      {"metadata", metadata(in, job, labels, annotations)},
+                      {"spec", spec}};
+  return {svc, jobdoc};
+}
+
+}  // namespace
+
+std::string k8s_escape_dollars(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (s[i] == '$' && i + 1 < s.size() && (s[i + 1] == '$' || s[i + 1] == '(')) out += '$';
+  }
+  return out;
+}
+
+std::string k8s_suffix_of(const std::string& rendered_yaml) {
+  static const std::regex kSuffix("\\(name suffix ([a-z0-9]+)");
+  std::smatch m;
+  std::string head = rendered_yaml.substr(0, rendered_yaml.find("\n---"));
+  return std::regex_search(head, m, kSuffix) ? m[1].str() : std::string();
+}
+
+std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRenderOptions& options,
+                                                 Diagnostics& diags) {
+  if (!plan.recipe || !plan.topology) return std::nullopt;
+  const Recipe& r = *plan.recipe;
+  const auto& kx = r.executor.kubernetes;
+  Inputs in{plan, r, kx, kx.api.get_or("jobset"), plan.topology->nodes,
+            plan.topology->gpus_per_node, 0, {}, {}, false, {}, {}};
+  in.retries = kx.retries.is_set() ? *kx.retries.value : plan.executor_changes.retries.value_or(0);
+  if (!check_inputs(plan, in, diags)) return std::nullopt;
+
+  K8sManifests m;
+  m.api = in.api;
+  size_t reserved = in.api == "job" ? job_reserved(in.nodes, in.retries) : jobset_reserved(in.nodes);
+  m.name = k8s_base_name(r.name.get_or("job"), options.suffix, reserved);
+  m.scheduler_id = in.api + "/" + m.name;
+  m.attempts = in.api == "job" ? in.retries + 1 : 1;
+  in.common_labels = {{kK8sManagedByKey, kK8sManagedBy}, {kK8sJobLabel, m.name}};
+  in.annotations = {{kK8sRecipeAnnotation, r.name.get_or("")}};
+
+  bool has_secrets = false;
+  for (const auto& v : plan.env.vars) has_secrets = has_secrets || v.secret;
+  if (has_secrets) {
+    in.generated_secret = !kx.secret_name.is_set();
+    in.secret_object = in.generated_secret ? m.name + "-env" : *kx.secret_name.value;
+    if (in.generated_secret) {
+      m.secret_object = in.secret_object;
+      m.docs.push_back(secret_doc(in, options.reveal_secrets));
+    }
+  }
+  if (in.api == "job") {
+    for (int64_t a = 0; a < m.attempts; ++a) {
+      std::string addr;
+      for (auto& d : job_attempt_docs(in, m.name, a, addr)) m.docs.push_back(std::move(d));
+      if (a == 0) m.master_addr = addr;
+    }
+  } else {
+    m.docs.push_back(jobset_doc(in, m.name, m.master_addr));
+  }
+
+  std::vector<std::string> header{
+      fmt::format("bridge-launch: Kubernetes manifests ({} API), {} node{} x {} GPU{}",
+                  in.api == "job" ? "Indexed Job + headless Service" : "JobSet", in.nodes,
+                  in.nodes == 1 ? "" : "s", in.gpus_per_node, in.gpus_per_node == 1 ? "" : "s"),
+      fmt::format("object: {} (name suffix {}: new for every submission)", m.scheduler_id,
+                  options.suffix),
+      fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
+  if (in.api == "job" && m.attempts > 1)
+    header.push_back(fmt::format("retries: {} more attempt{} created suspended, started in turn "
+                                 "when the previous one fails",
+                                 in.retries, in.retries == 1 ? "" : "s"));
+  if (in.generated_secret)
+    header.push_back(fmt::format("Secret {}: values {} ", in.secret_object,
+                                 options.reveal_secrets ? "included" : "shown as <secret>; "
+                                                                       "submission applies the "
+                                                                       "real values"));
+  else if (has_secrets)
+    header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
+  for (auto& h : header)
+    while (!h.empty() && h.back() == ' ') h.pop_back();
+  m.yaml = to_yaml_stream(m.docs, header);
+  return m;
+}
+
+}  // namespace bridge

@@ -1,0 +1,70 @@
+// The Kubernetes executor's pure half: Plan -> manifests (what --dry-run prints, what the
+// golden tests compare, what `kubectl apply -f -` reads).
+//
+// Contract:
+// - No side effects; the same plan and options give the same bytes. The only per-submission
+//   input is `options.suffix`, which ends every object name (see k8s_names.h).
+// - api `jobset` (default): [Secret], JobSet. api `job`: [Secret], then per attempt
+//   (1 + retries) a headless Service and an Indexed Job; attempts after the first are created
+//   suspended and started one by one when the previous attempt failed (the executor's
+//   status query does that), so a retry is a new Job under a new name.
+// - Every non-secret launch variable is a container env entry whose value reaches the
+//   process byte-for-byte: `$` is escaped where Kubernetes' `$(VAR)` expansion would touch
+//   it. Secrets are `secretKeyRef`s into the generated Secret `<name>-env` (or into
+//   executor.kubernetes.secret_name); the generated Secret's stringData shows `<secret>`
+//   unless `options.reveal_secrets` (only the text piped into kubectl sets it).
+// - MASTER_ADDR is the DNS name of pod 0 computed by the same functions that name the
+//   objects; NODE_RANK comes from the completion-index annotation; torchrun (or the
+//   fault_tolerance plugin's ft_launcher) starts gpus_per_node ranks per pod after a bounded
+//   wait for MASTER_ADDR to resolve.
+// - Problems (no container image, a value Kubernetes cannot carry, a bad quantity) are
+//   diagnostics; the result is then nullopt.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/diagnostics.h"
+#include "launcher/plan.h"
+
+namespace bridge {
+
+struct K8sRenderOptions {
+  std::string suffix = "0000";  // the per-submission part of every name
+  bool reveal_secrets = false;  // true only for the text handed to `kubectl apply`
+};
+
+struct K8sManifests {
+  std::string api;           // "jobset" | "job"
+  std::string name;          // the JobSet, or the first attempt's Job
+  std::string scheduler_id;  // "jobset/<name>" | "job/<name>" (what the registry stores)
+  std::string master_addr;   // of the first attempt
+  std::string secret_object;  // the generated Secret's name, "" when none
+  int64_t attempts = 1;       // Job API: 1 + retries; JobSet: 1 (it restarts in place)
+  std::vector<nlohmann::ordered_json> docs;  // in apply order
+  std::string yaml;                          // header comments + `---`-separated documents
+};
+
+std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRenderOptions& options,
+                                                 Diagnostics& diags);
+
+// The suffix named in a rendered text's header, "" when absent (e.g. not our output).
+std::string k8s_suffix_of(const std::string& rendered_yaml);
+
+// Label keys and values shared with the executor's queries.
+inline constexpr const char* kK8sManagedByKey = "app.kubernetes.io/managed-by";
+inline constexpr const char* kK8sManagedBy = "bridge-launch";
+inline constexpr const char* kK8sJobLabel = "bridge-launch/job";
+inline constexpr const char* kK8sAttemptLabel = "bridge-launch/attempt";
+inline constexpr const char* kK8sAttemptsAnnotation = "bridge-launch/attempts";
+inline constexpr const char* kK8sRecipeAnnotation = "bridge-launch/recipe";
+inline constexpr const char* kK8sContainer = "trainer";
+inline constexpr const char* kK8sCompletionIndex = "batch.kubernetes.io/job-completion-index";
+
+// Kubernetes expands `$(VAR)` and turns `$$` into `$` in env values, command and args; this
+// escapes exactly the `$` that would be touched, so the process sees `s` unchanged.
+std::string k8s_escape_dollars(const std::string& s);
+
+}  // namespace bridge

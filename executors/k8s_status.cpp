@@ -1,0 +1,248 @@
+#include "executors/k8s_status.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "executors/k8s_render.h"
+
+namespace bridge {
+
+namespace {
+
+using nlohmann::json;
+
+std::string str_at(const json& j, const json::json_pointer& p) {
+  if (!j.contains(p)) return {};
+  const json& v = j.at(p);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+int64_t int_at(const json& j, const json::json_pointer& p) {
+  if (!j.contains(p)) return 0;
+  const json& v = j.at(p);
+  return v.is_number_integer() ? v.get<int64_t>() : 0;
+}
+
+std::optional<int64_t> parse_int(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::string label(const json& obj, const std::string& key) {
+  const json* labels = nullptr;
+  if (obj.contains("metadata") && obj["metadata"].is_object() &&
+      obj["metadata"].contains("labels") && obj["metadata"]["labels"].is_object())
+    labels = &obj["metadata"]["labels"];
+  if (!labels || !labels->contains(key) || !(*labels)[key].is_string()) return {};
+  return (*labels)[key].get<std::string>();
+}
+
+std::string annotation(const json& obj, const std::string& key) {
+  const json* a = nullptr;
+  if (obj.contains("metadata") && obj["metadata"].is_object() &&
+      obj["metadata"].contains("annotations") && obj["metadata"]["annotations"].is_object())
+    a = &obj["metadata"]["annotations"];
+  if (!a || !a->contains(key) || !(*a)[key].is_string()) return {};
+  return (*a)[key].get<std::string>();
+}
+
+struct Condition {
+  std::string reason;
+  std::string message;
+};
+
+// The condition of `type` with status "True", if any.
+std::optional<Condition> true_condition(const json& obj, const std::string& type) {
+  const json::json_pointer p("/status/conditions");
+  if (!obj.contains(p) || !obj.at(p).is_array()) return std::nullopt;
+  for (const auto& c : obj.at(p)) {
+    if (!c.is_object() || c.value("type", "") != type || c.value("status", "") != "True")
+      continue;
+    return Condition{c.value("reason", ""), c.value("message", "")};
+  }
+  return std::nullopt;
+}
+
+std::string describe(const std::string& word, const Condition& c) {
+  std::string d = word;
+  if (!c.reason.empty()) d += ": " + c.reason;
+  if (!c.message.empty()) d += (c.reason.empty() ? ": " : " (") + c.message +
+                               (c.reason.empty() ? "" : ")");
+  return d;
+}
+
+std::string kind_of(const json& obj) { return obj.is_object() ? obj.value("kind", "") : ""; }
+std::string name_of(const json& obj) { return str_at(obj, json::json_pointer("/metadata/name")); }
+
+}  // namespace
+
+std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id) {
+  size_t slash = id.find('/');
+  if (slash == std::string::npos || slash + 1 >= id.size()) return std::nullopt;
+  K8sJobRef ref{id.substr(0, slash), id.substr(slash + 1)};
+  if (ref.api != "jobset" && ref.api != "job") return std::nullopt;
+  return ref;
+}
+
+std::optional<std::vector<json>> parse_kubectl_items(const std::string& text, std::string* error) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    if (error) *error = "kubectl did not print a JSON object";
+    return std::nullopt;
+  }
+  if (j.contains("items")) {
+    if (!j["items"].is_array()) {
+      if (error) *error = "kubectl's JSON has no item list";
+      return std::nullopt;
+    }
+    return j["items"].get<std::vector<json>>();
+  }
+  return std::vector<json>{j};
+}
+
+JobStatus jobset_status(const json& js) {
+  JobStatus st;
+  int64_t restarts = int_at(js, json::json_pointer("/status/restarts"));
+  std::string restart_note = restarts > 0 ? fmt::format("restarts: {}", restarts) : "";
+  if (auto c = true_condition(js, "Completed")) {
+    st.state = JobState::kSucceeded;
+    st.detail = describe("Completed", *c);
+    st.exit_code = 0;
+  } else if (auto f = true_condition(js, "Failed")) {
+    st.state = JobState::kFailed;
+    st.detail = describe("Failed", *f);
+  } else if (auto s = true_condition(js, "Suspended")) {
+    st.state = JobState::kPending;
+    st.detail = describe("Suspended", *s);
+  } else {
+    std::string terminal = str_at(js, json::json_pointer("/status/terminalState"));
+    int64_t ready = 0, active = 0;
+    const json::json_pointer p("/status/replicatedJobsStatus");
+    if (js.contains(p) && js.at(p).is_array())
+      for (const auto& r : js.at(p)) {
+        ready += r.is_object() ? r.value("ready", int64_t{0}) : 0;
+        active += r.is_object() ? r.value("active", int64_t{0}) : 0;
+      }
+    if (terminal == "Completed") {
+      st.state = JobState::kSucceeded;
+      st.detail = "Completed";
+    } else if (terminal == "Failed") {
+      st.state = JobState::kFailed;
+      st.detail = "Failed";
+    } else if (ready > 0) {
+      st.state = JobState::kRunning;
+      st.detail = "all pods running";
+    } else {
+      st.state = JobState::kPending;
+      st.detail = active > 0 ? "pods starting" : "waiting for pods";
+    }
+  }
+  if (!restart_note.empty()) st.detail += " (" + restart_note + ")";
+  return st;
+}
+
+JobStatus job_status(const json& job) {
+  JobStatus st;
+  std::optional<Condition> c;
+  if ((c = true_condition(job, "Complete")) || (c = true_condition(job, "SuccessCriteriaMet"))) {
+    st.state = JobState::kSucceeded;
+    st.detail = describe("Complete", *c);
+    st.exit_code = 0;
+  } else if ((c = true_condition(job, "Failed")) || (c = true_condition(job, "FailureTarget"))) {
+    st.state = JobState::kFailed;
+    st.detail = describe("Failed", *c);
+  } else if ((c = true_condition(job, "Suspended")) ||
+             (job.contains(json::json_pointer("/spec/suspend")) &&
+              job.at(json::json_pointer("/spec/suspend")).is_boolean() &&
+              job.at(json::json_pointer("/spec/suspend")).get<bool>())) {
+    st.state = JobState::kPending;
+    st.detail = "suspended";
+  } else {
+    int64_t ready = int_at(job, json::json_pointer("/status/ready"));
+    int64_t active = int_at(job, json::json_pointer("/status/active"));
+    int64_t want = int_at(job, json::json_pointer("/spec/parallelism"));
+    if (ready > 0) {
+      st.state = JobState::kRunning;
+      st.detail = want > 0 ? fmt::format("{}/{} pods ready", ready, want)
+                           : fmt::format("{} pods ready", ready);
+    } else {
+      st.state = JobState::kPending;
+      st.detail = active > 0 ? fmt::format("{} pods starting", active) : "waiting for pods";
+    }
+  }
+  return st;
+}
+
+K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>& items) {
+  std::map<int64_t, const json*> attempts;
+  for (const auto& obj : items) {
+    if (kind_of(obj) != "Job" || label(obj, kK8sJobLabel) != base) continue;
+    auto a = parse_int(label(obj, kK8sAttemptLabel));
+    attempts[a.value_or(0)] = &obj;
+  }
+  K8sAttemptStatus out;
+  if (attempts.empty()) return out;
+  out.found = true;
+  auto total = parse_int(annotation(*attempts.begin()->second, kK8sAttemptsAnnotation))
+                   .value_or(static_cast<int64_t>(attempts.size()));
+  // The newest attempt that was started (not suspended); attempt 0 when none was.
+  auto current = attempts.begin();
+  for (auto it = attempts.begin(); it != attempts.end(); ++it) {
+    JobStatus s = job_status(*it->second);
+    if (!(s.state == JobState::kPending && s.detail == "suspended")) current = it;
+  }
+  out.status = job_status(*current->second);
+  auto label_attempt = [&](int64_t a) {
+    return total > 1 ? fmt::format("attempt {}/{}", a + 1, total) : std::string();
+  };
+  if (out.status.state == JobState::kFailed) {
+    auto next = attempts.find(current->first + 1);
+    if (next != attempts.end()) {
+      out.start_next = name_of(*next->second);
+      out.status.state = JobState::kPending;
+      out.status.detail = fmt::format("{} starting; {} {}", label_attempt(next->first),
+                                      label_attempt(current->first), out.status.detail);
+      return out;
+    }
+  }
+  if (total > 1) out.status.detail = label_attempt(current->first) + ": " + out.status.detail;
+  return out;
+}
+
+const json* find_jobset(const std::string& name, const std::vector<json>& items) {
+  for (const auto& obj : items)
+    if (kind_of(obj) == "JobSet" && name_of(obj) == name) return &obj;
+  return nullptr;
+}
+
+std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
+  std::vector<K8sPod> pods;
+  for (const auto& obj : items) {
+    if (kind_of(obj) != "Pod") continue;
+    K8sPod p;
+    p.name = name_of(obj);
+    std::string idx = annotation(obj, kK8sCompletionIndex);
+    if (idx.empty()) idx = label(obj, kK8sCompletionIndex);
+    p.index = parse_int(idx).value_or(-1);
+    std::string attempt = label(obj, kK8sAttemptLabel);
+    if (attempt.empty()) attempt = label(obj, "jobset.sigs.k8s.io/restart-attempt");
+    p.attempt = parse_int(attempt).value_or(0);
+    p.phase = str_at(obj, json::json_pointer("/status/phase"));
+    if (!p.name.empty() && p.index >= 0) pods.push_back(std::move(p));
+  }
+  int64_t newest = 0;
+  for (const auto& p : pods) newest = std::max(newest, p.attempt);
+  std::erase_if(pods, [&](const K8sPod& p) { return p.attempt != newest; });
+  std::stable_sort(pods.begin(), pods.end(),
+                   [](const K8sPod& a, const K8sPod& b) { return a.index < b.index; });
+  return pods;
+}
+
+}  // namespace bridge

@@ -1,0 +1,66 @@
+// Reading the cluster's answers: `kubectl get ... -o json` lists of JobSets, Jobs and Pods,
+// mapped onto bridge-launch's JobState. Pure functions (JSON text in, values out), so the
+// status logic is tested with canned kubectl output.
+//
+// Contract:
+// - JobSet: condition Completed=True -> SUCCEEDED, Failed=True -> FAILED (after JobSet's own
+//   restarts are used up), Suspended=True -> PENDING; otherwise RUNNING once a replicated job
+//   reports ready pods, else PENDING. Details carry the condition's reason and message, and
+//   the restart count.
+// - Job: Complete=True (or SuccessCriteriaMet) -> SUCCEEDED, Failed=True or
+//   FailureTarget=True -> FAILED, Suspended=True -> PENDING, ready pods -> RUNNING, else
+//   PENDING.
+// - Job API attempts: the latest attempt that is not suspended decides; when it failed and a
+//   suspended attempt follows, the result names the Job to start (`start_next`) and the
+//   state is PENDING.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/job_record.h"
+
+namespace bridge {
+
+struct K8sJobRef {
+  std::string api;   // "jobset" | "job"
+  std::string name;  // the JobSet, or the first attempt's Job
+};
+
+// From a JobRecord's scheduler_id ("jobset/<name>" or "job/<name>").
+std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id);
+
+// The items of a `kubectl get -o json` answer (a List, or a single object). nullopt when the
+// text is not JSON of that shape; `error` then says why.
+std::optional<std::vector<nlohmann::json>> parse_kubectl_items(const std::string& text,
+                                                               std::string* error);
+
+JobStatus jobset_status(const nlohmann::json& jobset);
+JobStatus job_status(const nlohmann::json& job);
+
+struct K8sAttemptStatus {
+  JobStatus status;
+  std::string start_next;  // the suspended Job to start now ("" = none)
+  bool found = false;      // any attempt of the job was in the list
+};
+
+// `items` may hold any objects; those of other jobs are ignored.
+K8sAttemptStatus job_api_status(const std::string& base, const std::vector<nlohmann::json>& items);
+
+// The JobSet named `name` among `items`, or nullptr.
+const nlohmann::json* find_jobset(const std::string& name, const std::vector<nlohmann::json>& items);
+
+struct K8sPod {
+  std::string name;
+  int64_t index = -1;   // completion index = node index
+  int64_t attempt = 0;  // JobSet restart attempt or Job API attempt
+  std::string phase;    // Pending | Running | Succeeded | Failed | Unknown
+  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// The pods of the newest attempt, sorted by node index.
+std::vector<K8sPod> latest_attempt_pods(const std::vector<nlohmann::json>& items);
+
+}  // namespace bridge

@@ -1,0 +1,414 @@
+#include "executors/slurm_executor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "executors/slurm_scheduler.h"
+#include "executors/slurm_script.h"
+
+namespace bridge {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitFailed = 1;
+constexpr auto kPollInterval = std::chrono::milliseconds(1000);
+constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
+
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+std::string join_ids(const std::vector<std::string>& ids) {
+  return fmt::format("{}", fmt::join(ids, ","));
+}
+
+std::string help_for(const std::string& message) {
+  if (message.find("Unable to contact slurm controller") != std::string::npos)
+    return "the Slurm controller is not answering: check `scontrol ping` (on the local test "
+           "cluster: scripts/slurm-test-cluster.sh up)";
+  if (message.find("account") != std::string::npos)
+    return "check executor.slurm.account and executor.slurm.partition (`sacctmgr show assoc "
+           "user=$USER`)";
+  if (message.find("partition") != std::string::npos)
+    return "check executor.slurm.partition (`sinfo -s` lists the partitions)";
+  if (message.find("command not found") != std::string::npos ||
+      message.find("could not run") != std::string::npos)
+    return "run bridge-launch on a Slurm login node, or put the Slurm client commands on PATH";
+  return {};
+}
+
+// Directories that create_directories(dir) would create, outermost first.
+std::vector<fs::path> missing_dirs(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.insert(missing.begin(), p);
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+void remove_if_empty(const std::vector<fs::path>& created) {
+  std::error_code ec;
+  for (auto it = created.rbegin(); it != created.rend(); ++it)
+    if (fs::is_directory(*it, ec) && fs::is_empty(*it, ec)) fs::remove(*it, ec);
+}
+
+// A log file being read incrementally.
+struct LogSource {
+  std::string label;  // "rank 3", "node 1", "batch", "batch stderr"
+  fs::path path;
+  std::streamoff offset = 0;
+  std::string partial;
+};
+
+int number_in(const std::string& filename, const std::string& prefix) {
+  // "rank12.log" -> 12; -1 when it does not match.
+  if (filename.rfind(prefix, 0) != 0 || filename.size() <= prefix.size() + 4) return -1;
+  std::string digits = filename.substr(prefix.size(), filename.size() - prefix.size() - 4);
+  if (filename.substr(filename.size() - 4) != ".log" || digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(digits);
+}
+
+// The files of `job` to show: one rank's (or its node's, under torchrun) or all of them.
+std::vector<LogSource> discover_logs(const JobRecord& job, std::optional<int> rank) {
+  fs::path dir(job.job_dir);
+  std::error_code ec;
+  std::map<int, fs::path> ranks, nodes;
+  if (fs::is_directory(dir, ec)) {
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename().string();
+      if (int n = number_in(f, "rank"); n >= 0) ranks[n] = e.path();
+      if (int n = number_in(f, "node"); n >= 0) nodes[n] = e.path();
+    }
+  }
+  std::vector<LogSource> out;
+  if (rank) {
+    if (nodes.empty() || ranks.count(*rank)) {
+      out.push_back({fmt::format("rank {}", *rank), dir / fmt::format("rank{}.log", *rank)});
+    } else {
+      int per_node = std::max(1, job.ranks / std::max(1, job.nodes));
+      int node = *rank / per_node;
+      out.push_back({fmt::format("node {}", node), dir / fmt::format("node{}.log", node)});
+    }
+    return out;
+  }
+  for (auto& [n, p] : ranks) out.push_back({fmt::format("rank {}", n), p});
+  for (auto& [n, p] : nodes) out.push_back({fmt::format("node {}", n), p});
+  fs::path base = dir.parent_path();
+  for (auto [suffix, label] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}}) {
+    fs::path p = base / fmt::format("slurm-{}{}", job.scheduler_id, suffix);
+    if (fs::exists(p, ec)) out.push_back({label, p});
+  }
+  return out;
+}
+
+// Prints what was appended to `src` since the last call: whole lines, or also the unfinished
+// last line when `flush`. `prefix` adds "[label] " to each line.
+void pump(LogSource& src, bool prefix, bool flush, std::ostream& out) {
+  std::ifstream in(src.path, std::ios::binary);
+  if (in) {
+    in.seekg(0, std::ios::end);
+    std::streamoff size = in.tellg();
+    if (size < src.offset) src.offset = 0;  // truncated: start over
+    in.seekg(src.offset);
+    std::string chunk(static_cast<size_t>(size - src.offset), '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<size_t>(in.gcount()));
+    src.offset += static_cast<std::streamoff>(chunk.size());
+    src.partial += chunk;
+  }
+  size_t start = 0, nl;
+  while ((nl = src.partial.find('\n', start)) != std::string::npos) {
+    if (prefix) out << '[' << src.label << "] ";
+    out.write(src.partial.data() + start, static_cast<std::streamsize>(nl - start + 1));
+    start = nl + 1;
+  }
+  src.partial.erase(0, start);
+  if (flush && !src.partial.empty()) {
+    if (prefix) out << '[' << src.label << "] ";
+    out << src.partial << '\n';
+    src.partial.clear();
+  }
+  out.flush();
+}
+
+class SlurmExecutor : public Executor {
+ public:
+  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
+    RenderedJob job;
+    job.executor = "slurm";
+    SlurmRenderOptions options;
+    options.probe_dir = slurm_probe_dir();
+    auto script = render_sbatch_script(plan, options, diags);
+    if (!script) return job;
+    job.dry_run_text = script->text;
+    job.files.push_back({"job.sbatch", script->text});
+    return job;
+  }
+
+  // Never waits: with --wait the CLI follows the job through status() (the same for every
+  // scheduler), so stdout keeps only what the CLI prints (the job id).
+  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&, std::ostream&,
+                      Diagnostics& diags,
+                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+    SubmitResult result;
+    result.exit_code = kExitFailed;
+    auto file = std::find_if(job.files.begin(), job.files.end(),
+                             [](const RenderedFile& f) { return f.name == "job.sbatch"; });
+    if (file == job.files.end() || !plan.recipe) {
+      diags.error("slurm-nothing-rendered", "", {}, "no sbatch script was rendered");
+      return result;
+    }
+    std::map<std::string, std::string> secrets;
+    for (const auto& v : plan.env.vars)
+      if (v.secret) secrets[v.name] = v.value;
+
+    // sbatch opens slurm-<id>.out/.err in the job's base dir before the script runs.
+    std::vector<fs::path> created = missing_dirs(plan.job_dir);
+    std::error_code ec;
+    fs::create_directories(plan.job_dir, ec);
+    if (ec) {
+      diags.error("slurm-job-dir", "executor.slurm.job_dir",
+                  plan.recipe->executor.slurm.job_dir.loc,
+                  fmt::format("cannot create job dir {}: {}", plan.job_dir, ec.message()),
+                  "set executor.slurm.job_dir to a writable directory on the shared file system");
+      return result;
+    }
+
+    std::string name = slurm_job_name(*plan.recipe->name.value);
+    std::string comment = "bridge-launch:" + random_token();
+    CommandSpec spec;
+    spec.argv = {"sbatch", "--parsable", "--comment=" + comment};
+    spec.stdin_text = file->content;
+    spec.extra_env = secrets;
+    std::optional<std::string> id;
+    // Before retrying a transient failure: did the "failed" try create the job after all?
+    auto settled = [&]() {
+      id = find_by_comment(name, comment);
+      if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
+      return id.has_value();
+    };
+    CommandResult r = run_slurm_command(spec, nullptr, settled);
+    if (!id && r.ok()) id = parse_sbatch_id(r.out);
+    if (!id) {
+      remove_if_empty(created);
+      std::string message = r.ok() ? fmt::format("sbatch printed no job id: `{}`", r.out)
+                                   : slurm_error_text("sbatch", r);
+      diags.error("slurm-submit-failed", "", {},
+                  fmt::format("Slurm did not accept job `{}`:\n    {}", name, message),
+                  help_for(message));
+      return result;
+    }
+    result.exit_code = 0;
+    result.accepted = true;
+    result.scheduler_id = *id;
+    result.job_dir = plan.job_dir + "/" + *id;
+    result.final_state = JobState::kPending;
+    result.state_detail = "submitted";
+    if (on_accepted) on_accepted(result);
+    spdlog::info("Slurm job {} (`{}`, {} node(s) x {} GPU(s)): files in {}", *id, name,
+                 plan.topology->nodes, plan.topology->gpus_per_node, result.job_dir);
+    return result;
+  }
+
+  std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
+                                Diagnostics& diags) const override {
+    std::vector<std::string> ids;
+    for (const auto& j : jobs)
+      if (!j.scheduler_id.empty() && std::find(ids.begin(), ids.end(), j.scheduler_id) == ids.end())
+        ids.push_back(j.scheduler_id);
+    std::map<std::string, SlurmJobInfo> known;
+    std::string error;
+    if (!ids.empty()) error = query(ids, known);
+    if (!error.empty())
+      diags.error("slurm-status-failed", "", {},
+                  fmt::format("cannot get job states from Slurm:\n    {}", error), help_for(error));
+    std::vector<JobStatus> out;
+    for (const auto& j : jobs) {
+      auto it = known.find(j.scheduler_id);
+      if (it != known.end()) {
+        out.push_back(to_job_status(it->second));
+        continue;
+      }
+      JobStatus s;
+      s.state = JobState::kUnknown;
+      s.detail = !error.empty() ? "Slurm not reachable"
+                 : j.scheduler_id.empty()
+                     ? "no Slurm job id recorded"
+                     : fmt::format(
+                           "job {} is unknown to squeue, sacct and scontrol (finished "
+                           "longer ago than MinJobAge, without accounting)",
+                           j.scheduler_id);
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+           Diagnostics& diags) const override {
+    if (rank && (*rank < 0 || (job.ranks > 0 && *rank >= job.ranks))) {
+      diags.error(
+          "bad-rank", "", {},
+          fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
+      return kExitFailed;
+    }
+    std::map<fs::path, LogSource> sources;
+    auto refresh = [&]() {
+      for (auto& s : discover_logs(job, rank))
+        if (!sources.count(s.path)) sources.emplace(s.path, s);
+    };
+    auto ordered = [&]() {
+      std::vector<LogSource*> v;
+      for (auto& s : discover_logs(job, rank)) v.push_back(&sources.at(s.path));
+      return v;
+    };
+    bool prefix = !rank;
+    refresh();
+    if (!follow) {
+      std::error_code ec;
+      if (!fs::is_directory(job.job_dir, ec))
+        diags.warning("no-logs-yet", "", {},
+                      fmt::format("no logs in {} yet (the job may still be pending)", job.job_dir));
+      for (auto* s : ordered()) pump(*s, prefix, true, out);
+      return 0;
+    }
+    int failures = 0;
+    while (true) {
+      refresh();
+      for (auto* s : ordered()) pump(*s, prefix, false, out);
+      Diagnostics quiet;
+      JobStatus st = status({job}, quiet).front();
+      if (quiet.has_errors()) {
+        if (++failures >= kMaxStatusFailures) {
+          for (const auto& d : quiet.items()) diags.error(d.code, d.path, d.loc, d.message, d.help);
+          return kExitFailed;
+        }
+      } else {
+        failures = 0;
+      }
+      if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // last writes land
+        refresh();
+        for (auto* s : ordered()) pump(*s, prefix, true, out);
+        return 0;
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  int cancel(const JobRecord& job, Diagnostics& diags) const override {
+    if (job.scheduler_id.empty()) {
+      diags.error("slurm-cancel-failed", "", {}, "no Slurm job id recorded for " + job.id);
+      return kExitFailed;
+    }
+    CommandSpec spec;
+    spec.argv = {"scancel", job.scheduler_id};
+    CommandResult r = run_slurm_command(spec);
+    if (!r.ok()) {
+      std::string message = slurm_error_text("scancel", r);
+      diags.error("slurm-cancel-failed", "", {},
+                  fmt::format("scancel of Slurm job {} failed:\n    {}", job.scheduler_id, message),
+                  help_for(message));
+      return kExitFailed;
+    }
+    spdlog::info("cancel requested for Slurm job {}", job.scheduler_id);
+    return 0;
+  }
+
+ private:
+  // Fills `known` for `ids`; returns "" or the error that made the query impossible.
+  static std::string query(const std::vector<std::string>& ids,
+                           std::map<std::string, SlurmJobInfo>& known) {
+    auto keep = [&](const std::vector<SlurmJobInfo>& infos) {
+      for (const auto& i : infos)
+        if (std::find(ids.begin(), ids.end(), i.id) != ids.end() && !known.count(i.id))
+          known[i.id] = i;
+    };
+    auto missing = [&]() {
+      std::vector<std::string> m;
+      for (const auto& id : ids)
+        if (!known.count(id)) m.push_back(id);
+      return m;
+    };
+    CommandSpec sq;
+    sq.argv = {"squeue", "--noheader", "--states=all", "--jobs=" + join_ids(ids),
+               "--format=%i|%T|%r"};
+    CommandResult r = run_slurm_command(sq);
+    if (r.ok())
+      keep(parse_squeue(r.out));
+    else if (r.err.find("Invalid job id specified") == std::string::npos)
+      return slurm_error_text("squeue", r);
+
+    if (!missing().empty() && !slurm_accounting_disabled()) {
+      CommandSpec sa;
+      sa.argv = {"sacct",
+                 "--noheader",
+                 "--parsable2",
+                 "--allocations",
+                 "--jobs=" + join_ids(missing()),
+                 "--format=JobIDRaw,State,ExitCode"};
+      CommandResult a = run_slurm_command(sa);
+      if (a.ok()) {
+        keep(parse_sacct(a.out));
+      } else if ((a.err + a.out).find("accounting storage is disabled") != std::string::npos) {
+        set_slurm_accounting_disabled(true);
+      } else {
+        spdlog::debug("sacct failed: {}", slurm_error_text("sacct", a));
+      }
+    }
+
+    std::vector<std::string> rest = missing();
+    if (!rest.empty()) {
+      CommandSpec sc;
+      sc.argv = {"scontrol", "--oneliner", "show", "job"};
+      if (rest.size() == 1) sc.argv.push_back(rest.front());
+      CommandResult c = run_slurm_command(sc);
+      if (c.ok())
+        keep(parse_scontrol_jobs(c.out));
+      else if (c.err.find("Invalid job id specified") == std::string::npos)
+        spdlog::debug("scontrol show job failed: {}", slurm_error_text("scontrol", c));
+    }
+    return "";
+  }
+
+  // The id of our own job `name` carrying `comment`, if the controller has it.
+  static std::optional<std::string> find_by_comment(const std::string& name,
+                                                    const std::string& comment) {
+    CommandSpec spec;
+    spec.argv = {"squeue", "--noheader", "--states=all", "--name=" + name, "--format=%i|%k"};
+    CommandResult r = default_command_runner().run(spec);
+    if (!r.ok()) return std::nullopt;
+    for (const auto& info : parse_squeue(r.out))
+      if (info.state == comment) return info.id;
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+std::string slurm_probe_dir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path dir = self.parent_path();
+  return fs::exists(dir / "bridge-probe", ec) ? dir.string() : "";
+}
+
+std::unique_ptr<Executor> make_slurm_executor() { return std::make_unique<SlurmExecutor>(); }
+
+}  // namespace bridge

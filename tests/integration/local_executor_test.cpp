@@ -1,0 +1,314 @@
+// The local executor end to end: real bridge-launch, real bridge-probe ranks, real signals.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "runtime/env_hash.h"
+#include "test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::run_command;
+using ::testing::HasSubstr;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class LocalExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("bl-local-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    env_ = {{"BRIDGE_LAUNCH_STATE_DIR", (dir_ / "state").string()}};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A probe recipe with `extra_args` appended to the probe's arguments.
+  std::string recipe(const std::string& name, const std::string& extra_args, bool overlap = true,
+                     const std::string& extra_yaml = "") {
+    std::string text = "name: " + name +
+                       "\ncluster: {num_gpus: 4, gpus_per_node: 4}\n"
+                       "comm_overlap: {overlap_grad_reduce: " +
+                       (overlap ? "true" : "false") +
+                       "}\nddp: {use_distributed_optimizer: true}\n"
+                       "runtime:\n  command: [bridge-probe]\n"
+                       "  args: [--steps, '8', --buckets, '16', --compute-ms, '100', "
+                       "--link-gbps, '0.2', --timeout, '5'" +
+                       extra_args +
+                       "]\n  pass_overrides: false\n"
+                       "executor:\n  local: {job_dir: " +
+                       (dir_ / "jobs").string() + ", grace_period: 2, timeout: 120}\n" + extra_yaml;
+    fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  CommandResult launch(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, env_);
+  }
+
+  fs::path dir_;
+  std::map<std::string, std::string> env_;
+};
+
+double steady_step_ms(const std::string& out) {
+  std::smatch m;
+  static const std::regex kSummary(R"(summary \(mean over steps [^)]*\):.*step \(ms\): ([0-9.]+))");
+  if (!std::regex_search(out, m, kSummary)) return -1;
+  return std::stod(m[1]);
+}
+
+TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
+  CommandResult r = launch({std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml",
+                            "executor.local.job_dir=" + (dir_ / "jobs").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 0]  ["));
+  EXPECT_THAT(r.out, HasSubstr("iteration        8/       8"));
+  EXPECT_THAT(r.out, HasSubstr("env check: all ranks match"));
+  EXPECT_THAT(r.out, HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS"));
+  EXPECT_THAT(r.out, HasSubstr("overlap efficiency: "));
+  EXPECT_THAT(r.out, HasSubstr("rendezvous complete: 4 ranks"));
+  EXPECT_THAT(r.out, HasSubstr("bridge-probe: OK"));
+}
+
+TEST_F(LocalExecutorTest, OverlapIsClearlyFasterThanNoOverlapOnTheSameLink) {
+  CommandResult off = launch({recipe("ovl-off", "", false)});
+  CommandResult on = launch({recipe("ovl-on", "", true)});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  double t_off = steady_step_ms(off.out), t_on = steady_step_ms(on.out);
+  ASSERT_GT(t_off, 0) << off.out;
+  ASSERT_GT(t_on, 0) << on.out;
+  EXPECT_THAT(on.out, HasSubstr("overlap on (BRIDGE_OVERLAP_GRAD_REDUCE=1)"));
+  EXPECT_THAT(off.out, HasSubstr("overlap off (BRIDGE_OVERLAP_GRAD_REDUCE=0)"));
+  EXPECT_LE(t_on, 0.85 * t_off) << "overlap " << t_on << " ms vs no overlap " << t_off << " ms";
+}
+
+TEST_F(LocalExecutorTest, FailingRankStopsTheJobPromptlyAndIsNamed) {
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = launch({recipe("fail", ", --fail-rank, '2', --fail-at-step, '2'")});
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 2 exited with code 17"));
+  EXPECT_THAT(r.err, HasSubstr("rank2.log"));
+  EXPECT_LT(seconds, 30);
+}
+
+TEST_F(LocalExecutorTest, HungRankIsCaughtByTheStepTimeout) {
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = launch({recipe("hang", ", --hang-rank, '1', --timeout, '3'")});
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("timed out"));
+  EXPECT_LT(seconds, 60);
+}
+
+TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
+  CommandResult r = launch({recipe("corrupt", ", --corrupt-rank, '1'")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("exited with code 4"));
+}
+
+TEST_F(LocalExecutorTest, HostileEnvValuesArriveByteForByteOnEveryRank) {
+  const std::map<std::string, std::string> values{{"Q1", "it's \"quoted\""},
+                                                  {"SUBST", "$(touch /tmp/pwned) $HOME $$ ${HOME"},
+                                                  {"TICKS", "`id` and \\backslash"},
+                                                  {"SPACES", "  lead and trail  "},
+                                                  {"NEWLINES", "line1\nline2\n"},
+                                                  {"UNICODE", "überoverlap ✓ 梯度 🚀"},
+                                                  {"EMPTYISH", "="},
+                                                  {"BRACES", "$${NOT_EXPANDED}"}};
+  std::string yaml = "env:\n";
+  for (const auto& [k, v] : values) {
+    nlohmann::json j = v;  // a JSON string is a valid YAML double-quoted scalar
+    yaml += "  " + k + ": " + j.dump() + "\n";
+  }
+  fs::path dump = dir_ / "dump";
+  fs::create_directories(dump);
+  std::string path =
+      recipe("hostile", ", --steps, '1', --dump-env-dir, '" + dump.string() + "'", true, yaml);
+  CommandResult r = launch({path, "-E", "FROM_CLI=a'b\"c $(x) `y`\n\t✓"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("env check: all ranks match"));
+  auto all = values;
+  all["BRACES"] = "${NOT_EXPANDED}";  // `$${` is the documented escape for a literal `${`
+  all["FROM_CLI"] = "a'b\"c $(x) `y`\n\t✓";
+  for (int rank = 0; rank < 4; ++rank)
+    for (const auto& [k, v] : all)
+      EXPECT_EQ(read_file(dump / ("rank" + std::to_string(rank) + "." + k)), v)
+          << k << " on rank " << rank;
+  EXPECT_FALSE(fs::exists("/tmp/pwned"));
+}
+
+TEST_F(LocalExecutorTest, DryRunStartsNothingAndWritesNothing) {
+  CommandResult r = launch({"--dry-run", recipe("dry", "")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("rank 3: RANK=3"));
+  EXPECT_THAT(r.out, HasSubstr("BRIDGE_EXPECTED_ENV="));
+  EXPECT_THAT(r.out, HasSubstr("command: '"));
+  EXPECT_FALSE(fs::exists(dir_ / "jobs"));
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
+}
+
+// Processes whose command line mentions `marker`.
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(e.path() / "cmdline");
+    std::string stat = read_file(e.path() / "stat");
+    if (stat.find(") Z") != std::string::npos) continue;  // zombies are already dead
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// Starts bridge-launch in the background with output to a file; returns its pid.
+pid_t start_background(const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env, const fs::path& out) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool wait_for_text(const fs::path& file, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (read_file(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+int wait_exit(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+TEST_F(LocalExecutorTest, SigintStopsEveryRankAndExits130) {
+  std::string marker = "sigint-marker-" + std::to_string(getpid());
+  std::string path = recipe("sigint", ", --steps, '1000', " + marker + "=1");
+  fs::path out = dir_ / "out.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "iteration        2/", 60)) << read_file(out);
+  EXPECT_EQ(processes_with(marker).size(), 4u);
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, 30), 130) << read_file(out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(processes_with(marker).empty()) << "ranks survived the interrupt";
+}
+
+TEST_F(LocalExecutorTest, SigkillOfTheLauncherLeavesNoRankBehind) {
+  std::string marker = "sigkill-marker-" + std::to_string(getpid());
+  std::string path = recipe("sigkill", ", --steps, '1000', " + marker + "=1");
+  fs::path out = dir_ / "out.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "iteration        2/", 60)) << read_file(out);
+  kill(pid, SIGKILL);
+  wait_exit(pid, 10);
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = processes_with(marker).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "ranks survived the launcher";
+  CommandResult st = launch({"status", "--format", "json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_THAT(st.out, HasSubstr("\"state\": \"FAILED\""));
+  EXPECT_THAT(st.out, HasSubstr("is gone"));
+}
+
+TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
+  std::string marker = "cancel-marker-" + std::to_string(getpid());
+  std::string path = recipe("cancelme", ", --steps, '1000', " + marker + "=1");
+  fs::path out = dir_ / "out.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "iteration        2/", 60)) << read_file(out);
+
+  CommandResult list = launch({"list", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  nlohmann::json jobs = nlohmann::json::parse(list.out);
+  ASSERT_EQ(jobs.size(), 1u);
+  std::string id = jobs[0]["id"];
+  EXPECT_EQ(jobs[0]["state"], "RUNNING");
+
+  CommandResult status = launch({"status", id.substr(0, 10)});
+  EXPECT_EQ(status.exit_code, 0);
+  EXPECT_THAT(status.out, HasSubstr("RUNNING"));
+  CommandResult logs = launch({"logs", id, "--rank", "0"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("iteration        1/    1000"));
+
+  CommandResult cancel = launch({"cancel", id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(wait_exit(pid, 30), 130);
+  CommandResult after = launch({"status", id, "--format", "json"});
+  EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(processes_with(marker).empty());
+  EXPECT_EQ(launch({"logs", "no-such-job"}).exit_code, 2);
+}
+
+TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
+  std::string path = recipe("ablate", "", true);
+  CommandResult r = launch({"ablate", path, "--vary", "comm_overlap.overlap_grad_reduce=false",
+                            "--window", "2:8", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ablate: 2 jobs (baseline + 1 variant)"));
+  EXPECT_THAT(r.out, HasSubstr("steady-state step time, iterations 2-8"));
+  std::smatch m;
+  std::regex ratio(
+      R"(\n\s+ablate-\S+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+comm_overlap\.overlap_grad_reduce)");
+  ASSERT_TRUE(std::regex_search(r.out, m, ratio)) << r.out;
+  EXPECT_GT(std::stod(m[1]), 1.15) << "no-overlap variant should be slower than the baseline";
+}
+
+TEST_F(LocalExecutorTest, AblateRefusesToSubmitWhenAnyVariantIsInvalid) {
+  std::string path = recipe("ablate-bad", "", true);
+  CommandResult r = launch({"ablate", path, "--vary", "model.tensor_model_parallel_size=1,3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no variant was submitted"));
+  EXPECT_FALSE(fs::exists(dir_ / "jobs"));
+}
+
+}  // namespace
+}  // namespace bridge
