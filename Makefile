@@ -8,6 +8,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRIDGE_WERROR=ON \
 DEMO_RECIPE ?= examples/recipes/demo.yaml
 
 .PHONY: all deps build demo test unit integration lint format format-check tidy bench clean
+.PHONY: test-sanitize fuzz
 
 all: build
 
@@ -47,3 +48,30 @@ bench: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# Reliability (docs/reliability.md). test-sanitize: every target built with ASan + UBSan
+# (-fno-sanitize-recover=all) in its own build dir, then the unit suite, which includes the
+# CLI tests and the bad-input corpus (tests/data/bad/), with leak detection on.
+ASAN_BUILD_DIR ?= build-asan
+ASAN_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+                    -DBRIDGE_SANITIZE=ON -DBRIDGE_BUILD_BENCH=OFF
+
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD_DIR) $(ASAN_CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD_DIR) -j$(JOBS)
+	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest -L unit -j$(JOBS) --output-on-failure
+
+# fuzz: the libFuzzer targets of tests/fuzz, built with clang (bridge_core included), each run
+# for FUZZ_SECONDS with -max_total_time; fails on any crash, leak or sanitizer report.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render
+FUZZ_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+                    -DBRIDGE_FUZZ=ON -DBRIDGE_BUILD_TESTS=OFF -DBRIDGE_BUILD_BENCH=OFF
+
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) $(FUZZ_CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD_DIR) -j$(JOBS) --target bridge_fuzzers
+	FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+	  bash tests/fuzz/run-fuzzers.sh $(FUZZ_TARGETS)

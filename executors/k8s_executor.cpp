@@ -146,8 +146,8 @@ std::string canonical_timestamp(const std::string& ts) {
 }
 
 struct LogCursor {
-  std::string since;             // kubectl's timestamp of the newest line printed
-  std::string canonical;         // the same, comparable
+  std::string since;              // kubectl's timestamp of the newest line printed
+  std::string canonical;          // the same, comparable
   std::multiset<std::string> at;  // lines printed with exactly that timestamp
 };
 
@@ -162,8 +162,8 @@ class KubernetesExecutor : public Executor {
     return job;
   }
 
-  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&,
-                      std::ostream&, Diagnostics& diags,
+  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&, std::ostream&,
+                      Diagnostics& diags,
                       const std::function<void(const SubmitResult&)>& on_accepted) const override {
     SubmitResult res;
     res.exit_code = kExitFailed;
@@ -203,8 +203,9 @@ class KubernetesExecutor : public Executor {
     res.accepted = true;
     res.scheduler_id = shown->scheduler_id;
     res.job_dir = plan.job_dir;
-    res.state_detail = fmt::format("{}{}", ns.empty() ? "" : "namespace " + ns,
-                                   ctx.empty() ? "" : (ns.empty() ? "" : ", ") + ("context " + ctx));
+    res.state_detail =
+        fmt::format("{}{}", ns.empty() ? "" : "namespace " + ns,
+                    ctx.empty() ? "" : (ns.empty() ? "" : ", ") + ("context " + ctx));
     if (on_accepted) on_accepted(res);
     return res;
   }
@@ -229,10 +230,10 @@ class KubernetesExecutor : public Executor {
       std::string kinds = want_jobsets && want_jobs ? "jobsets.jobset.x-k8s.io,jobs.batch"
                           : want_jobsets            ? "jobsets.jobset.x-k8s.io"
                                                     : "jobs.batch";
-      CommandResult r = run(kubectl(where.first, where.second,
-                                    {"get", kinds, "-l",
-                                     fmt::format("{}={}", kK8sManagedByKey, kK8sManagedBy), "-o",
-                                     "json"}));
+      CommandResult r =
+          run(kubectl(where.first, where.second,
+                      {"get", kinds, "-l", fmt::format("{}={}", kK8sManagedByKey, kK8sManagedBy),
+                       "-o", "json"}));
       std::string parse_error;
       auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
       if (!items) {
@@ -242,8 +243,8 @@ class KubernetesExecutor : public Executor {
         continue;
       }
       for (size_t i : members)
-        result[i] = status_of(jobs[i], *parse_k8s_scheduler_id(jobs[i].scheduler_id), *items,
-                              diags);
+        result[i] =
+            status_of(jobs[i], *parse_k8s_scheduler_id(jobs[i].scheduler_id), *items, diags);
     }
     return result;
   }
@@ -281,9 +282,10 @@ class KubernetesExecutor : public Executor {
     }
     std::string kinds =
         ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets" : "jobs.batch,services,secrets";
-    CommandResult r = run(kubectl(job.context, job.namespace_,
-                                  {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),
-                                   "--ignore-not-found", "--wait=false"}));
+    CommandResult r =
+        run(kubectl(job.context, job.namespace_,
+                    {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),
+                     "--ignore-not-found", "--wait=false"}));
     if (!r.ok()) {
       diags.error("kubectl-delete-failed", "", {}, "kubectl delete failed: " + kubectl_message(r));
       return kExitFailed;
@@ -304,21 +306,21 @@ class KubernetesExecutor : public Executor {
   static std::string clean_up(const std::string& ctx, const std::string& ns,
                               const std::vector<ordered_json>& created) {
     if (created.empty()) return "; nothing had been created";
-    CommandResult d = run(kubectl(ctx, ns, {"delete", "--ignore-not-found", "--wait=false", "-f",
-                                            "-"}),
-                          to_yaml_stream(created));
-    if (d.ok())
-      return fmt::format("; deleted what it had created ({})", object_list(created));
-    return fmt::format("; deleting what it had created ({}) failed too: {}; delete them by hand "
-                       "with `kubectl delete`",
-                       object_list(created), kubectl_message(d));
+    CommandResult d =
+        run(kubectl(ctx, ns, {"delete", "--ignore-not-found", "--wait=false", "-f", "-"}),
+            to_yaml_stream(created));
+    if (d.ok()) return fmt::format("; deleted what it had created ({})", object_list(created));
+    return fmt::format(
+        "; deleting what it had created ({}) failed too: {}; delete them by hand "
+        "with `kubectl delete`",
+        object_list(created), kubectl_message(d));
   }
 
   JobStatus status_of(const JobRecord& rec, const K8sJobRef& ref, const std::vector<json>& items,
                       Diagnostics& diags) const {
     JobStatus st;
-    std::string where = rec.namespace_.empty() ? "the current namespace"
-                                               : "namespace " + rec.namespace_;
+    std::string where =
+        rec.namespace_.empty() ? "the current namespace" : "namespace " + rec.namespace_;
     if (ref.api == "jobset") {
       if (const json* js = find_jobset(ref.name, items)) return jobset_status(*js);
       st.detail = fmt::format("JobSet {} not found in {} (deleted?)", ref.name, where);
@@ -348,9 +350,9 @@ class KubernetesExecutor : public Executor {
   std::optional<std::vector<K8sPod>> list_pods(const JobRecord& job, const K8sJobRef& ref,
                                                std::optional<int64_t> node,
                                                Diagnostics& diags) const {
-    CommandResult r = run(kubectl(job.context, job.namespace_,
-                                  {"get", "pods", "-l", fmt::format("{}={}", kK8sJobLabel, ref.name),
-                                   "-o", "json"}));
+    CommandResult r = run(
+        kubectl(job.context, job.namespace_,
+                {"get", "pods", "-l", fmt::format("{}={}", kK8sJobLabel, ref.name), "-o", "json"}));
     std::string parse_error;
     auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
     if (!items) {
@@ -381,8 +383,8 @@ class KubernetesExecutor : public Executor {
     int rc = kExitOk;
     bool prefix = !node && pods->size() > 1;
     for (const auto& p : *pods) {
-      CommandResult r = run(kubectl(job.context, job.namespace_,
-                                    {"logs", p.name, "-c", kK8sContainer}));
+      CommandResult r =
+          run(kubectl(job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer}));
       if (!r.ok()) {
         diags.error("kubectl-logs-failed", "", {},
                     fmt::format("kubectl logs {} failed: {}", p.name, kubectl_message(r)));
@@ -395,8 +397,8 @@ class KubernetesExecutor : public Executor {
   }
 
   // Prints the lines of `pod` newer than its cursor.
-  static void print_new_lines(const std::string& text, const std::string& prefix,
-                              LogCursor& cur, std::ostream& out) {
+  static void print_new_lines(const std::string& text, const std::string& prefix, LogCursor& cur,
+                              std::ostream& out) {
     LogCursor next = cur;
     for (const auto& line : split_lines(text)) {
       size_t sp = line.find(' ');
@@ -436,9 +438,8 @@ class KubernetesExecutor : public Executor {
       bool prefix = !node && job.nodes > 1;
       for (const auto& p : *pods) {
         LogCursor& cur = cursors[p.name];
-        std::vector<std::string> argv =
-            kubectl(job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer,
-                                                  "--timestamps"});
+        std::vector<std::string> argv = kubectl(
+            job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer, "--timestamps"});
         if (!cur.since.empty()) argv.push_back("--since-time=" + cur.since);
         CommandResult r = run(argv);
         if (!r.ok()) continue;  // not started yet, or gone

@@ -37,7 +37,10 @@ std::string sanitize_k8s_name(const std::string& recipe_name) {
   return out;
 }
 
-std::string k8s_short_hash(const std::string& text) { return fnv1a64_hex(text).substr(0, 4); }
+std::string k8s_short_hash(const std::string& text) {
+  uint64_t h = fnv1a64(text);
+  return fmt::format("{:04x}", (h ^ (h >> 16) ^ (h >> 32) ^ (h >> 48)) & 0xffff);
+}
 
 std::string new_submission_suffix() {
   static std::atomic<uint64_t> counter{0};

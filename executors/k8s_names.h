@@ -7,8 +7,8 @@
 //   and '-', starting with a letter, not ending with '-') of at most 63 - `reserved`
 //   characters: the sanitized recipe name, then `-<suffix>`. When the sanitized name is too
 //   long it is truncated and `-<4 hex>` of the FNV-1a hash of the ORIGINAL recipe name is
-//   appended, so the same recipe name always gives the same prefix, and two long names that
-//   share a prefix still differ.
+//   appended (k8s_short_hash), so the same recipe name always gives the same prefix, and two long
+//   names that share a prefix still differ.
 // - `reserved` is what the object kind appends to the base: *_reserved() compute it from the
 //   node count (and attempts), so every pod hostname stays within 63 characters.
 // - JobSet (jobset.x-k8s.io/v1alpha2, one replicatedJob): child Job
@@ -33,7 +33,8 @@ inline constexpr size_t kK8sMaxLabel = 63;
 // ("job-" is prepended otherwise), no leading/trailing '-'; "job" when nothing is left.
 std::string sanitize_k8s_name(const std::string& recipe_name);
 
-// 4 lowercase hex digits of FNV-1a 64 of `text` (stable across runs and machines).
+// 4 lowercase hex digits: FNV-1a 64 of `text` folded to 16 bits by XOR (stable across runs
+// and machines).
 std::string k8s_short_hash(const std::string& text);
 
 std::string new_submission_suffix();

@@ -20,9 +20,9 @@ constexpr int kDnsWaitSeconds = 2;
 
 // The variables the executor itself sets on every pod (or torchrun sets on every rank).
 const std::set<std::string>& rendezvous_names() {
-  static const std::set<std::string> kNames{"RANK",     "LOCAL_RANK",  "WORLD_SIZE",
-                                            "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
-                                            "MASTER_PORT"};
+  static const std::set<std::string> kNames{
+      "RANK",      "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+      "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"};
   return kNames;
 }
 
@@ -116,12 +116,11 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   "a command argument is not valid UTF-8; Kubernetes carries UTF-8 strings only");
   if (r.executor.kubernetes.retries.is_set() && plan.executor_changes.retries &&
       *plan.executor_changes.retries != *r.executor.kubernetes.retries.value)
-    diags.warning("k8s-retries-override", "executor.kubernetes.retries",
-                  r.executor.kubernetes.retries.loc,
-                  fmt::format("executor.kubernetes.retries ({}) overrides the {} value ({})",
-                              *r.executor.kubernetes.retries.value,
-                              plan.executor_changes.retries_source,
-                              *plan.executor_changes.retries));
+    diags.warning(
+        "k8s-retries-override", "executor.kubernetes.retries", r.executor.kubernetes.retries.loc,
+        fmt::format("executor.kubernetes.retries ({}) overrides the {} value ({})",
+                    *r.executor.kubernetes.retries.value, plan.executor_changes.retries_source,
+                    *plan.executor_changes.retries));
   return diags.count(Severity::kError) == errors;
 }
 
@@ -135,9 +134,9 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
   ordered_json env = ordered_json::array();
   for (const auto& v : in.plan.env.vars) {
     if (v.secret)
-      env.push_back({{"name", v.name},
-                     {"valueFrom",
-                      {{"secretKeyRef", {{"name", in.secret_object}, {"key", v.name}}}}}});
+      env.push_back(
+          {{"name", v.name},
+           {"valueFrom", {{"secretKeyRef", {{"name", in.secret_object}, {"key", v.name}}}}}});
     else if (!v.expand)
       env.push_back(env_value(v.name, v.value));
   }
@@ -147,8 +146,8 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
   env.push_back(
       {{"name", "NODE_RANK"},
        {"valueFrom",
-        {{"fieldRef", {{"fieldPath", fmt::format("metadata.annotations['{}']",
-                                                 kK8sCompletionIndex)}}}}}});
+        {{"fieldRef",
+          {{"fieldPath", fmt::format("metadata.annotations['{}']", kK8sCompletionIndex)}}}}}});
   return env;
 }
 
@@ -236,8 +235,11 @@ ordered_json metadata(const Inputs& in, const std::string& name, const ordered_j
 }
 
 ordered_json indexed_job_spec(const Inputs& in, ordered_json pod) {
-  return {{"completionMode", "Indexed"}, {"completions", in.nodes}, {"parallelism", in.nodes},
-          {"backoffLimit", 0},          {"template", std::move(pod)}};
+  return {{"completionMode", "Indexed"},
+          {"completions", in.nodes},
+          {"parallelism", in.nodes},
+          {"backoffLimit", 0},
+          {"template", std::move(pod)}};
 }
 
 ordered_json secret_doc(const Inputs& in, bool reveal) {
@@ -280,7 +282,8 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
       {"apiVersion", "v1"},
       {"kind", "Service"},
       {"metadata", metadata(in, service, labels, ordered_json::object())},
-      {"spec", {{"clusterIP", "None"}, {"publishNotReadyAddresses", true}, {"selector", selector}}}};
+      {"spec",
+       {{"clusterIP", "None"}, {"publishNotReadyAddresses", true}, {"selector", selector}}}};
   ordered_json spec = indexed_job_spec(in, pod_template(in, master_addr, labels, service));
   if (attempt > 0) spec["suspend"] = true;
   ordered_json annotations = in.annotations;
@@ -316,14 +319,25 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   if (!plan.recipe || !plan.topology) return std::nullopt;
   const Recipe& r = *plan.recipe;
   const auto& kx = r.executor.kubernetes;
-  Inputs in{plan, r, kx, kx.api.get_or("jobset"), plan.topology->nodes,
-            plan.topology->gpus_per_node, 0, {}, {}, false, {}, {}};
+  Inputs in{plan,
+            r,
+            kx,
+            kx.api.get_or("jobset"),
+            plan.topology->nodes,
+            plan.topology->gpus_per_node,
+            0,
+            {},
+            {},
+            false,
+            {},
+            {}};
   in.retries = kx.retries.is_set() ? *kx.retries.value : plan.executor_changes.retries.value_or(0);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
 
   K8sManifests m;
   m.api = in.api;
-  size_t reserved = in.api == "job" ? job_reserved(in.nodes, in.retries) : jobset_reserved(in.nodes);
+  size_t reserved =
+      in.api == "job" ? job_reserved(in.nodes, in.retries) : jobset_reserved(in.nodes);
   m.name = k8s_base_name(r.name.get_or("job"), options.suffix, reserved);
   m.scheduler_id = in.api + "/" + m.name;
   m.attempts = in.api == "job" ? in.retries + 1 : 1;
@@ -358,14 +372,16 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
                   options.suffix),
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
   if (in.api == "job" && m.attempts > 1)
-    header.push_back(fmt::format("retries: {} more attempt{} created suspended, started in turn "
-                                 "when the previous one fails",
-                                 in.retries, in.retries == 1 ? "" : "s"));
+    header.push_back(
+        fmt::format("retries: {} more attempt{} created suspended, started in turn "
+                    "when the previous one fails",
+                    in.retries, in.retries == 1 ? "" : "s"));
   if (in.generated_secret)
     header.push_back(fmt::format("Secret {}: values {} ", in.secret_object,
-                                 options.reveal_secrets ? "included" : "shown as <secret>; "
-                                                                       "submission applies the "
-                                                                       "real values"));
+                                 options.reveal_secrets ? "included"
+                                                        : "shown as <secret>; "
+                                                          "submission applies the "
+                                                          "real values"));
   else if (has_secrets)
     header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
   for (auto& h : header)

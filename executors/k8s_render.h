@@ -37,10 +37,10 @@ struct K8sRenderOptions {
 };
 
 struct K8sManifests {
-  std::string api;           // "jobset" | "job"
-  std::string name;          // the JobSet, or the first attempt's Job
-  std::string scheduler_id;  // "jobset/<name>" | "job/<name>" (what the registry stores)
-  std::string master_addr;   // of the first attempt
+  std::string api;            // "jobset" | "job"
+  std::string name;           // the JobSet, or the first attempt's Job
+  std::string scheduler_id;   // "jobset/<name>" | "job/<name>" (what the registry stores)
+  std::string master_addr;    // of the first attempt
   std::string secret_object;  // the generated Secret's name, "" when none
   int64_t attempts = 1;       // Job API: 1 + retries; JobSet: 1 (it restarts in place)
   std::vector<nlohmann::ordered_json> docs;  // in apply order

@@ -63,8 +63,7 @@ std::optional<Condition> true_condition(const json& obj, const std::string& type
   const json::json_pointer p("/status/conditions");
   if (!obj.contains(p) || !obj.at(p).is_array()) return std::nullopt;
   for (const auto& c : obj.at(p)) {
-    if (!c.is_object() || c.value("type", "") != type || c.value("status", "") != "True")
-      continue;
+    if (!c.is_object() || c.value("type", "") != type || c.value("status", "") != "True") continue;
     return Condition{c.value("reason", ""), c.value("message", "")};
   }
   return std::nullopt;
@@ -73,8 +72,8 @@ std::optional<Condition> true_condition(const json& obj, const std::string& type
 std::string describe(const std::string& word, const Condition& c) {
   std::string d = word;
   if (!c.reason.empty()) d += ": " + c.reason;
-  if (!c.message.empty()) d += (c.reason.empty() ? ": " : " (") + c.message +
-                               (c.reason.empty() ? "" : ")");
+  if (!c.message.empty())
+    d += (c.reason.empty() ? ": " : " (") + c.message + (c.reason.empty() ? "" : ")");
   return d;
 }
 

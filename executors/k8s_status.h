@@ -50,7 +50,8 @@ struct K8sAttemptStatus {
 K8sAttemptStatus job_api_status(const std::string& base, const std::vector<nlohmann::json>& items);
 
 // The JobSet named `name` among `items`, or nullptr.
-const nlohmann::json* find_jobset(const std::string& name, const std::vector<nlohmann::json>& items);
+const nlohmann::json* find_jobset(const std::string& name,
+                                  const std::vector<nlohmann::json>& items);
 
 struct K8sPod {
   std::string name;

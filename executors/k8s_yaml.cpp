@@ -66,8 +66,8 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 // Characters YAML parsers refuse raw, or read as line breaks or byte-order marks.
 bool needs_escape(uint32_t cp) {
-  return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0xfeff || cp == 0xfffe || cp == 0xffff;
+  return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0xfeff || cp == 0xfffe || cp == 0xffff;
 }
 
 std::string double_quoted(const std::string& s) {
@@ -103,10 +103,10 @@ std::string double_quoted(const std::string& s) {
 }
 
 bool is_yaml11_keyword(const std::string& s) {
-  static const char* const kWords[] = {"y",    "Y",    "yes",  "Yes",  "YES",   "n",     "N",
-                                       "no",   "No",   "NO",   "true", "True",  "TRUE",  "false",
-                                       "False", "FALSE", "on",  "On",   "ON",    "off",   "Off",
-                                       "OFF",  "null", "Null", "NULL"};
+  static const char* const kWords[] = {"y",     "Y",     "yes",  "Yes",  "YES",  "n",    "N",
+                                       "no",    "No",    "NO",   "true", "True", "TRUE", "false",
+                                       "False", "FALSE", "on",   "On",   "ON",   "off",  "Off",
+                                       "OFF",   "null",  "Null", "NULL"};
   for (const char* w : kWords)
     if (s == w) return true;
   return false;
@@ -127,8 +127,7 @@ bool is_plain_safe(const std::string& s) {
 // Multi-line printable ASCII without blank-only lines, trailing blanks, leading blanks or
 // more than one trailing newline: exactly representable as a literal block.
 bool block_eligible(const std::string& s) {
-  if (s.find('\n') == std::string::npos || s.empty() || s[0] == ' ' || s[0] == '\t' ||
-      s[0] == '\n')
+  if (s.find('\n') == std::string::npos || s.empty() || s[0] == ' ' || s[0] == '\t' || s[0] == '\n')
     return false;
   if (s.size() >= 2 && s.compare(s.size() - 2, 2, "\n\n") == 0) return false;
   for (char c : s) {
@@ -231,9 +230,7 @@ bool is_valid_utf8(const std::string& s) {
   return ok;
 }
 
-std::string yaml_scalar(const std::string& s) {
-  return is_plain_safe(s) ? s : double_quoted(s);
-}
+std::string yaml_scalar(const std::string& s) { return is_plain_safe(s) ? s : double_quoted(s); }
 
 std::string to_yaml(const ordered_json& doc) {
   std::string out;

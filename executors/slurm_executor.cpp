@@ -68,6 +68,7 @@ void remove_if_empty(const std::vector<fs::path>& created) {
 
 // A log file being read incrementally.
 struct LogSource {
+  LogSource(std::string l, fs::path p) : label(std::move(l)), path(std::move(p)) {}
   std::string label;  // "rank 3", "node 1", "batch", "batch stderr"
   fs::path path;
   std::streamoff offset = 0;
@@ -99,20 +100,20 @@ std::vector<LogSource> discover_logs(const JobRecord& job, std::optional<int> ra
   std::vector<LogSource> out;
   if (rank) {
     if (nodes.empty() || ranks.count(*rank)) {
-      out.push_back({fmt::format("rank {}", *rank), dir / fmt::format("rank{}.log", *rank)});
+      out.emplace_back(fmt::format("rank {}", *rank), dir / fmt::format("rank{}.log", *rank));
     } else {
       int per_node = std::max(1, job.ranks / std::max(1, job.nodes));
       int node = *rank / per_node;
-      out.push_back({fmt::format("node {}", node), dir / fmt::format("node{}.log", node)});
+      out.emplace_back(fmt::format("node {}", node), dir / fmt::format("node{}.log", node));
     }
     return out;
   }
-  for (auto& [n, p] : ranks) out.push_back({fmt::format("rank {}", n), p});
-  for (auto& [n, p] : nodes) out.push_back({fmt::format("node {}", n), p});
+  for (auto& [n, p] : ranks) out.emplace_back(fmt::format("rank {}", n), p);
+  for (auto& [n, p] : nodes) out.emplace_back(fmt::format("node {}", n), p);
   fs::path base = dir.parent_path();
   for (auto [suffix, label] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}}) {
     fs::path p = base / fmt::format("slurm-{}{}", job.scheduler_id, suffix);
-    if (fs::exists(p, ec)) out.push_back({label, p});
+    if (fs::exists(p, ec)) out.emplace_back(label, p);
   }
   return out;
 }

@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "launcher/cli_commands.h"
+#include "launcher/completion.h"
+#include "launcher/yaml_tree.h"
 
 namespace bridge {
 
@@ -158,10 +160,26 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   ablate_cmd->footer(
       "Example: bridge-launch ablate examples/recipes/demo.yaml "
       "--vary comm_overlap.overlap_grad_reduce=false,true");
+  std::string shell;
+  CLI::App* completion_cmd =
+      app.add_subcommand("completion", "print a shell completion script (bash or zsh)");
+  completion_cmd->add_option("shell", shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
+  completion_cmd->footer("Example: source <(bridge-launch completion bash)");
   for (CLI::App* sub : {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd,
-                        cancel_cmd, compare_cmd, ablate_cmd})
+                        cancel_cmd, compare_cmd, ablate_cmd, completion_cmd})
     sub->fallthrough();
 
+  // Arguments end up in messages, JSON output and registry records, which are UTF-8 text
+  // (nlohmann::json throws on anything else): refuse other bytes up front.
+  for (size_t i = 0; i < raw_args.size(); ++i) {
+    if (first_invalid_utf8(raw_args[i]) == std::string_view::npos) continue;
+    err << fmt::format("bridge-launch: error: argument {} is not UTF-8 text: `{}`\n", i + 1,
+                       printable_text(raw_args[i], 200))
+        << "run `bridge-launch --help` for usage\n";
+    return kExitUsage;
+  }
   std::vector<std::string> args = translate_short_options(raw_args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
   Context ctx{out, err, want_color(err)};
@@ -189,6 +207,10 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   if (validate_cmd->parsed()) return cmd_validate(validate, ctx);
   if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
   if (plugins_cmd->parsed()) return cmd_plugins(ctx);
+  if (completion_cmd->parsed()) {
+    out << *completion_script(shell);
+    return kExitOk;
+  }
   if (list_cmd->parsed()) return cmd_list(list_o, ctx);
   if (status_cmd->parsed()) return cmd_status(status_o, ctx);
   if (logs_cmd->parsed()) return cmd_logs(logs_o, ctx);

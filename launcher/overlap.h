@@ -103,8 +103,8 @@ std::optional<std::vector<int64_t>> parse_version(std::string_view text);
 // <0, 0, >0 like strcmp; missing trailing components count as 0 ("2.6" == "2.6.0").
 int compare_versions(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
-// Rule checks that only add diagnostics, split out of resolve_comm_overlap (overlap_checks.cpp)
-// and the data-parallel resolution (overlap_data_parallel.cpp). Exposed for the tests.
+// Internals shared by the overlap_*.cpp files: the checks that only add diagnostics
+// (overlap_checks.cpp) and the data-parallel resolution (overlap_data_parallel.cpp).
 namespace overlap_detail {
 // M5/D3: a value the user set (non-null, an explicit false included) replaces the rule's.
 template <class T>

@@ -210,12 +210,12 @@ class EpPrerequisites {
     if (m_.recompute_method.is_set())
       fail("recompute_method", m_.recompute_method,
            fmt::format("model.recompute_method to be null, got `{}`", *m_.recompute_method.value),
-           "remove recompute_method; " + selective);
+           "remove model.recompute_method (it only applies to full recompute)");
     if (m_.recompute_num_layers.is_set())
       fail("recompute_num_layers", m_.recompute_num_layers,
            fmt::format("model.recompute_num_layers to be null, got {}",
                        *m_.recompute_num_layers.value),
-           "remove recompute_num_layers; " + selective);
+           "remove model.recompute_num_layers (it only applies to full recompute)");
     const StringList modules = m_.recompute_modules.get_or({});
     if (std::find(modules.begin(), modules.end(), "moe") != modules.end())
       fail("recompute_modules", m_.recompute_modules, "`moe` not to be in model.recompute_modules",

@@ -7,7 +7,6 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -38,6 +37,13 @@ std::optional<int64_t> parse_int(const YamlNode& n) {
   return static_cast<int64_t>(v);
 }
 
+// "[+-]?[0-9]+" without std::regex, whose recursion overflows the stack on long input.
+bool looks_like_integer(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  return i < s.size() && std::all_of(s.begin() + static_cast<long>(i), s.end(),
+                                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::optional<bool> parse_bool(const YamlNode& n) {
   if (!n.is_scalar() || n.quoted) return std::nullopt;
   static const std::set<std::string> kTrue{"true", "True", "TRUE"};
@@ -48,10 +54,7 @@ std::optional<bool> parse_bool(const YamlNode& n) {
 }
 
 std::string shown(const YamlNode& n) {
-  if (n.is_scalar()) {
-    std::string s = n.scalar.size() > 40 ? n.scalar.substr(0, 40) + "..." : n.scalar;
-    return "`" + s + "`";
-  }
+  if (n.is_scalar()) return "`" + printable_text(n.scalar, 40) + "`";
   return n.kind_name();
 }
 
@@ -78,8 +81,7 @@ class MapReader {
     const YamlNode* v = lookup(key, "integer");
     if (!v) return;
     auto i = parse_int(*v);
-    if (!i && v->is_scalar() && !v->quoted &&
-        std::regex_match(v->scalar, std::regex("[+-]?[0-9]+"))) {
+    if (!i && v->is_scalar() && !v->quoted && looks_like_integer(v->scalar)) {
       diags_.error("out-of-range", join(key), v->loc,
                    fmt::format("`{}` is out of range: {}", join(key), v->scalar));
       return;
@@ -183,9 +185,11 @@ class MapReader {
     for (const auto& e : node_->entries) {
       if (std::find(known_.begin(), known_.end(), e.key) != known_.end()) continue;
       std::string where = path_.empty() ? "the top level" : "`" + path_ + "`";
-      std::string hint = closest_match(e.key, known_);
-      diags_.error("unknown-key", join(e.key), e.key_loc,
-                   fmt::format("unknown key `{}` in {}{}", e.key, where,
+      // A megabyte-long key gets no suggestion (the edit distance would take seconds).
+      std::string hint = e.key.size() > 256 ? std::string() : closest_match(e.key, known_);
+      std::string key = printable_text(e.key, 64);
+      diags_.error("unknown-key", join(key), e.key_loc,
+                   fmt::format("unknown key `{}` in {}{}", key, where,
                                hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint)),
                    hint.empty() ? "remove it; see docs/recipe.md for the known keys" : "");
     }
@@ -386,8 +390,9 @@ void read_plugins(MapReader& top, std::vector<PluginEntry>& out) {
   if (!n) return;
   for (const auto& e : n->entries) {
     if (!e.value.is_null() && !e.value.is_map()) {
-      top.diags().error("wrong-type", "plugins." + e.key, e.value.loc,
-                        fmt::format("options of plugin `{}` must be a mapping, got {}", e.key,
+      std::string name = printable_text(e.key, 64);
+      top.diags().error("wrong-type", "plugins." + name, e.value.loc,
+                        fmt::format("options of plugin `{}` must be a mapping, got {}", name,
                                     e.value.kind_name()),
                         fmt::format("write `{}: {{}}` to enable it with defaults", e.key));
       continue;
@@ -402,8 +407,9 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
   for (const auto& e : n->entries) {
     std::string path = "env." + e.key;
     if (!is_identifier(e.key)) {
-      top.diags().error("bad-env-name", path, e.key_loc,
-                        fmt::format("`{}` is not a valid environment variable name", e.key),
+      std::string name = printable_text(e.key, 64);
+      top.diags().error("bad-env-name", "env." + name, e.key_loc,
+                        fmt::format("`{}` is not a valid environment variable name", name),
                         "use letters, digits and '_', not starting with a digit");
       continue;
     }
@@ -531,6 +537,11 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
 void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   SourceLoc where;
   where.override_arg = std::string(arg);
+  if (first_invalid_utf8(arg) != std::string_view::npos) {
+    where.override_arg = printable_text(arg, 200);
+    diags.error("bad-override", "", where, "an override must be UTF-8 text");
+    return;
+  }
   size_t eq = arg.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     diags.error("bad-override", "", where, "an override must look like KEY=VALUE",
@@ -545,7 +556,8 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   if (key.back() == '.' || std::any_of(parts.begin(), parts.end(), [](const std::string& p) {
         return p.empty() || p.find_first_of(" \t\n") != std::string::npos;
       })) {
-    diags.error("bad-override", key, where, fmt::format("malformed key `{}`", key),
+    diags.error("bad-override", "", where,
+                fmt::format("malformed key `{}`", printable_text(key, 200)),
                 "use a dotted path such as model.tensor_model_parallel_size");
     return;
   }

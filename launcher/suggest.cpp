@@ -57,7 +57,7 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
       best = c;
     }
   }
-  size_t limit = std::max<size_t>(2, word.size() / 3);
+  size_t limit = std::max<size_t>(1, (word.size() + 1) / 3);  // "tp" must not suggest "gpu"
   return best_distance <= limit ? best : std::string{};
 }
 

@@ -14,6 +14,21 @@ SourceLoc loc_or(const Field<int64_t>& f, const SourceLoc& fallback) {
   return f.is_set() ? f.loc : fallback;
 }
 
+// a*b*c, or nullopt when it does not fit in int64 (sizes are user input: 2^32 * 2^32 wraps
+// to 0, and `n % 0` would kill the process).
+std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
+  int64_t p = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(p, f, &p)) return std::nullopt;
+  return p;
+}
+
+void too_large(Diagnostics& diags, const char* path, const SourceLoc& loc, const std::string& what) {
+  diags.error("size-too-large", path, loc,
+              fmt::format("{} is too large (does not fit in a 64-bit integer)", what),
+              "use realistic parallel sizes");
+}
+
 }  // namespace
 
 std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
@@ -35,17 +50,25 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
 
   // T1
   if (t.num_gpus % t.gpus_per_node != 0) {
+    auto next_multiple = product({t.num_gpus / t.gpus_per_node + 1, t.gpus_per_node});
     diags.error("gpus-not-multiple-of-node", "cluster.num_gpus", ng_loc,
                 fmt::format("num_gpus ({}) is not a multiple of gpus_per_node ({})", t.num_gpus,
                             t.gpus_per_node),
-                fmt::format("use a multiple of {} GPUs (e.g. -ng {}), or change -gn",
-                            t.gpus_per_node, (t.num_gpus / t.gpus_per_node + 1) * t.gpus_per_node));
+                next_multiple
+                    ? fmt::format("use a multiple of {} GPUs (e.g. -ng {}), or change -gn",
+                                  t.gpus_per_node, *next_multiple)
+                    : fmt::format("use a multiple of {} GPUs, or change -gn", t.gpus_per_node));
   } else {
     t.nodes = t.num_gpus / t.gpus_per_node;
   }
   // T2
-  int64_t model_parallel = t.tp * t.pp * t.cp;
-  if (t.num_gpus % model_parallel != 0) {
+  std::optional<int64_t> model_parallel_size = product({t.tp, t.pp, t.cp});
+  int64_t model_parallel = model_parallel_size.value_or(0);
+  if (!model_parallel_size) {
+    too_large(diags, "model.tensor_model_parallel_size",
+              loc_or(m.tensor_model_parallel_size, ng_loc),
+              fmt::format("tp*pp*cp = {}*{}*{}", t.tp, t.pp, t.cp));
+  } else if (t.num_gpus % model_parallel != 0) {
     diags.error("dp-not-integral", "cluster.num_gpus", ng_loc,
                 fmt::format("num_gpus ({}) is not divisible by tp*pp*cp = {}*{}*{} = {}",
                             t.num_gpus, t.tp, t.pp, t.cp, model_parallel),
@@ -55,8 +78,13 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   }
   // T3
   if (m.num_moe_experts.is_set()) {
-    int64_t expert_group = t.etp * t.ep * t.pp;
-    if (t.num_gpus % expert_group != 0)
+    std::optional<int64_t> expert_group_size = product({t.etp, t.ep, t.pp});
+    int64_t expert_group = expert_group_size.value_or(0);
+    if (!expert_group_size)
+      too_large(diags, "model.expert_model_parallel_size",
+                loc_or(m.expert_model_parallel_size, ng_loc),
+                fmt::format("etp*ep*pp = {}*{}*{}", t.etp, t.ep, t.pp));
+    else if (t.num_gpus % expert_group != 0)
       diags.error("ep-not-integral", "model.expert_model_parallel_size",
                   loc_or(m.expert_model_parallel_size, ng_loc),
                   fmt::format("num_gpus ({}) is not a multiple of etp*ep*pp = {}*{}*{} = {}",
@@ -76,8 +104,13 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   // T5
   if (m.num_layers.is_set()) {
     int64_t layers = *m.num_layers.value;
-    int64_t stages = t.pp * t.vp();
-    if (layers % stages != 0)
+    std::optional<int64_t> stage_count = product({t.pp, t.vp()});
+    int64_t stages = stage_count.value_or(0);
+    if (!stage_count)
+      too_large(diags, "model.pipeline_model_parallel_size",
+                loc_or(m.pipeline_model_parallel_size, m.num_layers.loc),
+                fmt::format("pp*vpp = {}*{}", t.pp, t.vp()));
+    else if (layers % stages != 0)
       diags.error("layers-not-multiple-of-pp", "model.num_layers", m.num_layers.loc,
                   t.vpp
                       ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",

@@ -1,6 +1,8 @@
 // The only file that uses yaml-cpp; its exceptions stop here.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <set>
 
 #include "launcher/yaml_tree.h"
@@ -10,6 +12,9 @@ namespace bridge {
 namespace {
 
 constexpr int kMaxDepth = 64;
+// Also reported when yaml-cpp gives up on nesting deeper than 500 levels: its own message
+// for that is "bad file".
+constexpr const char* kTooDeep = "nesting deeper than 64 levels";
 constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias bombs
 
 struct Converter {
@@ -39,7 +44,7 @@ struct Converter {
       return out;
     }
     if (depth > kMaxDepth) {
-      fail(out.loc, "nesting deeper than 64 levels");
+      fail(out.loc, kTooDeep);
       return out;
     }
     switch (n.Type()) {
@@ -51,6 +56,11 @@ struct Converter {
         out.kind = YamlNode::Kind::kScalar;
         out.scalar = n.Scalar();
         out.quoted = n.Tag() == "!";
+        // YAML is Unicode text; other bytes would reach messages, JSON and job records.
+        if (first_invalid_utf8(out.scalar) != std::string::npos)
+          diags.error("yaml-not-utf8", "", out.loc,
+                      "value is not UTF-8 text: `" + printable_text(out.scalar, 40) + "`",
+                      "save the recipe as UTF-8");
         break;
       case YAML::NodeType::Sequence:
         out.kind = YamlNode::Kind::kSequence;
@@ -66,6 +76,10 @@ struct Converter {
             continue;
           }
           std::string key = kv.first.Scalar();
+          // A key that is not UTF-8 can never be a known key: keep it, printable, so that
+          // the schema reports it as unknown (with its position) without raw bytes.
+          if (first_invalid_utf8(key) != std::string::npos)
+            key = printable_text(key, std::string::npos);
           if (!seen.insert(key).second) {
             diags.error("duplicate-key", key, kloc, "duplicate key `" + key + "`",
                         "remove one of the two entries");
@@ -92,6 +106,46 @@ std::string reason(const YAML::Exception& e) {
 }
 
 }  // namespace
+
+size_t first_invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return i;
+    uint32_t cp = len == 1 ? b : b & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8 either.
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::string printable_text(std::string_view s, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (out.size() >= max_bytes) return out + "...";
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t bad = first_invalid_utf8(s.substr(i, 4));
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : 4;
+    if (b < 0x20 || b == 0x7F || (b >= 0x80 && bad == 0)) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += std::string("\\x") + kHex[b >> 4] + kHex[b & 0xF];
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
 
 const YamlNode* YamlNode::find(std::string_view key) const {
   for (const auto& e : entries)
@@ -137,6 +191,9 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
     if (docs.empty()) return {};
     Converter c{file, {}, diags};
     return c.convert(docs[0], 0);
+  } catch (const YAML::DeepRecursion& e) {
+    diags.error("yaml-limit", "", SourceLoc{file, e.mark.line + 1, e.mark.column + 1, {}},
+                kTooDeep);
   } catch (const YAML::Exception& e) {
     SourceLoc l{file,
                 e.mark.line >= 0 ? e.mark.line + 1 : 1,
@@ -154,10 +211,16 @@ YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg
                           Diagnostics& diags) {
   SourceLoc where;
   where.override_arg = override_arg;
+  if (first_invalid_utf8(text) != std::string_view::npos) {
+    diags.error("bad-override", "", where, "value is not UTF-8 text");
+    return {};
+  }
   try {
     YAML::Node n = YAML::Load(std::string(text));
     Converter c{{}, override_arg, diags};
     return c.convert(n, 0);
+  } catch (const YAML::DeepRecursion&) {
+    diags.error("bad-override", "", where, kTooDeep);
   } catch (const YAML::Exception& e) {
     diags.error("bad-override", "", where, "value is not a YAML scalar or list: " + reason(e),
                 "quote strings containing ':' or '#', write lists as [a,b]");

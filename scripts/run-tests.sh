@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the test suites of bridge-launch against an existing build (`make test` builds first).
-# SUITES selects a subset (space-separated): format unit integration slurm tidy.
+# SUITES selects a subset (space-separated): format unit integration slurm sanitize fuzz tidy.
 # Prints a plain "N passed, N failed" line per suite and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-SUITES=${SUITES:-"format unit integration slurm tidy"}
+SUITES=${SUITES:-"format unit integration slurm sanitize fuzz tidy"}
 failed=0
 
 run_suite() {
@@ -49,6 +49,9 @@ for s in $SUITES; do
         run_suite "slurm cluster up" bash scripts/slurm-test-cluster.sh up
         run_suite "integration tests (slurm)" bash -c "cd '$BUILD_DIR' && ctest -L slurm --output-on-failure"
       fi ;;
+    sanitize) run_suite "sanitizers (ASan+UBSan: unit suite + bad-input corpus)" \
+                make --no-print-directory test-sanitize ;;
+    fuzz) run_suite "fuzz (libFuzzer, ${FUZZ_SECONDS:-30} s per target)" make --no-print-directory fuzz ;;
     tidy) run_suite "clang-tidy" tidy_check ;;
     *) echo "unknown suite $s"; failed=$((failed + 1)) ;;
   esac

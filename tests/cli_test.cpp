@@ -1,6 +1,8 @@
 // The command line (cli.md), exercised through the real bridge-launch binary: option
 // parsing (-ng/-gn exactly as written), exit codes, where output goes, the JSON contract,
 // and the bad-input list of the foundation issue (each: exit 2, the problem and its position).
+#include "launcher/cli.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,18 +12,17 @@
 #include <string>
 #include <vector>
 
-#include "launcher/cli.h"
 #include "tests/test_util.h"
 
 namespace bridge {
 namespace {
 
+using nlohmann::json;
+using test::CommandResult;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using nlohmann::json;
-using test::CommandResult;
 
 std::string fixture(const std::string& name) {
   return std::string(BRIDGE_TEST_DATA) + "/recipes/" + name;
@@ -290,9 +291,9 @@ TEST_F(CliTest, MultipleErrorsAllReported) {
 }
 
 TEST_F(CliTest, BadOverrideUnknownKey) {
-  expect_rejected(run({"validate", fixture("minimal.yaml"), "model.tp=4"}),
-                  {"override 'model.tp=4'", "unknown key `tp`",
-                   "did you mean `tensor_model_parallel_size`?"});
+  expect_rejected(
+      run({"validate", fixture("minimal.yaml"), "model.tp=4"}),
+      {"override 'model.tp=4'", "unknown key `tp`", "did you mean `tensor_model_parallel_size`?"});
 }
 
 TEST_F(CliTest, BadOverrideEmptyValue) {
@@ -303,8 +304,7 @@ TEST_F(CliTest, BadOverrideEmptyValue) {
 TEST_F(CliTest, BadOverrideMalformed) {
   expect_rejected(run({"validate", fixture("minimal.yaml"), "a..b=1"}),
                   {"override 'a..b=1'", "malformed key"});
-  expect_rejected(run({"validate", fixture("minimal.yaml"), "=3"}),
-                  {"override '=3'", "KEY=VALUE"});
+  expect_rejected(run({"validate", fixture("minimal.yaml"), "=3"}), {"override '=3'", "KEY=VALUE"});
 }
 
 TEST_F(CliTest, GpusNotAMultipleOfGpusPerNode) {

@@ -1,4 +1,6 @@
 // `${VAR}` expansion (expand.h): env values and executor paths, at plan time.
+#include "launcher/expand.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -6,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "launcher/expand.h"
 #include "launcher/host_env.h"
 
 namespace bridge {
@@ -71,9 +72,8 @@ TEST_F(ExpandTest, DoubleDollarIsALiteral) {
 }
 
 TEST_F(ExpandTest, OtherDollarFormsAreUntouched) {
-  for (const char* text :
-       {"$(hostname)", "$HOME", "$USER/x", "`date`", "${", "${unclosed", "${1ABC}", "${A B}",
-        "${}", "$", "price: 5$", "$$", "${USER-default}"}) {
+  for (const char* text : {"$(hostname)", "$HOME", "$USER/x", "`date`", "${", "${unclosed",
+                           "${1ABC}", "${A B}", "${}", "$", "price: 5$", "$$", "${USER-default}"}) {
     std::vector<std::string> names;
     EXPECT_EQ(expand(text, &names), std::string(text)) << text;
     EXPECT_THAT(names, IsEmpty()) << text;
@@ -94,8 +94,7 @@ TEST_F(ExpandTest, TildeExpandsInPaths) {
 
 TEST_F(ExpandTest, TildeWithoutHomeIsAnError) {
   MapEnvironment no_home(std::map<std::string, std::string>{{"USER", "alice"}});
-  EXPECT_EQ(expand_path("~/jobs", no_home, "executor.local.job_dir", loc_, diags_),
-            std::nullopt);
+  EXPECT_EQ(expand_path("~/jobs", no_home, "executor.local.job_dir", loc_, diags_), std::nullopt);
   ASSERT_EQ(diags_.items().size(), 1u);
   EXPECT_EQ(diags_.items()[0].code, "unset-variable");
   EXPECT_EQ(diags_.items()[0].path, "executor.local.job_dir");
@@ -105,11 +104,9 @@ TEST_F(ExpandTest, TildeWithoutHomeIsAnError) {
 TEST_F(ExpandTest, ProcessEnvironmentReadsTheRealEnvironment) {
   ProcessEnvironment process;
   ASSERT_EQ(setenv("BRIDGE_EXPAND_TEST_VAR", "from-process", 1), 0);
-  EXPECT_EQ(expand_vars("${BRIDGE_EXPAND_TEST_VAR}", process, "p", loc_, diags_),
-            "from-process");
+  EXPECT_EQ(expand_vars("${BRIDGE_EXPAND_TEST_VAR}", process, "p", loc_, diags_), "from-process");
   unsetenv("BRIDGE_EXPAND_TEST_VAR");
-  EXPECT_EQ(expand_vars("${BRIDGE_EXPAND_TEST_VAR}", process, "p", loc_, diags_),
-            std::nullopt);
+  EXPECT_EQ(expand_vars("${BRIDGE_EXPAND_TEST_VAR}", process, "p", loc_, diags_), std::nullopt);
 }
 
 }  // namespace

@@ -600,12 +600,11 @@ TEST(OverlapRuntimeArgs, InlineMappingIsForwardedAsAHydraDict) {
             "set_sm_margin:false},fc2_fprop:{method:ring_exchange,aggregate:true}}");
 }
 
-TEST(OverlapRuntimeArgs, NullFieldsAndDataParallelFieldsAreOmitted) {
+TEST(OverlapRuntimeArgs, NullFieldsAndRuleDerivedDataParallelFieldsAreOmitted) {
   Outcome run = resolve(plus(kDistOpt, {"comm_overlap.overlap_grad_reduce=false"}));
   for (const auto& a : overlap_runtime_args(run.res)) {
     EXPECT_THAT(a, ::testing::Not(HasSubstr("tp_comm_overlap_cfg")));
-    EXPECT_THAT(a, ::testing::Not(HasSubstr("grad_reduce")));
-    EXPECT_THAT(a, ::testing::Not(HasSubstr("bucket_size")));
+    EXPECT_THAT(a, ::testing::Not(HasSubstr("bucket_size")));  // D1 derived, not user-set
   }
 }
 
@@ -678,6 +677,30 @@ TEST(OverlapExamples, Gpt175bTpPpDp) {
   EXPECT_EQ(run.o().batch_p2p_comm.value, false);
   EXPECT_EQ(run.res.ddp.align_param_gather, true);
   EXPECT_EQ(run.res.ddp.overlap_param_gather, true);
+}
+
+}  // namespace
+}  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// A user-set data-parallel value must reach the runtime, or its own D1 turns it back on.
+TEST(OverlapRuntimeArgsUserDp, UserSetDataParallelFieldsAreForwarded) {
+  Diagnostics diags;
+  auto recipe = load_recipe_text(
+      "name: t\ncluster: {num_gpus: 8, gpus_per_node: 8}\n"
+      "ddp: {use_distributed_optimizer: true}\n"
+      "comm_overlap: {overlap_grad_reduce: false}\n",
+      "t.yaml", {}, diags);
+  ASSERT_TRUE(recipe);
+  auto topo = compute_topology(*recipe, diags);
+  ASSERT_TRUE(topo);
+  auto args = overlap_runtime_args(resolve_comm_overlap(*recipe, *topo, diags));
+  EXPECT_NE(std::find(args.begin(), args.end(), "comm_overlap.overlap_grad_reduce=false"),
+            args.end());
+  // Rule-derived DP values are not forwarded: the runtime derives the same ones.
+  for (const auto& a : args) EXPECT_EQ(a.find("overlap_param_gather="), std::string::npos) << a;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Recipe loading (recipe.md): schema, types, unknown keys, error collection and positions,
 // hostile YAML, the key reference, and KEY=VALUE overrides (cli.md).
+#include "launcher/recipe_loader.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/recipe_loader.h"
 #include "launcher/yaml_tree.h"
 #include "tests/test_util.h"
 
@@ -86,8 +87,7 @@ void expect_at(const SourceLoc& loc, std::pair<int, int> pos, const std::string&
 }
 
 // Loads `text` and expects exactly one error, with `code` at `path`; returns it.
-Diagnostic single_error(const std::string& text, const std::string& code,
-                        const std::string& path) {
+Diagnostic single_error(const std::string& text, const std::string& code, const std::string& path) {
   Loaded l = load(text);
   EXPECT_FALSE(l.recipe) << text;
   EXPECT_EQ(l.diags.count(Severity::kError), 1u) << dump(l.diags);
@@ -355,8 +355,8 @@ TEST(RecipeLoaderTest, TpCommOverlapCfgKeepsPresetOrMapping) {
 // Wrong types, one per kind.
 
 TEST(RecipeLoaderTest, WrongTypeInteger) {
-  Diagnostic d = single_error("name: x\nmodel:\n  num_layers: many\n", "wrong-type",
-                              "model.num_layers");
+  Diagnostic d =
+      single_error("name: x\nmodel:\n  num_layers: many\n", "wrong-type", "model.num_layers");
   EXPECT_EQ(d.severity, Severity::kError);
   EXPECT_THAT(d.message, HasSubstr("`model.num_layers` expects an integer"));
   EXPECT_THAT(d.message, HasSubstr("`many`"));
@@ -406,8 +406,8 @@ TEST(RecipeLoaderTest, IntegerBoundsAndRange) {
 }
 
 TEST(RecipeLoaderTest, WrongTypeBoolean) {
-  Diagnostic quoted = single_error("name: x\nmodel:\n  sequence_parallel: \"true\"\n",
-                                   "wrong-type", "model.sequence_parallel");
+  Diagnostic quoted = single_error("name: x\nmodel:\n  sequence_parallel: \"true\"\n", "wrong-type",
+                                   "model.sequence_parallel");
   EXPECT_THAT(quoted.message, HasSubstr("expects a boolean"));
   EXPECT_THAT(quoted.help, HasSubstr("unquoted"));
   EXPECT_EQ(quoted.loc.line, 3);
@@ -436,8 +436,8 @@ TEST(RecipeLoaderTest, WrongEnumValueSuggestsTheClosest) {
   EXPECT_EQ(d.loc.line, 3);
   EXPECT_EQ(d.loc.column, 30);
 
-  Diagnostic far = single_error("name: x\nmodel:\n  precision: int4\n", "bad-value",
-                                "model.precision");
+  Diagnostic far =
+      single_error("name: x\nmodel:\n  precision: int4\n", "bad-value", "model.precision");
   EXPECT_THAT(far.message, HasSubstr("bf16 | fp16 | fp32"));
   EXPECT_THAT(far.message, Not(HasSubstr("did you mean")));
   single_error("name: x\nmodel:\n  compute_dtype: [bf16]\n", "bad-value", "model.compute_dtype");
@@ -474,7 +474,7 @@ TEST(RecipeLoaderTest, WrongTypeSectionAndString) {
   single_error("name: x\nexecutor:\n  slurm: on\n", "wrong-type", "executor.slurm");
   single_error("name: x\nplugins: [perf_env]\n", "wrong-type", "plugins");
   single_error("name: x\nenv: FOO=1\n", "wrong-type", "env");
-  Diagnostic s = single_error("name: {first: x}\n", "wrong-type", "name");
+  Diagnostic s = single_error("name: x\ndescription: {first: x}\n", "wrong-type", "description");
   EXPECT_THAT(s.message, HasSubstr("expects a string"));
   single_error("name: x\ncluster:\n  gpu: [h100]\n", "wrong-type", "cluster.gpu");
 }
@@ -504,15 +504,14 @@ TEST(RecipeLoaderTest, UnknownTopLevelKeySuggests) {
 }
 
 TEST(RecipeLoaderTest, UnknownNestedKeySuggests) {
-  Diagnostic d = single_error("name: x\nmodel:\n  tensor_model_paralel_size: 2\n",
-                              "unknown-key", "model.tensor_model_paralel_size");
+  Diagnostic d = single_error("name: x\nmodel:\n  tensor_model_paralel_size: 2\n", "unknown-key",
+                              "model.tensor_model_paralel_size");
   EXPECT_THAT(d.message, HasSubstr("in `model`"));
   EXPECT_THAT(d.message, HasSubstr("did you mean `tensor_model_parallel_size`?"));
   EXPECT_EQ(d.loc.line, 3);
   EXPECT_EQ(d.loc.column, 3);
 
-  Diagnostic abbrev =
-      single_error("name: x\nmodel:\n  tp: 2\n", "unknown-key", "model.tp");
+  Diagnostic abbrev = single_error("name: x\nmodel:\n  tp: 2\n", "unknown-key", "model.tp");
   EXPECT_THAT(abbrev.message, HasSubstr("did you mean `tensor_model_parallel_size`?"));
 
   Diagnostic deep = single_error("name: x\nexecutor:\n  slurm:\n    acount: a\n", "unknown-key",
@@ -522,30 +521,28 @@ TEST(RecipeLoaderTest, UnknownNestedKeySuggests) {
   EXPECT_EQ(deep.loc.line, 4);
   EXPECT_EQ(deep.loc.column, 5);
 
-  Diagnostic env_form = single_error("name: x\nenv:\n  A: {value: v, secrt: true}\n",
-                                     "unknown-key", "env.A.secrt");
+  Diagnostic env_form =
+      single_error("name: x\nenv:\n  A: {value: v, secrt: true}\n", "unknown-key", "env.A.secrt");
   EXPECT_THAT(env_form.message, HasSubstr("did you mean `secret`?"));
 }
 
 TEST(RecipeLoaderTest, UnknownUnrelatedKeyHasNoSuggestion) {
-  Diagnostic d =
-      single_error("name: x\nmodel:\n  banana: 1\n", "unknown-key", "model.banana");
+  Diagnostic d = single_error("name: x\nmodel:\n  banana: 1\n", "unknown-key", "model.banana");
   EXPECT_THAT(d.message, Not(HasSubstr("did you mean")));
   EXPECT_THAT(d.help, HasSubstr("docs/recipe.md"));
 }
 
 TEST(RecipeLoaderTest, LaunchEnvKeysInOverlapConfigAreRejected) {  // E1, E2, E3
   Diagnostic e1 = single_error("name: x\ncomm_overlap:\n  cuda_device_max_connections: 1\n",
-                               "env-in-overlap-config",
-                               "comm_overlap.cuda_device_max_connections");
+                               "env-in-overlap-config", "comm_overlap.cuda_device_max_connections");
   EXPECT_THAT(e1.help, HasSubstr("plugins.perf_env"));
   single_error("name: x\ncomm_overlap:\n  NVTE_FWD_LAYERNORM_SM_MARGIN: 16\n",
                "env-in-overlap-config", "comm_overlap.NVTE_FWD_LAYERNORM_SM_MARGIN");
   Diagnostic e2 = single_error("name: x\nddp:\n  grad_reduce_in_fp32: true\n",
                                "misplaced-mixed-precision-key", "ddp.grad_reduce_in_fp32");
   EXPECT_THAT(e2.message, HasSubstr("mixed_precision"));
-  Diagnostic e3 = single_error("name: x\nddp:\n  bucket_size: 128MB\n", "bucket-size-units",
-                               "ddp.bucket_size");
+  Diagnostic e3 =
+      single_error("name: x\nddp:\n  bucket_size: 128MB\n", "bucket-size-units", "ddp.bucket_size");
   EXPECT_THAT(e3.message, HasSubstr("PARAMETER count"));
   single_error("name: x\ncomm_overlap:\n  bucket_size: \"134217728\"\n", "bucket-size-units",
                "comm_overlap.bucket_size");
@@ -644,8 +641,7 @@ TEST(RecipeLoaderTest, TopLevelMustBeAMapping) {
   // Overrides (-ng etc.) do not hide the real problem.
   Loaded with_override = load("- a\n- b\n", {"cluster.num_gpus=16"});
   EXPECT_FALSE(with_override.recipe);
-  EXPECT_NE(find_diag(with_override.diags, "not-a-mapping"), nullptr)
-      << dump(with_override.diags);
+  EXPECT_NE(find_diag(with_override.diags, "not-a-mapping"), nullptr) << dump(with_override.diags);
 }
 
 TEST(RecipeLoaderTest, SyntaxErrorHasPositionAndOneLineReason) {
@@ -925,8 +921,8 @@ TEST(OverridesTest, FlowListOverride) {
 }
 
 TEST(OverridesTest, CreatesAbsentSections) {
-  Loaded l = load("name: x\nplugins:\n", {"executor.slurm.account=acct", "plugins.perf_env={}",
-                                         "env.FOO=bar"});
+  Loaded l = load("name: x\nplugins:\n",
+                  {"executor.slurm.account=acct", "plugins.perf_env={}", "env.FOO=bar"});
   ASSERT_TRUE(l.recipe) << dump(l.diags);
   EXPECT_EQ(l.recipe->executor.slurm.account.value, "acct");
   ASSERT_EQ(l.recipe->plugins.size(), 1u);
@@ -980,7 +976,8 @@ TEST(OverridesTest, WrongTypeThroughOverrideNamesTheOverride) {
 }
 
 TEST(OverridesTest, EmptyValueIsAnError) {
-  for (const std::string& arg : std::vector<std::string>{"model.num_layers=", "model.num_layers=  "}) {
+  for (const std::string& arg :
+       std::vector<std::string>{"model.num_layers=", "model.num_layers=  "}) {
     Loaded l = load("name: x\n", {arg});
     EXPECT_FALSE(l.recipe);
     const Diagnostic* d = find_diag(l.diags, "bad-override", "model.num_layers");
@@ -1013,8 +1010,8 @@ TEST(OverridesTest, OverrideIntoAScalarIsAnError) {
   const Diagnostic* d = find_diag(l.diags, "bad-override", "name.x");
   ASSERT_NE(d, nullptr) << dump(l.diags);
   EXPECT_THAT(d->message, HasSubstr("`name` is not a section"));
-  Loaded list = load("name: x\nmodel:\n  recompute_modules: [a]\n",
-                     {"model.recompute_modules.x=1"});
+  Loaded list =
+      load("name: x\nmodel:\n  recompute_modules: [a]\n", {"model.recompute_modules.x=1"});
   EXPECT_NE(find_diag(list.diags, "bad-override"), nullptr);
 }
 

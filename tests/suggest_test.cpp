@@ -1,11 +1,12 @@
 // Did-you-mean suggestions (suggest.h).
+#include "launcher/suggest.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "launcher/recipe_loader.h"
-#include "launcher/suggest.h"
 
 namespace bridge {
 namespace {

@@ -1,4 +1,6 @@
 // Topology rules T1-T6 of overlap-rules.md: the layout, dp and nodes computed from a recipe.
+#include "launcher/topology.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "launcher/recipe_loader.h"
-#include "launcher/topology.h"
 
 namespace bridge {
 namespace {
@@ -77,8 +78,9 @@ TEST(TopologyTest, NodesAndDpComputed) {
   EXPECT_EQ(t.vp(), 2);
   EXPECT_EQ(t.dp, 4);  // 16 / (2*2*1)
 
-  Result cp = topo("cluster: {num_gpus: 64, gpus_per_node: 8}\n"
-                   "model: {tensor_model_parallel_size: 4, context_parallel_size: 2}\n");
+  Result cp = topo(
+      "cluster: {num_gpus: 64, gpus_per_node: 8}\n"
+      "model: {tensor_model_parallel_size: 4, context_parallel_size: 2}\n");
   ASSERT_TRUE(cp.topology) << dump(cp.diags);
   EXPECT_EQ(cp.topology->nodes, 8);
   EXPECT_EQ(cp.topology->cp, 2);
@@ -97,16 +99,18 @@ TEST(TopologyTest, GpusPerNodeDefaultsToAtMostEight) {
 }
 
 TEST(TopologyTest, EtpDefaultsToTp) {
-  Result r = topo("cluster: {num_gpus: 16}\n"
-                  "model: {tensor_model_parallel_size: 2, expert_model_parallel_size: 8,\n"
-                  "        num_moe_experts: 64}\n");
+  Result r = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model: {tensor_model_parallel_size: 2, expert_model_parallel_size: 8,\n"
+      "        num_moe_experts: 64}\n");
   ASSERT_TRUE(r.topology) << dump(r.diags);
   EXPECT_EQ(r.topology->etp, 2);
   EXPECT_EQ(r.topology->ep, 8);
-  Result explicit_etp = topo("cluster: {num_gpus: 16}\n"
-                             "model: {tensor_model_parallel_size: 2, "
-                             "expert_tensor_parallel_size: 1, expert_model_parallel_size: 16,\n"
-                             "        num_moe_experts: 64}\n");
+  Result explicit_etp = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model: {tensor_model_parallel_size: 2, "
+      "expert_tensor_parallel_size: 1, expert_model_parallel_size: 16,\n"
+      "        num_moe_experts: 64}\n");
   ASSERT_TRUE(explicit_etp.topology) << dump(explicit_etp.diags);
   EXPECT_EQ(explicit_etp.topology->etp, 1);
 }
@@ -139,8 +143,9 @@ TEST(TopologyTest, T1FromCommandLineNamesTheOverride) {
 }
 
 TEST(TopologyTest, T2DpMustBeIntegral) {
-  Result r = topo("cluster: {num_gpus: 16, gpus_per_node: 8}\n"
-                  "model: {tensor_model_parallel_size: 3}\n");
+  Result r = topo(
+      "cluster: {num_gpus: 16, gpus_per_node: 8}\n"
+      "model: {tensor_model_parallel_size: 3}\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "dp-not-integral");
   ASSERT_NE(d, nullptr) << dump(r.diags);
@@ -149,20 +154,23 @@ TEST(TopologyTest, T2DpMustBeIntegral) {
   EXPECT_EQ(d->loc.line, 2);
 
   // Model parallelism larger than the job: dp would be < 1.
-  Result too_big = topo("cluster: {num_gpus: 8}\n"
-                        "model: {tensor_model_parallel_size: 4, pipeline_model_parallel_size: 4}\n");
+  Result too_big = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model: {tensor_model_parallel_size: 4, pipeline_model_parallel_size: 4}\n");
   EXPECT_FALSE(too_big.topology);
   EXPECT_NE(find_diag(too_big.diags, "dp-not-integral"), nullptr);
 
-  Result with_cp = topo("cluster: {num_gpus: 16}\n"
-                        "model: {tensor_model_parallel_size: 2, context_parallel_size: 3}\n");
+  Result with_cp = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model: {tensor_model_parallel_size: 2, context_parallel_size: 3}\n");
   EXPECT_FALSE(with_cp.topology);
   EXPECT_NE(find_diag(with_cp.diags, "dp-not-integral"), nullptr);
 }
 
 TEST(TopologyTest, T3ExpertGroupMustDivideGpus) {
-  Result r = topo("cluster: {num_gpus: 16}\n"
-                  "model:\n  expert_model_parallel_size: 32\n  num_moe_experts: 64\n");
+  Result r = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model:\n  expert_model_parallel_size: 32\n  num_moe_experts: 64\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "ep-not-integral");
   ASSERT_NE(d, nullptr) << dump(r.diags);
@@ -172,9 +180,10 @@ TEST(TopologyTest, T3ExpertGroupMustDivideGpus) {
   EXPECT_EQ(d->loc.column, 31);
 
   // etp defaults to tp: tp=2, ep=16 needs 32 GPUs.
-  Result etp = topo("cluster: {num_gpus: 16}\n"
-                    "model: {tensor_model_parallel_size: 2, expert_model_parallel_size: 16,\n"
-                    "        num_moe_experts: 64}\n");
+  Result etp = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model: {tensor_model_parallel_size: 2, expert_model_parallel_size: 16,\n"
+      "        num_moe_experts: 64}\n");
   EXPECT_FALSE(etp.topology);
   const Diagnostic* e = find_diag(etp.diags, "ep-not-integral");
   ASSERT_NE(e, nullptr) << dump(etp.diags);
@@ -182,8 +191,9 @@ TEST(TopologyTest, T3ExpertGroupMustDivideGpus) {
 }
 
 TEST(TopologyTest, T3ExpertsMustBeAMultipleOfEp) {
-  Result r = topo("cluster: {num_gpus: 16}\n"
-                  "model:\n  expert_model_parallel_size: 4\n  num_moe_experts: 10\n");
+  Result r = topo(
+      "cluster: {num_gpus: 16}\n"
+      "model:\n  expert_model_parallel_size: 4\n  num_moe_experts: 10\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "experts-not-multiple-of-ep");
   ASSERT_NE(d, nullptr) << dump(r.diags);
@@ -198,8 +208,9 @@ TEST(TopologyTest, T3OnlyAppliesToMoe) {
 }
 
 TEST(TopologyTest, T4HeadsMustBeAMultipleOfTp) {
-  Result r = topo("cluster: {num_gpus: 8}\n"
-                  "model:\n  tensor_model_parallel_size: 4\n  num_attention_heads: 30\n");
+  Result r = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model:\n  tensor_model_parallel_size: 4\n  num_attention_heads: 30\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "heads-not-multiple-of-tp");
   ASSERT_NE(d, nullptr) << dump(r.diags);
@@ -211,32 +222,36 @@ TEST(TopologyTest, T4HeadsMustBeAMultipleOfTp) {
 }
 
 TEST(TopologyTest, T5LayersMustBeAMultipleOfPipelineStages) {
-  Result r = topo("cluster: {num_gpus: 8}\n"
-                  "model:\n  pipeline_model_parallel_size: 4\n  num_layers: 30\n");
+  Result r = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model:\n  pipeline_model_parallel_size: 4\n  num_layers: 30\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "layers-not-multiple-of-pp");
   ASSERT_NE(d, nullptr) << dump(r.diags);
   EXPECT_THAT(d->message, HasSubstr("num_layers (30) is not a multiple of pp (4)"));
   EXPECT_EQ(d->loc.line, 5);
 
-  Result vpp = topo("cluster: {num_gpus: 8}\n"
-                    "model: {pipeline_model_parallel_size: 4,\n"
-                    "        virtual_pipeline_model_parallel_size: 3, num_layers: 16}\n");
+  Result vpp = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model: {pipeline_model_parallel_size: 4,\n"
+      "        virtual_pipeline_model_parallel_size: 3, num_layers: 16}\n");
   EXPECT_FALSE(vpp.topology);
   const Diagnostic* v = find_diag(vpp.diags, "layers-not-multiple-of-pp");
   ASSERT_NE(v, nullptr) << dump(vpp.diags);
   EXPECT_THAT(v->message, HasSubstr("pp*vpp = 4*3 = 12"));
 
-  Result ok = topo("cluster: {num_gpus: 8}\n"
-                   "model: {pipeline_model_parallel_size: 4,\n"
-                   "        virtual_pipeline_model_parallel_size: 3, num_layers: 24}\n");
+  Result ok = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model: {pipeline_model_parallel_size: 4,\n"
+      "        virtual_pipeline_model_parallel_size: 3, num_layers: 24}\n");
   ASSERT_TRUE(ok.topology) << dump(ok.diags);
   EXPECT_EQ(ok.topology->dp, 2);
 }
 
 TEST(TopologyTest, T6VppRequiresPipelineParallelism) {
-  Result r = topo("cluster: {num_gpus: 8}\n"
-                  "model:\n  virtual_pipeline_model_parallel_size: 2\n");
+  Result r = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model:\n  virtual_pipeline_model_parallel_size: 2\n");
   EXPECT_FALSE(r.topology);
   const Diagnostic* d = find_diag(r.diags, "vpp-without-pp");
   ASSERT_NE(d, nullptr) << dump(r.diags);
@@ -256,28 +271,29 @@ TEST(TopologyTest, T6SequenceParallelWithoutTpIsAWarning) {
   EXPECT_THAT(d.message, HasSubstr("no effect"));
   EXPECT_EQ(d.loc.line, 4);
 
-  Result with_tp = topo("cluster: {num_gpus: 8}\n"
-                        "model: {sequence_parallel: true, tensor_model_parallel_size: 2}\n");
+  Result with_tp = topo(
+      "cluster: {num_gpus: 8}\n"
+      "model: {sequence_parallel: true, tensor_model_parallel_size: 2}\n");
   ASSERT_TRUE(with_tp.topology);
   EXPECT_THAT(with_tp.diags.items(), IsEmpty());
 }
 
 TEST(TopologyTest, AllViolationsAreReported) {
-  Result r = topo("cluster: {num_gpus: 12, gpus_per_node: 8}\n"
-                  "model:\n"
-                  "  tensor_model_parallel_size: 5\n"
-                  "  num_attention_heads: 32\n"
-                  "  num_layers: 10\n"
-                  "  pipeline_model_parallel_size: 1\n"
-                  "  virtual_pipeline_model_parallel_size: 4\n"
-                  "  sequence_parallel: true\n"
-                  "  expert_model_parallel_size: 3\n"
-                  "  num_moe_experts: 8\n");
+  Result r = topo(
+      "cluster: {num_gpus: 12, gpus_per_node: 8}\n"
+      "model:\n"
+      "  tensor_model_parallel_size: 5\n"
+      "  num_attention_heads: 32\n"
+      "  num_layers: 10\n"
+      "  pipeline_model_parallel_size: 1\n"
+      "  virtual_pipeline_model_parallel_size: 4\n"
+      "  sequence_parallel: true\n"
+      "  expert_model_parallel_size: 3\n"
+      "  num_moe_experts: 8\n");
   EXPECT_FALSE(r.topology);
-  for (const char* code :
-       {"gpus-not-multiple-of-node", "dp-not-integral", "ep-not-integral",
-        "experts-not-multiple-of-ep", "heads-not-multiple-of-tp", "layers-not-multiple-of-pp",
-        "vpp-without-pp"})
+  for (const char* code : {"gpus-not-multiple-of-node", "dp-not-integral", "ep-not-integral",
+                           "experts-not-multiple-of-ep", "heads-not-multiple-of-tp",
+                           "layers-not-multiple-of-pp", "vpp-without-pp"})
     EXPECT_TRUE(r.diags.has_code(code)) << code << "\n" << dump(r.diags);
   EXPECT_FALSE(r.diags.has_code("sequence-parallel-without-tp"));  // tp is 5
 }

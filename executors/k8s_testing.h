@@ -1,0 +1,138 @@
+// Test support for the Kubernetes executor's unit tests (header-only; not part of
+// bridge_core's sources): plans from recipe text, a recording CommandRunner, the manifest
+// validator, and a small reader for the YAML the executor prints.
+//
+//   K8sPlan p = k8s_plan(kRecipe);                      // executor "kubernetes"
+//   auto m = render_k8s_manifests(*p.plan, {"a1b2"}, p.diags);
+//   FakeRunner fake;  fake.respond = [](const CommandSpec& s) { ... };
+//   ScopedRunner use(fake);                              // default_command_runner() = fake
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher/command_runner.h"
+#include "launcher/host_env.h"
+#include "launcher/plan.h"
+
+namespace bridge::testing {
+
+struct K8sPlan {
+  Diagnostics diags;
+  std::unique_ptr<Plan> plan;
+};
+
+inline std::unique_ptr<K8sPlan> k8s_plan(const std::string& recipe_text,
+                                         std::vector<std::string> overrides = {},
+                                         std::map<std::string, std::string> host = {}) {
+  auto p = std::make_unique<K8sPlan>();
+  PlanRequest req;
+  req.recipe_path = "recipe.yaml";
+  req.overrides = std::move(overrides);
+  req.executor = "kubernetes";
+  MapEnvironment env(std::move(host));
+  env.set("HOME", "/home/test");
+  p->plan = std::make_unique<Plan>(build_plan_from_text(recipe_text, req, env, p->diags));
+  return p;
+}
+
+class FakeRunner : public CommandRunner {
+ public:
+  std::vector<CommandSpec> calls;
+  std::function<CommandResult(const CommandSpec&)> respond = [](const CommandSpec&) {
+    return CommandResult{};
+  };
+  CommandResult run(const CommandSpec& spec) override {
+    calls.push_back(spec);
+    return respond(spec);
+  }
+  // The calls whose argv contains `word`.
+  std::vector<CommandSpec> with(const std::string& word) const {
+    std::vector<CommandSpec> hits;
+    for (const auto& c : calls)
+      for (const auto& a : c.argv)
+        if (a == word) {
+          hits.push_back(c);
+          break;
+        }
+    return hits;
+  }
+};
+
+class ScopedRunner {
+ public:
+  explicit ScopedRunner(CommandRunner& r) { set_default_command_runner(&r); }
+  ~ScopedRunner() { set_default_command_runner(nullptr); }
+  ScopedRunner(const ScopedRunner&) = delete;
+  ScopedRunner& operator=(const ScopedRunner&) = delete;
+};
+
+inline CommandResult ok_result(std::string out = {}) {
+  CommandResult r;
+  r.out = std::move(out);
+  return r;
+}
+
+inline CommandResult failed_result(std::string err, int code = 1) {
+  CommandResult r;
+  r.exit_code = code;
+  r.err = std::move(err);
+  return r;
+}
+
+// The offline manifest validator of ../shared, or "" when it (or /usr/bin/python3) is absent.
+inline std::string k8s_validator() {
+  std::string path = std::string(BRIDGE_SOURCE_DIR) + "/../shared/tools/k8s-validate";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || !std::filesystem::exists("/usr/bin/python3", ec))
+    return {};
+  return path;
+}
+
+inline constexpr const char* kNoValidator =
+    "k8s-validate not found at BRIDGE_SOURCE_DIR/../shared/tools/k8s-validate (or no "
+    "/usr/bin/python3): manifest validation skipped";
+
+// YAML (as yaml-cpp reads it) -> JSON, with quoted scalars kept as strings and plain ones
+// typed (int, bool, null) as Kubernetes would read them.
+inline nlohmann::json yaml_to_json(const YAML::Node& n) {
+  using nlohmann::json;
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      json j = json::object();
+      for (const auto& kv : n) j[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return j;
+    }
+    case YAML::NodeType::Sequence: {
+      json j = json::array();
+      for (const auto& v : n) j.push_back(yaml_to_json(v));
+      return j;
+    }
+    case YAML::NodeType::Scalar: {
+      std::string s = n.Scalar();
+      if (n.Tag() != "?") return s;  // quoted or block scalar: a string
+      if (s == "true" || s == "false") return s == "true";
+      if (s == "null" || s == "~") return nullptr;
+      if (!s.empty() && s.find_first_not_of("-0123456789") == std::string::npos && s != "-")
+        return std::stoll(s);
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+inline std::vector<nlohmann::json> parse_yaml_docs(const std::string& text) {
+  std::vector<nlohmann::json> docs;
+  for (const auto& d : YAML::LoadAll(text))
+    if (!d.IsNull()) docs.push_back(yaml_to_json(d));
+  return docs;
+}
+
+}  // namespace bridge::testing

@@ -1,0 +1,16 @@
+// Shell completion scripts for `bridge-launch completion bash|zsh`.
+//
+// The scripts complete subcommands, options, executor names, plugin and GPU names, recipe
+// files (*.yaml, *.yml) and job ids (asked from `bridge-launch list --format json` at
+// completion time, so they are always current). zsh reuses the bash function through
+// bashcompinit.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace bridge {
+
+std::optional<std::string> completion_script(const std::string& shell);
+
+}  // namespace bridge

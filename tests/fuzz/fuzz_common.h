@@ -1,0 +1,30 @@
+// Helpers shared by the libFuzzer targets (tests/fuzz/README.md).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "launcher/diagnostics.h"
+#include "launcher/plan_output.h"
+
+namespace bridge::fuzz {
+
+// Stops the run with a message libFuzzer shows next to the crashing input.
+[[noreturn]] inline void fail(const std::string& what) {
+  std::fprintf(stderr, "fuzz invariant violated: %s\n", what.c_str());
+  std::abort();
+}
+
+// Everything the CLI does with diagnostics must work for any input: the compiler-style text
+// and the JSON of `validate/plan --format json` (nlohmann throws on invalid UTF-8, which
+// would turn a bad recipe into an "internal error").
+inline void render_diagnostics(const Diagnostics& diags) {
+  for (const auto& d : diags.items()) {
+    if (d.message.empty()) fail("a diagnostic without a message (code " + d.code + ")");
+    (void)format_diagnostic(d, false);
+  }
+  (void)diagnostics_to_json(diags).dump(2);
+}
+
+}  // namespace bridge::fuzz

@@ -1,0 +1,52 @@
+// libFuzzer target: shell_quote (executors/rank_env.h) must produce one POSIX shell word
+// that a shell turns back into exactly the input bytes, for any bytes. Running bash per
+// input is far too slow for fuzzing, so this file carries a small, strict POSIX word reader
+// for the only forms a quoted word may use: '...' (no escapes inside) and \x outside quotes.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "executors/rank_env.h"
+#include "tests/fuzz/fuzz_common.h"
+
+namespace {
+
+// Reads `word` as a POSIX shell word limited to single-quoted runs and backslash escapes;
+// nullopt if anything else appears unquoted (a blank, $, `, ;, a glob, ...), i.e. if the
+// shell could split, expand or interpret it.
+std::optional<std::string> unquote(const std::string& word) {
+  std::string out;
+  size_t i = 0;
+  while (i < word.size()) {
+    char c = word[i];
+    if (c == '\'') {
+      size_t close = word.find('\'', i + 1);
+      if (close == std::string::npos) return std::nullopt;  // unterminated quote
+      out.append(word, i + 1, close - i - 1);
+      i = close + 1;
+    } else if (c == '\\') {
+      if (i + 1 >= word.size() || word[i + 1] == '\n') return std::nullopt;  // line join
+      out += word[i + 1];
+      i += 2;
+    } else {
+      return std::nullopt;  // an unquoted character: not safe for arbitrary input
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string input(reinterpret_cast<const char*>(data), size);
+  std::string quoted = bridge::shell_quote(input);
+  if (quoted.empty()) bridge::fuzz::fail("empty quoting (an empty word would vanish)");
+  std::optional<std::string> back = unquote(quoted);
+  if (!back) bridge::fuzz::fail("shell_quote produced an unsafe word: " + quoted);
+  if (*back != input) bridge::fuzz::fail("round trip changed the bytes: " + quoted);
+  // Quoting twice must also round-trip (a word inside `bash -c '...'`).
+  std::optional<std::string> twice = unquote(bridge::shell_quote(quoted));
+  if (!twice || *twice != quoted) bridge::fuzz::fail("double quoting does not round-trip");
+  return 0;
+}

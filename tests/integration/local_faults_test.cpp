@@ -1,0 +1,401 @@
+// Fault injection (docs/reliability.md): what bridge-launch does when the registry directory
+// is read-only or the disk is full, when it is stopped by SIGTERM in the middle of a local
+// run, and when the scheduler's sbatch answers garbage or the controller is down (a fake
+// `sbatch` first on PATH; no cluster needed). Every case: a clear error, the documented exit
+// code, nothing started, nothing half-recorded, nothing left running.
+//
+// The read-only and disk-full cases mount a small tmpfs (we run as root in CI, and root
+// ignores directory permissions); where mount is not permitted they fall back to chmod when
+// not root, or are skipped with a message.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "executors/executor.h"
+#include "test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::run_command;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every regular file under `dir` (relative path -> bytes): "nothing corrupted" is "equal".
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec))
+    if (it->is_regular_file()) files[fs::relative(it->path(), dir).string()] = slurp(it->path());
+  return files;
+}
+
+size_t registry_entries(const fs::path& state) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(state / "jobs", ec))
+    if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') ++n;
+  return n;
+}
+
+// Processes (not zombies) whose command line mentions `marker`.
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = slurp(e.path() / "cmdline");
+    std::string stat = slurp(e.path() / "stat");
+    if (stat.find(") Z") != std::string::npos) continue;
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+pid_t start_background(const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env, const fs::path& out) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool wait_for_text(const fs::path& file, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (slurp(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+int wait_exit(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+bool gone_within(const std::string& marker, int tenths) {
+  for (int i = 0; i < tenths; ++i) {
+    if (processes_with(marker).empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return processes_with(marker).empty();
+}
+
+// A tmpfs mounted for the lifetime of the object (unmounted even when the test fails).
+class TmpfsMount {
+ public:
+  TmpfsMount(const fs::path& where, const std::string& options) : where_(where) {
+    fs::create_directories(where);
+    mounted_ = mount("tmpfs", where.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    if (!mounted_) error_ = std::strerror(errno);
+  }
+  ~TmpfsMount() {
+    if (mounted_ && umount(where_.c_str()) != 0) umount2(where_.c_str(), MNT_DETACH);
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+
+  bool ok() const { return mounted_; }
+  const std::string& error() const { return error_; }
+  bool make_read_only() {
+    return mount("tmpfs", where_.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0;
+  }
+
+ private:
+  fs::path where_;
+  bool mounted_ = false;
+  std::string error_;
+};
+
+class LocalFaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("bl-faults-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "home");
+    state_ = dir_ / "state";
+    env_ = {{"BRIDGE_LAUNCH_STATE_DIR", state_.string()}, {"HOME", (dir_ / "home").string()}};
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(dir_, ec);
+  }
+
+  // A local job: `command` on 2 ranks. Long-running probe jobs carry `marker` so that the
+  // test can find every process they started.
+  std::string local_recipe(const std::string& name, const std::string& marker = "") {
+    std::string runtime =
+        marker.empty()
+            ? "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
+            : "runtime:\n  command: [bridge-probe]\n"
+              "  args: [--steps, '1000', --compute-ms, '50', --timeout, '30', " +
+                  marker + "=1]\n  pass_overrides: false\n";
+    return write(name + ".yaml", "name: " + name +
+                                     "\ncluster: {num_gpus: 2, gpus_per_node: 2}\n" + runtime +
+                                     "executor:\n  local: {job_dir: " + (dir_ / "jobs").string() +
+                                     ", grace_period: 2, timeout: 120}\n");
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  CommandResult launch(const std::vector<std::string>& args,
+                       std::map<std::string, std::string> extra = {}) {
+    std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (const auto& [k, v] : env_) extra.emplace(k, v);
+    return run_command(argv, extra);
+  }
+
+  // Records one finished job so that the registry has an entry that must survive the fault.
+  void record_one_job() {
+    CommandResult first = launch({local_recipe("before")});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_EQ(registry_entries(state_), 1u);
+  }
+
+  // After a refused launch: nothing started, the job dir untouched, old entries intact.
+  void expect_nothing_happened(const std::string& marker,
+                               const std::map<std::string, std::string>& before) {
+    EXPECT_TRUE(gone_within(marker, 5)) << "a rank was started";
+    EXPECT_FALSE(fs::exists(dir_ / "jobs" / "refused")) << "a job dir was created";
+    EXPECT_EQ(snapshot(state_), before) << "the registry changed";
+    CommandResult list = launch({"list", "--format", "json"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
+    ASSERT_TRUE(jobs.is_array()) << list.out;
+    EXPECT_EQ(jobs.size(), 1u) << list.out;
+    EXPECT_THAT(list.err, Not(HasSubstr("unreadable"))) << "an entry was damaged";
+  }
+
+  fs::path dir_, state_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(LocalFaultsTest, ReadOnlyRegistryRefusesTheLaunchAndStartsNothing) {
+  TmpfsMount mnt(state_, "size=4m,mode=0755");
+  bool use_chmod = false;
+  if (!mnt.ok()) {
+    if (geteuid() == 0) GTEST_SKIP() << "cannot mount a tmpfs (" << mnt.error() << ") as root";
+    use_chmod = true;
+  }
+  record_one_job();
+  auto before = snapshot(state_);
+  if (use_chmod) {
+    fs::permissions(state_ / "jobs", fs::perms::owner_read | fs::perms::owner_exec);
+    fs::permissions(state_, fs::perms::owner_read | fs::perms::owner_exec);
+  } else {
+    ASSERT_TRUE(mnt.make_read_only()) << std::strerror(errno);
+  }
+  std::string marker = "ro-marker-" + std::to_string(getpid());
+  CommandResult r = launch({local_recipe("refused", marker)});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is not writable"));
+  EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));
+  EXPECT_THAT(r.err, HasSubstr(state_.string()));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("internal error")));
+  expect_nothing_happened(marker, before);
+  if (use_chmod) fs::permissions(state_, fs::perms::owner_all, fs::perm_options::add);
+}
+
+TEST_F(LocalFaultsTest, FullDiskUnderTheRegistryRefusesTheLaunchAndRecovers) {
+  TmpfsMount mnt(state_, "size=256k,mode=0755");
+  if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
+  record_one_job();
+  auto before = snapshot(state_);
+  {  // Fill the file system to the last byte.
+    std::ofstream fill(state_ / "filler", std::ios::binary);
+    std::string block(4096, 'x');
+    while (fill.write(block.data(), static_cast<std::streamsize>(block.size())) && fill.flush()) {
+    }
+  }
+  before["filler"] = slurp(state_ / "filler");
+  std::string marker = "full-marker-" + std::to_string(getpid());
+  CommandResult r = launch({local_recipe("refused", marker)});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("No space left on device"));
+  EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("internal error")));
+  expect_nothing_happened(marker, before);
+
+  // Once space is freed, the next launch works and both entries are listed.
+  fs::remove(state_ / "filler");
+  CommandResult again = launch({local_recipe("after")});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(registry_entries(state_), 2u);
+}
+
+TEST_F(LocalFaultsTest, SigtermStopsEveryRankExits130AndRecordsTheCancel) {
+  std::string marker = "sigterm-marker-" + std::to_string(getpid());
+  std::string path = local_recipe("sigterm", marker);
+  fs::path out = dir_ / "out.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "iteration        2/", 60)) << slurp(out);
+  EXPECT_EQ(processes_with(marker).size(), 2u);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
+  EXPECT_TRUE(gone_within(marker, 10)) << "ranks survived SIGTERM";
+  CommandResult st = launch({"status", "--format", "json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_THAT(st.out, HasSubstr("\"state\": \"CANCELLED\"")) << st.out;
+}
+
+// ---------------------------------------------------------------------------------------
+// A fake Slurm: shell scripts first on PATH stand in for sbatch/squeue.
+
+class FakeSlurmTest : public LocalFaultsTest {
+ protected:
+  void SetUp() override {
+    LocalFaultsTest::SetUp();
+    bool registered = false;
+    for (const auto& e : executor_registry()) registered |= std::string(e.name) == "slurm";
+    if (!registered) GTEST_SKIP() << "the slurm executor is not registered in this build";
+    fs::create_directories(dir_ / "bin");
+    env_["PATH"] = (dir_ / "bin").string() + ":" + std::string(getenv("PATH") ? getenv("PATH") : "");
+  }
+
+  void fake(const std::string& program, const std::string& body) {
+    fs::path p = dir_ / "bin" / program;
+    std::ofstream(p) << "#!/bin/sh\n" << body;
+    fs::permissions(p, fs::perms::owner_all);
+  }
+
+  std::string slurm_recipe(const std::string& name) {
+    return write(name + ".yaml", "name: " + name +
+                                     "\ncluster: {num_gpus: 4, gpus_per_node: 2}\n"
+                                     "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
+                                     "executor:\n  default: slurm\n  slurm: {account: acct, "
+                                     "partition: batch, job_dir: " +
+                                     (dir_ / "slurm-jobs").string() + "}\n");
+  }
+
+  void expect_no_entry_and_no_dir(const CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(r.out, "") << "no job id may be printed";
+    EXPECT_THAT(r.err, Not(HasSubstr("internal error")));
+    EXPECT_THAT(r.err, Not(HasSubstr("submitted job")));
+    EXPECT_EQ(registry_entries(state_), 0u) << "a failed submission was recorded";
+    EXPECT_FALSE(fs::exists(dir_ / "slurm-jobs")) << "the job dir created for sbatch was kept";
+  }
+};
+
+TEST_F(FakeSlurmTest, SbatchPrintingGarbageIsAFailureWithNoRegistryEntry) {
+  fake("sbatch", "cat >/dev/null\necho '<html><body>502 Bad Gateway</body></html>'\nexit 0\n");
+  CommandResult r = launch({slurm_recipe("garbage")});
+  expect_no_entry_and_no_dir(r);
+  EXPECT_THAT(r.err, HasSubstr("sbatch printed no job id"));
+  EXPECT_THAT(r.err, HasSubstr("502 Bad Gateway"));
+}
+
+TEST_F(FakeSlurmTest, SbatchPrintingBinaryGarbageIsAFailureWithNoRegistryEntry) {
+  fake("sbatch", "cat >/dev/null\nprintf 'job\\377\\376\\000id: \\033[31mx\\n'\nexit 0\n");
+  CommandResult r = launch({slurm_recipe("binary")});
+  expect_no_entry_and_no_dir(r);
+  EXPECT_THAT(r.err, HasSubstr("no job id"));
+}
+
+TEST_F(FakeSlurmTest, ControllerDownIsAClearFailureWithNoRegistryEntry) {
+  fake("sbatch",
+       "cat >/dev/null\necho 'sbatch: error: Batch job submission failed: Unable to contact "
+       "slurm controller (connect failure)' >&2\nexit 1\n");
+  CommandResult r = launch({slurm_recipe("down")});
+  expect_no_entry_and_no_dir(r);
+  EXPECT_THAT(r.err, HasSubstr("Unable to contact slurm controller"));
+  EXPECT_THAT(r.err, HasSubstr("scontrol ping"));
+}
+
+TEST_F(FakeSlurmTest, MissingSbatchIsAClearFailureWithNoRegistryEntry) {
+  env_["PATH"] = (dir_ / "bin").string();  // an empty directory: no Slurm client at all
+  CommandResult r = launch({slurm_recipe("nosbatch")}, {});
+  expect_no_entry_and_no_dir(r);
+  EXPECT_THAT(r.err, HasSubstr("sbatch"));
+}
+
+TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
+  fake("sbatch", "cat >/dev/null\necho '4242;cluster'\n");
+  // squeue answers RUNNING for our job id; every other query finds nothing.
+  fake("squeue",
+       "case \"$*\" in *--jobs=*4242*) echo '4242|RUNNING|None' ;; esac\nexit 0\n");
+  fake("sacct", "exit 0\n");
+  fake("scontrol", "exit 0\n");
+  fs::path out = dir_ / "wait.txt";
+  auto env = env_;
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, "--wait", slurm_recipe("waiting")}, env, out);
+  ASSERT_TRUE(wait_for_text(out, "RUNNING", 60)) << slurp(out);
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
+  EXPECT_THAT(slurp(out), HasSubstr("keeps running"));
+  CommandResult st = launch({"status", "--format", "json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_THAT(st.out, HasSubstr("\"scheduler_id\": \"4242\""));
+  EXPECT_THAT(st.out, HasSubstr("\"state\": \"RUNNING\""));
+}
+
+TEST_F(FakeSlurmTest, KilledWaitIsRecoveredByTheNextStatus) {
+  fake("sbatch", "cat >/dev/null\necho 4343\n");
+  fake("squeue", "case \"$*\" in *--jobs=*4343*) cat \"$(dirname \"$0\")/state\" ;; esac\n");
+  fake("sacct", "exit 0\n");
+  fake("scontrol", "exit 0\n");
+  std::ofstream(dir_ / "bin" / "state") << "4343|RUNNING|None\n";
+  fs::path out = dir_ / "wait.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, "--wait", slurm_recipe("killed")}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "RUNNING", 60)) << slurp(out);
+  kill(pid, SIGKILL);
+  wait_exit(pid, 10);
+  // The job finishes while nobody is watching; `status` catches up and records it.
+  std::ofstream(dir_ / "bin" / "state") << "4343|COMPLETED|None\n";
+  CommandResult st = launch({"status", "--format", "json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_THAT(st.out, HasSubstr("\"state\": \"SUCCEEDED\"")) << st.out;
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"state\": \"SUCCEEDED\"")) << "status did not save the state";
+}
+
+}  // namespace
+}  // namespace bridge

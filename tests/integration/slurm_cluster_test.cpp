@@ -1,0 +1,289 @@
+// The Slurm executor end to end on the local two-node test cluster
+// (scripts/slurm-test-cluster.sh up): the real bridge-launch submits bridge-probe with
+// -ng 16 -gn 8, and the tests follow the jobs through the executor and the CLI.
+//
+// Every test skips (with the reason) when `sinfo` is missing or the cluster is not up.
+// The controller-outage test stops slurmctld and always starts it again.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "executors/executor.h"
+#include "test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using test::read_file;
+using test::run_command;
+using test::TempDir;
+
+constexpr const char* kMarker = "MARKER-slurm-it-5ec2e7-do-not-leak";
+const std::string kSource = BRIDGE_SOURCE_DIR;
+const std::string kRecipe = kSource + "/examples/recipes/probe-slurm.yaml";
+
+std::string g_skip_reason;
+
+std::string sh(const std::string& cmd) {
+  auto r = run_command({"/bin/sh", "-c", cmd});
+  return r.exit_code == 0 ? r.out : "";
+}
+
+struct Launched {
+  test::CommandResult result;
+  std::string job_id;        // the registry id
+  std::string scheduler_id;  // the Slurm job id
+  std::chrono::steady_clock::time_point submitted;
+};
+
+class SlurmCluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (sh("command -v sinfo").empty()) {
+      g_skip_reason = "sinfo not found: Slurm is not installed here";
+      return;
+    }
+    auto r = run_command({"/bin/sh", "-c", "sinfo --noheader --format='%n %t' 2>&1"});
+    std::string out = r.out;
+    int usable = 0;
+    for (const char* node : {"node1", "node2"})
+      if (std::regex_search(out, std::regex(std::string(node) + " (idle|mix|alloc|comp)")))
+        ++usable;
+    if (r.exit_code != 0 || usable < 2)
+      g_skip_reason = "the local Slurm test cluster is not up (scripts/slurm-test-cluster.sh up); "
+                      "sinfo said: " +
+                      out;
+  }
+
+  void SetUp() override {
+    if (!g_skip_reason.empty()) GTEST_SKIP() << g_skip_reason;
+    executor = make_executor("slurm");
+    ASSERT_NE(executor, nullptr);
+    jobs_dir = tmp.path() + "/slurm jobs";  // a blank in the path, on purpose
+    state_dir = tmp.path() + "/state";
+  }
+
+  std::map<std::string, std::string> env() const {
+    return {{"BRIDGE_LAUNCH_STATE_DIR", state_dir}, {"WANDB_API_KEY", kMarker},
+            {"BRIDGE_IT_SECRET", kMarker}};
+  }
+
+  // The probe recipe plus a wandb plugin and a secret env entry (the marker).
+  std::string recipe_with_secrets() const {
+    std::string text = read_file(kRecipe);
+    auto add_after = [&](const std::string& anchor, const std::string& extra) {
+      size_t at = text.find(anchor);
+      EXPECT_NE(at, std::string::npos) << anchor;
+      if (at != std::string::npos) text.insert(at + anchor.size(), extra);
+    };
+    add_after("  perf_env: {}\n", "  wandb: {project: slurm-it}\n");
+    add_after("  NCCL_DEBUG: WARN\n",
+              "  BRIDGE_IT_TOKEN: {value: \"${BRIDGE_IT_SECRET}\", secret: true}\n");
+    return tmp.write("probe-secrets.yaml", text);
+  }
+
+  std::vector<std::string> launch_argv(const std::string& recipe,
+                                       const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv{BRIDGE_LAUNCH_BIN, "--executor", "slurm", "-ng", "16",
+                                  "-gn", "8", recipe, "executor.slurm.job_dir=" + jobs_dir};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
+  Launched launch(const std::string& recipe, const std::vector<std::string>& extra = {}) const {
+    Launched l;
+    l.submitted = std::chrono::steady_clock::now();
+    l.result = run_command(launch_argv(recipe, extra), env());
+    std::smatch m;
+    if (std::regex_search(l.result.err, m, std::regex(R"(slurm id (\d+))"))) l.scheduler_id = m[1];
+    std::string out = l.result.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    l.job_id = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+    return l;
+  }
+
+  JobRecord record(const Launched& l) const {
+    JobRecord r;
+    r.id = l.job_id;
+    r.executor = "slurm";
+    r.scheduler_id = l.scheduler_id;
+    r.job_dir = jobs_dir + "/probe-slurm/" + l.scheduler_id;
+    r.nodes = 2;
+    r.ranks = 16;
+    return r;
+  }
+
+  // Polls the executor until the job is final or `limit` passes.
+  JobStatus wait_final(const JobRecord& r, std::chrono::seconds limit) const {
+    auto end = std::chrono::steady_clock::now() + limit;
+    JobStatus st;
+    while (std::chrono::steady_clock::now() < end) {
+      Diagnostics diags;
+      st = executor->status({r}, diags).front();
+      if (is_final(st.state)) return st;
+      std::this_thread::sleep_for(500ms);
+    }
+    return st;
+  }
+
+  JobStatus wait_state(const JobRecord& r, JobState want, std::chrono::seconds limit) const {
+    auto end = std::chrono::steady_clock::now() + limit;
+    JobStatus st;
+    while (std::chrono::steady_clock::now() < end) {
+      Diagnostics diags;
+      st = executor->status({r}, diags).front();
+      if (st.state == want || is_final(st.state)) return st;
+      std::this_thread::sleep_for(300ms);
+    }
+    return st;
+  }
+
+  std::string logs(const JobRecord& r, std::optional<int> rank) const {
+    Diagnostics diags;
+    std::ostringstream out;
+    executor->logs(r, rank, false, out, diags);
+    return out.str();
+  }
+
+  // Every file under `dir`, concatenated (for leak checks).
+  static std::string all_files(const std::string& dir) {
+    std::string text;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+      if (e.is_regular_file(ec)) text += read_file(e.path().string());
+    return text;
+  }
+
+  std::unique_ptr<Executor> executor;
+  TempDir tmp;
+  std::string jobs_dir, state_dir;
+};
+
+TEST_F(SlurmCluster, DryRunPrintsTheScriptAndChangesNothing) {
+  auto r = run_command(launch_argv(recipe_with_secrets(), {"--dry-run"}), env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("#!/bin/bash\n", 0), 0u);
+  EXPECT_NE(r.out.find("#SBATCH --nodes=2\n"), std::string::npos);
+  EXPECT_NE(r.out.find(std::string(BRIDGE_PROBE_BIN)), std::string::npos)
+      << "bridge-probe should be the one next to bridge-launch";
+  EXPECT_EQ(r.out.find(kMarker), std::string::npos);
+  EXPECT_EQ(r.err.find(kMarker), std::string::npos);
+  EXPECT_FALSE(fs::exists(jobs_dir));
+  EXPECT_FALSE(fs::exists(state_dir + "/jobs"));
+}
+
+TEST_F(SlurmCluster, SixteenRanksOnTwoNodesGetThePlannedEnvAndComplete) {
+  Launched l = launch(recipe_with_secrets());
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.out << l.result.err;
+  ASSERT_FALSE(l.scheduler_id.empty()) << l.result.err;
+  JobRecord rec = record(l);
+  JobStatus st = wait_final(rec, 120s);
+  std::string rank0 = logs(rec, 0);
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n" << logs(rec, std::nullopt);
+
+  EXPECT_NE(rank0.find("env check: all ranks match"), std::string::npos) << rank0;
+  EXPECT_NE(rank0.find("16 ranks"), std::string::npos) << rank0;
+  for (const char* var : {"WANDB_API_KEY", "BRIDGE_IT_TOKEN", "BRIDGE_SHELL", "BRIDGE_MULTILINE",
+                          "BRIDGE_UNICODE", "BRIDGE_QUOTES"})
+    EXPECT_TRUE(std::regex_search(rank0, std::regex(std::string(var) + " +ranks ok: 16/16")))
+        << var << " not confirmed on all 16 ranks:\n"
+        << rank0;
+  // 16 rank logs, tasks spread over both nodes.
+  for (int r = 0; r < 16; ++r)
+    EXPECT_TRUE(fs::exists(rec.job_dir + "/rank" + std::to_string(r) + ".log")) << r;
+  std::string node_list = sh("scontrol show job " + l.scheduler_id + " | grep -o ' NodeList=[^ ]*'");
+  EXPECT_NE(node_list.find("node[1-2]"), std::string::npos) << node_list;
+  EXPECT_TRUE(fs::exists(rec.job_dir + "/job.sbatch"));
+
+  // The CLI agrees (registry + one squeue).
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", l.job_id, "--format", "json"}, env());
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("\"SUCCEEDED\""), std::string::npos) << status.out;
+
+  // The secret reached the ranks (checked above) but no file, log or output holds it.
+  EXPECT_EQ(all_files(jobs_dir).find(kMarker), std::string::npos) << "secret in the job dir";
+  EXPECT_EQ(all_files(state_dir).find(kMarker), std::string::npos) << "secret in the registry";
+  EXPECT_EQ((l.result.out + l.result.err + status.out + status.err).find(kMarker),
+            std::string::npos);
+}
+
+TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
+  Launched l = launch(kRecipe, {"runtime.args=[--steps,200,--compute-ms,20,--params,65536,"
+                                "--fail-rank,3,--fail-at-step,2,--timeout,60]"});
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
+  JobRecord rec = record(l);
+  JobStatus st = wait_final(rec, 60s);
+  auto took = std::chrono::steady_clock::now() - l.submitted;
+  ASSERT_EQ(st.state, JobState::kFailed) << st.detail;
+  EXPECT_LT(took, 30s) << "a failing rank must end the job promptly";
+  std::string rank3 = logs(rec, 3);
+  EXPECT_NE(rank3.find("injected failure"), std::string::npos) << rank3;
+  std::string all = logs(rec, std::nullopt);
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"(task 3: Exited with exit code 17)"))) << all;
+
+  auto cli_logs = run_command({BRIDGE_LAUNCH_BIN, "logs", l.job_id, "--rank", "3"}, env());
+  EXPECT_NE(cli_logs.out.find("injected failure"), std::string::npos)
+      << cli_logs.out << cli_logs.err;
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", l.job_id}, env());
+  EXPECT_NE(status.out.find("FAILED"), std::string::npos) << status.out << status.err;
+}
+
+TEST_F(SlurmCluster, CancelStopsARunningJob) {
+  Launched l = launch(kRecipe, {"runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"});
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
+  JobRecord rec = record(l);
+  JobStatus running = wait_state(rec, JobState::kRunning, 30s);
+  ASSERT_EQ(running.state, JobState::kRunning) << running.detail;
+  auto cancel = run_command({BRIDGE_LAUNCH_BIN, "cancel", l.job_id}, env());
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
+  JobStatus st = wait_final(rec, 30s);
+  EXPECT_EQ(st.state, JobState::kCancelled) << st.detail;
+  if (st.state != JobState::kCancelled) {  // do not leave it occupying the nodes
+    Diagnostics diags;
+    executor->cancel(rec, diags);
+  }
+}
+
+TEST_F(SlurmCluster, CancelWorksThroughTheExecutorToo) {
+  Launched l = launch(kRecipe, {"runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"});
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
+  JobRecord rec = record(l);
+  Diagnostics diags;
+  EXPECT_EQ(executor->cancel(rec, diags), 0);
+  JobStatus st = wait_final(rec, 30s);
+  EXPECT_EQ(st.state, JobState::kCancelled) << st.detail;
+}
+
+// Starts slurmctld again when the test ends, whatever happened.
+struct ControllerGuard {
+  ~ControllerGuard() {
+    auto r = run_command({kSource + "/scripts/slurm-test-cluster.sh", "start-controller"});
+    if (r.exit_code != 0) ADD_FAILURE() << "could not restart slurmctld: " << r.err;
+  }
+};
+
+TEST_F(SlurmCluster, SubmissionWithTheControllerDownFailsClearlyAndRecordsNothing) {
+  ControllerGuard guard;
+  auto stop = run_command({kSource + "/scripts/slurm-test-cluster.sh", "stop-controller"});
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  auto start = std::chrono::steady_clock::now();
+  Launched l = launch(kRecipe);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(l.result.exit_code, 1) << l.result.out << l.result.err;
+  EXPECT_NE(l.result.err.find("Unable to contact slurm controller"), std::string::npos)
+      << l.result.err;
+  EXPECT_LT(took, 30s) << "a stopped controller must fail in bounded time";
+  std::error_code ec;
+  bool any_record = fs::exists(state_dir + "/jobs", ec) && !fs::is_empty(state_dir + "/jobs", ec);
+  EXPECT_FALSE(any_record) << "a failed submission must leave no registry entry";
+  EXPECT_FALSE(fs::exists(jobs_dir)) << "nor a job dir";
+}
+
+}  // namespace
+}  // namespace bridge

@@ -1,0 +1,524 @@
+// The Kubernetes executor's side of kubectl, through a recording CommandRunner: submit
+// (apply with the manifests on stdin, clean-up after a failed apply), status of JobSets and
+// Jobs from canned `kubectl get -o json` answers (one query for many jobs), Job API retries,
+// logs and cancel.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "executors/executor.h"
+#include "executors/k8s_render.h"
+#include "executors/k8s_status.h"
+#include "executors/k8s_testing.h"
+
+namespace bridge {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using testing::failed_result;
+using testing::FakeRunner;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ok_result;
+using testing::ScopedRunner;
+
+constexpr const char* kMarker = "EXEC-SECRET-MARKER-91d2";
+
+const char* const kRecipe = R"(name: exec-demo
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime:
+  command: [python, train.py]
+  container_image: nvcr.io/nvidia/nemo:25.11
+env:
+  TOKEN: {value: EXEC-SECRET-MARKER-91d2, secret: true}
+executor:
+  kubernetes: {namespace: team-a, context: prod}
+)";
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+bool contains_seq(const std::vector<std::string>& argv, const std::vector<std::string>& seq) {
+  return std::search(argv.begin(), argv.end(), seq.begin(), seq.end()) != argv.end();
+}
+
+struct Submitted {
+  SubmitResult result;
+  Diagnostics diags;
+  int accepted_calls = 0;
+  std::string rendered;
+};
+
+Submitted submit(FakeRunner& fake, std::vector<std::string> overrides = {}) {
+  auto p = testing::k8s_plan(kRecipe, std::move(overrides));
+  EXPECT_TRUE(p->plan->complete);
+  auto ex = make_executor("kubernetes");
+  EXPECT_NE(ex, nullptr);
+  Submitted s;
+  RenderedJob job = ex->render(*p->plan, s.diags);
+  s.rendered = job.dry_run_text;
+  ScopedRunner use(fake);
+  std::ostringstream out;
+  s.result = ex->submit(*p->plan, job, SubmitOptions{}, out, s.diags,
+                        [&](const SubmitResult&) { ++s.accepted_calls; });
+  return s;
+}
+
+// kubectl apply's answer: "<resource>/<name> created" for each document of stdin.
+CommandResult apply_all_created(const CommandSpec& spec) {
+  std::string out;
+  for (const auto& d : testing::parse_yaml_docs(spec.stdin_text)) {
+    std::string kind = d["kind"];
+    std::string res = kind == "JobSet" ? "jobset.jobset.x-k8s.io"
+                      : kind == "Job"  ? "job.batch"
+                                       : (kind == "Service" ? "service" : "secret");
+    out += res + "/" + d["metadata"]["name"].get<std::string>() + " created\n";
+  }
+  return ok_result(out);
+}
+
+TEST(K8sExecutor, IsRegistered) {
+  auto ex = make_executor("kubernetes");
+  ASSERT_NE(ex, nullptr);
+  bool listed = false;
+  for (const auto& e : executor_registry()) listed = listed || std::string(e.name) == "kubernetes";
+  EXPECT_TRUE(listed);
+}
+
+TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
+  FakeRunner fake;
+  fake.respond = apply_all_created;
+  Submitted s = submit(fake);
+  ASSERT_EQ(fake.calls.size(), 1u);
+  const CommandSpec& apply = fake.calls[0];
+  EXPECT_EQ(apply.argv, (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace",
+                                                  "team-a", "apply", "-f", "-"}));
+  EXPECT_EQ(s.result.exit_code, 0);
+  EXPECT_TRUE(s.result.accepted);
+  EXPECT_EQ(s.accepted_calls, 1);
+  // The same names as the dry-run text, and the secret only here, in the Secret.
+  std::string suffix = k8s_suffix_of(s.rendered);
+  ASSERT_EQ(suffix.size(), 4u);
+  EXPECT_EQ(s.result.scheduler_id, "jobset/exec-demo-" + suffix);
+  auto docs = testing::parse_yaml_docs(apply.stdin_text);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["kind"], "Secret");
+  EXPECT_EQ(docs[0]["stringData"]["TOKEN"], kMarker);
+  EXPECT_EQ(docs[1]["metadata"]["name"], "exec-demo-" + suffix);
+  EXPECT_THAT(docs[1].dump(), Not(HasSubstr(kMarker)));
+  EXPECT_THAT(s.rendered, Not(HasSubstr(kMarker)));
+  // Apart from the Secret's value, what was applied is what was shown.
+  std::string shown = s.rendered;
+  EXPECT_EQ(apply.stdin_text.substr(apply.stdin_text.find("---")), [&] {
+    std::string t = shown.substr(shown.find("---"));
+    t.replace(t.find("\"<secret>\""), 10, kMarker);
+    return t;
+  }());
+  for (const auto& c : fake.calls) EXPECT_THAT(joined(c.argv), Not(HasSubstr(kMarker)));
+}
+
+TEST(K8sExecutor, FailedApplyDeletesWhatWasCreatedAndIsNotAccepted) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"apply"})) {
+      CommandResult r = failed_result(
+          "Error from server (NotFound): error when creating \"STDIN\": the server could not "
+          "find the requested resource (post jobsets.jobset.x-k8s.io)");
+      std::string name = testing::parse_yaml_docs(spec.stdin_text)[0]["metadata"]["name"];
+      r.out = "secret/" + name + " created\n";
+      return r;
+    }
+    return ok_result("deleted\n");
+  };
+  Submitted s = submit(fake);
+  EXPECT_EQ(s.result.exit_code, 1);
+  EXPECT_FALSE(s.result.accepted);
+  EXPECT_EQ(s.accepted_calls, 0);
+  ASSERT_EQ(fake.calls.size(), 2u);
+  const CommandSpec& del = fake.calls[1];
+  EXPECT_TRUE(contains_seq(del.argv, {"delete", "--ignore-not-found", "--wait=false", "-f", "-"}))
+      << joined(del.argv);
+  EXPECT_TRUE(contains_seq(del.argv, {"--namespace", "team-a"}));
+  auto deleted = testing::parse_yaml_docs(del.stdin_text);
+  ASSERT_EQ(deleted.size(), 1u) << "only what apply created is deleted";
+  EXPECT_EQ(deleted[0]["kind"], "Secret");
+  EXPECT_THAT(del.stdin_text, Not(HasSubstr(kMarker)));
+  ASSERT_TRUE(s.diags.has_code("kubectl-apply-failed"));
+  std::string msg = s.diags.items().back().message;
+  EXPECT_THAT(msg, HasSubstr("the server could not find the requested resource"));
+  EXPECT_THAT(msg, HasSubstr("deleted what it had created (secret/"));
+}
+
+TEST(K8sExecutor, ApplyFailureBeforeAnythingWasCreatedNeedsNoCleanUp) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) {
+    return failed_result("error: You must be logged in to the server (Unauthorized)");
+  };
+  Submitted s = submit(fake);
+  EXPECT_EQ(s.result.exit_code, 1);
+  EXPECT_EQ(fake.calls.size(), 1u);
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("Unauthorized"));
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("nothing had been created"));
+}
+
+TEST(K8sExecutor, KubectlMissingIsReported) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) {
+    CommandResult r;
+    r.started = false;
+    r.err = "kubectl: command not found";
+    return r;
+  };
+  Submitted s = submit(fake);
+  EXPECT_EQ(s.result.exit_code, 1);
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("could not be started"));
+}
+
+TEST(K8sExecutor, PreexistingObjectIsACollisionNotASubmission) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (!contains_seq(spec.argv, {"apply"})) return ok_result();
+    auto docs = testing::parse_yaml_docs(spec.stdin_text);
+    return ok_result("secret/" + docs[0]["metadata"]["name"].get<std::string>() +
+                     " created\njobset.jobset.x-k8s.io/" +
+                     docs[1]["metadata"]["name"].get<std::string>() + " unchanged\n");
+  };
+  Submitted s = submit(fake);
+  EXPECT_EQ(s.result.exit_code, 1);
+  EXPECT_FALSE(s.result.accepted);
+  ASSERT_EQ(fake.calls.size(), 2u);
+  auto deleted = testing::parse_yaml_docs(fake.calls[1].stdin_text);
+  ASSERT_EQ(deleted.size(), 1u);
+  EXPECT_EQ(deleted[0]["kind"], "Secret") << "the pre-existing JobSet is not ours to delete";
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("already existed"));
+}
+
+TEST(K8sExecutor, SecretValuesAreScrubbedFromKubectlMessages) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) {
+    return failed_result(std::string("error: invalid value \"") + kMarker + "\"");
+  };
+  Submitted s = submit(fake);
+  for (const auto& d : s.diags.items()) EXPECT_THAT(d.message, Not(HasSubstr(kMarker)));
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("<secret>"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Status.
+
+JobRecord record(const std::string& scheduler_id, const std::string& ns = "team-a",
+                 const std::string& ctx = "prod") {
+  JobRecord r;
+  r.id = "exec-demo-20260101-000000-abcd";
+  r.name = "exec-demo";
+  r.executor = "kubernetes";
+  r.scheduler_id = scheduler_id;
+  r.namespace_ = ns;
+  r.context = ctx;
+  r.nodes = 2;
+  r.ranks = 16;
+  return r;
+}
+
+json jobset(const std::string& name, const std::string& conditions,
+            const std::string& extra_status = "") {
+  return json::parse(R"({"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet",
+    "metadata":{"name":")" +
+                     name + R"(","labels":{"app.kubernetes.io/managed-by":"bridge-launch",
+    "bridge-launch/job":")" +
+                     name + R"("}},
+    "status":{"conditions":)" +
+                     conditions + extra_status + "}}");
+}
+
+json job(const std::string& name, const std::string& base, int attempt, bool suspended,
+         const std::string& status) {
+  json j = json::parse(R"({"apiVersion":"batch/v1","kind":"Job","metadata":{"labels":{},
+    "annotations":{"bridge-launch/attempts":"3"}},"spec":{"parallelism":2},"status":)" +
+                       status + "}");
+  j["metadata"]["name"] = name;
+  j["metadata"]["labels"]["bridge-launch/job"] = base;
+  j["metadata"]["labels"]["bridge-launch/attempt"] = std::to_string(attempt);
+  j["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "bridge-launch";
+  if (suspended) j["spec"]["suspend"] = true;
+  return j;
+}
+
+std::string list_of(const std::vector<json>& items) {
+  return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump();
+}
+
+const char* const kCompleted =
+    R"([{"type":"StartupPolicyCompleted","status":"True"},{"type":"Completed","status":"True",
+        "reason":"AllJobsCompleted","message":"jobset completed successfully"}])";
+const char* const kFailed =
+    R"([{"type":"Failed","status":"True","reason":"FailedJobs",
+        "message":"jobset failed due to reaching max number of restarts"}])";
+
+TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
+  FakeRunner fake;
+  std::vector<json> items{
+      jobset("js-ok", kCompleted),
+      jobset("js-failed", kFailed),
+      jobset("js-running", "[]",
+             R"(,"restarts":1,"replicatedJobsStatus":[{"name":"node","ready":1,"active":1}])"),
+      jobset("js-pending", "[]",
+             R"(,"replicatedJobsStatus":[{"name":"node","ready":0,"active":1}])"),
+      jobset("js-suspended", R"([{"type":"Suspended","status":"True","reason":"SuspendedJobs"}])"),
+      job("j-run", "j-run", 0, false, R"({"active":2,"ready":2})"),
+      job("j-done", "j-done", 0, false,
+          R"({"conditions":[{"type":"Complete","status":"True"}],"succeeded":2})"),
+      job("j-failed", "j-failed", 0, false,
+          R"({"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded",
+              "message":"Job has reached the specified backoff limit"}]})")};
+  fake.respond = [&](const CommandSpec&) { return ok_result(list_of(items)); };
+  ScopedRunner use(fake);
+  std::vector<JobRecord> recs;
+  for (std::string id :
+       {"jobset/js-ok", "jobset/js-failed", "jobset/js-running", "jobset/js-pending",
+        "jobset/js-suspended", "job/j-run", "job/j-done", "job/j-failed", "jobset/js-gone"})
+    recs.push_back(record(id));
+  recs.push_back(record("bogus"));
+  Diagnostics diags;
+  auto st = make_executor("kubernetes")->status(recs, diags);
+  ASSERT_EQ(fake.calls.size(), 1u) << "one kubectl get for all jobs";
+  EXPECT_EQ(fake.calls[0].argv,
+            (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a",
+                                      "get", "jobsets.jobset.x-k8s.io,jobs.batch", "-l",
+                                      "app.kubernetes.io/managed-by=bridge-launch", "-o", "json"}));
+  ASSERT_EQ(st.size(), recs.size());
+  auto state = [&](size_t i) { return std::string(job_state_name(st[i].state)); };
+  EXPECT_EQ(state(0), "SUCCEEDED");
+  EXPECT_THAT(st[0].detail, HasSubstr("AllJobsCompleted"));
+  EXPECT_EQ(state(1), "FAILED");
+  EXPECT_THAT(st[1].detail, HasSubstr("reaching max number of restarts"));
+  EXPECT_EQ(state(2), "RUNNING");
+  EXPECT_THAT(st[2].detail, HasSubstr("restarts: 1"));
+  EXPECT_EQ(state(3), "PENDING");
+  EXPECT_EQ(state(4), "PENDING");
+  EXPECT_THAT(st[4].detail, HasSubstr("Suspended"));
+  EXPECT_EQ(state(5), "RUNNING");
+  EXPECT_EQ(state(6), "SUCCEEDED");
+  EXPECT_EQ(state(7), "FAILED");
+  EXPECT_THAT(st[7].detail, HasSubstr("BackoffLimitExceeded"));
+  EXPECT_EQ(state(8), "UNKNOWN");
+  EXPECT_THAT(st[8].detail, HasSubstr("not found"));
+  EXPECT_EQ(state(9), "UNKNOWN");
+  EXPECT_FALSE(diags.has_errors());
+}
+
+TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  make_executor("kubernetes")
+      ->status({record("job/a", "ns1", ""), record("job/b", "ns1", ""), record("job/c", "ns2", "")},
+               diags);
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(fake.calls[0].argv,
+            (std::vector<std::string>{"kubectl", "--namespace", "ns1", "get", "jobs.batch", "-l",
+                                      "app.kubernetes.io/managed-by=bridge-"
+                                      "launch",
+                                      "-o", "json"}));
+}
+
+TEST(K8sExecutor, StatusReportsKubectlFailure) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) {
+    return failed_result("The connection to the server 10.0.0.1:6443 was refused");
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  auto st = make_executor("kubernetes")->status({record("jobset/x")}, diags);
+  EXPECT_EQ(st[0].state, JobState::kUnknown);
+  EXPECT_THAT(st[0].detail, HasSubstr("was refused"));
+  EXPECT_TRUE(diags.has_code("kubectl-failed"));
+}
+
+TEST(K8sExecutor, JobApiFailedAttemptStartsTheNextOne) {
+  FakeRunner fake;
+  std::vector<json> items{
+      job("demo-ab12", "demo-ab12", 0, false,
+          R"({"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded"}]})"),
+      job("demo-ab12-r1", "demo-ab12", 1, true, "{}"),
+      job("demo-ab12-r2", "demo-ab12", 2, true, "{}")};
+  fake.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"patch"})) return ok_result("job.batch/demo-ab12-r1 patched\n");
+    return ok_result(list_of(items));
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  auto ex = make_executor("kubernetes");
+  auto st = ex->status({record("job/demo-ab12")}, diags);
+  EXPECT_EQ(st[0].state, JobState::kPending);
+  EXPECT_THAT(st[0].detail, HasSubstr("attempt 2/3 starting"));
+  auto patches = fake.with("patch");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_TRUE(contains_seq(patches[0].argv, {"patch", "jobs.batch", "demo-ab12-r1", "--type=merge",
+                                             "-p", R"({"spec":{"suspend":false}})"}));
+  // Status follows the latest attempt: r1 now runs, then fails for good at r2.
+  items[1].erase("status");
+  items[1]["spec"].erase("suspend");
+  items[1]["status"] = json::parse(R"({"active":2,"ready":2})");
+  st = ex->status({record("job/demo-ab12")}, diags);
+  EXPECT_EQ(st[0].state, JobState::kRunning);
+  EXPECT_THAT(st[0].detail, HasSubstr("attempt 2/3"));
+  items[1]["status"] = json::parse(R"({"conditions":[{"type":"Failed","status":"True"}]})");
+  items[2]["spec"].erase("suspend");
+  items[2]["status"] = json::parse(R"({"conditions":[{"type":"Failed","status":"True"}]})");
+  st = ex->status({record("job/demo-ab12")}, diags);
+  EXPECT_EQ(st[0].state, JobState::kFailed);
+  EXPECT_THAT(st[0].detail, HasSubstr("attempt 3/3"));
+  EXPECT_EQ(fake.with("patch").size(), 1u);
+}
+
+TEST(K8sStatus, PureMappings) {
+  EXPECT_EQ(jobset_status(jobset("a", "[]")).state, JobState::kPending);
+  EXPECT_EQ(jobset_status(jobset("a", "[]", R"(,"terminalState":"Completed")")).state,
+            JobState::kSucceeded);
+  EXPECT_EQ(job_status(job("j", "j", 0, false,
+                           R"({"conditions":[{"type":"FailureTarget","status":"True"}]})"))
+                .state,
+            JobState::kFailed);
+  EXPECT_EQ(job_status(job("j", "j", 0, false,
+                           R"({"conditions":[{"type":"Complete","status":"False"}],"active":2})"))
+                .state,
+            JobState::kPending);
+  EXPECT_EQ(parse_k8s_scheduler_id("jobset/x")->name, "x");
+  EXPECT_FALSE(parse_k8s_scheduler_id("pod/x").has_value());
+  std::string err;
+  EXPECT_FALSE(parse_kubectl_items("not json", &err).has_value());
+  EXPECT_FALSE(err.empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Logs and cancel.
+
+json pod(const std::string& name, int index, int attempt, const std::string& phase,
+         bool jobset = true) {
+  json p{{"kind", "Pod"},
+         {"metadata",
+          {{"name", name},
+           {"labels", json::object()},
+           {"annotations", {{"batch.kubernetes.io/job-completion-index", std::to_string(index)}}}}},
+         {"status", {{"phase", phase}}}};
+  p["metadata"]["labels"][jobset ? "jobset.sigs.k8s.io/restart-attempt" : "bridge-launch/attempt"] =
+      std::to_string(attempt);
+  return p;
+}
+
+TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("x-node-0-0-aaaaa", 0, 1, "Running"),
+                                pod("x-node-0-1-bbbbb", 1, 1, "Running"),
+                                pod("x-node-0-1-old00", 1, 0, "Failed")}));
+    return ok_result("hello from " + spec.argv[5] + "\n");
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  std::ostringstream out;
+  int rc = make_executor("kubernetes")->logs(record("jobset/x"), 11, false, out, diags);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out.str(), "hello from x-node-0-1-bbbbb\n");
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_TRUE(contains_seq(fake.calls[0].argv, {"get", "pods", "-l", "bridge-launch/job=x"}));
+  EXPECT_TRUE(contains_seq(fake.calls[1].argv, {"logs", "x-node-0-1-bbbbb", "-c", "trainer"}));
+}
+
+TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
+    return ok_result("line of " + spec.argv[5] + "\n");
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  std::ostringstream out;
+  EXPECT_EQ(make_executor("kubernetes")->logs(record("jobset/x"), std::nullopt, false, out, diags),
+            0);
+  EXPECT_EQ(out.str(), "[node 0] line of a\n[node 1] line of b\n");
+}
+
+TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  std::ostringstream out;
+  auto ex = make_executor("kubernetes");
+  EXPECT_EQ(ex->logs(record("jobset/x"), 16, false, out, diags), 2);
+  EXPECT_EQ(ex->logs(record("jobset/x"), 0, false, out, diags), 1);
+  EXPECT_TRUE(diags.has_code("k8s-no-pods"));
+}
+
+TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
+  FakeRunner fake;
+  int polls = 0;
+  fake.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("p0", 0, 0, polls < 2 ? "Running" : "Succeeded")}));
+    if (contains_seq(spec.argv, {"get"})) {
+      ++polls;
+      return ok_result(list_of({jobset("x", polls < 2 ? "[]" : kCompleted)}));
+    }
+    // kubectl logs --timestamps [--since-time=T]: whole seconds, so repeats happen.
+    std::string since;
+    for (const auto& a : spec.argv)
+      if (a.rfind("--since-time=", 0) == 0) since = a.substr(13);
+    if (since.empty())
+      return ok_result("2026-01-01T00:00:01.5Z first\n2026-01-01T00:00:02.25Z second\n");
+    EXPECT_EQ(since, "2026-01-01T00:00:02.25Z");
+    return ok_result("2026-01-01T00:00:02.25Z second\n2026-01-01T00:00:02.250000001Z third\n");
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  std::ostringstream out;
+  int rc = make_executor("kubernetes")->logs(record("jobset/x"), 0, true, out, diags);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out.str(), "first\nsecond\nthird\n");
+}
+
+TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) { return ok_result("jobset deleted\n"); };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  auto ex = make_executor("kubernetes");
+  EXPECT_EQ(ex->cancel(record("jobset/x-ab12"), diags), 0);
+  EXPECT_EQ(ex->cancel(record("job/y-ab12", "", ""), diags), 0);
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(
+      fake.calls[0].argv,
+      (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a", "delete",
+                                "jobsets.jobset.x-k8s.io,secrets", "-l", "bridge-launch/job=x-ab12",
+                                "--ignore-not-found", "--wait=false"}));
+  EXPECT_EQ(
+      fake.calls[1].argv,
+      (std::vector<std::string>{"kubectl", "delete", "jobs.batch,services,secrets", "-l",
+                                "bridge-launch/job=y-ab12", "--ignore-not-found", "--wait=false"}));
+}
+
+TEST(K8sExecutor, CancelFailureShowsKubectlsMessage) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec&) {
+    return failed_result("Error from server (Forbidden): jobsets is forbidden");
+  };
+  ScopedRunner use(fake);
+  Diagnostics diags;
+  EXPECT_EQ(make_executor("kubernetes")->cancel(record("jobset/x"), diags), 1);
+  ASSERT_TRUE(diags.has_code("kubectl-delete-failed"));
+  EXPECT_THAT(diags.items().back().message, HasSubstr("jobsets is forbidden"));
+}
+
+}  // namespace
+}  // namespace bridge

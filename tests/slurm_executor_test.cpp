@@ -1,0 +1,484 @@
+// The Slurm executor against a fake CommandRunner: submission (job id parsing, secrets only in
+// sbatch's environment, errors with Slurm's own message, transient retries, no duplicate
+// job), status (one squeue for all jobs, sacct/scontrol fallbacks, state mapping), logs and
+// cancel.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "executors/executor.h"
+#include "executors/slurm_scheduler.h"
+#include "launcher/command_runner.h"
+#include "launcher/host_env.h"
+#include "launcher/plan.h"
+#include "test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+constexpr const char* kMarker = "MARKER-secret-0b5e";
+
+// Answers each command with `handler` and records what was asked.
+class FakeRunner : public CommandRunner {
+ public:
+  using Handler = std::function<CommandResult(const CommandSpec&)>;
+  explicit FakeRunner(Handler h) : handler_(std::move(h)) {}
+  CommandResult run(const CommandSpec& spec) override {
+    calls.push_back(spec);
+    return handler_(spec);
+  }
+  int count(const std::string& program) const {
+    int n = 0;
+    for (const auto& c : calls) n += c.argv.at(0) == program;
+    return n;
+  }
+  std::vector<CommandSpec> calls;
+
+ private:
+  Handler handler_;
+};
+
+CommandResult ok(std::string out) {
+  CommandResult r;
+  r.out = std::move(out);
+  return r;
+}
+
+CommandResult fail(std::string err, int code = 1) {
+  CommandResult r;
+  r.exit_code = code;
+  r.err = std::move(err);
+  return r;
+}
+
+std::string diag_text(const Diagnostics& diags) {
+  std::string out;
+  for (const auto& d : diags.items()) out += format_diagnostic(d, false);
+  return out;
+}
+
+class SlurmExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SlurmRetryPolicy p;
+    p.first_backoff = std::chrono::milliseconds(1);
+    set_slurm_retry_policy(p);
+    set_slurm_accounting_disabled(false);
+    executor = make_executor("slurm");
+    ASSERT_NE(executor, nullptr);
+  }
+  void TearDown() override {
+    set_default_command_runner(nullptr);
+    set_slurm_retry_policy(SlurmRetryPolicy{});
+    set_slurm_accounting_disabled(false);
+  }
+
+  void install(FakeRunner& r) { set_default_command_runner(&r); }
+
+  Plan plan(const std::string& job_dir) {
+    MapEnvironment env({{"HOME", "/home/alice"}, {"WANDB_API_KEY", kMarker}});
+    PlanRequest req;
+    req.recipe_path = "t.yaml";
+    req.executor = "slurm";
+    Plan p = build_plan_from_text(
+        "name: unit\ncluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}\n"
+        "model: {tensor_model_parallel_size: 1, num_layers: 2, hidden_size: 64, "
+        "num_attention_heads: 4}\n"
+        "runtime: {command: [bridge-probe], pass_overrides: false}\n"
+        "plugins:\n  wandb: {project: p}\n"
+        "executor:\n  slurm: {job_dir: \"" +
+            job_dir + "\"}\n",
+        req, env, plan_diags);
+    EXPECT_TRUE(p.complete) << diag_text(plan_diags);
+    return p;
+  }
+
+  SubmitResult submit(const Plan& p, Diagnostics& diags, int* accepted_calls) {
+    RenderedJob job = executor->render(p, diags);
+    EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
+    std::ostringstream out;
+    return executor->submit(p, job, SubmitOptions{}, out, diags,
+                            [&](const SubmitResult&) { ++*accepted_calls; });
+  }
+
+  JobRecord record(const std::string& id, const std::string& job_dir = "/nonexistent") {
+    JobRecord r;
+    r.id = "job-" + id;
+    r.executor = "slurm";
+    r.scheduler_id = id;
+    r.job_dir = job_dir;
+    r.nodes = 2;
+    r.ranks = 4;
+    return r;
+  }
+
+  Diagnostics plan_diags;
+  std::unique_ptr<Executor> executor;
+};
+
+// ---- submit -------------------------------------------------------------------------------
+
+TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironment) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("4711;cluster-a\n"); });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 0) << diag_text(diags);
+  EXPECT_TRUE(r.accepted);
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(r.scheduler_id, "4711");
+  EXPECT_EQ(r.job_dir, dir.path() + "/jobs/unit/4711");
+  ASSERT_EQ(runner.calls.size(), 1u);
+  const CommandSpec& c = runner.calls[0];
+  ASSERT_GE(c.argv.size(), 2u);
+  EXPECT_EQ(c.argv[0], "sbatch");
+  EXPECT_EQ(c.argv[1], "--parsable");
+  EXPECT_EQ(c.stdin_text.rfind("#!/bin/bash\n", 0), 0u);
+  EXPECT_EQ(c.stdin_text.find(kMarker), std::string::npos);
+  for (const auto& a : c.argv) EXPECT_EQ(a.find(kMarker), std::string::npos);
+  ASSERT_EQ(c.extra_env.count("WANDB_API_KEY"), 1u);
+  EXPECT_EQ(c.extra_env.at("WANDB_API_KEY"), kMarker);
+  EXPECT_TRUE(fs::is_directory(dir.path() + "/jobs/unit"));  // sbatch writes slurm-%j.* there
+}
+
+TEST_F(SlurmExecutorTest, SchedulerErrorIsReportedVerbatimAndLeavesNothingBehind) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) {
+    return fail(
+        "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+        "combination specified\n");
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/deep/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(accepted, 0);
+  EXPECT_EQ(runner.count("sbatch"), 1);  // not transient: no retry
+  EXPECT_NE(diag_text(diags).find("Invalid account or account/partition combination"),
+            std::string::npos)
+      << diag_text(diags);
+  EXPECT_FALSE(fs::exists(dir.path() + "/deep")) << "the job dir created for it must go";
+}
+
+TEST_F(SlurmExecutorTest, ControllerDownFailsOnceWithoutRetries) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) {
+    return fail(
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+        "(connect failure)\n");
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(accepted, 0);
+  EXPECT_EQ(runner.calls.size(), 1u);
+  std::string text = diag_text(diags);
+  EXPECT_NE(text.find("Unable to contact slurm controller"), std::string::npos) << text;
+  EXPECT_NE(text.find("scontrol ping"), std::string::npos) << text;
+}
+
+TEST_F(SlurmExecutorTest, TransientErrorsAreRetriedWithBoundedAttempts) {
+  TempDir dir;
+  int sbatch_calls = 0;
+  FakeRunner runner([&](const CommandSpec& s) {
+    if (s.argv[0] == "squeue") return ok("");  // the job was not created
+    return ++sbatch_calls < 3
+               ? fail("sbatch: error: Batch job submission failed: Socket timed out on "
+                      "send/recv operation\n")
+               : ok("99\n");
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 0) << diag_text(diags);
+  EXPECT_EQ(r.scheduler_id, "99");
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(runner.count("sbatch"), 3);
+  EXPECT_EQ(runner.count("squeue"), 2);  // duplicate check before each retry
+}
+
+TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
+  TempDir dir;
+  FakeRunner runner([&](const CommandSpec& s) {
+    if (s.argv[0] == "squeue") return ok("");
+    return fail("sbatch: error: slurm_receive_msg: Socket timed out on send/recv operation\n");
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(accepted, 0);
+  EXPECT_EQ(runner.count("sbatch"), 3);
+  EXPECT_NE(diag_text(diags).find("Socket timed out"), std::string::npos);
+}
+
+TEST_F(SlurmExecutorTest, TimedOutSubmissionThatCreatedTheJobIsNotSubmittedTwice) {
+  TempDir dir;
+  std::string comment;
+  FakeRunner runner([&](const CommandSpec& s) {
+    if (s.argv[0] == "sbatch") {
+      for (const auto& a : s.argv)
+        if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+      return fail("sbatch: error: Socket timed out on send/recv operation\n");
+    }
+    return ok("17|someone-else\n18|" + comment + "\n");  // squeue --format=%i|%k
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 0) << diag_text(diags);
+  EXPECT_EQ(r.scheduler_id, "18");
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(runner.count("sbatch"), 1);
+  EXPECT_FALSE(comment.empty());
+}
+
+TEST_F(SlurmExecutorTest, MissingSbatchIsAClearError) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) {
+    CommandResult r;
+    r.started = false;
+    r.err = "sbatch: command not found";
+    return r;
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(diag_text(diags).find("could not run sbatch"), std::string::npos) << diag_text(diags);
+}
+
+TEST_F(SlurmExecutorTest, GarbageOutputIsNotAJobId) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("Submitted batch job\n"); });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(accepted, 0);
+  EXPECT_NE(diag_text(diags).find("printed no job id"), std::string::npos);
+}
+
+// ---- status -------------------------------------------------------------------------------
+
+TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
+  FakeRunner runner([](const CommandSpec& s) {
+    if (s.argv[0] == "squeue") return ok("101|RUNNING|None\n102|PENDING|Resources\n");
+    if (s.argv[0] == "sacct") return fail("Slurm accounting storage is disabled\n");
+    return ok(
+        "JobId=103 JobName=x UserId=root(0) JobState=FAILED Reason=NonZeroExitCode "
+        "Dependency=(null) ExitCode=17:0 RunTime=00:00:01\n"
+        "JobId=104 JobName=y JobState=COMPLETED Reason=None ExitCode=0:0\n"
+        "JobId=999 JobName=z JobState=CANCELLED Reason=None ExitCode=0:15\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  auto st = executor->status({record("101"), record("102"), record("103"), record("104"),
+                              record("105")},
+                             diags);
+  EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
+  ASSERT_EQ(st.size(), 5u);
+  EXPECT_EQ(st[0].state, JobState::kRunning);
+  EXPECT_EQ(st[1].state, JobState::kPending);
+  EXPECT_EQ(st[1].detail, "PENDING (Resources)");
+  EXPECT_EQ(st[2].state, JobState::kFailed);
+  EXPECT_EQ(st[2].detail, "FAILED (NonZeroExitCode, ExitCode=17:0)");
+  EXPECT_EQ(st[2].exit_code.value_or(-1), 17);
+  EXPECT_EQ(st[3].state, JobState::kSucceeded);
+  EXPECT_EQ(st[4].state, JobState::kUnknown);
+  ASSERT_EQ(runner.count("squeue"), 1);
+  EXPECT_EQ(runner.calls[0].argv,
+            (std::vector<std::string>{"squeue", "--noheader", "--states=all",
+                                      "--jobs=101,102,103,104,105", "--format=%i|%T|%r"}));
+  EXPECT_EQ(runner.count("sacct"), 1);
+  EXPECT_EQ(runner.count("scontrol"), 1);
+
+  // sacct is not asked again once accounting is known to be off.
+  runner.calls.clear();
+  executor->status({record("103")}, diags);
+  EXPECT_EQ(runner.count("sacct"), 0);
+  EXPECT_EQ(runner.count("scontrol"), 1);
+  EXPECT_EQ(runner.calls.back().argv,
+            (std::vector<std::string>{"scontrol", "--oneliner", "show", "job", "103"}));
+}
+
+TEST_F(SlurmExecutorTest, StatusUsesSacctWhenAccountingWorks) {
+  FakeRunner runner([](const CommandSpec& s) {
+    if (s.argv[0] == "squeue") return fail("slurm_load_jobs error: Invalid job id specified\n");
+    return ok("55|CANCELLED by 1000|0:0\n55.batch|CANCELLED|0:15\n56|TIMEOUT|0:0\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  auto st = executor->status({record("55"), record("56")}, diags);
+  EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
+  EXPECT_EQ(st[0].state, JobState::kCancelled);
+  EXPECT_EQ(st[1].state, JobState::kFailed);
+  EXPECT_EQ(runner.count("scontrol"), 0);
+}
+
+TEST_F(SlurmExecutorTest, StatusWithControllerDownIsAnErrorNotAGuess) {
+  FakeRunner runner([](const CommandSpec&) {
+    return fail("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  auto st = executor->status({record("1"), record("2")}, diags);
+  EXPECT_TRUE(diags.has_errors());
+  EXPECT_NE(diag_text(diags).find("Unable to contact slurm controller"), std::string::npos);
+  EXPECT_EQ(runner.calls.size(), 1u);
+  for (const auto& s : st) EXPECT_EQ(s.state, JobState::kUnknown);
+}
+
+TEST_F(SlurmExecutorTest, StatusRetriesTransientSqueueErrors) {
+  int n = 0;
+  FakeRunner runner([&](const CommandSpec&) {
+    return ++n == 1 ? fail("squeue: error: Socket timed out on send/recv operation\n")
+                    : ok("7|COMPLETING|None\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  auto st = executor->status({record("7")}, diags);
+  EXPECT_FALSE(diags.has_errors());
+  EXPECT_EQ(st[0].state, JobState::kRunning);
+  EXPECT_EQ(n, 2);
+}
+
+TEST(SlurmStates, MapEveryState) {
+  std::vector<std::pair<std::string, JobState>> cases{
+      {"COMPLETED", JobState::kSucceeded},   {"FAILED", JobState::kFailed},
+      {"TIMEOUT", JobState::kFailed},        {"NODE_FAIL", JobState::kFailed},
+      {"OUT_OF_MEMORY", JobState::kFailed},  {"BOOT_FAIL", JobState::kFailed},
+      {"DEADLINE", JobState::kFailed},       {"PREEMPTED", JobState::kFailed},
+      {"CANCELLED", JobState::kCancelled},   {"CANCELLED by 0", JobState::kCancelled},
+      {"CANCELLED+", JobState::kCancelled},  {"PENDING", JobState::kPending},
+      {"CONFIGURING", JobState::kPending},   {"REQUEUED", JobState::kPending},
+      {"REQUEUE_HOLD", JobState::kPending},  {"RUNNING", JobState::kRunning},
+      {"COMPLETING", JobState::kRunning},    {"SUSPENDED", JobState::kRunning},
+      {"WHATEVER", JobState::kUnknown},      {"", JobState::kUnknown}};
+  for (const auto& [s, want] : cases) EXPECT_EQ(map_slurm_state(s), want) << s;
+}
+
+TEST(SlurmParse, SbatchIds) {
+  EXPECT_EQ(parse_sbatch_id("123\n").value_or(""), "123");
+  EXPECT_EQ(parse_sbatch_id("123;cluster\n").value_or(""), "123");
+  EXPECT_EQ(parse_sbatch_id("sbatch: warning: x\n456\n").value_or(""), "456");
+  EXPECT_FALSE(parse_sbatch_id("").has_value());
+  EXPECT_FALSE(parse_sbatch_id("Submitted batch job 5\n").has_value());
+}
+
+TEST(SlurmParse, TransientClassification) {
+  EXPECT_TRUE(is_transient_slurm_error("error: Socket timed out on send/recv operation"));
+  EXPECT_TRUE(is_transient_slurm_error("Zero Bytes were transmitted or received"));
+  EXPECT_TRUE(is_transient_slurm_error(
+      "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying"));
+  EXPECT_FALSE(is_transient_slurm_error("Unable to contact slurm controller (connect failure)"));
+  EXPECT_FALSE(is_transient_slurm_error("Invalid account or account/partition combination"));
+}
+
+// ---- cancel and logs ----------------------------------------------------------------------
+
+TEST_F(SlurmExecutorTest, CancelRunsScancel) {
+  FakeRunner runner([](const CommandSpec&) { return ok(""); });
+  install(runner);
+  Diagnostics diags;
+  EXPECT_EQ(executor->cancel(record("31"), diags), 0);
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0].argv, (std::vector<std::string>{"scancel", "31"}));
+}
+
+TEST_F(SlurmExecutorTest, CancelErrorsCarrySlurmsMessage) {
+  FakeRunner runner([](const CommandSpec&) {
+    return fail(
+        "scancel: error: Kill job error on job id 31: Unable to contact slurm controller "
+        "(connect failure)\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  EXPECT_EQ(executor->cancel(record("31"), diags), 1);
+  EXPECT_NE(diag_text(diags).find("Kill job error on job id 31"), std::string::npos);
+}
+
+class SlurmLogsTest : public SlurmExecutorTest {
+ protected:
+  void SetUp() override {
+    SlurmExecutorTest::SetUp();
+    job_dir = dir.path() + "/name/77";
+    fs::create_directories(job_dir);
+    std::ofstream(job_dir + "/rank0.log") << "r0 a\nr0 b\n";
+    std::ofstream(job_dir + "/rank1.log") << "r1 a\nr1 partial";
+    std::ofstream(job_dir + "/rank10.log") << "r10\n";
+    std::ofstream(dir.path() + "/name/slurm-77.err")
+        << "srun: error: node1: task 1: Exited with exit code 17\n";
+  }
+  TempDir dir;
+  std::string job_dir;
+};
+
+TEST_F(SlurmLogsTest, AllRanksPrefixedInRankOrderThenTheBatchOutput) {
+  FakeRunner runner([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
+  install(runner);
+  Diagnostics diags;
+  std::ostringstream out;
+  EXPECT_EQ(executor->logs(record("77", job_dir), std::nullopt, false, out, diags), 0);
+  EXPECT_EQ(out.str(),
+            "[rank 0] r0 a\n[rank 0] r0 b\n[rank 1] r1 a\n[rank 1] r1 partial\n[rank 10] r10\n"
+            "[batch stderr] srun: error: node1: task 1: Exited with exit code 17\n");
+  EXPECT_EQ(runner.calls.size(), 0u);  // no follow: no scheduler query
+}
+
+TEST_F(SlurmLogsTest, OneRankRawAndFollowStopsWhenFinal) {
+  FakeRunner runner([](const CommandSpec&) { return ok("77|COMPLETED|None\n"); });
+  install(runner);
+  Diagnostics diags;
+  std::ostringstream out;
+  EXPECT_EQ(executor->logs(record("77", job_dir), 1, true, out, diags), 0);
+  EXPECT_EQ(out.str(), "r1 a\nr1 partial\n");
+  EXPECT_EQ(runner.count("squeue"), 1);
+}
+
+TEST_F(SlurmLogsTest, RankOutOfRangeIsAnError) {
+  Diagnostics diags;
+  std::ostringstream out;
+  EXPECT_EQ(executor->logs(record("77", job_dir), 4, false, out, diags), 1);
+  EXPECT_TRUE(diags.has_errors());
+}
+
+TEST_F(SlurmLogsTest, TorchrunNodeLogsServeTheirRanks) {
+  std::string d = dir.path() + "/tr/78";
+  fs::create_directories(d);
+  std::ofstream(d + "/node1.log") << "node one\n";
+  Diagnostics diags;
+  std::ostringstream out;
+  EXPECT_EQ(executor->logs(record("78", d), 3, false, out, diags), 0);  // 2 ranks per node
+  EXPECT_EQ(out.str(), "node one\n");
+}
+
+}  // namespace
+}  // namespace bridge
