@@ -365,7 +365,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   }
 
   std::vector<std::string> header{
-      fmt::format("bridge-launch: Kubernetes manifests ({} API), {} node{} x {} GPU{}",
+      fmt::format("bridge-launch: Kubernetes manifests, api: {} ({}), {} node{} x {} GPU{}", in.api,
                   in.api == "job" ? "Indexed Job + headless Service" : "JobSet", in.nodes,
                   in.nodes == 1 ? "" : "s", in.gpus_per_node, in.gpus_per_node == 1 ? "" : "s"),
       fmt::format("object: {} (name suffix {}: new for every submission)", m.scheduler_id,
@@ -376,16 +376,15 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
         fmt::format("retries: {} more attempt{} created suspended, started in turn "
                     "when the previous one fails",
                     in.retries, in.retries == 1 ? "" : "s"));
-  if (in.generated_secret)
-    header.push_back(fmt::format("Secret {}: values {} ", in.secret_object,
-                                 options.reveal_secrets ? "included"
-                                                        : "shown as <secret>; "
-                                                          "submission applies the "
-                                                          "real values"));
+  if (in.generated_secret && options.reveal_secrets)
+    header.push_back(fmt::format("Secret {} holds the secret values", in.secret_object));
+  else if (in.generated_secret)
+    header.push_back(
+        fmt::format("Secret {}: values shown as <secret>; submission applies the "
+                    "real values",
+                    in.secret_object));
   else if (has_secrets)
     header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
-  for (auto& h : header)
-    while (!h.empty() && h.back() == ' ') h.pop_back();
   m.yaml = to_yaml_stream(m.docs, header);
   return m;
 }

@@ -392,7 +392,7 @@ class SlurmExecutor : public Executor {
                                                     const std::string& comment) {
     CommandSpec spec;
     spec.argv = {"squeue", "--noheader", "--states=all", "--name=" + name, "--format=%i|%k"};
-    CommandResult r = default_command_runner().run(spec);
+    CommandResult r = run_slurm_command(spec);
     if (!r.ok()) return std::nullopt;
     for (const auto& info : parse_squeue(r.out))
       if (info.state == comment) return info.id;

@@ -48,6 +48,27 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   t.etp = m.expert_tensor_parallel_size.get_or(t.tp);
   SourceLoc ng_loc = r.cluster.num_gpus.loc;
 
+  // No real job has a parallel size above 2^20; bounding them keeps every product of three
+  // sizes below within int64 range (no overflow, no division by a wrapped zero).
+  constexpr int64_t kMaxSize = int64_t{1} << 20;
+  for (auto [value, field] : {std::pair{&t.tp, &m.tensor_model_parallel_size},
+                              std::pair{&t.pp, &m.pipeline_model_parallel_size},
+                              std::pair{&t.cp, &m.context_parallel_size},
+                              std::pair{&t.ep, &m.expert_model_parallel_size},
+                              std::pair{&t.etp, &m.expert_tensor_parallel_size}}) {
+    if (*value <= kMaxSize) continue;
+    diags.error("parallel-size-too-large", "model", loc_or(*field, ng_loc),
+                fmt::format("a parallel size of {} cannot be used with num_gpus = {} "
+                            "(tp*pp*cp and etp*ep*pp must divide the GPU count)",
+                            *value, t.num_gpus));
+    return std::nullopt;
+  }
+  if (t.vp() > kMaxSize) {
+    diags.error("parallel-size-too-large", "model.virtual_pipeline_model_parallel_size",
+                m.virtual_pipeline_model_parallel_size.loc,
+                fmt::format("virtual_pipeline_model_parallel_size {} is too large", t.vp()));
+    return std::nullopt;
+  }
   // T1
   if (t.num_gpus % t.gpus_per_node != 0) {
     auto next_multiple = product({t.num_gpus / t.gpus_per_node + 1, t.gpus_per_node});

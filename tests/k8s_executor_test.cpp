@@ -421,7 +421,7 @@ TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
       return ok_result(list_of({pod("x-node-0-0-aaaaa", 0, 1, "Running"),
                                 pod("x-node-0-1-bbbbb", 1, 1, "Running"),
                                 pod("x-node-0-1-old00", 1, 0, "Failed")}));
-    return ok_result("hello from " + spec.argv[5] + "\n");
+    return ok_result("hello from " + spec.argv[6] + "\n");
   };
   ScopedRunner use(fake);
   Diagnostics diags;
@@ -439,7 +439,7 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
   fake.respond = [](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"}))
       return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
-    return ok_result("line of " + spec.argv[5] + "\n");
+    return ok_result("line of " + spec.argv[6] + "\n");
   };
   ScopedRunner use(fake);
   Diagnostics diags;

@@ -49,7 +49,7 @@ class SlurmCluster : public ::testing::Test {
       g_skip_reason = "sinfo not found: Slurm is not installed here";
       return;
     }
-    auto r = run_command({"/bin/sh", "-c", "sinfo --noheader --format='%n %t' 2>&1"});
+    auto r = run_command({"/bin/sh", "-c", "sinfo --Node --noheader --format='%N %t' 2>&1"});
     std::string out = r.out;
     int usable = 0;
     for (const char* node : {"node1", "node2"})

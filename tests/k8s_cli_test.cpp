@@ -1,0 +1,270 @@
+// The Kubernetes executor end to end through the real bridge-launch binary, with the fake
+// kubectl of tests/data/fake-kubectl first on PATH (it records every call and its stdin):
+// dry-run, submit, a failure in the middle of `kubectl apply`, status, logs, cancel, and the
+// secret marker test.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "executors/k8s_testing.h"
+#include "tests/test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::CommandResult;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kWandbMarker = "WANDB-KEY-MARKER-3b7f";
+constexpr const char* kEnvMarker = "ENV-SECRET-MARKER-c4d8";
+
+const char* const kRecipe = R"(name: cli_k8s.Demo
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime:
+  command: [python, train.py]
+  args: ["--label", "it's \"quoted\""]
+  container_image: nvcr.io/nvidia/nemo:25.11
+plugins:
+  wandb: {project: p}
+env:
+  HF_TOKEN: {value: ENV-SECRET-MARKER-c4d8, secret: true}
+executor:
+  kubernetes: {namespace: research}
+)";
+
+struct Call {
+  std::vector<std::string> argv;
+  std::string stdin_text;
+};
+
+class K8sCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string fake = std::string(BRIDGE_TEST_DATA) + "/fake-kubectl/kubectl";
+    ASSERT_TRUE(fs::exists(fake)) << fake;
+    fs::create_directories(bin());
+    fs::copy_file(fake, bin() + "/kubectl", fs::copy_options::overwrite_existing);
+    chmod((bin() + "/kubectl").c_str(), 0755);
+    fs::create_directories(state());
+    fs::create_directories(registry());
+    recipe_ = dir_.write("recipe.yaml", kRecipe);
+  }
+
+  std::string bin() const { return dir_.path() + "/bin"; }
+  std::string state() const { return dir_.path() + "/kubectl-state"; }
+  std::string registry() const { return dir_.path() + "/registry"; }
+
+  CommandResult run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const char* path = std::getenv("PATH");
+    env.emplace("PATH", bin() + ":" + (path ? path : "/usr/bin:/bin"));
+    env.emplace("FAKE_KUBECTL_DIR", state());
+    env.emplace("BRIDGE_LAUNCH_STATE_DIR", registry());
+    env.emplace("HOME", dir_.path());
+    env.emplace("WANDB_API_KEY", kWandbMarker);
+    return test::run_command(argv, env);
+  }
+
+  std::vector<Call> calls() const {
+    std::vector<Call> out;
+    std::ifstream in(state() + "/calls.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line);
+      out.push_back({j["argv"].get<std::vector<std::string>>(), j["stdin"]});
+    }
+    return out;
+  }
+
+  std::string registry_text() const {
+    std::string all;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(registry(), ec))
+      if (e.is_regular_file()) all += test::read_file(e.path().string());
+    return all;
+  }
+
+  static bool has_seq(const std::vector<std::string>& argv, const std::vector<std::string>& seq) {
+    return std::search(argv.begin(), argv.end(), seq.begin(), seq.end()) != argv.end();
+  }
+
+  static void expect_no_marker(const std::string& text, const std::string& what) {
+    EXPECT_THAT(text, Not(HasSubstr(kWandbMarker))) << what;
+    EXPECT_THAT(text, Not(HasSubstr(kEnvMarker))) << what;
+  }
+
+  // Submits the recipe; returns the job id printed on stdout.
+  std::string submit_ok() {
+    CommandResult r = run({"--executor", "kubernetes", recipe_});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = r.out.substr(0, r.out.find('\n'));
+    EXPECT_FALSE(id.empty()) << r.out;
+    return id;
+  }
+
+  // The JobSet's name, from the recorded apply.
+  std::string applied_jobset() const {
+    for (const auto& c : calls())
+      if (has_seq(c.argv, {"apply"}))
+        for (const auto& d : testing::parse_yaml_docs(c.stdin_text))
+          if (d["kind"] == "JobSet") return d["metadata"]["name"];
+    return {};
+  }
+
+  test::TempDir dir_;
+  std::string recipe_;
+};
+
+TEST_F(K8sCli, DryRunPrintsValidManifestsAndCallsNothing) {
+  CommandResult r =
+      run({"--executor", "kubernetes", "--dry-run", "-ng", "16", "-gn", "8", recipe_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kind: JobSet"));
+  EXPECT_THAT(r.out, HasSubstr("\n---\n"));
+  EXPECT_THAT(r.out, HasSubstr("WANDB_API_KEY: \"<secret>\""));
+  expect_no_marker(r.out + r.err, "dry-run output");
+  EXPECT_TRUE(calls().empty()) << "dry-run must not run kubectl";
+  EXPECT_EQ(registry_text(), "") << "dry-run must not record a job";
+  if (testing::k8s_validator().empty()) GTEST_SKIP() << testing::kNoValidator;
+  auto v = test::run_command({"/usr/bin/python3", testing::k8s_validator(), "-"}, {}, r.out);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
+  std::string id = submit_ok();
+  auto cs = calls();
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].argv, (std::vector<std::string>{"--namespace", "research", "apply", "-f", "-"}));
+  auto docs = testing::parse_yaml_docs(cs[0].stdin_text);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["kind"], "Secret");
+  EXPECT_EQ(docs[1]["kind"], "JobSet");
+  std::string name = docs[1]["metadata"]["name"];
+  EXPECT_THAT(name, ::testing::MatchesRegex("cli-k8s-demo-[0-9a-f]{4}"));
+  // The registry knows the object, the namespace and the manifests (redacted).
+  std::string reg = registry_text();
+  EXPECT_THAT(reg, HasSubstr("\"scheduler_id\": \"jobset/" + name + "\""));
+  EXPECT_THAT(reg, HasSubstr("\"namespace\": \"research\""));
+  EXPECT_THAT(reg, HasSubstr("kind: JobSet"));
+  EXPECT_THAT(id, HasSubstr("cli_k8s.Demo"));
+}
+
+TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
+  CommandResult r = run({"--executor", "kubernetes", recipe_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_no_marker(r.out + r.err, "submit output");
+  expect_no_marker(registry_text(), "job registry");
+  auto cs = calls();
+  ASSERT_EQ(cs.size(), 1u);
+  for (const auto& c : cs) {
+    std::string args;
+    for (const auto& a : c.argv) args += a + " ";
+    expect_no_marker(args, "kubectl arguments");
+  }
+  auto docs = testing::parse_yaml_docs(cs[0].stdin_text);
+  ASSERT_EQ(docs[0]["kind"], "Secret");
+  EXPECT_EQ(docs[0]["stringData"]["WANDB_API_KEY"], kWandbMarker);
+  EXPECT_EQ(docs[0]["stringData"]["HF_TOKEN"], kEnvMarker);
+  for (size_t i = 1; i < docs.size(); ++i) expect_no_marker(docs[i].dump(), "non-Secret object");
+}
+
+TEST_F(K8sCli, FailureMidApplyCleansUpAndExits1WithKubectlsMessage) {
+  CommandResult r = run({"--executor", "kubernetes", recipe_}, {{"FAKE_KUBECTL_FAIL_AT", "2"}});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("exceeded quota: gpu-quota"));
+  EXPECT_THAT(r.err, HasSubstr("deleted what it had created"));
+  auto cs = calls();
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_TRUE(has_seq(cs[0].argv, {"apply", "-f", "-"}));
+  EXPECT_TRUE(has_seq(cs[1].argv, {"delete", "--ignore-not-found"}));
+  EXPECT_TRUE(has_seq(cs[1].argv, {"-f", "-"}));
+  EXPECT_TRUE(has_seq(cs[1].argv, {"--namespace", "research"}));
+  auto deleted = testing::parse_yaml_docs(cs[1].stdin_text);
+  ASSERT_EQ(deleted.size(), 1u);
+  EXPECT_EQ(deleted[0]["kind"], "Secret");
+  expect_no_marker(cs[1].stdin_text, "clean-up stdin");
+  expect_no_marker(r.out + r.err, "output");
+  EXPECT_EQ(r.out, "") << "no job id: nothing was submitted";
+  EXPECT_EQ(registry_text(), "") << "no registry entry for a failed submission";
+}
+
+TEST_F(K8sCli, JobApiSubmitsServicesAndJobs) {
+  CommandResult r = run({"--executor", "kubernetes", recipe_, "executor.kubernetes.api=job"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto docs = testing::parse_yaml_docs(calls().at(0).stdin_text);
+  std::vector<std::string> kinds;
+  for (const auto& d : docs) kinds.push_back(d["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Secret", "Service", "Job"}));
+}
+
+TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
+  std::string id = submit_ok();
+  std::string name = applied_jobset();
+  ASSERT_FALSE(name.empty());
+  // status: one kubectl get, mapped from the JobSet's conditions.
+  std::ofstream(state() + "/get.json")
+      << json{{"apiVersion", "v1"},
+              {"kind", "List"},
+              {"items",
+               {{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                 {"kind", "JobSet"},
+                 {"metadata", {{"name", name}}},
+                 {"status",
+                  {{"replicatedJobsStatus", {{{"name", "node"}, {"ready", 1}, {"active", 1}}}}}}}}}}
+             .dump();
+  CommandResult st = run({"status", id, "--format", "json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  json sj = json::parse(st.out, nullptr, false);
+  ASSERT_TRUE(sj.is_array()) << st.out;
+  EXPECT_EQ(sj[0]["state"], "RUNNING") << st.out;
+  auto gets = calls();
+  EXPECT_TRUE(
+      has_seq(gets.back().argv, {"get", "jobsets.jobset.x-k8s.io", "-l",
+                                 "app.kubernetes.io/managed-by=bridge-launch", "-o", "json"}));
+  // logs --rank 9: node 1's pod.
+  std::ofstream(state() + "/get-pods.json") << json{
+      {"kind", "List"},
+      {"items",
+       {{{"kind", "Pod"},
+         {"metadata",
+          {{"name", name + "-node-0-0-x1"},
+           {"annotations", {{"batch.kubernetes.io/job-completion-index", "0"}}}}},
+         {"status", {{"phase", "Running"}}}},
+        {{"kind", "Pod"},
+         {"metadata",
+          {{"name", name + "-node-0-1-x2"},
+           {"annotations", {{"batch.kubernetes.io/job-completion-index", "1"}}}}},
+         {"status", {{"phase", "Running"}}}}}}}.dump();
+  CommandResult lg = run({"logs", id, "--rank", "9"});
+  EXPECT_EQ(lg.exit_code, 0) << lg.err;
+  EXPECT_EQ(lg.out, "log line of " + name + "-node-0-1-x2\n");
+  // cancel: delete by label, and the registry says CANCELLED.
+  CommandResult c = run({"cancel", id});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_TRUE(has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets", "-l",
+                                            "bridge-launch/job=" + name, "--ignore-not-found"}));
+  EXPECT_THAT(registry_text(), HasSubstr("CANCELLED"));
+}
+
+TEST_F(K8sCli, MissingContainerImageIsAUsageError) {
+  std::string text = kRecipe;
+  text.erase(text.find("  container_image"),
+             std::string("  container_image: nvcr.io/nvidia/nemo:25.11\n").size());
+  std::string path = dir_.write("noimage.yaml", text);
+  CommandResult r = run({"--executor", "kubernetes", "--dry-run", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("k8s-container-image-required"));
+  EXPECT_TRUE(calls().empty());
+}
+
+}  // namespace
+}  // namespace bridge
