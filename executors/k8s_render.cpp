@@ -95,9 +95,14 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   fmt::format("runtime.launcher `{}` is not used on Kubernetes: each pod starts "
                               "its {} ranks with torchrun",
                               *launcher.value, in.gpus_per_node));
+  auto env_loc = [&](const std::string& name) {
+    for (const auto& e : r.env)
+      if (e.name == name) return e.loc;
+    return SourceLoc{};
+  };
   for (const auto& v : plan.env.vars) {
     if (rendezvous_names().count(v.name)) {
-      diags.error("k8s-reserved-env", "env", {},
+      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
                   fmt::format("launch variable {} is set by the kubernetes executor (or by "
                               "torchrun on every rank) and cannot be set by the job",
                               v.name),
@@ -105,7 +110,7 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   "NODE_RANK the pod's completion index");
     }
     if (!v.secret && !is_valid_utf8(v.value))
-      diags.error("k8s-env-not-utf8", "env", {},
+      diags.error("k8s-env-not-utf8", "env." + v.name, env_loc(v.name),
                   fmt::format("the value of {} is not valid UTF-8; Kubernetes env values are "
                               "UTF-8 strings",
                               v.name));

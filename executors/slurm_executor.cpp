@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -148,6 +149,32 @@ void pump(LogSource& src, bool prefix, bool flush, std::ostream& out) {
   out.flush();
 }
 
+// srun's own account of the first failing task, from the batch stderr file:
+// "srun: error: node1: task 3: Exited with exit code 17" -> "rank 3 exited with code 17".
+// Under torchrun a task is a node. Adds it to `st` (detail, exit code) when found.
+void add_failing_task(const JobRecord& job, JobStatus& st) {
+  fs::path err =
+      fs::path(job.job_dir).parent_path() / fmt::format("slurm-{}.err", job.scheduler_id);
+  std::ifstream in(err);
+  static const std::regex kTask(R"(srun: error: \S+: task (\d+): (.*))");
+  static const std::regex kExit(R"(Exited with exit code (\d+))");
+  std::error_code ec;
+  bool per_node = fs::exists(fs::path(job.job_dir) / "node0.log", ec);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kTask) || m[2] == "Terminated") continue;
+    std::string what = m[2];
+    std::smatch e;
+    if (std::regex_search(what, e, kExit)) {
+      st.exit_code = std::stoi(e[1]);
+      what = "exited with code " + e[1].str();
+    }
+    st.detail += fmt::format("; {} {} {}", per_node ? "node" : "rank", m[1].str(), what);
+    return;
+  }
+}
+
 class SlurmExecutor : public Executor {
  public:
   RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
@@ -243,7 +270,9 @@ class SlurmExecutor : public Executor {
     for (const auto& j : jobs) {
       auto it = known.find(j.scheduler_id);
       if (it != known.end()) {
-        out.push_back(to_job_status(it->second));
+        JobStatus st = to_job_status(it->second);
+        if (st.state == JobState::kFailed) add_failing_task(j, st);
+        out.push_back(st);
         continue;
       }
       JobStatus s;

@@ -16,7 +16,8 @@
 // - logs: `<job_dir>/rank<N>.log` (srun launcher) or `node<N>.log` (torchrun), plus the batch
 //   script's slurm-<id>.out/.err; `follow` polls until the job is final.
 // - cancel: `scancel <id>`.
-// All scheduler commands go through default_command_runner().
+// All scheduler commands go through default_command_runner() (launcher/command_runner.h);
+// tests install a fake there.
 #pragma once
 
 #include <memory>

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+
 namespace bridge {
 
 namespace {
@@ -193,18 +194,7 @@ CommandResult run_slurm_command(CommandSpec spec, int* attempts_made,
   while (true) {
     ++attempt;
     spdlog::debug("running {}", fmt::join(spec.argv, " "));
-    auto started = std::chrono::steady_clock::now();
     r = default_command_runner().run(spec);
-    // BoostCommandRunner can report a time-out for a program that closed its pipes and exited
-    // but was not reaped yet (it checks `running()` right after the pipes close). Far below
-    // the limit that is not a time-out: the exit status it then collected is the real one.
-    if (r.timed_out && std::chrono::steady_clock::now() - started < spec.timeout / 2) {
-      spdlog::debug("{}: ignoring a spurious time-out after {} ms", spec.argv[0],
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count());
-      r.timed_out = false;
-    }
     if (r.ok() || !r.started || r.timed_out || attempt >= policy.attempts ||
         !is_transient_slurm_error(r.err + r.out))
       break;

@@ -1,8 +1,8 @@
 // Talking to Slurm's client commands: parsing what sbatch/squeue/sacct/scontrol print,
 // mapping Slurm job states onto JobState, and running commands with bounded retries.
 //
-// Pure functions except run_slurm_command, which goes through default_command_runner()
-// (tests install a fake with set_default_command_runner) and sleeps between retries.
+// Pure functions except run_slurm_command, which goes through default_command_runner() (tests
+// install a fake with set_default_command_runner) and sleeps between retries.
 // Transient errors (see is_transient_slurm_error) are retried; "Unable to contact slurm
 // controller" is NOT transient here: the client already retried for MessageTimeout seconds,
 // so a stopped controller fails once, in bounded time, with Slurm's own message.

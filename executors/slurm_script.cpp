@@ -119,6 +119,7 @@ std::vector<std::string> runtime_command(const Plan& plan, const SlurmRenderOpti
 
 std::string words(const std::vector<std::string>& argv) {
   std::vector<std::string> w;
+  w.reserve(argv.size());
   for (const auto& a : argv) w.push_back(shell_word(a));
   return join(w, " ");
 }
@@ -252,6 +253,12 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
   const Topology& t = *plan.topology;
   Checker check(plan, diags);
   check.directive(plan.job_dir, "executor.slurm.job_dir", r.executor.slurm.job_dir.loc);
+  if (plan.job_dir.empty() || plan.job_dir[0] != '/')
+    diags.warning("slurm-relative-job-dir", "executor.slurm.job_dir", r.executor.slurm.job_dir.loc,
+                  fmt::format("job dir `{}` is relative: the job resolves it against the "
+                              "directory sbatch runs in, and `logs` only finds it from there",
+                              plan.job_dir),
+                  "use an absolute path on a file system every node sees");
 
   bool per_node = per_node_launcher(plan);
   std::string requested = r.runtime.launcher.get_or("srun");

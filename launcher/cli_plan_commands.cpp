@@ -16,6 +16,7 @@
 #include "launcher/recipe_loader.h"
 #include "launcher/registry.h"
 #include "plugins/plugin.h"
+#include "runtime/env_hash.h"
 
 namespace bridge {
 
@@ -45,9 +46,10 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
             .count();
     std::string iteration = last_iteration_seen(rec.job_dir);
-    std::string line = fmt::format("{} {} {}{}", rec.id, job_state_name(st.state),
-                                   iteration.empty() ? "" : "iteration " + iteration + " ",
-                                   st.detail.empty() ? "" : "(" + st.detail + ")");
+    std::string line = fmt::format(
+        "{} {} {}{}", rec.id, job_state_name(st.state),
+        iteration.empty() ? "" : "iteration " + iteration + " ",
+        st.detail.empty() || st.detail == job_state_name(st.state) ? "" : "(" + st.detail + ")");
     if (tty)
       c.err << fmt::format("\r\033[K{} [{}s]", line, elapsed) << std::flush;
     else if (line != last_line)
@@ -91,8 +93,16 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
   rec.plan_json = plan_to_json(plan, diags);
   rec.rendered = job.dry_run_text;
+  // Env values may be secrets: the registry keeps only their hashes, which still tell
+  // `compare` whether two jobs differ in a variable.
   rec.knobs = flatten_recipe_inputs(o.recipe, rec.overrides);
-  for (const auto& e : o.env) rec.knobs["-E " + e.substr(0, e.find('='))] = e;
+  for (auto& [key, value] : rec.knobs)
+    if (key.rfind("env.", 0) == 0) value = "fnv1a64:" + fnv1a64_hex(value);
+  for (const auto& e : o.env) {
+    size_t eq = e.find('=');
+    rec.knobs["-E " + e.substr(0, eq)] =
+        "fnv1a64:" + fnv1a64_hex(eq == std::string::npos ? "" : e.substr(eq + 1));
+  }
   rec.knobs["executor"] = plan.executor;
   if (plan.executor == "kubernetes") {
     rec.namespace_ = plan.recipe->executor.kubernetes.namespace_.get_or("");
@@ -167,11 +177,15 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   ProcessEnvironment env;
   JobRegistry reg(JobRegistry::default_dir(env));
   Diagnostics submit_diags;
-  if (!registry_writable(reg, submit_diags)) {
+  JobRecord rec = new_record(o, plan, diags, job);
+  // Probe with the entry itself (plus room for the scheduler id and state added on
+  // acceptance): a disk with room for a tiny probe but not for the entry must also stop the
+  // launch before anything runs, not leave a started job without a registry entry.
+  if (!registry_writable(reg, submit_diags,
+                         job_record_to_json(rec).dump(2) + std::string(1024, ' ') + "\n")) {
     print_diagnostics(submit_diags, c.err, c.color);
     return kExitRuntime;
   }
-  JobRecord rec = new_record(o, plan, diags, job);
   if (job_id) *job_id = rec.id;
   SubmitOptions so;
   so.wait = o.wait || plan.executor == "local";

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "launcher/compare.h"
@@ -23,6 +24,9 @@ PlanRequest make_request(const Options& o) {
   if (!o.num_gpus.empty()) r.overrides.push_back("cluster.num_gpus=" + o.num_gpus);
   if (!o.gpus_per_node.empty()) r.overrides.push_back("cluster.gpus_per_node=" + o.gpus_per_node);
   if (!o.gpu.empty()) r.overrides.push_back("cluster.gpu=" + o.gpu);
+  // A JSON string is a YAML double-quoted scalar: any path survives the override parser.
+  if (!o.template_path.empty())
+    r.overrides.push_back("executor.slurm.template=" + nlohmann::json(o.template_path).dump());
   r.cli_env = o.env;
   r.executor = o.executor;
   r.strict = o.strict;
@@ -38,13 +42,20 @@ void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 }
 
-bool registry_writable(const JobRegistry& reg, Diagnostics& diags) {
+bool registry_writable(const JobRegistry& reg, Diagnostics& diags, const std::string& sample) {
   fs::path jobs = fs::path(reg.dir()) / "jobs";
   std::error_code ec;
   fs::create_directories(jobs, ec);
   fs::path probe = jobs / fmt::format(".probe.{}", getpid());
   int fd = ec ? -1 : open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && write(fd, "{}\n", 3) == 3 && fsync(fd) == 0;
+  bool ok = fd >= 0 && fsync(fd) == 0;
+  for (size_t done = 0; ok && done < sample.size();) {
+    ssize_t n = write(fd, sample.data() + done, sample.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  ok = ok && fsync(fd) == 0;
   std::string why = ec ? ec.message() : std::strerror(errno);
   if (fd >= 0) close(fd);
   fs::remove(probe, ec);

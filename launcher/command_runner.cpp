@@ -3,6 +3,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
+#include <csignal>
 #include <future>
 
 namespace bridge {
@@ -31,19 +32,31 @@ CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
     boost::asio::io_context io;
     std::future<std::string> out, err;
     bp::async_pipe in_pipe(io);
+    bool exited = false;
+    // A command that does not read its stdin must not kill us with SIGPIPE.
+    struct sigaction ignore {
+    }, old{};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &old);
+    // on_exit fires from the io_context once the child has been reaped, so the exit code is
+    // final; polling child.running() right after the pipes close races with the reaping.
     bp::child child(exe, bp::args(args), env, bp::std_out > out, bp::std_err > err,
-                    bp::std_in < in_pipe, io);
+                    bp::std_in < in_pipe, io, bp::on_exit([&](int code, const std::error_code&) {
+                      exited = true;
+                      result.exit_code = code;
+                    }));
     boost::asio::async_write(in_pipe, boost::asio::buffer(spec.stdin_text),
                              [&](const boost::system::error_code&, size_t) { in_pipe.close(); });
     io.run_for(spec.timeout);
-    if (child.running()) {
-      child.terminate();
+    if (!exited) {
+      std::error_code ec;
+      child.terminate(ec);
       result.timed_out = true;
+      result.exit_code = 128 + SIGKILL;
     }
-    child.wait();
-    result.exit_code = child.exit_code();
-    result.out = out.valid() ? out.get() : "";
-    result.err = err.valid() ? err.get() : "";
+    sigaction(SIGPIPE, &old, nullptr);
+    if (out.wait_for(std::chrono::seconds(0)) == std::future_status::ready) result.out = out.get();
+    if (err.wait_for(std::chrono::seconds(0)) == std::future_status::ready) result.err = err.get();
   } catch (const std::exception& e) {
     result.started = false;
     result.err = e.what();

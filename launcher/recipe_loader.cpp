@@ -83,7 +83,7 @@ class MapReader {
     auto i = parse_int(*v);
     if (!i && v->is_scalar() && !v->quoted && looks_like_integer(v->scalar)) {
       diags_.error("out-of-range", join(key), v->loc,
-                   fmt::format("`{}` is out of range: {}", join(key), v->scalar));
+                   fmt::format("`{}` is out of range: {}", join(key), shown(*v)));
       return;
     }
     if (!i) {

@@ -23,7 +23,8 @@ std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
   return p;
 }
 
-void too_large(Diagnostics& diags, const char* path, const SourceLoc& loc, const std::string& what) {
+void too_large(Diagnostics& diags, const char* path, const SourceLoc& loc,
+               const std::string& what) {
   diags.error("size-too-large", path, loc,
               fmt::format("{} is too large (does not fit in a 64-bit integer)", what),
               "use realistic parallel sizes");
@@ -51,11 +52,11 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   // No real job has a parallel size above 2^20; bounding them keeps every product of three
   // sizes below within int64 range (no overflow, no division by a wrapped zero).
   constexpr int64_t kMaxSize = int64_t{1} << 20;
-  for (auto [value, field] : {std::pair{&t.tp, &m.tensor_model_parallel_size},
-                              std::pair{&t.pp, &m.pipeline_model_parallel_size},
-                              std::pair{&t.cp, &m.context_parallel_size},
-                              std::pair{&t.ep, &m.expert_model_parallel_size},
-                              std::pair{&t.etp, &m.expert_tensor_parallel_size}}) {
+  for (auto [value, field] :
+       {std::pair{&t.tp, &m.tensor_model_parallel_size},
+        std::pair{&t.pp, &m.pipeline_model_parallel_size},
+        std::pair{&t.cp, &m.context_parallel_size}, std::pair{&t.ep, &m.expert_model_parallel_size},
+        std::pair{&t.etp, &m.expert_tensor_parallel_size}}) {
     if (*value <= kMaxSize) continue;
     diags.error("parallel-size-too-large", "model", loc_or(*field, ng_loc),
                 fmt::format("a parallel size of {} cannot be used with num_gpus = {} "

@@ -51,6 +51,9 @@ struct CorpusCase {
   bool whole_command = false;
 };
 
+// gtest prints the case by name when a parameterized test fails.
+void PrintTo(const CorpusCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<std::string> split_blanks(const std::string& s) {
   std::istringstream in(s);
   std::vector<std::string> out;
@@ -152,13 +155,14 @@ TEST_P(BadInputCorpusTest, IsRejectedCleanly) {
 
   EXPECT_EQ(r.exit_code, c.exit_code) << shown;
   EXPECT_THAT(c.fragment_on_stdout ? r.out : r.err, HasSubstr(c.fragment)) << shown;
-  if (!c.fragment_on_stdout) EXPECT_EQ(r.out, "") << "stdout is for results only" << shown;
+  if (!c.fragment_on_stdout) {
+    EXPECT_EQ(r.out, "") << "stdout is for results only" << shown;
+  }
   // No crash and no raw exception or sanitizer text, whatever the input.
   std::string all = r.out + r.err;
-  for (const char* bad : {"terminate called", "what()", "internal error", "exception",
-                          "Exception", "AddressSanitizer", "LeakSanitizer",
-                          "UndefinedBehaviorSanitizer", "runtime error:", "Segmentation fault",
-                          "core dumped", "Aborted"})
+  for (const char* bad : {"terminate called", "what()", "internal error", "exception", "Exception",
+                          "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                          "runtime error:", "Segmentation fault", "core dumped", "Aborted"})
     EXPECT_THAT(all, Not(HasSubstr(bad))) << shown;
   // Messages quote bad values shortened, never whole megabytes.
   EXPECT_LT(r.err.size(), 64u * 1024u) << "stderr is unreasonably long";
@@ -174,8 +178,7 @@ std::string case_name(const ::testing::TestParamInfo<CorpusCase>& info) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, BadInputCorpusTest, ::testing::ValuesIn(load_corpus()),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(Corpus, BadInputCorpusTest, ::testing::ValuesIn(load_corpus()), case_name);
 
 // The corpus itself: big enough, well-formed, and every recipe has its expectations.
 TEST(BadInputCorpusShapeTest, HasAtLeastFortyWellFormedCases) {
@@ -199,16 +202,18 @@ TEST(BadInputCorpusShapeTest, HasAtLeastFortyWellFormedCases) {
 // order mark are accepted (editors on Windows write them); the recipe means the same.
 TEST(BadInputCorpusShapeTest, CrlfAndByteOrderMarkAreAccepted) {
   test::TempDir tmp;
-  std::string body = "name: crlf-ok\ncluster: {num_gpus: 2, gpus_per_node: 2}\nmodel:\n"
-                     "  tensor_model_parallel_size: 2\n";
+  std::string body =
+      "name: crlf-ok\ncluster: {num_gpus: 2, gpus_per_node: 2}\nmodel:\n"
+      "  tensor_model_parallel_size: 2\n";
   std::string crlf;
   for (char ch : body) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
-  for (const auto& [name, text] : std::map<std::string, std::string>{
-           {"crlf.yaml", crlf}, {"bom.yaml", "\xEF\xBB\xBF" + body}, {"bom-crlf.yaml",
-                                                                         "\xEF\xBB\xBF" + crlf}}) {
-    CommandResult r = test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json",
-                                         tmp.write(name, text)},
-                                        {{"HOME", tmp.path()}});
+  for (const auto& [name, text] :
+       std::map<std::string, std::string>{{"crlf.yaml", crlf},
+                                          {"bom.yaml", "\xEF\xBB\xBF" + body},
+                                          {"bom-crlf.yaml", "\xEF\xBB\xBF" + crlf}}) {
+    CommandResult r =
+        test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json", tmp.write(name, text)},
+                          {{"HOME", tmp.path()}});
     EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.err;
     EXPECT_THAT(r.out, HasSubstr("\"tp\": 2")) << name;
     EXPECT_THAT(r.out, Not(HasSubstr("\\r"))) << name << ": a CR leaked into a value";
@@ -219,11 +224,13 @@ TEST(BadInputCorpusShapeTest, CrlfAndByteOrderMarkAreAccepted) {
 TEST(BadInputCorpusShapeTest, HugeValidValuesRenderForEveryExecutor) {
   test::TempDir tmp;
   std::string big(1 << 20, 'x');
-  std::string recipe = tmp.write(
-      "huge.yaml", "name: huge\ndescription: " + big +
-                       "\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
-                       "runtime:\n  command: [/bin/true]\n  args: [" + big + "]\n"
-                       "env:\n  HUGE: " + big + "\n");
+  std::string recipe = tmp.write("huge.yaml", "name: huge\ndescription: " + big +
+                                                  "\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+                                                  "runtime:\n  command: [/bin/true]\n  args: [" +
+                                                  big +
+                                                  "]\n"
+                                                  "env:\n  HUGE: " +
+                                                  big + "\n");
   for (const char* executor : {"local", "slurm", "kubernetes"}) {
     CommandResult r = test::run_command(
         {BRIDGE_LAUNCH_BIN, "--dry-run", "--executor", executor, recipe},

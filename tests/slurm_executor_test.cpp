@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "executors/executor.h"
+#include "launcher/command_runner.h"
 #include "executors/slurm_scheduler.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
@@ -200,8 +201,9 @@ TEST_F(SlurmExecutorTest, TransientErrorsAreRetriedWithBoundedAttempts) {
   FakeRunner runner([&](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return ok("");  // the job was not created
     return ++sbatch_calls < 3
-               ? fail("sbatch: error: Batch job submission failed: Socket timed out on "
-                      "send/recv operation\n")
+               ? fail(
+                     "sbatch: error: Batch job submission failed: Socket timed out on "
+                     "send/recv operation\n")
                : ok("99\n");
   });
   install(runner);
@@ -300,9 +302,8 @@ TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
   });
   install(runner);
   Diagnostics diags;
-  auto st = executor->status({record("101"), record("102"), record("103"), record("104"),
-                              record("105")},
-                             diags);
+  auto st = executor->status(
+      {record("101"), record("102"), record("103"), record("104"), record("105")}, diags);
   EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
   ASSERT_EQ(st.size(), 5u);
   EXPECT_EQ(st[0].state, JobState::kRunning);
@@ -372,16 +373,16 @@ TEST_F(SlurmExecutorTest, StatusRetriesTransientSqueueErrors) {
 
 TEST(SlurmStates, MapEveryState) {
   std::vector<std::pair<std::string, JobState>> cases{
-      {"COMPLETED", JobState::kSucceeded},   {"FAILED", JobState::kFailed},
-      {"TIMEOUT", JobState::kFailed},        {"NODE_FAIL", JobState::kFailed},
-      {"OUT_OF_MEMORY", JobState::kFailed},  {"BOOT_FAIL", JobState::kFailed},
-      {"DEADLINE", JobState::kFailed},       {"PREEMPTED", JobState::kFailed},
-      {"CANCELLED", JobState::kCancelled},   {"CANCELLED by 0", JobState::kCancelled},
-      {"CANCELLED+", JobState::kCancelled},  {"PENDING", JobState::kPending},
-      {"CONFIGURING", JobState::kPending},   {"REQUEUED", JobState::kPending},
-      {"REQUEUE_HOLD", JobState::kPending},  {"RUNNING", JobState::kRunning},
-      {"COMPLETING", JobState::kRunning},    {"SUSPENDED", JobState::kRunning},
-      {"WHATEVER", JobState::kUnknown},      {"", JobState::kUnknown}};
+      {"COMPLETED", JobState::kSucceeded},  {"FAILED", JobState::kFailed},
+      {"TIMEOUT", JobState::kFailed},       {"NODE_FAIL", JobState::kFailed},
+      {"OUT_OF_MEMORY", JobState::kFailed}, {"BOOT_FAIL", JobState::kFailed},
+      {"DEADLINE", JobState::kFailed},      {"PREEMPTED", JobState::kFailed},
+      {"CANCELLED", JobState::kCancelled},  {"CANCELLED by 0", JobState::kCancelled},
+      {"CANCELLED+", JobState::kCancelled}, {"PENDING", JobState::kPending},
+      {"CONFIGURING", JobState::kPending},  {"REQUEUED", JobState::kPending},
+      {"REQUEUE_HOLD", JobState::kPending}, {"RUNNING", JobState::kRunning},
+      {"COMPLETING", JobState::kRunning},   {"SUSPENDED", JobState::kRunning},
+      {"WHATEVER", JobState::kUnknown},     {"", JobState::kUnknown}};
   for (const auto& [s, want] : cases) EXPECT_EQ(map_slurm_state(s), want) << s;
 }
 
@@ -461,6 +462,16 @@ TEST_F(SlurmLogsTest, OneRankRawAndFollowStopsWhenFinal) {
   EXPECT_EQ(executor->logs(record("77", job_dir), 1, true, out, diags), 0);
   EXPECT_EQ(out.str(), "r1 a\nr1 partial\n");
   EXPECT_EQ(runner.count("squeue"), 1);
+}
+
+TEST_F(SlurmLogsTest, FailedStatusNamesTheFailingRank) {
+  FakeRunner runner([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
+  install(runner);
+  Diagnostics diags;
+  JobStatus st = executor->status({record("77", job_dir)}, diags).front();
+  EXPECT_EQ(st.state, JobState::kFailed);
+  EXPECT_EQ(st.detail, "FAILED (NonZeroExitCode); rank 1 exited with code 17");
+  EXPECT_EQ(st.exit_code.value_or(-1), 17);
 }
 
 TEST_F(SlurmLogsTest, RankOutOfRangeIsAnError) {

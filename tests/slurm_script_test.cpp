@@ -4,6 +4,8 @@
 //
 // Regenerate the goldens after an intended change:
 //   UPDATE_GOLDENS=1 build/tests/unit_tests --gtest_filter='SlurmGolden*'
+#include "executors/slurm_script.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -14,7 +16,6 @@
 
 #include "executors/executor.h"
 #include "executors/rank_env.h"
-#include "executors/slurm_script.h"
 #include "executors/slurm_template.h"
 #include "launcher/host_env.h"
 #include "launcher/plan.h"
@@ -71,8 +72,8 @@ void expect_golden(const std::string& name, const std::string& text) {
     return;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with UPDATE_GOLDENS=1";
-  EXPECT_EQ(read_file(path), text) << "rendered script differs from " << path
-                                   << " (UPDATE_GOLDENS=1 regenerates it)";
+  EXPECT_EQ(read_file(path), text)
+      << "rendered script differs from " << path << " (UPDATE_GOLDENS=1 regenerates it)";
 }
 
 void expect_bash_syntax_ok(const std::string& text) {
@@ -114,23 +115,28 @@ cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
 cluster: {gpu: h100, num_gpus: 8, gpus_per_node: 4}
 )",
        {}},
-      {"container", R"(name: qwen-container
+      {"container",
+       R"(name: qwen-container
 cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
 )",
        {{"WANDB_API_KEY", kMarker}, {"HF_SOURCE", kMarker}}},
-      {"fault_tolerance", R"(name: ft
+      {"fault_tolerance",
+       R"(name: ft
 cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
 )",
        {}},
-      {"preemption_dependency", R"(name: prod-run
+      {"preemption_dependency",
+       R"(name: prod-run
 cluster: {gpu: b200, num_gpus: 8, gpus_per_node: 8}
 )",
        {}},
-      {"setup_steps_nsys", R"(name: bench
+      {"setup_steps_nsys",
+       R"(name: bench
 cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
 )",
        {}},
-      {"probe", R"(name: probe
+      {"probe",
+       R"(name: probe
 cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}
 )",
        {}},
@@ -274,8 +280,9 @@ TEST_F(SlurmRender, SrunModeMapsRanksPerTask) {
   EXPECT_TRUE(contains(s, "--kill-on-bad-exit=1"));
   EXPECT_TRUE(contains(s, "--wait=60"));
   // Single-quoted, so the batch shell does not expand the rank variables: each task does.
-  EXPECT_TRUE(contains(s, "bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
-                          "WORLD_SIZE=$SLURM_NTASKS LOCAL_WORLD_SIZE=8 NODE_RANK=$SLURM_NODEID"));
+  EXPECT_TRUE(contains(s,
+                       "bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
+                       "WORLD_SIZE=$SLURM_NTASKS LOCAL_WORLD_SIZE=8 NODE_RANK=$SLURM_NODEID"));
   EXPECT_TRUE(contains(s, "export NCCL_DEBUG='WARN'\n"));
   EXPECT_TRUE(contains(s, "export HOSTILE='it'\\''s \"quoted\" $HOME"));
   // expand: true is expanded per task, double-quoted.
@@ -293,9 +300,10 @@ TEST_F(SlurmRender, TorchrunModeOneTaskPerNode) {
   EXPECT_TRUE(contains(s, "#SBATCH --gpus-per-node=4\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --output=\"/lustre/my jobs/llama torchrun/slurm-%j.out\"\n"));
   EXPECT_TRUE(contains(s, "--cpu-bind=none"));
-  EXPECT_TRUE(contains(s, "exec torchrun --nnodes=2 --nproc-per-node=4 "
-                          "--node-rank=\"$SLURM_NODEID\" --master-addr=\"$MASTER_ADDR\" "
-                          "--master-port=\"$MASTER_PORT\" \"$@\""));
+  EXPECT_TRUE(contains(s,
+                       "exec torchrun --nnodes=2 --nproc-per-node=4 "
+                       "--node-rank=\"$SLURM_NODEID\" --master-addr=\"$MASTER_ADDR\" "
+                       "--master-port=\"$MASTER_PORT\" \"$@\""));
   EXPECT_TRUE(contains(s, "--chdir=/workspace/project"));
   EXPECT_TRUE(contains(s, "'my config.yaml'"));
 }
@@ -303,8 +311,9 @@ TEST_F(SlurmRender, TorchrunModeOneTaskPerNode) {
 TEST_F(SlurmRender, ContainerListsEveryLaunchVariable) {
   std::string s = render_case("container");
   EXPECT_TRUE(contains(s, "--container-image=nvcr.io/nvidia/nemo:25.11"));
-  EXPECT_TRUE(contains(s, "--container-mounts=/lustre:/lustre,/home/alice/data:/data:ro,"
-                          "/lustre/jobs/qwen-container:/lustre/jobs/qwen-container"));
+  EXPECT_TRUE(contains(s,
+                       "--container-mounts=/lustre:/lustre,/home/alice/data:/data:ro,"
+                       "/lustre/jobs/qwen-container:/lustre/jobs/qwen-container"));
   EXPECT_TRUE(contains(s, "--container-workdir=/opt/Megatron-Bridge"));
   size_t at = s.find("--container-env=");
   ASSERT_NE(at, std::string::npos);
@@ -345,8 +354,9 @@ TEST_F(SlurmRender, PreemptionDependencyAndRawArgs) {
 
 TEST_F(SlurmRender, SetupStepsRunOncePerNodeAndNsysNamesStayUnexpanded) {
   std::string s = render_case("setup_steps_nsys");
-  EXPECT_TRUE(contains(s, "--ntasks-per-node=1 \\\n  --kill-on-bad-exit=1 "
-                          "--output=\"$BRIDGE_JOB_DIR/setup1-node%n.log\""));
+  EXPECT_TRUE(contains(s,
+                       "--ntasks-per-node=1 \\\n  --kill-on-bad-exit=1 "
+                       "--output=\"$BRIDGE_JOB_DIR/setup1-node%n.log\""));
   EXPECT_TRUE(contains(s, "bash -c 'sudo nvidia-smi boost-slider --vboost 1"));
   EXPECT_TRUE(contains(s, "bash -c 'sudo nvidia-smi -lgc 1980'"));
   // Quoted in the batch script and quoted again in the task: nsys sees %q{...} literally.
@@ -462,8 +472,8 @@ TEST(SlurmTemplate, VariablesSectionsAndStandaloneLines) {
 TEST(SlurmTemplate, ErrorsNameTheLine) {
   TemplateData d;
   d.ensure_list("items");
-  for (const char* bad : {"a\n{{#items}}\n", "a\n{{/items}}\n", "{{#items}}{{/other}}",
-                          "{{{raw}}}", "{{> partial}}", "{{unknown}}", "{{items}}", "{{x"}) {
+  for (const char* bad : {"a\n{{#items}}\n", "a\n{{/items}}\n", "{{#items}}{{/other}}", "{{{raw}}}",
+                          "{{> partial}}", "{{unknown}}", "{{items}}", "{{x"}) {
     Diagnostics diags;
     EXPECT_EQ(tmpl(bad, d, diags), "<error>") << bad;
     ASSERT_TRUE(diags.has_errors()) << bad;
@@ -482,7 +492,8 @@ void write_fakes(const std::string& bin) {
 while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do shift; done
 n=${FAKE_SRUN_TASKS:-1}
 for ((i = 0; i < n; i++)); do
-  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NTASKS=$n SLURM_NODEID=0 "$@" > "$FAKE_OUT/task$i" || exit $?
+  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NTASKS=$n SLURM_NODEID=0 \
+    "$@" > "$FAKE_OUT/task$i" || exit $?
 done
 )";
   std::ofstream(bin + "/scontrol") << R"(#!/bin/bash
@@ -507,10 +518,10 @@ std::map<std::string, std::string> parse_env0(const std::string& text) {
 
 std::string random_value(std::mt19937& rng) {
   static const std::vector<std::string> kPieces{
-      "'",  "\"", "$",   "`",  "\\", "\n", "\t", " ",  "!",   "*",      "?",     "[",
-      "]",  "{",  "}",   "~",  "#",  ";",  "&",  "|",  "<",   ">",      "(",     ")",
-      "%",  "\r", "'\\''", "$(", "${", "$((", "ü", "日本", "🚀", "\xff", "a",   "Z9",
-      "=",  ",",  "$HOME", "`id`", "$(id)", "''", "\"\"", "\\n", "-n", "-e"};
+      "'", "\"", "$",     "`",    "\\",    "\n",  "\t",   " ",    "!",  "*",    "?", "[",
+      "]", "{",  "}",     "~",    "#",     ";",   "&",    "|",    "<",  ">",    "(", ")",
+      "%", "\r", "'\\''", "$(",   "${",    "$((", "ü",    "日本", "🚀",  "\xff", "a", "Z9",
+      "=", ",",  "$HOME", "`id`", "$(id)", "''",  "\"\"", "\\n",  "-n", "-e"};
   std::uniform_int_distribution<size_t> len(0, 12), pick(0, kPieces.size() - 1);
   std::string v;
   for (size_t i = len(rng); i > 0; --i) v += kPieces[pick(rng)];
@@ -519,7 +530,8 @@ std::string random_value(std::mt19937& rng) {
 
 TEST(SlurmProperty, EnvValuesReachEveryTaskByteForByte) {
   unsigned seed = 20261129;
-  if (const char* s = std::getenv("SLURM_PROPERTY_SEED")) seed = static_cast<unsigned>(std::stoul(s));
+  if (const char* s = std::getenv("SLURM_PROPERTY_SEED"))
+    seed = static_cast<unsigned>(std::stoul(s));
   std::mt19937 rng(seed);
   TempDir dir;
   write_fakes(dir.path() + "/bin");

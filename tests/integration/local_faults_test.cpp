@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,14 +168,13 @@ class LocalFaultsTest : public ::testing::Test {
   // A local job: `command` on 2 ranks. Long-running probe jobs carry `marker` so that the
   // test can find every process they started.
   std::string local_recipe(const std::string& name, const std::string& marker = "") {
-    std::string runtime =
-        marker.empty()
-            ? "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
-            : "runtime:\n  command: [bridge-probe]\n"
-              "  args: [--steps, '1000', --compute-ms, '50', --timeout, '30', " +
-                  marker + "=1]\n  pass_overrides: false\n";
-    return write(name + ".yaml", "name: " + name +
-                                     "\ncluster: {num_gpus: 2, gpus_per_node: 2}\n" + runtime +
+    std::string runtime = marker.empty()
+                              ? "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
+                              : "runtime:\n  command: [bridge-probe]\n"
+                                "  args: [--steps, '1000', --compute-ms, '50', --timeout, '30', " +
+                                    marker + "=1]\n  pass_overrides: false\n";
+    return write(name + ".yaml", "name: " + name + "\ncluster: {num_gpus: 2, gpus_per_node: 2}\n" +
+                                     runtime +
                                      "executor:\n  local: {job_dir: " + (dir_ / "jobs").string() +
                                      ", grace_period: 2, timeout: 120}\n");
   }
@@ -271,6 +271,32 @@ TEST_F(LocalFaultsTest, FullDiskUnderTheRegistryRefusesTheLaunchAndRecovers) {
   EXPECT_EQ(registry_entries(state_), 2u);
 }
 
+// Room for a tiny file but not for the job's entry: the launch must still be refused before
+// anything starts (a started job without a registry entry would be lost to status/cancel).
+TEST_F(LocalFaultsTest, DiskWithRoomForAProbeButNotTheEntryRefusesTheLaunch) {
+  TmpfsMount mnt(state_, "size=256k,mode=0755");
+  if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
+  record_one_job();
+  struct statvfs vfs {};
+  ASSERT_EQ(statvfs(state_.c_str(), &vfs), 0);
+  size_t page = vfs.f_bsize, free_bytes = vfs.f_bavail * vfs.f_bsize;
+  ASSERT_GT(free_bytes, page);
+  {  // Leave exactly one block free: enough for a small file, not for an entry of a few KiB.
+    std::ofstream fill(state_ / "filler", std::ios::binary);
+    fill << std::string(free_bytes - page, 'x');
+    ASSERT_TRUE(fill.flush()) << "could not pre-fill the tmpfs";
+  }
+  auto before = snapshot(state_);
+  std::string marker = "nearly-full-marker-" + std::to_string(getpid());
+  std::string path = local_recipe("refused", marker);
+  std::ofstream(path, std::ios::app) << "env:\n  PADDING: \"" << std::string(3000, 'p') << "\"\n";
+  CommandResult r = launch({path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("No space left on device"));
+  EXPECT_THAT(r.err, Not(HasSubstr("submitted job"))) << "the job was started";
+  expect_nothing_happened(marker, before);
+}
+
 TEST_F(LocalFaultsTest, SigtermStopsEveryRankExits130AndRecordsTheCancel) {
   std::string marker = "sigterm-marker-" + std::to_string(getpid());
   std::string path = local_recipe("sigterm", marker);
@@ -297,7 +323,8 @@ class FakeSlurmTest : public LocalFaultsTest {
     for (const auto& e : executor_registry()) registered |= std::string(e.name) == "slurm";
     if (!registered) GTEST_SKIP() << "the slurm executor is not registered in this build";
     fs::create_directories(dir_ / "bin");
-    env_["PATH"] = (dir_ / "bin").string() + ":" + std::string(getenv("PATH") ? getenv("PATH") : "");
+    env_["PATH"] =
+        (dir_ / "bin").string() + ":" + std::string(getenv("PATH") ? getenv("PATH") : "");
   }
 
   void fake(const std::string& program, const std::string& body) {
@@ -360,8 +387,7 @@ TEST_F(FakeSlurmTest, MissingSbatchIsAClearFailureWithNoRegistryEntry) {
 TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
   fake("sbatch", "cat >/dev/null\necho '4242;cluster'\n");
   // squeue answers RUNNING for our job id; every other query finds nothing.
-  fake("squeue",
-       "case \"$*\" in *--jobs=*4242*) echo '4242|RUNNING|None' ;; esac\nexit 0\n");
+  fake("squeue", "case \"$*\" in *--jobs=*4242*) echo '4242|RUNNING|None' ;; esac\nexit 0\n");
   fake("sacct", "exit 0\n");
   fake("scontrol", "exit 0\n");
   fs::path out = dir_ / "wait.txt";

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Side-by-side ratios for bridge-launch, measured in one run on this machine (issue 9).
+# Each command runs REPEAT times, interleaved with its floor; the table reports medians and
+# min-max. Usage: bench/run.sh [BUILD_DIR]   (REPEAT=N to change the repeat count)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+BL=$PWD/$BUILD_DIR/bridge-launch
+REPEAT=${REPEAT:-15}
+MOE=examples/recipes/qwen3-30b-a3b-ep-overlap.yaml
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export BRIDGE_LAUNCH_STATE_DIR=$TMP/state
+
+# time_ms CMD... -> prints one wall time in milliseconds (output discarded)
+time_ms() {
+  local s e
+  s=$(date +%s%N)
+  "$@" >/dev/null 2>&1
+  e=$(date +%s%N)
+  echo $(((e - s) / 1000)) | awk '{printf "%.3f\n", $1 / 1000}'
+}
+
+# stats FILE -> "median min max" of the numbers in FILE
+stats() { sort -g "$1" | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f %.3f %.3f", m, a[1], a[NR]}'; }
+
+row() {  # row NAME MEDIAN MIN MAX NOTE
+  printf "| %-46s | %10s | %17s | %s |\n" "$1" "$2" "$3 – $4" "$5"
+}
+
+# compare NAME_A FILE_A NAME_B FILE_B TARGET_NOTE: prints both rows and the ratio of medians
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+measure_pair() {  # measure_pair LABEL FILE -- CMD...   appends to FILE
+  local file=$1; shift
+  time_ms "$@" >>"$file"
+}
+
+echo "bridge-launch benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, REPEAT=$REPEAT"
+echo
+echo "| measurement | median ms | min – max ms | note |"
+echo "|---|---|---|---|"
+
+# 1. dry-run vs the process floor and the Python floor.
+: >"$TMP/dry" ; : >"$TMP/true" ; : >"$TMP/py"
+for _ in $(seq "$REPEAT"); do
+  measure_pair "$TMP/dry" "$BL" --dry-run --executor slurm "$MOE"
+  measure_pair "$TMP/true" /bin/true
+  measure_pair "$TMP/py" python3 -c "import yaml; yaml.safe_load(open('$MOE'))"
+done
+read -r d dmin dmax < <(stats "$TMP/dry"); read -r t tmin tmax < <(stats "$TMP/true")
+read -r p pmin pmax < <(stats "$TMP/py")
+row "dry-run --executor slurm (MoE example)" "$d" "$dmin" "$dmax" "$(ratio "$d" "$t")x /bin/true (target <= 5x)"
+row "/bin/true (process floor)" "$t" "$tmin" "$tmax" ""
+row "python3 yaml.safe_load (Python floor)" "$p" "$pmin" "$pmax" "$(ratio "$p" "$d")x slower than the dry-run (target >= 40x)"
+
+# 2. Submission overhead on the Slurm test cluster.
+if sinfo -h >/dev/null 2>&1; then
+  "$BL" --dry-run --executor slurm "$MOE" >"$TMP/job.sbatch" 2>/dev/null
+  : >"$TMP/sub" ; : >"$TMP/sbatch"
+  for _ in $(seq 5); do
+    measure_pair "$TMP/sub" "$BL" --executor slurm -q "$MOE" executor.slurm.job_dir="$TMP/jobs" 'runtime.command=[/bin/true]'
+    measure_pair "$TMP/sbatch" sbatch --parsable --hold "$TMP/job.sbatch"
+  done
+  squeue -h -o %i -u "$(id -un)" | xargs -r scancel >/dev/null 2>&1
+  read -r s smin smax < <(stats "$TMP/sub"); read -r r rmin rmax < <(stats "$TMP/sbatch")
+  row "bridge-launch --executor slurm (submit)" "$s" "$smin" "$smax" "$(ratio "$s" "$r")x raw sbatch (target <= 1.15x)"
+  row "sbatch --parsable (same script)" "$r" "$rmin" "$rmax" ""
+else
+  row "Slurm submission" "-" "-" "-" "skipped: no Slurm cluster (scripts/slurm-test-cluster.sh up)"
+fi
+
+# 3. 64-rank local launch of a trivial command vs a shell loop spawning 64.
+cat >"$TMP/r64.yaml" <<YAML
+name: local-64
+cluster: {num_gpus: 64, gpus_per_node: 64}
+runtime: {command: [/bin/true], pass_overrides: false}
+executor: {local: {job_dir: $TMP/jobs}}
+YAML
+: >"$TMP/l64" ; : >"$TMP/sh64"
+for _ in $(seq 5); do
+  measure_pair "$TMP/l64" "$BL" -q "$TMP/r64.yaml"
+  measure_pair "$TMP/sh64" bash -c 'for i in $(seq 64); do /bin/true & done; wait'
+done
+read -r l lmin lmax < <(stats "$TMP/l64"); read -r h hmin hmax < <(stats "$TMP/sh64")
+row "local launch, 64 ranks of /bin/true" "$l" "$lmin" "$lmax" "$(ratio "$l" "$h")x the shell loop (target <= 1.5x)"
+row "bash loop spawning 64 /bin/true" "$h" "$hmin" "$hmax" ""
+
+# 4. Scaling: plan + render for ng = 8 ... 32768 (gn 8); time and peak RSS.
+for ex in slurm kubernetes; do
+  prev=""
+  for ng in 8 64 512 4096 32768; do
+    : >"$TMP/scale"
+    for _ in $(seq 5); do
+      measure_pair "$TMP/scale" "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" \
+        model.expert_model_parallel_size=8 model.num_moe_experts=128 \
+        runtime.container_image=nvcr.io/nvidia/nemo:25.11
+    done
+    rss=$(/usr/bin/time -f %M "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" \
+      model.expert_model_parallel_size=8 runtime.container_image=nvcr.io/nvidia/nemo:25.11 \
+      2>&1 >/dev/null | tail -n1)
+    read -r m mmin mmax < <(stats "$TMP/scale")
+    growth=""
+    [ -n "$prev" ] && growth="; x$(ratio "$m" "$prev") per 8x"
+    row "dry-run $ex ng=$ng" "$m" "$mmin" "$mmax" "peak RSS $((rss / 1024)) MiB$growth"
+    prev=$m
+  done
+done
+
+# 5. status over 1000 registry entries of one executor (one scheduler query per poll).
+mkdir -p "$BRIDGE_LAUNCH_STATE_DIR/jobs"
+python3 - "$BRIDGE_LAUNCH_STATE_DIR/jobs" <<'PY'
+import json, sys
+for i in range(1000):
+    rec = {"format": "bridge-launch-job/1", "id": f"bench-{i:04d}", "name": "bench",
+           "executor": "slurm", "scheduler_id": str(900000 + i), "job_dir": "/nonexistent",
+           "submitted_at": f"2026-01-01T00:00:{i % 60:02d}.000Z", "state": "RUNNING"}
+    json.dump(rec, open(f"{sys.argv[1]}/bench-{i:04d}.json", "w"))
+PY
+: >"$TMP/status"
+for _ in $(seq 3); do measure_pair "$TMP/status" "$BL" status; done
+read -r st stmin stmax < <(stats "$TMP/status")
+row "status over 1000 slurm entries" "$st" "$stmin" "$stmax" "includes the scheduler's own query time"
+
+# 6. Probe overlap efficiency at 4 local ranks on the emulated link.
+eff=$("$BL" examples/recipes/demo.yaml executor.local.job_dir="$TMP/jobs" 2>/dev/null |
+  sed -n 's/.*overlap efficiency: \([0-9.-]*\).*/\1/p' | tail -n1)
+row "bridge-probe overlap efficiency, 4 ranks" "-" "-" "-" "efficiency ${eff:-n/a} (target >= 0.8)"
