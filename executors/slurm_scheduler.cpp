@@ -10,7 +10,6 @@
 #include <sstream>
 #include <thread>
 
-
 namespace bridge {
 
 namespace {

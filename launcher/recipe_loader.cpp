@@ -536,9 +536,9 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
 
 void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   SourceLoc where;
-  where.override_arg = std::string(arg);
+  // The argument as messages quote it: shortened, control characters and bad bytes escaped.
+  where.override_arg = printable_text(arg, 200);
   if (first_invalid_utf8(arg) != std::string_view::npos) {
-    where.override_arg = printable_text(arg, 200);
     diags.error("bad-override", "", where, "an override must be UTF-8 text");
     return;
   }
@@ -559,6 +559,13 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
     diags.error("bad-override", "", where,
                 fmt::format("malformed key `{}`", printable_text(key, 200)),
                 "use a dotted path such as model.tensor_model_parallel_size");
+    return;
+  }
+  // Every level would carry the whole argument as its location: bound the depth like the
+  // YAML reader does (and so memory and the recursion of copies).
+  if (parts.size() > 64) {
+    diags.error("bad-override", "", where,
+                fmt::format("`{}` is nested deeper than 64 levels", printable_text(key, 80)));
     return;
   }
   if (value_text.find_first_not_of(" \t") == std::string_view::npos) {

@@ -147,7 +147,7 @@ Options ParseOptions(int argc, char** argv) {
     // Hydra-style `section.key=value` runtime overrides (bridge-launch forwards the resolved
     // overlap fields this way) are accepted, recorded and otherwise ignored: the probe has
     // no model to configure.
-    if (arg.rfind("-", 0) != 0 && arg.find('=') != std::string_view::npos) {
+    if (arg.rfind('-', 0) != 0 && arg.find('=') != std::string_view::npos) {
       options.runtime_overrides.emplace_back(arg);
       continue;
     }

@@ -28,7 +28,7 @@ struct Options {
   double link_gbps = 0.0;  // 0 = unlimited (no emulated wire).
   bool overlap = false;
   std::vector<std::string> runtime_overrides;  // `key=value` args, accepted and ignored
-  std::string overlap_source = "default";  // Where `overlap` came from, for the banner.
+  std::string overlap_source = "default";      // Where `overlap` came from, for the banner.
   int64_t global_batch = 1;
   double timeout_s = 60.0;
   std::string dump_env_dir;

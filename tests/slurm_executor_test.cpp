@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "executors/executor.h"
-#include "launcher/command_runner.h"
 #include "executors/slurm_scheduler.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
