@@ -203,9 +203,6 @@ class KubernetesExecutor : public Executor {
     res.accepted = true;
     res.scheduler_id = shown->scheduler_id;
     res.job_dir = plan.job_dir;
-    res.state_detail =
-        fmt::format("{}{}", ns.empty() ? "" : "namespace " + ns,
-                    ctx.empty() ? "" : (ns.empty() ? "" : ", ") + ("context " + ctx));
     if (on_accepted) on_accepted(res);
     return res;
   }

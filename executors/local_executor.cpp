@@ -76,6 +76,7 @@ std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port
       argv.push_back(a);
     argv.push_back(fmt::format("--nproc-per-node={}", plan.topology->gpus_per_node));
     argv.push_back("--master-port=" + port);
+    argv.push_back("--no-python");  // runtime.command names the program, e.g. [python, x.py]
   }
   std::vector<std::string> cmd = rank_command(plan);
   if (!cmd.empty()) cmd[0] = resolve_program(cmd[0]);

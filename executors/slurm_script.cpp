@@ -140,7 +140,7 @@ std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
     if (wrapper.empty()) wrapper.push_back("torchrun");
     std::string inner = fmt::format(
         "{}exec {} --nnodes={} --nproc-per-node={} --node-rank=\"$SLURM_NODEID\" "
-        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" \"$@\"",
+        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" --no-python \"$@\"",
         expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node);
     return fmt::format("bash -c {} \\\n  bridge-node {}", shell_quote(inner), cmd);
   }

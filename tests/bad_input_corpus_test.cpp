@@ -16,8 +16,8 @@
 //                           the test runs `bridge-launch validate <recipe> <args...>`;
 //                           if the line starts with `cmd:`, the rest is the whole argument
 //                           list and `{recipe}` stands for the recipe's path.
-//                           `@@REPEAT <count> <text>@@` works here too (no blanks in
-//                           <text>).
+//                           `@@REPEAT <count> <text>@@` works here too (expanded before
+//                           the split, so <text> must not hold blanks).
 // See tests/data/bad/README.md.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -62,6 +62,25 @@ std::vector<std::string> split_blanks(const std::string& s) {
   return out;
 }
 
+// Applies the `@@REPEAT <count> <text>@@` expansion; returns whether anything changed.
+bool expand_repeats(std::string& text) {
+  bool changed = false;
+  for (size_t at; (at = text.find("@@REPEAT ")) != std::string::npos;) {
+    size_t end = text.find("@@", at + 9);
+    if (end == std::string::npos) break;
+    std::string spec = text.substr(at + 9, end - at - 9);
+    size_t blank = spec.find(' ');
+    size_t count = std::stoul(spec.substr(0, blank));
+    std::string unit = blank == std::string::npos ? "" : spec.substr(blank + 1);
+    std::string repeated;
+    repeated.reserve(unit.size() * count);
+    for (size_t i = 0; i < count; ++i) repeated += unit;
+    text.replace(at, end + 2 - at, repeated);
+    changed = true;
+  }
+  return changed;
+}
+
 std::vector<CorpusCase> load_corpus() {
   std::vector<CorpusCase> cases;
   std::error_code ec;
@@ -84,6 +103,7 @@ std::vector<CorpusCase> load_corpus() {
       c.whole_command = true;
       args = args.substr(4);
     }
+    expand_repeats(args);
     c.args = split_blanks(args);
     fs::path yaml = e.path();
     yaml.replace_extension(".yaml");
@@ -93,25 +113,6 @@ std::vector<CorpusCase> load_corpus() {
   std::sort(cases.begin(), cases.end(),
             [](const CorpusCase& a, const CorpusCase& b) { return a.name < b.name; });
   return cases;
-}
-
-// Applies the `@@REPEAT <count> <text>@@` expansion; returns whether anything changed.
-bool expand_repeats(std::string& text) {
-  bool changed = false;
-  for (size_t at; (at = text.find("@@REPEAT ")) != std::string::npos;) {
-    size_t end = text.find("@@", at + 9);
-    if (end == std::string::npos) break;
-    std::string spec = text.substr(at + 9, end - at - 9);
-    size_t blank = spec.find(' ');
-    size_t count = std::stoul(spec.substr(0, blank));
-    std::string unit = blank == std::string::npos ? "" : spec.substr(blank + 1);
-    std::string repeated;
-    repeated.reserve(unit.size() * count);
-    for (size_t i = 0; i < count; ++i) repeated += unit;
-    text.replace(at, end + 2 - at, repeated);
-    changed = true;
-  }
-  return changed;
 }
 
 bool dir_is_empty_or_absent(const fs::path& p) {
@@ -143,7 +144,6 @@ TEST_P(BadInputCorpusTest, IsRejectedCleanly) {
   }
   for (std::string a : c.args) {
     if (size_t at = a.find("{recipe}"); at != std::string::npos) a.replace(at, 8, recipe);
-    expand_repeats(a);
     argv.push_back(a);
   }
   // A clean environment for everything bridge-launch could write to.

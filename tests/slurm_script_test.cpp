@@ -303,7 +303,7 @@ TEST_F(SlurmRender, TorchrunModeOneTaskPerNode) {
   EXPECT_TRUE(contains(s,
                        "exec torchrun --nnodes=2 --nproc-per-node=4 "
                        "--node-rank=\"$SLURM_NODEID\" --master-addr=\"$MASTER_ADDR\" "
-                       "--master-port=\"$MASTER_PORT\" \"$@\""));
+                       "--master-port=\"$MASTER_PORT\" --no-python \"$@\""));
   EXPECT_TRUE(contains(s, "--chdir=/workspace/project"));
   EXPECT_TRUE(contains(s, "'my config.yaml'"));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time (`make fuzz` builds them first).
-#   FUZZ_BUILD_DIR (default build-fuzz)  FUZZ_SECONDS (default 30 per target)
+#   FUZZ_BUILD_DIR (default build-clang)  FUZZ_SECONDS (default 30 per target)
 #   arguments: the targets to run (default: all four)
 # Seeds come from tests/fuzz/corpus/<target>/ (read-only); inputs the fuzzer finds go to
 # $FUZZ_BUILD_DIR/corpus/<target>/, crash/leak/timeout reproducers to
@@ -8,7 +8,7 @@
 # error, an exception, a timeout (-timeout) or an out-of-memory (-rss_limit_mb).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+BUILD=${FUZZ_BUILD_DIR:-build-clang}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render)
