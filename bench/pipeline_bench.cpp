@@ -1,0 +1,84 @@
+// Microbenchmarks of the pipeline stages after loading: overlap resolution, plugins, and
+// Slurm / Kubernetes rendering at ng = 8 ... 32768 (gn 8). bench/run.sh measures the whole
+// process side by side with its floors; these isolate the stages.
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "executors/executor.h"
+#include "launcher/host_env.h"
+#include "launcher/plan.h"
+#include "launcher/recipe_loader.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+namespace {
+
+std::string moe_recipe_text() {
+  std::ifstream in(std::string(BRIDGE_EXAMPLES) + "/qwen3-30b-a3b-ep-overlap.yaml");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Plan plan_for(int64_t ng, const std::string& executor) {
+  MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/bench"}});
+  PlanRequest req;
+  req.recipe_path = "moe.yaml";
+  req.executor = executor;
+  req.overrides = {"cluster.num_gpus=" + std::to_string(ng), "cluster.gpus_per_node=8",
+                   "model.expert_model_parallel_size=8",
+                   "runtime.container_image=nvcr.io/nvidia/nemo:25.11"};
+  Diagnostics diags;
+  return build_plan_from_text(moe_recipe_text(), req, env, diags);
+}
+
+void BM_ResolveOverlap(benchmark::State& state) {
+  Plan plan = plan_for(16, "slurm");
+  for (auto _ : state) {
+    Diagnostics diags;
+    benchmark::DoNotOptimize(resolve_comm_overlap(*plan.recipe, *plan.topology, diags));
+  }
+}
+BENCHMARK(BM_ResolveOverlap)->Unit(benchmark::kMicrosecond);
+
+void BM_RunPlugins(benchmark::State& state) {
+  Plan plan = plan_for(16, "slurm");
+  MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/bench"}});
+  PluginContext ctx{*plan.recipe, *plan.topology, *plan.overlap, "slurm", plan.job_dir, env};
+  for (auto _ : state) {
+    Diagnostics diags;
+    benchmark::DoNotOptimize(run_plugins(ctx, {"NCCL_DEBUG=INFO"}, diags));
+  }
+}
+BENCHMARK(BM_RunPlugins)->Unit(benchmark::kMicrosecond);
+
+void BM_Render(benchmark::State& state, const std::string& executor) {
+  Plan plan = plan_for(state.range(0), executor);
+  std::unique_ptr<Executor> ex = make_executor(executor);
+  if (!plan.complete || !ex) {
+    state.SkipWithError("plan or executor unavailable");
+    return;
+  }
+  for (auto _ : state) {
+    Diagnostics diags;
+    benchmark::DoNotOptimize(ex->render(plan, diags));
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK_CAPTURE(BM_Render, slurm, std::string("slurm"))
+    ->RangeMultiplier(8)
+    ->Range(8, 32768)
+    ->Complexity()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Render, kubernetes, std::string("kubernetes"))
+    ->RangeMultiplier(8)
+    ->Range(8, 32768)
+    ->Complexity()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace bridge
