@@ -1,0 +1,203 @@
+// The job registry (atomic, lock-protected, damage-tolerant) and the experiment maths of
+// `compare` (iteration parsing, steady-state window statistics, knob differences).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "launcher/compare.h"
+#include "launcher/registry.h"
+#include "test_util.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("bl-registry-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static JobRecord record(const std::string& id, const std::string& when) {
+    JobRecord r;
+    r.id = id;
+    r.name = "demo";
+    r.executor = "slurm";
+    r.scheduler_id = "4242";
+    r.submitted_at = when;
+    r.state = JobState::kRunning;
+    r.knobs = {{"model.tensor_model_parallel_size", "4"}};
+    return r;
+  }
+  fs::path dir_;
+};
+
+TEST_F(RegistryTest, PutListAndFindByIdPrefixOrSchedulerId) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  ASSERT_TRUE(reg.put(record("demo-20261129-100000-aaaa", "2026-11-29T10:00:00.000Z"), diags));
+  JobRecord b = record("other-20261129-100001-bbbb", "2026-11-29T10:00:01.000Z");
+  b.scheduler_id = "777";
+  ASSERT_TRUE(reg.put(b, diags));
+  auto all = reg.list(diags);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "demo-20261129-100000-aaaa");  // oldest first
+  EXPECT_EQ(all[0].knobs.at("model.tensor_model_parallel_size"), "4");
+  EXPECT_EQ(reg.find("demo-2026", diags)->id, "demo-20261129-100000-aaaa");
+  EXPECT_EQ(reg.find("777", diags)->id, "other-20261129-100001-bbbb");
+  EXPECT_FALSE(diags.has_errors());
+  EXPECT_FALSE(reg.find("nope", diags));
+  EXPECT_TRUE(diags.has_code("unknown-job"));
+}
+
+TEST_F(RegistryTest, AmbiguousPrefixIsAnErrorListingTheCandidates) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  reg.put(record("demo-1", "a"), diags);
+  reg.put(record("demo-2", "b"), diags);
+  EXPECT_FALSE(reg.find("demo-", diags));
+  ASSERT_TRUE(diags.has_code("ambiguous-job"));
+  EXPECT_THAT(diags.items().back().message, HasSubstr("demo-1"));
+}
+
+TEST_F(RegistryTest, CorruptAndForeignEntriesAreReportedAndSkipped) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  reg.put(record("good", "2026"), diags);
+  std::ofstream(dir_ / "jobs" / "torn.json") << "{\"format\": \"bridge-launch-job/1\", \"id\": ";
+  std::ofstream(dir_ / "jobs" / "foreign.json") << "{\"hello\": \"world\"}";
+  std::ofstream(dir_ / "jobs" / "binary.json") << std::string("\0\xff\xfe", 3);
+  Diagnostics list_diags;
+  auto all = reg.list(list_diags);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id, "good");
+  EXPECT_EQ(list_diags.count(Severity::kWarning), 3u);
+  EXPECT_FALSE(list_diags.has_errors());
+}
+
+TEST_F(RegistryTest, ConcurrentWritersNeverCorruptAnEntry) {
+  // 8 processes rewrite the same 4 entries 50 times each, with payloads of varying size.
+  constexpr int kWriters = 8, kRounds = 50;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      JobRegistry reg(dir_.string());
+      for (int i = 0; i < kRounds; ++i) {
+        JobRecord r = record("job-" + std::to_string(i % 4), "2026");
+        r.state_detail = std::string(static_cast<size_t>(100 + (w * 997 + i * 131) % 20000),
+                                     static_cast<char>('a' + w));
+        Diagnostics d;
+        if (!reg.put(r, d)) _exit(1);
+      }
+      _exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  auto all = reg.list(diags);
+  EXPECT_EQ(all.size(), 4u);
+  EXPECT_EQ(diags.count(Severity::kWarning), 0u) << "a torn entry was read";
+  for (const auto& r : all) {
+    ASSERT_FALSE(r.state_detail.empty());
+    // Every entry is one writer's complete payload, never a mix.
+    EXPECT_EQ(r.state_detail.find_first_not_of(r.state_detail[0]), std::string::npos);
+  }
+  for (const auto& e : fs::directory_iterator(dir_ / "jobs"))
+    EXPECT_EQ(e.path().extension(), ".json") << "temporary file left behind: " << e.path();
+}
+
+TEST_F(RegistryTest, UnwritableRegistryIsAnErrorNotACrash) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "jobs") << "a file where the jobs directory should be";
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  EXPECT_FALSE(reg.put(record("x", "2026"), diags));
+  EXPECT_TRUE(diags.has_code("registry-write"));
+}
+
+TEST(RegistryIds, NewIdsAreSafeAndDistinct) {
+  std::string a = new_job_id("my job/../x"), b = new_job_id("my job/../x");
+  EXPECT_EQ(a.find('/'), std::string::npos);
+  EXPECT_EQ(a.find(' '), std::string::npos);
+  EXPECT_THAT(a, ::testing::StartsWith("my-job----x-"));
+  EXPECT_NE(a, b);
+}
+
+std::vector<IterationSample> samples_of(const std::string& file) {
+  std::ifstream in(std::string(BRIDGE_TEST_DATA) + "/megatron/" + file);
+  return parse_iteration_lines(in);
+}
+
+TEST(CompareTest, ParsesRecordedMegatronLogs) {
+  auto s = samples_of("overlap-off.log");
+  ASSERT_EQ(s.size(), 8u);
+  EXPECT_EQ(s[0].iteration, 1);
+  EXPECT_EQ(s[0].total, 8);
+  EXPECT_DOUBLE_EQ(s[0].step_ms, 900.0);
+  EXPECT_DOUBLE_EQ(s[7].step_ms, 500.0);
+}
+
+TEST(CompareTest, SteadyStateWindowStatisticsAreExact) {
+  WindowStats off = window_stats(samples_of("overlap-off.log"), 3, 8);
+  EXPECT_EQ(off.samples, 6u);
+  EXPECT_DOUBLE_EQ(off.mean, 500.0);  // 500 502 498 504 496 500
+  EXPECT_DOUBLE_EQ(off.min, 496.0);
+  EXPECT_DOUBLE_EQ(off.max, 504.0);
+  EXPECT_NEAR(off.stddev, std::sqrt(40.0 / 5.0), 1e-12);
+  WindowStats on = window_stats(samples_of("overlap-on.log"), 3, 8);
+  EXPECT_DOUBLE_EQ(on.mean, 400.0);  // 400 410 390 405 395 400
+  EXPECT_DOUBLE_EQ(on.mean / off.mean, 0.8);
+  EXPECT_EQ(window_stats(samples_of("overlap-on.log"), 20, 30).samples, 0u);
+}
+
+TEST(CompareTest, KnobDifferencesAndWindows) {
+  std::map<std::string, std::string> a{{"x", "1"}, {"y", "2"}}, b{{"x", "1"}, {"y", "3"}};
+  EXPECT_EQ(knob_differences(a, b), std::vector<std::string>{"y"});
+  b["z"] = "new";
+  EXPECT_EQ(knob_differences(a, b), (std::vector<std::string>{"y", "z"}));
+  EXPECT_EQ(parse_window("3:8"), (std::pair<int, int>{3, 8}));
+  EXPECT_FALSE(parse_window("8:3"));
+  EXPECT_FALSE(parse_window("x"));
+}
+
+TEST(CompareCliTest, ComparesLogFilesWithRatiosAndFlagsSmallWindows) {
+  std::string dir = std::string(BRIDGE_TEST_DATA) + "/megatron/";
+  auto r = test::run_command({BRIDGE_LAUNCH_BIN, "compare", dir + "overlap-off.log",
+                              dir + "overlap-on.log", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["jobs"][0]["mean_ms"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(j["jobs"][1]["mean_ms"].get<double>(), 400.0);
+  EXPECT_DOUBLE_EQ(j["jobs"][1]["ratio"].get<double>(), 0.8);
+  EXPECT_TRUE(j["notes"].empty());
+  auto small = test::run_command({BRIDGE_LAUNCH_BIN, "compare", dir + "overlap-off.log",
+                                  dir + "overlap-on.log", "--window", "6:8"});
+  EXPECT_EQ(small.exit_code, 0);
+  EXPECT_THAT(small.out, HasSubstr("directional, not release quality"));
+  EXPECT_THAT(small.out, HasSubstr("0.800"));
+  EXPECT_EQ(
+      test::run_command({BRIDGE_LAUNCH_BIN, "compare", dir + "overlap-off.log", "--window", "9:1"})
+          .exit_code,
+      2);
+}
+
+}  // namespace
+}  // namespace bridge
