@@ -527,7 +527,9 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
   read_env(top, rec.env);
   read_executor(top, rec.executor);
   top.finish();
-  if (!rec.name.is_set() || rec.name.value->empty())
+  const YamlNode* name_node = root.find("name");
+  bool name_written = name_node && !name_node->is_null();  // a wrong type is reported already
+  if ((!name_written && !rec.name.is_set()) || (rec.name.is_set() && rec.name.value->empty()))
     diags.error("missing-key", "name", root.loc, "the recipe has no `name`",
                 "add `name: my-job` at the top (used for job names)");
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
@@ -573,8 +575,9 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
                 fmt::format("give a value, or write `{}=null` to unset it", key));
     return;
   }
+  size_t errors_before = diags.count(Severity::kError);
   YamlNode value = parse_yaml_value(value_text, where.override_arg, diags);
-  if (value.is_null() && diags.has_errors()) return;
+  if (diags.count(Severity::kError) > errors_before) return;
   value.loc = where;
   if (root.is_null()) {
     root.kind = YamlNode::Kind::kMap;

@@ -91,7 +91,12 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
               loc_or(m.tensor_model_parallel_size, ng_loc),
               fmt::format("tp*pp*cp = {}*{}*{}", t.tp, t.pp, t.cp));
   } else if (t.num_gpus % model_parallel != 0) {
-    diags.error("dp-not-integral", "cluster.num_gpus", ng_loc,
+    // Point at the parallel size the user wrote; the GPU count may be a default.
+    SourceLoc where = ng_loc;
+    for (const auto* f :
+         {&m.context_parallel_size, &m.pipeline_model_parallel_size, &m.tensor_model_parallel_size})
+      if (f->is_set() && !where.has_position() && !where.from_override()) where = f->loc;
+    diags.error("dp-not-integral", "cluster.num_gpus", where,
                 fmt::format("num_gpus ({}) is not divisible by tp*pp*cp = {}*{}*{} = {}",
                             t.num_gpus, t.tp, t.pp, t.cp, model_parallel),
                 "data parallel size = num_gpus / (tp*pp*cp) must be a whole number >= 1");
