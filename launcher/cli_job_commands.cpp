@@ -42,7 +42,7 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
   if (format == "json") {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (const auto& r : recs) a.push_back(record_summary(r));
-    c.out << a.dump(2) << "\n";
+    c.out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::vector<std::vector<std::string>> rows{
@@ -216,7 +216,7 @@ int cmd_compare(const JobOptions& o, const Context& c) {
     }
     j["jobs"] = jobs;
     j["notes"] = notes;
-    c.out << j.dump(2) << "\n";
+    c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows{

@@ -120,7 +120,7 @@ int cmd_validate(const Options& o, const Context& c) {
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
-    c.out << j.dump(2) << "\n";
+    c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     print_diagnostics(diags, c.err, c.color);
     if (ok)
@@ -136,7 +136,8 @@ int cmd_plan(const Options& o, const Context& c) {
   Plan plan = build_plan(make_request(o), env, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
-    c.out << plan_to_json(plan, diags).dump(2) << "\n";
+    c.out << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
   } else {
     print_diagnostics(diags, c.err, c.color);
     if (ok) c.out << plan_to_text(plan, c.color && isatty(STDOUT_FILENO));
@@ -155,7 +156,9 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
                    std::string* job_id) {
   auto fail = [&](int code) {
     if (o.format == "json")
-      c.out << plan_to_json(plan, diags).dump(2) << "\n";
+      c.out
+          << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
     else
       print_diagnostics(diags, c.err, c.color);
     return code;
@@ -181,8 +184,10 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   // Probe with the entry itself (plus room for the scheduler id and state added on
   // acceptance): a disk with room for a tiny probe but not for the entry must also stop the
   // launch before anything runs, not leave a started job without a registry entry.
-  if (!registry_writable(reg, submit_diags,
-                         job_record_to_json(rec).dump(2) + std::string(1024, ' ') + "\n")) {
+  if (!registry_writable(
+          reg, submit_diags,
+          job_record_to_json(rec).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+              std::string(1024, ' ') + "\n")) {
     print_diagnostics(submit_diags, c.err, c.color);
     return kExitRuntime;
   }

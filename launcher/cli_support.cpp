@@ -26,7 +26,9 @@ PlanRequest make_request(const Options& o) {
   if (!o.gpu.empty()) r.overrides.push_back("cluster.gpu=" + o.gpu);
   // A JSON string is a YAML double-quoted scalar: any path survives the override parser.
   if (!o.template_path.empty())
-    r.overrides.push_back("executor.slurm.template=" + nlohmann::json(o.template_path).dump());
+    r.overrides.push_back("executor.slurm.template=" +
+                          nlohmann::json(o.template_path)
+                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   r.cli_env = o.env;
   r.executor = o.executor;
   r.strict = o.strict;

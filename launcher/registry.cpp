@@ -84,7 +84,8 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags) const {
   fs::path tmp = jobs / fmt::format(".{}.{}.tmp", r.id, getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return fail(std::strerror(errno));
-  std::string text = job_record_to_json(r).dump(2) + "\n";
+  std::string text =
+      job_record_to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   bool ok = write_all(fd, text) && fsync(fd) == 0;
   int saved = errno;
   close(fd);
