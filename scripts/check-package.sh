@@ -18,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "check-package: not root; skipping the install test"
   exit 0
 fi
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "./$deb" >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$(realpath "$deb")" >/dev/null
 trap 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq bridge-launch >/dev/null' EXIT
 /usr/bin/bridge-launch --help | grep -q "Usage: bridge-launch" || { echo "check-package: installed --help failed"; exit 1; }
 /usr/bin/bridge-launch --version
