@@ -16,12 +16,15 @@ constexpr int kMaxDepth = 64;
 // for that is "bad file".
 constexpr const char* kTooDeep = "nesting deeper than 64 levels";
 constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias bombs
+// Text after expanding aliases: a 4 KiB string referenced 200000 times is an alias bomb too.
+constexpr size_t kMaxScalarBytes = size_t{32} << 20;
 
 struct Converter {
   std::string file;
   std::string override_arg;
   Diagnostics& diags;
   size_t nodes = 0;
+  size_t scalar_bytes = 0;
   bool failed = false;
 
   SourceLoc loc_of(const YAML::Mark& m) const {
@@ -54,6 +57,13 @@ struct Converter {
         break;
       case YAML::NodeType::Scalar:
         out.kind = YamlNode::Kind::kScalar;
+        scalar_bytes += n.Scalar().size();
+        if (scalar_bytes > kMaxScalarBytes) {
+          fail(out.loc,
+               "document too large (more than 32 MiB of text once aliases are "
+               "expanded; an alias bomb?)");
+          return out;
+        }
         out.scalar = n.Scalar();
         out.quoted = n.Tag() == "!";
         // YAML is Unicode text; other bytes would reach messages, JSON and job records.
@@ -76,12 +86,20 @@ struct Converter {
             continue;
           }
           std::string key = kv.first.Scalar();
+          scalar_bytes += key.size();
+          if (scalar_bytes > kMaxScalarBytes) {
+            fail(kloc,
+                 "document too large (more than 32 MiB of text once aliases are "
+                 "expanded; an alias bomb?)");
+            break;
+          }
           // A key that is not UTF-8 can never be a known key: keep it, printable, so that
           // the schema reports it as unknown (with its position) without raw bytes.
           if (first_invalid_utf8(key) != std::string::npos)
             key = printable_text(key, std::string::npos);
           if (!seen.insert(key).second) {
-            diags.error("duplicate-key", key, kloc, "duplicate key `" + key + "`",
+            diags.error("duplicate-key", printable_text(key, 64), kloc,
+                        "duplicate key `" + printable_text(key, 64) + "`",
                         "remove one of the two entries");
             continue;
           }
@@ -100,9 +118,9 @@ struct Converter {
 };
 
 // yaml-cpp messages are already one line; keep them short and without the "yaml-cpp:" noise.
+// They can quote input bytes ("unknown escape character: \xf3"), so they are made printable.
 std::string reason(const YAML::Exception& e) {
-  std::string m = e.msg.empty() ? std::string("invalid YAML") : e.msg;
-  return m;
+  return e.msg.empty() ? std::string("invalid YAML") : printable_text(e.msg, 200);
 }
 
 }  // namespace
@@ -215,8 +233,9 @@ YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg
                           Diagnostics& diags) {
   SourceLoc where;
   where.override_arg = override_arg;
-  if (first_invalid_utf8(text) != std::string_view::npos) {
-    diags.error("bad-override", "", where, "value is not UTF-8 text");
+  if (first_invalid_utf8(text) != std::string_view::npos ||
+      text.find('\0') != std::string_view::npos) {
+    diags.error("bad-override", "", where, "value is not UTF-8 text without NUL bytes");
     return {};
   }
   try {

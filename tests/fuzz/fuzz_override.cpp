@@ -56,13 +56,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bridge::YamlNode root = kBase;
   bridge::Diagnostics diags;
   for (const auto& o : overrides) bridge::apply_override(root, o, diags);
+  // read_recipe answers for its own errors (the CLI stops before it on override errors).
+  size_t errors_before = diags.count(bridge::Severity::kError);
   auto recipe = bridge::read_recipe(root, "base.yaml", diags);
-  if (recipe && diags.has_errors()) bridge::fuzz::fail("a recipe despite errors");
+  if (recipe.has_value() != (diags.count(bridge::Severity::kError) == errors_before))
+    bridge::fuzz::fail("read_recipe: a recipe despite errors, or neither");
   bridge::fuzz::render_diagnostics(diags);
 
   // The same overrides through the public entry point the CLI uses.
   bridge::Diagnostics again;
-  (void)bridge::load_recipe_text(kRecipe, "base.yaml", overrides, again);
+  auto loaded = bridge::load_recipe_text(kRecipe, "base.yaml", overrides, again);
+  if (loaded.has_value() == again.has_errors())
+    bridge::fuzz::fail("load_recipe_text: a recipe despite errors, or neither");
   bridge::fuzz::render_diagnostics(again);
   return 0;
 }

@@ -30,14 +30,18 @@ for t in "${targets[@]}"; do
     failed+=("$t")
     continue
   fi
-  "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=60 -rss_limit_mb=2560 -max_len=8192 \
+  # The outer timeout is a safety net: after an out-of-memory report, libFuzzer's in-process
+  # leak check can stall for many minutes scanning a multi-GiB heap on a loaded machine.
+  timeout --signal=KILL $((SECONDS_PER_TARGET + 300)) \
+    "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=60 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 -artifact_prefix="$art" "${dict[@]}" "$work" "$seeds" \
     >"$BUILD/$t.log" 2>&1
   rc=$?
+  [ $rc -eq 137 ] && echo "fuzz: $t did not finish in time (killed; see the log for an OOM report)"
   grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$BUILD/$t.log" | tail -n 3
   if [ $rc -ne 0 ]; then
     echo "fuzz: $t FAILED (exit $rc); reproducer(s) in $art, log $BUILD/$t.log:"
-    grep -E -A40 '^==[0-9]+==ERROR|runtime error|fuzz invariant|deadly signal|ERROR: libFuzzer' \
+    grep -E -A40 '^==[0-9]+==ERROR|runtime error|fuzz invariant|deadly signal|ERROR: libFuzzer|terminate called' \
       "$BUILD/$t.log" | head -n 60
     failed+=("$t")
   fi
