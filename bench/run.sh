@@ -3,6 +3,7 @@
 # Each command runs REPEAT times, interleaved with its floor; the table reports medians and
 # min-max. Usage: bench/run.sh [BUILD_DIR]   (REPEAT=N to change the repeat count)
 set -uo pipefail
+export LC_ALL=C  # EPOCHREALTIME and awk must agree on the decimal point
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 BL=$PWD/$BUILD_DIR/bridge-launch
@@ -12,13 +13,20 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export BRIDGE_LAUNCH_STATE_DIR=$TMP/state
 
-# time_ms CMD... -> prints one wall time in milliseconds (output discarded)
+# time_ms CMD... -> prints one wall time in milliseconds (output discarded). The clock is
+# bash's own EPOCHREALTIME: calling `date` would add a process start to every sample.
 time_ms() {
-  local s e
-  s=$(date +%s%N)
+  local s e rc
+  s=$EPOCHREALTIME
   "$@" >/dev/null 2>&1
-  e=$(date +%s%N)
-  echo $(((e - s) / 1000)) | awk '{printf "%.3f\n", $1 / 1000}'
+  rc=$?
+  e=$EPOCHREALTIME
+  # A failing command is fast and meaningless: stop rather than report its time.
+  if [ "$rc" -ne 0 ]; then
+    echo "bench/run.sh: '$*' exited with $rc; not timing a failure" >&2
+    exit 1
+  fi
+  awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f\n", (e - s) * 1000}'
 }
 
 # stats FILE -> "median min max" of the numbers in FILE
@@ -31,9 +39,11 @@ row() {  # row NAME MEDIAN MIN MAX NOTE
 # compare NAME_A FILE_A NAME_B FILE_B TARGET_NOTE: prints both rows and the ratio of medians
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-measure_pair() {  # measure_pair LABEL FILE -- CMD...   appends to FILE
-  local file=$1; shift
-  time_ms "$@" >>"$file"
+measure_pair() {  # measure_pair FILE CMD...   appends one time to FILE; exits on failure
+  local file=$1 t
+  shift
+  t=$(time_ms "$@") || exit 1
+  echo "$t" >>"$file"
 }
 
 echo "bridge-launch benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, REPEAT=$REPEAT"
@@ -54,13 +64,16 @@ row "dry-run --executor slurm (MoE example)" "$d" "$dmin" "$dmax" "$(ratio "$d" 
 row "/bin/true (process floor)" "$t" "$tmin" "$tmax" ""
 row "python3 yaml.safe_load (Python floor)" "$p" "$pmin" "$pmax" "$(ratio "$p" "$d")x slower than the dry-run (target >= 40x)"
 
-# 2. Submission overhead on the Slurm test cluster.
+# 2. Submission overhead on the Slurm test cluster. Both submit the same held script (the
+# jobs never run, so the cluster stays idle while it is measured) and both must succeed.
 if sinfo -h >/dev/null 2>&1; then
-  "$BL" --dry-run --executor slurm "$MOE" >"$TMP/job.sbatch" 2>/dev/null
+  SUB=(--executor slurm -ng 16 -gn 8 "$MOE" executor.slurm.partition=debug
+       "executor.slurm.sbatch_args=[--hold]" "executor.slurm.job_dir=$TMP/jobs")
+  "$BL" --dry-run "${SUB[@]}" >"$TMP/job.sbatch" 2>/dev/null || { echo "dry-run failed" >&2; exit 1; }
   : >"$TMP/sub" ; : >"$TMP/sbatch"
-  for _ in $(seq 5); do
-    measure_pair "$TMP/sub" "$BL" --executor slurm -q "$MOE" executor.slurm.job_dir="$TMP/jobs" 'runtime.command=[/bin/true]'
-    measure_pair "$TMP/sbatch" sbatch --parsable --hold "$TMP/job.sbatch"
+  for _ in $(seq "$REPEAT"); do
+    measure_pair "$TMP/sub" "$BL" -q "${SUB[@]}"
+    measure_pair "$TMP/sbatch" sbatch --parsable "$TMP/job.sbatch"
   done
   squeue -h -o %i -u "$(id -un)" | xargs -r scancel >/dev/null 2>&1
   read -r s smin smax < <(stats "$TMP/sub"); read -r r rmin rmax < <(stats "$TMP/sbatch")

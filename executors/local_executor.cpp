@@ -132,6 +132,10 @@ bool launcher_alive(const std::string& pid_text) {
   return kill(static_cast<pid_t>(pid), 0) == 0 && argv0.find("bridge-launch") != std::string::npos;
 }
 
+// One process (and three file descriptors in the launcher) per rank: well above any real
+// node's GPU count, and below the usual 1024-descriptor limit.
+constexpr int64_t kMaxLocalRanks = 256;
+
 class LocalExecutor : public Executor {
  public:
   RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
@@ -144,6 +148,16 @@ class LocalExecutor : public Executor {
                               "({} GPUs, {} per node)",
                               t.nodes, t.num_gpus, t.gpus_per_node),
                   "set -ng equal to -gn, or use --executor slurm/kubernetes");
+      return job;
+    }
+    if (t.gpus_per_node > kMaxLocalRanks) {
+      diags.error("local-too-many-ranks", "cluster.gpus_per_node",
+                  plan.recipe->cluster.gpus_per_node.loc,
+                  fmt::format("the local executor would start {} rank processes on this machine; "
+                              "it starts at most {}",
+                              t.gpus_per_node, kMaxLocalRanks),
+                  "lower -gn (one rank per GPU of this machine), or use --executor "
+                  "slurm/kubernetes");
       return job;
     }
     std::string text = fmt::format(

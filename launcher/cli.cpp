@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -87,6 +88,15 @@ std::vector<std::string> translate_short_options(const std::vector<std::string>&
   return out;
 }
 
+// Defining the recipe options costs more CPU than loading a recipe (CLI11 builds every option
+// eagerly), so a subcommand gets them only when its name is on the command line; otherwise it
+// cannot be parsed anyway. Keeps `--dry-run` near the process floor (docs/performance.md).
+namespace {
+bool mentioned(const std::vector<std::string>& args, std::string_view name) {
+  return std::find(args.begin(), args.end(), name) != args.end();
+}
+}  // namespace
+
 int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
   Options launch, validate, plan;
   int verbose = 0;
@@ -112,12 +122,12 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   app.get_option("recipe")->required(false);
 
   CLI::App* validate_cmd = app.add_subcommand("validate", "load and validate a recipe only");
-  add_plan_options(validate_cmd, validate, false);
+  if (mentioned(raw_args, "validate")) add_plan_options(validate_cmd, validate, false);
   validate_cmd->footer(
       "Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4");
   CLI::App* plan_cmd = app.add_subcommand(
       "plan", "print the resolved plan: topology, overlap config, env, runtime args");
-  add_plan_options(plan_cmd, plan, false);
+  if (mentioned(raw_args, "plan")) add_plan_options(plan_cmd, plan, false);
   plan_cmd->footer("Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml");
   CLI::App* plugins_cmd = app.add_subcommand("plugins", "list the launch plugins");
   plugins_cmd->footer("Example: bridge-launch plugins");
@@ -151,7 +161,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   AblateOptions ablate_o;
   CLI::App* ablate_cmd = app.add_subcommand(
       "ablate", "submit a baseline and one job per changed value, one knob at a time");
-  add_plan_options(ablate_cmd, ablate_o.launch, true);
+  if (mentioned(raw_args, "ablate")) add_plan_options(ablate_cmd, ablate_o.launch, true);
   ablate_cmd->add_option("--vary", ablate_o.vary, "KEY=V1,V2 (repeatable)")
       ->required()
       ->allow_extra_args(false);

@@ -95,7 +95,7 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   rec.rendered = job.dry_run_text;
   // Env values may be secrets: the registry keeps only their hashes, which still tell
   // `compare` whether two jobs differ in a variable.
-  rec.knobs = flatten_recipe_inputs(o.recipe, rec.overrides);
+  rec.knobs = plan.recipe->inputs;
   for (auto& [key, value] : rec.knobs)
     if (key.rfind("env.", 0) == 0) value = "fnv1a64:" + fnv1a64_hex(value);
   for (const auto& e : o.env) {
@@ -201,13 +201,19 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
     rec.state = plan.executor == "local" ? JobState::kRunning : JobState::kPending;
+    if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
+    rec.state_detail = sr.state_detail;
     reg.put(rec, submit_diags);
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
     if (plan.executor != "local") c.out << rec.id << "\n";
   };
   SubmitResult sr = executor->submit(plan, job, so, c.out, submit_diags, on_accepted);
-  if (sr.accepted && sr.final_state != JobState::kUnknown) {
+  // Rewrite the entry only when the submission ended with news (a local run finished); a
+  // scheduler's "pending" was already recorded on acceptance.
+  bool changed = sr.final_state != rec.state || sr.state_detail != rec.state_detail ||
+                 sr.exit_code_of_rank != rec.exit_code;
+  if (sr.accepted && sr.final_state != JobState::kUnknown && changed) {
     rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
     rec.exit_code = sr.exit_code_of_rank;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -196,6 +197,9 @@ struct Recipe {
   std::vector<EnvEntry> env;         // recipe env:, in order
   ExecutorSpec executor;
   std::vector<std::string> overrides;  // the KEY=VALUE arguments applied, in order
+  // Every input after overrides as "section.key" -> value text (see flatten_recipe_inputs);
+  // kept from the load so that recording a job does not parse the file a second time.
+  std::map<std::string, std::string> inputs;
 };
 
 }  // namespace bridge

@@ -611,39 +611,6 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   }
 }
 
-std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
-                                       const std::vector<std::string>& overrides,
-                                       Diagnostics& diags) {
-  size_t errors_before = diags.count(Severity::kError);
-  YamlNode root = parse_yaml_document(text, file, diags);
-  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
-  if (root.is_null() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe file is empty",
-                "a recipe needs at least `name:`; see examples/recipes/");
-    return std::nullopt;
-  }
-  if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
-    for (const auto& o : overrides) apply_override(root, o, diags);
-  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
-  auto rec = read_recipe(root, file, diags);
-  if (rec) rec->overrides = overrides;
-  return rec;
-}
-
-std::optional<Recipe> load_recipe(const std::string& path,
-                                  const std::vector<std::string>& overrides, Diagnostics& diags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.error("file-not-found", "", SourceLoc{path, 0, 0, {}},
-                fmt::format("cannot read recipe `{}`: {}", path, std::strerror(errno)),
-                "check the path; examples live in examples/recipes/");
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_recipe_text(text.str(), path, overrides, diags);
-}
-
 namespace {
 
 std::string flow_text(const YamlNode& n) {
@@ -668,23 +635,63 @@ void flatten(const YamlNode& n, const std::string& prefix,
     flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out);
 }
 
+std::map<std::string, std::string> flatten_inputs(const YamlNode& root) {
+  std::map<std::string, std::string> out;
+  flatten(root, "", out);
+  out.erase("name");
+  out.erase("description");
+  return out;
+}
+
 }  // namespace
+
+std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
+                                       const std::vector<std::string>& overrides,
+                                       Diagnostics& diags) {
+  size_t errors_before = diags.count(Severity::kError);
+  YamlNode root = parse_yaml_document(text, file, diags);
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  if (root.is_null() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe file is empty",
+                "a recipe needs at least `name:`; see examples/recipes/");
+    return std::nullopt;
+  }
+  if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
+    for (const auto& o : overrides) apply_override(root, o, diags);
+  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  auto rec = read_recipe(root, file, diags);
+  if (rec) {
+    rec->overrides = overrides;
+    rec->inputs = flatten_inputs(root);
+  }
+  return rec;
+}
+
+std::optional<Recipe> load_recipe(const std::string& path,
+                                  const std::vector<std::string>& overrides, Diagnostics& diags) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags.error("file-not-found", "", SourceLoc{path, 0, 0, {}},
+                fmt::format("cannot read recipe `{}`: {}", path, std::strerror(errno)),
+                "check the path; examples live in examples/recipes/");
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_recipe_text(text.str(), path, overrides, diags);
+}
 
 std::map<std::string, std::string> flatten_recipe_inputs(
     const std::string& path, const std::vector<std::string>& overrides) {
-  std::map<std::string, std::string> out;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return out;
+  if (!in) return {};
   std::ostringstream text;
   text << in.rdbuf();
   Diagnostics ignored;
   YamlNode root = parse_yaml_document(text.str(), path, ignored);
   for (const auto& o : overrides) apply_override(root, o, ignored);
-  if (ignored.has_errors()) return out;
-  flatten(root, "", out);
-  out.erase("name");
-  out.erase("description");
-  return out;
+  if (ignored.has_errors()) return {};
+  return flatten_inputs(root);
 }
 
 std::vector<RecipeKeyDoc> recipe_key_reference() {

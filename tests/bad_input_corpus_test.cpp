@@ -236,17 +236,18 @@ TEST(BadInputCorpusShapeTest, NonUtf8HostVariableInEnvDoesNotBreakJsonOutput) {
   EXPECT_THAT(r.err, Not(HasSubstr("internal error")));
 }
 
-// DISABLED: the local executor accepts any number of GPUs per node: `--dry-run -ng 100000
-// -gn 100000` renders 100000 rank blocks (about 10 KiB each at 10^6 ranks: 1 GiB), and a
-// launch would fork that many processes. Found by fuzz_plan_render (out of memory). Enable
-// when executors/local_executor.cpp refuses rank counts no machine has.
-TEST(BadInputCorpusShapeTest, DISABLED_AbsurdLocalRankCountIsRefused) {
+// `--dry-run -ng 100000 -gn 100000` once rendered 100000 rank blocks (found by
+// fuzz_plan_render: out of memory at 10^6 ranks), and a launch would fork that many
+// processes. The local executor now refuses more ranks than any machine has.
+TEST(BadInputCorpusShapeTest, AbsurdLocalRankCountIsRefused) {
   test::TempDir tmp;
   std::string recipe = tmp.write("many.yaml", "name: many\n");
   CommandResult r =
       test::run_command({BRIDGE_LAUNCH_BIN, "--dry-run", "-ng", "100000", "-gn", "100000", recipe},
                         {{"HOME", tmp.path()}, {"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("local-too-many-ranks"));
+  EXPECT_THAT(r.err, HasSubstr("at most 256"));
   EXPECT_LT(r.out.size(), 64u * 1024u);
 }
 

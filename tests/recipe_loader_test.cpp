@@ -1076,3 +1076,31 @@ TEST(OverridesTest, ApplyOverrideOnAnEmptyDocument) {
 
 }  // namespace
 }  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// The registry's knobs come from the load itself (no second parse at submit time), so they
+// must be exactly what flatten_recipe_inputs reads from the file with the same overrides.
+TEST(RecipeLoaderTest, InputsAreTheFlattenedRecipeAfterOverrides) {
+  test::TempDir tmp;
+  std::string path = tmp.write("inputs.yaml",
+                               "name: knobs\ndescription: left out\n"
+                               "cluster: {num_gpus: 8, gpus_per_node: 8}\n"
+                               "model: {tensor_model_parallel_size: 2}\n"
+                               "runtime: {command: [python, train.py]}\n");
+  std::vector<std::string> overrides{"model.tensor_model_parallel_size=4",
+                                     "comm_overlap.overlap_grad_reduce=false"};
+  Diagnostics diags;
+  auto recipe = load_recipe(path, overrides, diags);
+  ASSERT_TRUE(recipe) << diags.items().size();
+  EXPECT_EQ(recipe->inputs, flatten_recipe_inputs(path, overrides));
+  EXPECT_EQ(recipe->inputs.at("model.tensor_model_parallel_size"), "4");
+  EXPECT_EQ(recipe->inputs.at("comm_overlap.overlap_grad_reduce"), "false");
+  EXPECT_EQ(recipe->inputs.at("runtime.command"), "[python,train.py]");
+  EXPECT_EQ(recipe->inputs.count("name"), 0u);
+  EXPECT_EQ(recipe->inputs.count("description"), 0u);
+}
+
+}  // namespace
+}  // namespace bridge

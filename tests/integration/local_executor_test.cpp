@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "process_util.h"
 #include "runtime/env_hash.h"
 #include "test_util.h"
 
@@ -24,12 +25,11 @@ using test::CommandResult;
 using test::run_command;
 using ::testing::HasSubstr;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::processes_with;
+using test::read_file;
+using test::start_background;
+using test::wait_exit;
+using test::wait_for_text;
 
 class LocalExecutorTest : public ::testing::Test {
  protected:
@@ -179,58 +179,6 @@ TEST_F(LocalExecutorTest, DryRunStartsNothingAndWritesNothing) {
   EXPECT_THAT(r.out, HasSubstr("command: '"));
   EXPECT_FALSE(fs::exists(dir_ / "jobs"));
   EXPECT_FALSE(fs::exists(dir_ / "state"));
-}
-
-// Processes whose command line mentions `marker`.
-std::vector<pid_t> processes_with(const std::string& marker) {
-  std::vector<pid_t> pids;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_file(e.path() / "cmdline");
-    std::string stat = read_file(e.path() / "stat");
-    if (stat.find(") Z") != std::string::npos) continue;  // zombies are already dead
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
-// Starts bridge-launch in the background with output to a file; returns its pid.
-pid_t start_background(const std::vector<std::string>& argv,
-                       const std::map<std::string, std::string>& env, const fs::path& out) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-bool wait_for_text(const fs::path& file, const std::string& text, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (read_file(file).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
-int wait_exit(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
 }
 
 TEST_F(LocalExecutorTest, SigintStopsEveryRankAndExits130) {

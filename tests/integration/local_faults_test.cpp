@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "executors/executor.h"
+#include "process_util.h"
 #include "test_util.h"
 
 namespace bridge {
@@ -37,12 +38,13 @@ using test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::gone_within;
+using test::processes_with;
+using test::start_background;
+using test::wait_exit;
+using test::wait_for_text;
+
+std::string slurp(const fs::path& p) { return test::read_file(p); }
 
 // Every regular file under `dir` (relative path -> bytes): "nothing corrupted" is "equal".
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
@@ -60,66 +62,6 @@ size_t registry_entries(const fs::path& state) {
   for (const auto& e : fs::directory_iterator(state / "jobs", ec))
     if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') ++n;
   return n;
-}
-
-// Processes (not zombies) whose command line mentions `marker`.
-std::vector<pid_t> processes_with(const std::string& marker) {
-  std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = slurp(e.path() / "cmdline");
-    std::string stat = slurp(e.path() / "stat");
-    if (stat.find(") Z") != std::string::npos) continue;
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
-pid_t start_background(const std::vector<std::string>& argv,
-                       const std::map<std::string, std::string>& env, const fs::path& out) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-bool wait_for_text(const fs::path& file, const std::string& text, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (slurp(file).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
-int wait_exit(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
-
-bool gone_within(const std::string& marker, int tenths) {
-  for (int i = 0; i < tenths; ++i) {
-    if (processes_with(marker).empty()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return processes_with(marker).empty();
 }
 
 // A tmpfs mounted for the lifetime of the object (unmounted even when the test fails).

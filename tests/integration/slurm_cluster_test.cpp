@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "executors/executor.h"
+#include "process_util.h"
 #include "test_util.h"
 
 namespace bridge {
@@ -269,6 +270,54 @@ TEST_F(SlurmCluster, CancelOfAJustSubmittedJobThroughTheExecutor) {
   EXPECT_EQ(executor->cancel(rec, diags), 0);
   JobStatus st = wait_final(rec, 30s);
   EXPECT_EQ(st.state, JobState::kCancelled) << st.detail;
+}
+
+// Ctrl-C on `--wait` stops following, not the job: the launcher exits 130 and says so, the
+// job keeps running on the cluster, and `status` still finds it.
+TEST_F(SlurmCluster, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
+  fs::path out = tmp.path() + "/wait.txt";
+  pid_t pid = test::start_background(
+      launch_argv(kRecipe,
+                  {"--wait", "runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"}),
+      env(), out);
+  ASSERT_TRUE(test::wait_for_text(out, "RUNNING", 60)) << read_file(out);
+  kill(pid, SIGINT);
+  EXPECT_EQ(test::wait_exit(pid, 30), 130) << read_file(out);
+  std::string said = read_file(out);
+  EXPECT_NE(said.find("keeps running"), std::string::npos) << said;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(said, m, std::regex(R"(slurm id (\d+))"))) << said;
+  std::string slurm_id = m[1];
+  EXPECT_NE(sh("squeue -h -o %T -j " + slurm_id).find("RUNNING"), std::string::npos)
+      << "the interrupted wait must not cancel the job";
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", "--format", "json"}, env());
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("\"scheduler_id\": \"" + slurm_id + "\""), std::string::npos)
+      << status.out;
+  EXPECT_NE(status.out.find("\"state\": \"RUNNING\""), std::string::npos) << status.out;
+  sh("scancel " + slurm_id);
+}
+
+// A launcher killed outright while following a job loses nothing: the entry written on
+// acceptance lets the next `status` find the job and record how it ended.
+TEST_F(SlurmCluster, KilledWaitIsRecoveredByTheNextStatus) {
+  fs::path out = tmp.path() + "/wait.txt";
+  pid_t pid = test::start_background(
+      launch_argv(kRecipe, {"--wait", "runtime.args=[--steps,40,--compute-ms,50,--params,4096]"}),
+      env(), out);
+  ASSERT_TRUE(test::wait_for_text(out, "RUNNING", 60)) << read_file(out);
+  kill(pid, SIGKILL);
+  test::wait_exit(pid, 10);
+  std::string seen;
+  for (int i = 0; i < 120 && seen.find("\"state\": \"SUCCEEDED\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(500ms);
+    seen = run_command({BRIDGE_LAUNCH_BIN, "status", "--format", "json"}, env()).out;
+  }
+  EXPECT_NE(seen.find("\"state\": \"SUCCEEDED\""), std::string::npos) << seen;
+  auto list = run_command({BRIDGE_LAUNCH_BIN, "list", "--format", "json"}, env());
+  EXPECT_NE(list.out.find("\"state\": \"SUCCEEDED\""), std::string::npos)
+      << "status did not save the final state:\n"
+      << list.out;
 }
 
 // Starts slurmctld again when the test ends, whatever happened.
