@@ -15,6 +15,7 @@
 
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
+#include "launcher/yaml_tree.h"
 
 namespace bridge {
 
@@ -235,8 +236,9 @@ class SlurmExecutor : public Executor {
     if (!id && r.ok()) id = parse_sbatch_id(r.out);
     if (!id) {
       remove_if_empty(created);
-      std::string message = r.ok() ? fmt::format("sbatch printed no job id: `{}`", r.out)
-                                   : slurm_error_text("sbatch", r);
+      std::string message =
+          r.ok() ? fmt::format("sbatch printed no job id: `{}`", printable_text(r.out, 500))
+                 : slurm_error_text("sbatch", r);
       diags.error("slurm-submit-failed", "", {},
                   fmt::format("Slurm did not accept job `{}`:\n    {}", name, message),
                   help_for(message));

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "launcher/yaml_tree.h"
+
 namespace bridge {
 
 namespace {
@@ -165,7 +167,12 @@ std::string slurm_error_text(const std::string& program, const CommandResult& r)
     return fmt::format("could not run {}: {} (is Slurm installed and on PATH?)", program,
                        trim(r.err));
   std::string text = lines(r.err).empty() ? r.out : r.err;
-  std::string joined = fmt::format("{}", fmt::join(lines(text), "\n"));
+  // Scheduler output reaches the user's terminal: escape control bytes (a stray ESC
+  // sequence must not recolour or rewrite the screen) and bound its length.
+  std::vector<std::string> shown = lines(text);
+  for (auto& line : shown) line = printable_text(line, 2000);
+  if (shown.size() > 20) shown.resize(20);
+  std::string joined = fmt::format("{}", fmt::join(shown, "\n"));
   if (r.timed_out)
     return fmt::format("{} did not finish within its time limit{}", program,
                        joined.empty() ? "" : ": " + joined);

@@ -41,7 +41,7 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
       ->allow_extra_args(false);
   app->add_flag("--strict", o.strict, "warnings that mean 'your request was dropped' are errors");
   app->add_option("--format", o.format, "output format")->check(CLI::IsMember({"text", "json"}));
-  app->add_option("--template", o.template_path, "use this sbatch/manifest template file");
+  app->add_option("--template", o.template_path, "use this sbatch template file (slurm only)");
   if (launch) {
     app->add_flag("--dry-run", o.dry_run, "print what would be submitted; change nothing");
     app->add_flag("--wait", o.wait, "follow the job until it ends");

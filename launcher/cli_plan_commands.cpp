@@ -197,13 +197,14 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   so.verbosity = o.quiet ? -1 : o.verbose;
   so.template_path = o.template_path;
   so.job_id = rec.id;
+  bool recorded = true;  // every registry write since acceptance succeeded
   auto on_accepted = [&](const SubmitResult& sr) {
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
     rec.state = plan.executor == "local" ? JobState::kRunning : JobState::kPending;
     if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
-    reg.put(rec, submit_diags);
+    recorded = reg.put(rec, submit_diags) && recorded;
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
     if (plan.executor != "local") c.out << rec.id << "\n";
@@ -217,9 +218,18 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
     rec.exit_code = sr.exit_code_of_rank;
-    reg.put(rec, submit_diags);
+    recorded = reg.put(rec, submit_diags) && recorded;
   }
+  // A job whose outcome is not on record must not look like a clean success to a script.
+  if (sr.accepted && !recorded)
+    submit_diags.error(
+        "registry-stale", "", {},
+        fmt::format("job {} ({} id {}): its state {} could not be saved in the registry", rec.id,
+                    plan.executor, rec.scheduler_id, job_state_name(rec.state)),
+        "free space or fix permissions under " + reg.dir() +
+            "; `bridge-launch status` may show an out-of-date state for this job");
   print_diagnostics(submit_diags, c.err, c.color, false);
+  if (sr.accepted && !recorded && sr.exit_code == 0) return kExitRuntime;
   if (sr.accepted && o.wait && plan.executor != "local" && sr.exit_code == 0)
     return wait_for_job(*executor, rec, reg, c);
   return sr.exit_code;

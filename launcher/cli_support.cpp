@@ -25,6 +25,7 @@ PlanRequest make_request(const Options& o) {
   if (!o.gpus_per_node.empty()) r.overrides.push_back("cluster.gpus_per_node=" + o.gpus_per_node);
   if (!o.gpu.empty()) r.overrides.push_back("cluster.gpu=" + o.gpu);
   // A JSON string is a YAML double-quoted scalar: any path survives the override parser.
+  r.template_from_cli = !o.template_path.empty();
   if (!o.template_path.empty())
     r.overrides.push_back("executor.slurm.template=" +
                           nlohmann::json(o.template_path)

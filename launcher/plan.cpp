@@ -61,6 +61,14 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.recipe = std::move(recipe);
   const Recipe& r = *plan.recipe;
   plan.executor = choose_executor(req, r, diags);
+  // --template replaces the sbatch script; other executors have nothing it could replace,
+  // and ignoring an explicit flag would silently drop the user's request.
+  if (req.template_from_cli && !plan.executor.empty() && plan.executor != "slurm")
+    diags.error("template-not-used", "", {},
+                fmt::format("--template replaces the sbatch script, but the {} executor renders "
+                            "none",
+                            plan.executor),
+                "drop --template, or use --executor slurm");
   plan.topology = compute_topology(r, diags);
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);

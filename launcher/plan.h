@@ -26,6 +26,7 @@ struct PlanRequest {
   std::vector<std::string> overrides;  // trailing KEY=VALUE, then -ng/-gn/-g as overrides
   std::vector<std::string> cli_env;    // -E KEY=VALUE, in order
   std::string executor;                // "" = recipe's executor.default, else local
+  bool template_from_cli = false;      // --template was given (sbatch only)
   bool strict = false;
 };
 

@@ -138,6 +138,26 @@ TEST_F(CliTest, OptionsOverrideTheRecipe) {
   EXPECT_EQ(j["topology"]["gpu"], "h200");
 }
 
+// --template only replaces the sbatch script; with another executor it would be silently
+// ignored, so it is refused before anything is rendered or started.
+TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {
+  std::string tmpl = home_.write("my.mustache", "#!/bin/bash\necho {{job_name}}\n");
+  std::string state = home_.path() + "/state";
+  for (const char* executor : {"local", "kubernetes"}) {
+    CommandResult r = run({"--executor", executor, "--template", tmpl, fixture("full.yaml"),
+                           "runtime.container_image=nvcr.io/nvidia/nemo:25.11",
+                           "cluster.num_gpus=8", "cluster.gpus_per_node=8"},
+                          {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    expect_rejected(r, {"template-not-used", std::string("the ") + executor + " executor",
+                        "use --executor slurm"});
+    EXPECT_FALSE(std::filesystem::exists(state)) << executor;
+  }
+  CommandResult slurm =
+      run({"--dry-run", "--executor", "slurm", "--template", tmpl, fixture("full.yaml")});
+  EXPECT_EQ(slurm.exit_code, 0) << slurm.err;
+  EXPECT_THAT(slurm.out, HasSubstr("#!/bin/bash\necho "));
+}
+
 // ---------------------------------------------------------------------------------------
 // The JSON contract.
 

@@ -429,6 +429,30 @@ TEST_F(SlurmRender, UserTemplateOverride) {
   EXPECT_TRUE(d2.has_code("template-render")) << diag_text(d2);
 }
 
+// --template must name a bounded regular file: a directory once rendered an empty script,
+// and /dev/zero or a FIFO would have hung the launcher.
+TEST_F(SlurmRender, TemplateThatIsNotABoundedRegularFileIsRefused) {
+  TempDir dir;
+  std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string big = dir.write("big.mustache", std::string((1 << 20) + 1, '#'));
+  struct Case {
+    std::string path, why;
+  };
+  for (const Case& c :
+       {Case{dir.path(), "it is a directory"}, Case{"/dev/zero", "not a regular file"},
+        Case{fifo, "not a regular file"}, Case{big, "templates are limited to 1048576 bytes"},
+        Case{dir.path() + "/missing.mustache", "No such file"}}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {"executor.slurm.template=" + c.path});
+    ASSERT_TRUE(p.complete) << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << c.path;
+    EXPECT_TRUE(d.has_code("template-unreadable")) << c.path << "\n" << diag_text(d);
+    EXPECT_NE(diag_text(d).find(c.why), std::string::npos) << c.path << "\n" << diag_text(d);
+  }
+}
+
 TEST(SlurmNames, JobNameAndShellWord) {
   EXPECT_EQ(slurm_job_name("llama 70b/run#1"), "llama_70b_run_1");
   EXPECT_EQ(slurm_job_name(""), "bridge-job");

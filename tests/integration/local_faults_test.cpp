@@ -215,6 +215,38 @@ TEST_F(LocalFaultsTest, FullDiskUnderTheRegistryRefusesTheLaunchAndRecovers) {
 
 // Room for a tiny file but not for the job's entry: the launch must still be refused before
 // anything starts (a started job without a registry entry would be lost to status/cancel).
+// The disk fills while the job runs: the job's outcome cannot be saved, so the launcher must
+// not exit 0 as if all were well; it says which job and what state were lost.
+TEST_F(LocalFaultsTest, DiskFillingDuringTheRunIsAFailureThatNamesTheJob) {
+  TmpfsMount mnt(state_, "size=256k,mode=0755");
+  if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
+  std::string recipe = write("filling.yaml",
+                             "name: filling\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+                             "runtime:\n  command: [/bin/sh, -c, 'sleep 2']\n"
+                             "  pass_overrides: false\nexecutor:\n  local: {job_dir: " +
+                                 (dir_ / "jobs").string() + "}\n");
+  fs::path out = dir_ / "out.txt";
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, recipe}, env_, out);
+  ASSERT_TRUE(wait_for_text(out, "submitted job", 30)) << slurp(out);
+  {  // Fill the registry's file system while the ranks sleep.
+    std::ofstream fill(state_ / "filler", std::ios::binary);
+    std::string block(4096, 'x');
+    while (fill.write(block.data(), static_cast<std::streamsize>(block.size())) && fill.flush()) {
+    }
+  }
+  EXPECT_EQ(wait_exit(pid, 60), 1) << slurp(out);
+  std::string said = slurp(out);
+  EXPECT_THAT(said, HasSubstr("registry-stale"));
+  EXPECT_THAT(said, HasSubstr("its state SUCCEEDED could not be saved"));
+  EXPECT_THAT(said, HasSubstr("No space left on device"));
+  EXPECT_THAT(said, Not(HasSubstr("internal error")));
+  // The entry written on acceptance is intact (still RUNNING), not truncated.
+  fs::remove(state_ / "filler");
+  CommandResult list = launch({"list", "--format", "json"});
+  nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(jobs.is_array() && jobs.size() == 1u) << list.out << list.err;
+}
+
 TEST_F(LocalFaultsTest, DiskWithRoomForAProbeButNotTheEntryRefusesTheLaunch) {
   TmpfsMount mnt(state_, "size=256k,mode=0755");
   if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
@@ -307,6 +339,18 @@ TEST_F(FakeSlurmTest, SbatchPrintingBinaryGarbageIsAFailureWithNoRegistryEntry) 
   CommandResult r = launch({slurm_recipe("binary")});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("no job id"));
+  // Control bytes are shown escaped, never sent to the terminal.
+  EXPECT_THAT(r.err, HasSubstr("\\x1b[31mx"));
+  EXPECT_THAT(r.err, Not(HasSubstr("\033")));
+}
+
+TEST_F(FakeSlurmTest, SbatchErrorWithTerminalEscapesIsShownEscaped) {
+  fake("sbatch", "cat >/dev/null\nprintf 'sbatch: error: \\033]0;pwned\\007bad\\n' >&2\nexit 1\n");
+  CommandResult r = launch({slurm_recipe("escapes")});
+  expect_no_entry_and_no_dir(r);
+  EXPECT_THAT(r.err, HasSubstr("sbatch: error: \\x1b]0;pwned\\x07bad"));
+  EXPECT_THAT(r.err, Not(HasSubstr("\033")));
+  EXPECT_THAT(r.err, Not(HasSubstr("\007")));
 }
 
 TEST_F(FakeSlurmTest, ControllerDownIsAClearFailureWithNoRegistryEntry) {
