@@ -45,15 +45,17 @@ struct SetupStep {
 };
 
 // Changes a plugin asks of the executor.
+// Each setting carries the plugin that set it ("plugin:NAME") and a one-line reason, shown
+// by `plan` like the reasons of env variables.
 struct ExecutorChanges {
   std::optional<int64_t> preempt_signal_seconds;  // Slurm --signal=TERM@N, k8s grace period
-  std::string preempt_source;
+  std::string preempt_source, preempt_reason;
   std::optional<int64_t> retries;
-  std::string retries_source;
+  std::string retries_source, retries_reason;
   std::vector<std::string> launcher_wrapper;  // e.g. ft_launcher + its flags (per node)
-  std::string launcher_source;
+  std::string launcher_source, launcher_reason;
   std::vector<std::string> command_prefix;  // e.g. nsys profile ... (per rank)
-  std::string command_prefix_source;
+  std::string command_prefix_source, command_prefix_reason;
 };
 
 }  // namespace bridge

@@ -65,6 +65,18 @@ ordered_json executor_json(const Plan& p) {
   j["retries"] = opt_json(x.retries);
   j["launcher_wrapper"] = x.launcher_wrapper;
   j["command_prefix"] = x.command_prefix;
+  // Who set each setting and why (only the settings a plugin set).
+  ordered_json changes = ordered_json::object();
+  auto add = [&](const char* key, bool set, const std::string& source, const std::string& reason) {
+    if (set) changes[key] = {{"source", source}, {"reason", reason}};
+  };
+  add("preempt_signal_seconds", x.preempt_signal_seconds.has_value(), x.preempt_source,
+      x.preempt_reason);
+  add("retries", x.retries.has_value(), x.retries_source, x.retries_reason);
+  add("launcher_wrapper", !x.launcher_wrapper.empty(), x.launcher_source, x.launcher_reason);
+  add("command_prefix", !x.command_prefix.empty(), x.command_prefix_source,
+      x.command_prefix_reason);
+  j["changes"] = changes;
   return j;
 }
 
@@ -246,18 +258,19 @@ std::string plan_to_text(const Plan& p, bool color) {
       out += format_table(srows, color);
     }
     const ExecutorChanges& x = p.executor_changes;
-    std::vector<std::vector<std::string>> xrows{{"setting", "value", "source"}};
+    std::vector<std::vector<std::string>> xrows{{"setting", "value", "source", "reason"}};
     if (x.preempt_signal_seconds)
       xrows.push_back({"preemption signal",
                        fmt::format("TERM {} s before the limit", *x.preempt_signal_seconds),
-                       x.preempt_source});
-    if (x.retries) xrows.push_back({"retries", std::to_string(*x.retries), x.retries_source});
+                       x.preempt_source, x.preempt_reason});
+    if (x.retries)
+      xrows.push_back({"retries", std::to_string(*x.retries), x.retries_source, x.retries_reason});
     if (!x.launcher_wrapper.empty())
-      xrows.push_back(
-          {"launcher", fmt::format("{}", fmt::join(x.launcher_wrapper, " ")), x.launcher_source});
+      xrows.push_back({"launcher", fmt::format("{}", fmt::join(x.launcher_wrapper, " ")),
+                       x.launcher_source, x.launcher_reason});
     if (!x.command_prefix.empty())
       xrows.push_back({"command prefix", fmt::format("{}", fmt::join(x.command_prefix, " ")),
-                       x.command_prefix_source});
+                       x.command_prefix_source, x.command_prefix_reason});
     if (xrows.size() > 1) {
       heading("executor changes");
       out += format_table(xrows, color);

@@ -48,7 +48,10 @@ class FaultTolerancePlugin : public LaunchPlugin {
         "ft_launcher", fmt::format("--max-restarts={}", f.restarts),
         fmt::format("--ft-initial-rank-heartbeat-timeout={}", f.initial_timeout),
         fmt::format("--ft-rank-heartbeat-timeout={}", f.rank_timeout)};
+    out.changes.launcher_reason =
+        "ft_launcher restarts failed ranks in place and watches their heartbeats";
     out.changes.retries = f.retries;
+    out.changes.retries_reason = "num_job_retries_on_failure: requeue the whole job this often";
     ArgWriter args(o, out.args);
     args.add_bool("ft.enable_ft_package", f.enable_ft_package,
                   "enable_ft_package: the runtime sends heartbeats to ft_launcher");

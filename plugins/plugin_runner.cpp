@@ -100,30 +100,47 @@ void merge_args(const PluginEntry& e, std::vector<RuntimeArg>& args, std::vector
   }
 }
 
+// One executor setting as merge_field sees it: the value, who set it, and why.
 template <class T>
-void merge_field(const PluginEntry& e, const char* what, T& into, std::string& into_source, T& from,
+struct SettingRef {
+  T& value;
+  std::string& source;
+  std::string& reason;
+};
+
+template <class T>
+void merge_field(const PluginEntry& e, const char* what, SettingRef<T> into, SettingRef<T> from,
                  bool set, Diagnostics& diags) {
   if (!set) return;
-  if (!into_source.empty()) {
+  if (!into.source.empty()) {
     diags.error(
         "plugin-executor-conflict", "plugins." + e.name, e.loc,
-        fmt::format("the executor's {} is set by {} and by plugin:{}", what, into_source, e.name));
+        fmt::format("the executor's {} is set by {} and by plugin:{}", what, into.source, e.name));
     return;
   }
-  into = std::move(from);
-  into_source = "plugin:" + e.name;
+  into.value = std::move(from.value);
+  into.source = "plugin:" + e.name;
+  into.reason = std::move(from.reason);
 }
 
 void merge_changes(const PluginEntry& e, ExecutorChanges& c, ExecutorChanges& out,
                    Diagnostics& diags) {
-  merge_field(e, "preemption signal", out.preempt_signal_seconds, out.preempt_source,
-              c.preempt_signal_seconds, c.preempt_signal_seconds.has_value(), diags);
-  merge_field(e, "retries", out.retries, out.retries_source, c.retries, c.retries.has_value(),
-              diags);
-  merge_field(e, "launcher", out.launcher_wrapper, out.launcher_source, c.launcher_wrapper,
-              !c.launcher_wrapper.empty(), diags);
-  merge_field(e, "command prefix", out.command_prefix, out.command_prefix_source, c.command_prefix,
-              !c.command_prefix.empty(), diags);
+  using Seconds = std::optional<int64_t>;
+  using Argv = std::vector<std::string>;
+  merge_field<Seconds>(e, "preemption signal",
+                       {out.preempt_signal_seconds, out.preempt_source, out.preempt_reason},
+                       {c.preempt_signal_seconds, c.preempt_source, c.preempt_reason},
+                       c.preempt_signal_seconds.has_value(), diags);
+  merge_field<Seconds>(e, "retries", {out.retries, out.retries_source, out.retries_reason},
+                       {c.retries, c.retries_source, c.retries_reason}, c.retries.has_value(),
+                       diags);
+  merge_field<Argv>(e, "launcher", {out.launcher_wrapper, out.launcher_source, out.launcher_reason},
+                    {c.launcher_wrapper, c.launcher_source, c.launcher_reason},
+                    !c.launcher_wrapper.empty(), diags);
+  merge_field<Argv>(e, "command prefix",
+                    {out.command_prefix, out.command_prefix_source, out.command_prefix_reason},
+                    {c.command_prefix, c.command_prefix_source, c.command_prefix_reason},
+                    !c.command_prefix.empty(), diags);
 }
 
 void merge(const PluginEntry& e, PluginContribution& c, LaunchContributions& out,

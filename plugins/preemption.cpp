@@ -48,6 +48,8 @@ class PreemptionPlugin : public LaunchPlugin {
       return;
     }
     out.changes.preempt_signal_seconds = seconds;
+    out.changes.preempt_reason =
+        "preempt_time: SIGTERM this long before the kill, so the runtime can checkpoint";
   }
 };
 

@@ -91,6 +91,9 @@ std::vector<std::string> nsys_argv(const PluginContext& ctx, const NsysOptions& 
 void set_prefix(const PluginContext& ctx, PluginOptions& o, const NsysOptions& n,
                 PluginContribution& out) {
   std::vector<std::string> argv = nsys_argv(ctx, n);
+  out.changes.command_prefix_reason =
+      n.gpu_metrics ? "every rank runs under nsys profile; GPU metrics sampled on one rank per node"
+                    : "every rank runs under nsys profile (capture range: cudaProfilerApi)";
   if (!n.gpu_metrics) {
     out.changes.command_prefix = argv;
     return;
@@ -101,6 +104,8 @@ void set_prefix(const PluginContext& ctx, PluginOptions& o, const NsysOptions& n
                       "rank and nsys_gpu_metrics adds nothing",
                       "remove one of the two; nsys_gpu_metrics alone samples one rank per node");
     out.changes.command_prefix = argv;
+    out.changes.command_prefix_reason =
+        "every rank runs under nsys profile with the GPU metrics of nsys_extra_args";
     return;
   }
   out.changes.command_prefix = gpu_metrics_wrapper(argv);

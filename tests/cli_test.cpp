@@ -138,6 +138,23 @@ TEST_F(CliTest, OptionsOverrideTheRecipe) {
   EXPECT_EQ(j["topology"]["gpu"], "h200");
 }
 
+// Executor settings from plugins carry their source and a one-line reason, like env.
+TEST_F(CliTest, PlanShowsWhoChangedTheExecutorAndWhy) {
+  CommandResult r = run({"plan", "--format", "json", "--executor", "slurm", fixture("full.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = parse(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["executor"]["preempt_signal_seconds"], 60);
+  const json& change = j["executor"]["changes"]["preempt_signal_seconds"];
+  EXPECT_EQ(change["source"], "plugin:preemption");
+  EXPECT_THAT(change["reason"].get<std::string>(), HasSubstr("checkpoint"));
+  CommandResult text = run({"plan", "--executor", "slurm", fixture("full.yaml")});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("executor changes"));
+  EXPECT_THAT(text.out, HasSubstr("plugin:preemption"));
+  EXPECT_THAT(text.out, HasSubstr("so the runtime can checkpoint"));
+}
+
 // --template only replaces the sbatch script; with another executor it would be silently
 // ignored, so it is refused before anything is rendered or started.
 TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {

@@ -18,6 +18,8 @@ TEST(PluginPreemption, ArgsAndSlurmSignal) {
   ASSERT_TRUE(h.out.executor.preempt_signal_seconds.has_value());
   EXPECT_EQ(*h.out.executor.preempt_signal_seconds, 60);
   EXPECT_EQ(h.out.executor.preempt_source, "plugin:preemption");
+  EXPECT_NE(h.out.executor.preempt_reason.find("checkpoint"), std::string::npos)
+      << h.out.executor.preempt_reason;
 }
 
 TEST(PluginPreemption, CustomTimeAndDataLoaderOnKubernetes) {
@@ -57,6 +59,8 @@ TEST(PluginFaultTolerance, LauncherRetriesAndArgs) {
   EXPECT_EQ(h.out.executor.launcher_source, "plugin:fault_tolerance");
   EXPECT_EQ(h.out.executor.retries.value_or(-1), 2);
   EXPECT_EQ(h.out.executor.retries_source, "plugin:fault_tolerance");
+  EXPECT_NE(h.out.executor.launcher_reason.find("heartbeats"), std::string::npos);
+  EXPECT_NE(h.out.executor.retries_reason.find("num_job_retries_on_failure"), std::string::npos);
   EXPECT_EQ(h.args(),
             (std::vector<std::string>{"ft.enable_ft_package=true", "ft.calc_ft_timeouts=true"}));
 }

@@ -36,6 +36,7 @@ TEST(PluginNsys, SlurmPrefixKeepsNsysPlaceholdersUnexpanded) {
                   "--force-overwrite", "true", "--capture-range=cudaProfilerApi",
                   "--capture-range-end=stop"}));
   EXPECT_EQ(h.out.executor.command_prefix_source, "plugin:nsys");
+  EXPECT_NE(h.out.executor.command_prefix_reason.find("nsys profile"), std::string::npos);
 }
 
 TEST(PluginNsys, LocalOutputNameUsesHostAndPid) {
