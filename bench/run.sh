@@ -133,7 +133,13 @@ PY
 : >"$TMP/status"
 for _ in $(seq 3); do measure_pair "$TMP/status" "$BL" status; done
 read -r st stmin stmax < <(stats "$TMP/status")
-row "status over 1000 slurm entries" "$st" "$stmin" "$stmax" "includes the scheduler's own query time"
+row "status over 1000 slurm entries" "$st" "$stmin" "$stmax" "wall time, with squeue + sacct + scontrol"
+# The tool's own share: CPU time of bridge-launch alone, its scheduler commands excluded.
+own=$(perf stat --no-inherit -x, -e task-clock -r 5 "$BL" status 2>&1 >/dev/null |
+  awk -F, '/task-clock/ {printf "%.3f", $1}')
+note="perf not available"
+[ -n "$own" ] && note="CPU ms, perf stat --no-inherit, mean of 5 (target < 100 ms)"
+row "status: bridge-launch's own CPU time" "${own:--}" "-" "-" "$note"
 
 # 6. Probe overlap efficiency at 4 local ranks on the emulated link.
 eff=$("$BL" examples/recipes/demo.yaml executor.local.job_dir="$TMP/jobs" 2>/dev/null |

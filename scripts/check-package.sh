@@ -13,7 +13,15 @@ for f in ./usr/bin/bridge-launch ./usr/bin/bridge-probe ./usr/share/man/man1/bri
          ./usr/share/bash-completion/completions/bridge-launch ./usr/share/bridge-launch/templates; do
   grep -q " $f" <<<"$contents" || { echo "check-package: $f missing from the package"; exit 1; }
 done
-dpkg-deb -f "$deb" Depends | grep -q libyaml-cpp || { echo "check-package: Depends lacks libyaml-cpp"; exit 1; }
+# dpkg-shlibdeps must have computed the dependencies. bridge-launch links its C++ libraries
+# statically (BRIDGE_STATIC_RUNTIME), so only the C/C++ runtime packages may appear.
+depends=$(dpkg-deb -f "$deb" Depends)
+grep -q "libc6" <<<"$depends" || { echo "check-package: Depends lacks libc6: $depends"; exit 1; }
+if grep -q "BRIDGE_STATIC_RUNTIME:BOOL=ON" "$BUILD_DIR/CMakeCache.txt" &&
+   grep -Eq "libyaml-cpp|libspdlog|libfmt" <<<"$depends"; then
+  echo "check-package: the static-runtime build still depends on a shared C++ library: $depends"
+  exit 1
+fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "check-package: not root; skipping the install test"
   exit 0
