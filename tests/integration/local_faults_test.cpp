@@ -376,17 +376,21 @@ TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
   fake("squeue", "case \"$*\" in *--jobs=*4242*) echo '4242|RUNNING|None' ;; esac\nexit 0\n");
   fake("sacct", "exit 0\n");
   fake("scontrol", "exit 0\n");
-  fs::path out = dir_ / "wait.txt";
-  auto env = env_;
-  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, "--wait", slurm_recipe("waiting")}, env, out);
-  ASSERT_TRUE(wait_for_text(out, "RUNNING", 60)) << slurp(out);
-  kill(pid, SIGINT);
-  EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
-  EXPECT_THAT(slurp(out), HasSubstr("keeps running"));
-  CommandResult st = launch({"status", "--format", "json"});
-  ASSERT_EQ(st.exit_code, 0) << st.err;
-  EXPECT_THAT(st.out, HasSubstr("\"scheduler_id\": \"4242\""));
-  EXPECT_THAT(st.out, HasSubstr("\"state\": \"RUNNING\""));
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    // A file per run: the previous run's "RUNNING" must not trigger the signal early.
+    fs::path out = dir_ / ("wait-" + std::to_string(sig) + ".txt");
+    pid_t pid = start_background({BRIDGE_LAUNCH_BIN, "--wait", slurm_recipe("waiting")}, env_, out);
+    ASSERT_TRUE(wait_for_text(out, "RUNNING", 60)) << slurp(out);
+    kill(pid, sig);
+    EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
+    EXPECT_THAT(slurp(out), HasSubstr("keeps running"));
+    CommandResult st = launch({"status", "--format", "json"});
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_THAT(st.out, HasSubstr("\"scheduler_id\": \"4242\""));
+    EXPECT_THAT(st.out, HasSubstr("\"state\": \"RUNNING\""));
+    EXPECT_THAT(st.out, Not(HasSubstr("CANCELLED"))) << "an interrupted wait cancelled the job";
+  }
 }
 
 TEST_F(FakeSlurmTest, KilledWaitIsRecoveredByTheNextStatus) {
