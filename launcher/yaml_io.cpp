@@ -1,9 +1,13 @@
 // The only file that uses yaml-cpp; its exceptions stop here.
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "launcher/yaml_tree.h"
 
@@ -18,6 +22,86 @@ constexpr const char* kTooDeep = "nesting deeper than 64 levels";
 constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias bombs
 // Text after expanding aliases: a 4 KiB string referenced 200000 times is an alias bomb too.
 constexpr size_t kMaxScalarBytes = size_t{32} << 20;
+
+// Records where each document starts, and nothing else: a cheap first pass over the stream.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
+// Where the stream holds more than one document, the start of the second; where yaml-cpp
+// would loop forever, the position it is stuck at (stuck = true).
+//
+// yaml-cpp 0.7 (Debian's) never consumes a token that cannot start a node, such as a `,`
+// at the start of a document: YAML::LoadAll then adds empty documents until memory runs
+// out (upstream issue #1040, fixed after 0.7). The parser is driven here one document at a
+// time and stopped when a document starts where the previous one did.
+std::optional<YAML::Mark> second_document(const std::string& text, bool& stuck) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts docs;
+  stuck = false;
+  while (docs.starts.size() < 3 && parser.HandleNextDocument(docs)) {
+    size_t n = docs.starts.size();
+    if (n >= 2 && docs.starts[n - 1].pos == docs.starts[n - 2].pos) {
+      stuck = true;
+      return docs.starts[n - 1];
+    }
+  }
+  if (docs.starts.size() > 1) return docs.starts[1];
+  return std::nullopt;
+}
+
+// True when `text` certainly holds at most one document whose root does not start with `,`,
+// so that YAML::Load alone is safe and complete. Any document marker, directive or a leading
+// `,` sends the text through second_document first. A cheap text check: the extra parser
+// pass costs a tenth of a dry-run, and almost no recipe needs it.
+bool plainly_one_document(std::string_view t) {
+  for (size_t line = 0; line < t.size();) {
+    std::string_view rest = t.substr(line);
+    if (rest.substr(0, 3) == "---" || rest.substr(0, 3) == "..." || rest.substr(0, 1) == "%" ||
+        rest.substr(0, 3) == "\xEF\xBB\xBF")
+      return false;
+    size_t nl = t.find('\n', line);
+    if (nl == std::string_view::npos) break;
+    line = nl + 1;
+  }
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  for (size_t i = 0; i < t.size();) {
+    char c = t[i];
+    if (blank(c)) {
+      ++i;
+    } else if (c == '#') {
+      i = t.find('\n', i);
+      if (i == std::string_view::npos) return true;
+    } else if (c == '!' || c == '&') {  // a tag or an anchor before the root node
+      while (i < t.size() && !blank(t[i])) ++i;
+    } else {
+      return c != ',';
+    }
+  }
+  return true;
+}
+
+// The character at a yaml-cpp position, for messages (positions do not count a BOM).
+std::string char_at(std::string_view text, int pos) {
+  size_t at = static_cast<size_t>(std::max(pos, 0));
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") at += 3;
+  return at < text.size() ? printable_text(text.substr(at, 1), 8) : "end of file";
+}
 
 struct Converter {
   std::string file;
@@ -202,17 +286,27 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
     return {};
   }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      SourceLoc l{file, docs[1].Mark().line + 1, docs[1].Mark().column + 1, {}};
-      diags.error("yaml-multiple-documents", "", l,
-                  "recipe holds more than one YAML document ('---')",
-                  "put one job per recipe file");
+    std::string owned(text);
+    bool stuck = false;
+    std::optional<YAML::Mark> second;
+    if (!plainly_one_document(owned)) second = second_document(owned, stuck);
+    if (second) {
+      SourceLoc l{file, second->line + 1, second->column + 1, {}};
+      if (stuck)
+        diags.error("yaml-syntax", "", l,
+                    "invalid YAML: unexpected `" + char_at(owned, second->pos) +
+                        "` where a value should start",
+                    "quote the value if the character is part of it");
+      else
+        diags.error("yaml-multiple-documents", "", l,
+                    "recipe holds more than one YAML document ('---')",
+                    "put one job per recipe file");
       return {};
     }
-    if (docs.empty()) return {};
+    // At most one document, so Load (which reads one) sees the whole stream.
+    YAML::Node doc = YAML::Load(owned);
     Converter c{file, {}, diags};
-    return c.convert(docs[0], 0);
+    return c.convert(doc, 0);
   } catch (const YAML::DeepRecursion& e) {
     diags.error("yaml-limit", "", SourceLoc{file, e.mark.line + 1, e.mark.column + 1, {}},
                 kTooDeep);
@@ -239,7 +333,16 @@ YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg
     return {};
   }
   try {
-    YAML::Node n = YAML::Load(std::string(text));
+    std::string owned(text);
+    bool stuck = false;
+    if (!plainly_one_document(owned) && second_document(owned, stuck)) {
+      diags.error("bad-override", "", where,
+                  stuck ? "value starts with a character that cannot start a YAML value"
+                        : "value holds more than one YAML document",
+                  "quote strings containing ':' or '#', write lists as [a,b]");
+      return {};
+    }
+    YAML::Node n = YAML::Load(owned);
     Converter c{{}, override_arg, diags};
     return c.convert(n, 0);
   } catch (const YAML::DeepRecursion&) {

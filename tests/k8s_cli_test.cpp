@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/k8s_testing.h"
+#include "tests/integration/process_util.h"
 #include "tests/test_util.h"
 
 namespace bridge {
@@ -201,6 +202,73 @@ TEST_F(K8sCli, FailureMidApplyCleansUpAndExits1WithKubectlsMessage) {
   expect_no_marker(r.out + r.err, "output");
   EXPECT_EQ(r.out, "") << "no job id: nothing was submitted";
   EXPECT_EQ(registry_text(), "") << "no registry entry for a failed submission";
+}
+
+// The API server cannot be reached at all: kubectl's own message, exit 1, nothing recorded.
+TEST_F(K8sCli, UnreachableApiServerIsAClearFailureWithNoRegistryEntry) {
+  const std::string refused =
+      "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
+      "or port?";
+  CommandResult r =
+      run({"--executor", "kubernetes", recipe_}, {{"FAKE_KUBECTL_FAIL_APPLY", refused}});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(refused));
+  EXPECT_THAT(r.err, Not(HasSubstr("internal error")));
+  EXPECT_EQ(r.out, "") << "no job id: nothing was submitted";
+  EXPECT_EQ(registry_text(), "") << "no registry entry for a failed submission";
+  expect_no_marker(r.out + r.err, "output");
+}
+
+// A registry that cannot be written stops a Kubernetes launch before kubectl is called.
+TEST_F(K8sCli, UnwritableRegistryCallsNoKubectl) {
+  std::string not_a_dir = dir_.write("registry-file", "a file where the registry should be\n");
+  CommandResult r = run({"--executor", "kubernetes", recipe_},
+                        {{"BRIDGE_LAUNCH_STATE_DIR", not_a_dir + "/state"}});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is not writable"));
+  EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));
+  EXPECT_TRUE(calls().empty()) << "kubectl was called: " << calls().size() << " time(s)";
+}
+
+// The API server goes away after the submission: `status` says why it cannot tell, and the
+// entry keeps its last known state (it is not marked failed or lost).
+TEST_F(K8sCli, StatusWithTheApiServerDownKeepsTheEntry) {
+  std::string id = submit_ok();
+  CommandResult st =
+      run({"status", id, "--format", "json"}, {{"FAKE_KUBECTL_FAIL_GET",
+                                                "Unable to connect to the server: dial tcp "
+                                                "10.0.0.1:6443: connect: no route to host"}});
+  EXPECT_THAT(st.err, HasSubstr("no route to host"));
+  EXPECT_THAT(st.err, Not(HasSubstr("internal error")));
+  json sj = json::parse(st.out, nullptr, false);
+  ASSERT_TRUE(sj.is_array()) << st.out << st.err;
+  EXPECT_NE(sj[0]["state"], "FAILED") << st.out;
+  EXPECT_NE(sj[0]["state"], "SUCCEEDED") << st.out;
+  CommandResult list = run({"list", "--format", "json"});
+  json lj = json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(lj.is_array() && lj.size() == 1u) << list.out;
+  EXPECT_EQ(lj[0]["state"], "PENDING") << "the unknown answer must not overwrite the entry";
+}
+
+// SIGINT during `--wait` on Kubernetes stops the waiting only: nothing is deleted.
+TEST_F(K8sCli, InterruptedWaitDeletesNothing) {
+  const char* path = std::getenv("PATH");
+  std::map<std::string, std::string> env{{"PATH", bin() + ":" + (path ? path : "/usr/bin:/bin")},
+                                         {"FAKE_KUBECTL_DIR", state()},
+                                         {"BRIDGE_LAUNCH_STATE_DIR", registry()},
+                                         {"HOME", dir_.path()}};
+  fs::path out = dir_.path() + "/wait.txt";
+  pid_t pid = test::start_background(
+      {BRIDGE_LAUNCH_BIN, "--executor", "kubernetes", "--wait", recipe_}, env, out);
+  ASSERT_TRUE(test::wait_for_text(out, "submitted job", 30)) << test::read_file(out);
+  // The fake API server knows no JobSet yet: the wait loop polls on, state UNKNOWN.
+  ASSERT_TRUE(test::wait_for_text(out, " UNKNOWN", 30)) << test::read_file(out);
+  kill(pid, SIGINT);
+  EXPECT_EQ(test::wait_exit(pid, 30), 130) << test::read_file(out);
+  EXPECT_THAT(test::read_file(out), HasSubstr("keeps running"));
+  for (const auto& c : calls())
+    EXPECT_FALSE(has_seq(c.argv, {"delete"})) << "an interrupted wait deleted objects";
+  EXPECT_THAT(registry_text(), Not(HasSubstr("CANCELLED")));
 }
 
 TEST_F(K8sCli, JobApiSubmitsServicesAndJobs) {

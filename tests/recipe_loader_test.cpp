@@ -680,7 +680,7 @@ TEST(RecipeLoaderTest, MultipleDocumentsAreRejected) {
   EXPECT_FALSE(l.recipe);
   const Diagnostic* d = find_diag(l.diags, "yaml-multiple-documents");
   ASSERT_NE(d, nullptr) << dump(l.diags);
-  EXPECT_EQ(d->loc.line, 3);
+  EXPECT_EQ(d->loc.line, 2) << "the `---` that starts the second document";
   EXPECT_THAT(d->help, HasSubstr("one job per recipe file"));
   // A leading document marker alone is fine.
   Loaded one = load("---\nname: a\n");

@@ -30,10 +30,12 @@ for t in "${targets[@]}"; do
     failed+=("$t")
     continue
   fi
-  # The outer timeout is a safety net: after an out-of-memory report, libFuzzer's in-process
-  # leak check can stall for many minutes scanning a multi-GiB heap on a loaded machine.
-  timeout --signal=KILL $((SECONDS_PER_TARGET + 300)) \
-    "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=60 -rss_limit_mb=2048 -max_len=8192 \
+  # -timeout=20: no input may take that long (a recipe loads in milliseconds), and a hang
+  # must end as a timeout with a reproducer before it grows into an out-of-memory report:
+  # libFuzzer prints a memory profile of the multi-GiB heap first, which takes minutes. The
+  # outer timeout is the safety net for that case.
+  timeout --signal=KILL $((SECONDS_PER_TARGET + 120)) \
+    "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 -artifact_prefix="$art" "${dict[@]}" "$work" "$seeds" \
     >"$BUILD/$t.log" 2>&1
   rc=$?
