@@ -64,16 +64,22 @@ class K8sCli : public ::testing::Test {
   std::string state() const { return dir_.path() + "/kubectl-state"; }
   std::string registry() const { return dir_.path() + "/registry"; }
 
-  CommandResult run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  // The environment of every bridge-launch run: the fake kubectl first on PATH, scratch
+  // registry and HOME, a wandb key (the secret marker). `extra` wins.
+  std::map<std::string, std::string> env(std::map<std::string, std::string> extra = {}) const {
+    const char* path = std::getenv("PATH");
+    extra.emplace("PATH", bin() + ":" + (path ? path : "/usr/bin:/bin"));
+    extra.emplace("FAKE_KUBECTL_DIR", state());
+    extra.emplace("BRIDGE_LAUNCH_STATE_DIR", registry());
+    extra.emplace("HOME", dir_.path());
+    extra.emplace("WANDB_API_KEY", kWandbMarker);
+    return extra;
+  }
+
+  CommandResult run(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
-    const char* path = std::getenv("PATH");
-    env.emplace("PATH", bin() + ":" + (path ? path : "/usr/bin:/bin"));
-    env.emplace("FAKE_KUBECTL_DIR", state());
-    env.emplace("BRIDGE_LAUNCH_STATE_DIR", registry());
-    env.emplace("HOME", dir_.path());
-    env.emplace("WANDB_API_KEY", kWandbMarker);
-    return test::run_command(argv, env);
+    return test::run_command(argv, env(std::move(extra)));
   }
 
   std::vector<Call> calls() const {
@@ -252,14 +258,9 @@ TEST_F(K8sCli, StatusWithTheApiServerDownKeepsTheEntry) {
 
 // SIGINT during `--wait` on Kubernetes stops the waiting only: nothing is deleted.
 TEST_F(K8sCli, InterruptedWaitDeletesNothing) {
-  const char* path = std::getenv("PATH");
-  std::map<std::string, std::string> env{{"PATH", bin() + ":" + (path ? path : "/usr/bin:/bin")},
-                                         {"FAKE_KUBECTL_DIR", state()},
-                                         {"BRIDGE_LAUNCH_STATE_DIR", registry()},
-                                         {"HOME", dir_.path()}};
   fs::path out = dir_.path() + "/wait.txt";
   pid_t pid = test::start_background(
-      {BRIDGE_LAUNCH_BIN, "--executor", "kubernetes", "--wait", recipe_}, env, out);
+      {BRIDGE_LAUNCH_BIN, "--executor", "kubernetes", "--wait", recipe_}, env(), out);
   ASSERT_TRUE(test::wait_for_text(out, "submitted job", 30)) << test::read_file(out);
   // The fake API server knows no JobSet yet: the wait loop polls on, state UNKNOWN.
   ASSERT_TRUE(test::wait_for_text(out, " UNKNOWN", 30)) << test::read_file(out);
