@@ -336,7 +336,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
             false,
             {},
             {}};
-  in.retries = kx.retries.is_set() ? *kx.retries.value : plan.executor_changes.retries.value_or(0);
+  in.retries = effective_retries(plan);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
 
   K8sManifests m;

@@ -20,10 +20,7 @@ std::string overlap_grad_reduce_flag(const Plan& plan) {
 
 std::vector<std::string> rank_command(const Plan& plan) {
   std::vector<std::string> cmd = plan.executor_changes.command_prefix;
-  const RuntimeSpec& rt = plan.recipe->runtime;
-  for (const auto& c : rt.command.get_or({"bridge-probe"})) cmd.push_back(c);
-  for (const auto& a : rt.args.get_or({})) cmd.push_back(a);
-  for (const auto& a : plan.runtime_args) cmd.push_back(a.text);
+  for (auto& word : runtime_argv(plan)) cmd.push_back(std::move(word));
   return cmd;
 }
 
@@ -32,6 +29,12 @@ std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& p
   vars.emplace_back("BRIDGE_EXPECTED_ENV", expected_env_spec(plan.env));
   std::string flag = overlap_grad_reduce_flag(plan);
   if (!flag.empty()) vars.emplace_back("BRIDGE_OVERLAP_GRAD_REDUCE", flag);
+  if (!plan.expected_plan.empty()) {
+    std::string spec;
+    for (const auto& [key, value] : plan.expected_plan)
+      spec += (spec.empty() ? "" : ";") + key + "=" + value;
+    vars.emplace_back("BRIDGE_EXPECTED_PLAN", spec);
+  }
   return vars;
 }
 

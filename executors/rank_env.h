@@ -23,7 +23,8 @@ std::string overlap_grad_reduce_flag(const Plan& plan);
 std::vector<std::string> rank_command(const Plan& plan);
 
 // The job's launch variables (name, value) that are not secret and not rendezvous-related,
-// plus BRIDGE_EXPECTED_ENV and BRIDGE_OVERLAP_GRAD_REDUCE: what every rank gets verbatim.
+// plus BRIDGE_EXPECTED_ENV, BRIDGE_OVERLAP_GRAD_REDUCE and (probe adapter) BRIDGE_EXPECTED_PLAN:
+// what every rank gets verbatim.
 std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& plan);
 
 // Single-quotes `s` for POSIX shells ('\'' for embedded quotes); safe for any bytes.

@@ -51,6 +51,28 @@ std::string directive_value(const std::string& s) {
 }
 
 // Where the job wants its values checked before use; collects every problem.
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() <= 9 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool valid_slurm_time(std::string_view v) {
+  if (v == "UNLIMITED" || v == "INFINITE") return true;
+  size_t dash = v.find('-');
+  if (dash != std::string_view::npos) {
+    if (!all_digits(v.substr(0, dash))) return false;
+    v.remove_prefix(dash + 1);
+  }
+  int groups = 0;
+  for (size_t start = 0;; ++groups) {
+    size_t colon = v.find(':', start);
+    if (!all_digits(v.substr(start, colon - start))) return false;
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  return groups < 3;
+}
+
 class Checker {
  public:
   Checker(const Plan& plan, Diagnostics& diags) : plan_(plan), diags_(diags) {}
@@ -64,6 +86,17 @@ class Checker {
                              "#SBATCH line cannot carry",
                              path),
                  "remove it from the value");
+  }
+
+  // sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+  // days-hours:minutes, days-hours:minutes:seconds, or UNLIMITED/INFINITE. sbatch refuses
+  // anything else at submission; pre-flight (validate, plan) refuses it on the login node.
+  void time_limit(const std::string& value, const SourceLoc& loc) {
+    if (valid_slurm_time(value)) return;
+    ok_ = false;
+    diags_.error("slurm-bad-time", "executor.slurm.time", loc,
+                 fmt::format("`{}` is not a Slurm time limit", one_line(value)),
+                 "write MINUTES, HH:MM:SS or DAYS-HH:MM:SS (e.g. 04:00:00, 2-00:00:00)");
   }
 
   void mount(const std::string& value, const SourceLoc& loc) {
@@ -158,8 +191,7 @@ int64_t retries(const Plan& plan, Diagnostics& diags) {
     diags.info("slurm-retries", "executor.slurm.retries", recipe_retries.loc,
                fmt::format("executor.slurm.retries ({}) wins over {} ({})", *recipe_retries.value,
                            plan.executor_changes.retries_source, *plugin_retries));
-  if (recipe_retries.is_set()) return *recipe_retries.value;
-  return plugin_retries.value_or(0);
+  return effective_retries(plan);
 }
 
 std::vector<std::string> directives(const Plan& plan, bool per_node, int64_t n_retries,
@@ -177,6 +209,7 @@ std::vector<std::string> directives(const Plan& plan, bool per_node, int64_t n_r
     check.directive(*f.value, std::string("executor.slurm.") + key, f.loc);
     d.push_back(fmt::format("--{}={}", flag, directive_value(*f.value)));
   };
+  if (s.time.is_set()) check.time_limit(*s.time.value, s.time.loc);
   opt("time", s.time, "time");
   opt("account", s.account, "account");
   opt("partition", s.partition, "partition");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "launcher/cli_commands.h"
 #include "launcher/completion.h"
@@ -36,7 +37,8 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node (overrides cluster.gpus_per_node)");
-  app->add_option("-g,--gpu", o.gpu, "GPU type: h100, h200, b200, gb200, ...");
+  app->add_option("-g,--gpu", o.gpu,
+                  "GPU type (h100, h200, b200, gb200, ...; sets the default -gn)");
   app->add_option("-E,--env", o.env, "extra launch env KEY=VALUE (repeatable; wins over plugins)")
       ->allow_extra_args(false);
   app->add_flag("--strict", o.strict, "warnings that mean 'your request was dropped' are errors");
@@ -94,6 +96,64 @@ std::vector<std::string> translate_short_options(const std::vector<std::string>&
 namespace {
 bool mentioned(const std::vector<std::string>& args, std::string_view name) {
   return std::find(args.begin(), args.end(), name) != args.end();
+}
+
+// Top-level options that take a value in the next argument (after translate_short_options).
+bool takes_value(std::string_view arg) {
+  static constexpr std::string_view kValued[] = {
+      "-e",    "--executor", "--num-gpus", "--gpus-per-node", "-g",
+      "--gpu", "-E",         "--env",      "--format",        "--template"};
+  return std::find(std::begin(kValued), std::end(kValued), arg) != std::end(kValued);
+}
+
+// Index of the subcommand name among the options that precede it, or npos when the first
+// word that is not an option (or an option's value) is no subcommand.
+size_t subcommand_index(const std::vector<std::string>& args,
+                        const std::vector<std::string>& subcommands) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return std::string::npos;
+    if (a.size() > 1 && a[0] == '-') {
+      if (takes_value(a)) ++i;
+      continue;
+    }
+    bool is_sub = std::find(subcommands.begin(), subcommands.end(), a) != subcommands.end();
+    return is_sub ? i : std::string::npos;
+  }
+  return std::string::npos;
+}
+}  // namespace
+
+// `bridge-launch --dry-run ablate r.yaml` must never launch anything: options written before
+// a subcommand apply to it exactly as if written after its name. CLI11 binds options to the
+// command they follow, so they are moved behind the name; whatever the subcommand does not
+// take then falls through to the top level, where run_cli refuses it (exit 2).
+std::vector<std::string> move_options_behind_subcommand(
+    const std::vector<std::string>& args, const std::vector<std::string>& subcommands) {
+  size_t at = subcommand_index(args, subcommands);
+  if (at == std::string::npos || at == 0) return args;
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  out.push_back(args[at]);
+  out.insert(out.end(), args.begin(), args.begin() + static_cast<long>(at));
+  out.insert(out.end(), args.begin() + static_cast<long>(at) + 1, args.end());
+  return out;
+}
+
+namespace {
+// A top-level option or argument that reached the top level although a subcommand ran: the
+// subcommand has no such option. Silently ignoring it could turn `--dry-run` into a launch.
+std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0) continue;
+    const std::string name = opt->get_name();
+    if (name == "--verbose" || name == "--quiet") continue;
+    return opt->get_positional() ? fmt::format("argument `{}`", opt->results().front())
+                                 : fmt::format("option `{}`", name == "--num-gpus"        ? "-ng"
+                                                              : name == "--gpus-per-node" ? "-gn"
+                                                                                          : name);
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -190,7 +250,12 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
         << "run `bridge-launch --help` for usage\n";
     return kExitUsage;
   }
-  std::vector<std::string> args = translate_short_options(raw_args);
+  std::vector<std::string> subcommand_names;
+  const CLI::App& all_commands = app;
+  for (const CLI::App* sub : all_commands.get_subcommands(nullptr))
+    subcommand_names.push_back(sub->get_name());
+  std::vector<std::string> args =
+      move_options_behind_subcommand(translate_short_options(raw_args), subcommand_names);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
   Context ctx{out, err, want_color(err)};
   try {
@@ -214,6 +279,14 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     o->quiet = quiet;
   }
   setup_logging(launch, err);
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (auto unused = unused_top_level_argument(app)) {
+      err << fmt::format("bridge-launch: error: {} does not apply to `{}`\n", *unused,
+                         sub->get_name())
+          << fmt::format("run `bridge-launch {} --help` for its options\n", sub->get_name());
+      return kExitUsage;
+    }
+  }
   if (validate_cmd->parsed()) return cmd_validate(validate, ctx);
   if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
   if (plugins_cmd->parsed()) return cmd_plugins(ctx);

@@ -16,6 +16,11 @@ namespace bridge {
 // long forms CLI11 accepts.
 std::vector<std::string> translate_short_options(const std::vector<std::string>& args);
 
+// Moves the options written before a subcommand's name behind it, so that they apply to the
+// subcommand (`--dry-run ablate ...` is `ablate --dry-run ...`). Unchanged when there is none.
+std::vector<std::string> move_options_behind_subcommand(
+    const std::vector<std::string>& args, const std::vector<std::string>& subcommands);
+
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace bridge

@@ -111,12 +111,25 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   return rec;
 }
 
+// Pre-flight: the chosen executor renders the job (pure: nothing is written or run), so
+// every refusal `--dry-run` or a submission would report for a reason bridge-launch can know
+// (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
+// reported by `validate` and `plan` too. validate ok implies --dry-run ok.
+Plan build_checked_plan(const Options& o, Diagnostics& diags) {
+  ProcessEnvironment env;
+  Plan plan = build_plan(make_request(o), env, diags);
+  if (!plan.complete || diags.has_errors()) return plan;
+  if (std::unique_ptr<Executor> executor = make_executor(plan.executor))
+    executor->render(plan, diags);
+  plan.complete = !diags.has_errors();
+  return plan;
+}
+
 }  // namespace
 
 int cmd_validate(const Options& o, const Context& c) {
-  ProcessEnvironment env;
   Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
+  Plan plan = build_checked_plan(o, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
@@ -131,9 +144,8 @@ int cmd_validate(const Options& o, const Context& c) {
 }
 
 int cmd_plan(const Options& o, const Context& c) {
-  ProcessEnvironment env;
   Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
+  Plan plan = build_checked_plan(o, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     c.out << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/gpu_table.h"
 #include "launcher/plan.h"
 #include "plugins/plugin.h"
 
@@ -35,7 +36,7 @@ _bridge_launch() {{
   done
   case "$prev" in
     -e|--executor) COMPREPLY=($(compgen -W "{executors}" -- "$cur")); return 0 ;;
-    -g|--gpu) COMPREPLY=($(compgen -W "h100 h200 b200 b300 gb200 gb300 vr200" -- "$cur")); return 0 ;;
+    -g|--gpu) COMPREPLY=($(compgen -W "{gpus}" -- "$cur")); return 0 ;;
     --format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return 0 ;;
     --template) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
     --rank|--window|-ng|--num-gpus|-gn|--gpus-per-node|-E|--env|--vary) return 0 ;;
@@ -65,7 +66,8 @@ _bridge_launch() {{
 }}
 complete -o filenames -F _bridge_launch bridge-launch
 )BASH",
-                     fmt::arg("executors", words(executor_names())), fmt::arg("plugin_keys", [&] {
+                     fmt::arg("executors", words(executor_names())),
+                     fmt::arg("gpus", words(gpu_names())), fmt::arg("plugin_keys", [&] {
                        std::vector<std::string> keys;
                        for (const auto& p : plugins) keys.push_back("plugins." + p);
                        return words(keys);

@@ -7,6 +7,7 @@
 
 #include "launcher/expand.h"
 #include "launcher/recipe_loader.h"
+#include "launcher/runtime_adapter.h"
 #include "launcher/suggest.h"
 #include "plugins/plugin.h"
 
@@ -15,6 +16,23 @@ namespace bridge {
 const std::vector<std::string>& executor_names() {
   static const std::vector<std::string> kNames{"local", "slurm", "kubernetes"};
   return kNames;
+}
+
+std::vector<std::string> runtime_argv(const Plan& plan) {
+  std::vector<std::string> argv = plan.recipe->runtime.command.get_or({"bridge-probe"});
+  argv.insert(argv.end(), plan.user_args.begin(), plan.user_args.end());
+  for (const auto& a : plan.runtime_args) argv.push_back(a.text);
+  return argv;
+}
+
+int64_t effective_retries(const Plan& plan) {
+  const ExecutorSpec& x = plan.recipe->executor;
+  const Field<int64_t>* recipe_retries = plan.executor == "slurm"        ? &x.slurm.retries
+                                         : plan.executor == "kubernetes" ? &x.kubernetes.retries
+                                                                         : nullptr;
+  if (!recipe_retries) return 0;
+  if (recipe_retries->is_set()) return *recipe_retries->value;
+  return plan.executor_changes.retries.value_or(0);
 }
 
 namespace {
@@ -78,11 +96,11 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(ctx, req.cli_env, diags);
   plan.env = std::move(launch.env);
-  if (r.runtime.pass_overrides.get_or(true)) {
-    for (auto& a : overlap_runtime_args(*plan.overlap))
-      plan.runtime_args.push_back(
-          RuntimeArg{a, "overlap", "runtime.pass_overrides: forward the resolved overlap field"});
-  }
+  AdaptedRuntime runtime = adapt_runtime({r, *plan.topology, *plan.overlap}, diags);
+  plan.adapter = std::move(runtime.adapter);
+  plan.user_args = std::move(runtime.args);
+  plan.runtime_args = std::move(runtime.adapter_args);
+  plan.expected_plan = std::move(runtime.expected_plan);
   for (auto& a : launch.runtime_args) plan.runtime_args.push_back(std::move(a));
   plan.setup_steps = std::move(launch.setup_steps);
   plan.executor_changes = std::move(launch.executor);

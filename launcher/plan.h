@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/diagnostics.h"
@@ -36,7 +37,11 @@ struct Plan {
   std::optional<Topology> topology;
   std::optional<OverlapResolution> overlap;
   LaunchEnv env;
-  std::vector<RuntimeArg> runtime_args;  // forwarded overlap fields, then plugin args
+  std::string adapter;                   // runtime adapter in effect (runtime_adapter.h)
+  std::vector<std::string> user_args;    // runtime.args, {plan.NAME} placeholders expanded
+  std::vector<RuntimeArg> runtime_args;  // what the adapter forwards, then plugin args
+  // The plan values each rank must have received (probe adapter: BRIDGE_EXPECTED_PLAN).
+  std::vector<std::pair<std::string, std::string>> expected_plan;
   std::vector<SetupStep> setup_steps;
   ExecutorChanges executor_changes;
   std::string job_dir;
@@ -44,6 +49,15 @@ struct Plan {
 };
 
 const std::vector<std::string>& executor_names();
+
+// The argument vector every rank's runtime process starts with: runtime.command, runtime.args
+// (placeholders expanded), what the adapter forwards, then plugin arguments. A launcher
+// wrapper (torchrun, ft_launcher) or a command prefix (nsys) is not part of it.
+std::vector<std::string> runtime_argv(const Plan& plan);
+
+// Retries the chosen executor will make: executor.<name>.retries when set (it wins over a
+// plugin's value), else the plugin's, else 0. The local executor never retries.
+int64_t effective_retries(const Plan& plan);
 
 Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags);
 

@@ -1,8 +1,11 @@
 #include "launcher/plan_output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+
+#include "plugins/plugin_util.h"
 
 namespace bridge {
 
@@ -62,7 +65,7 @@ ordered_json executor_json(const Plan& p) {
   const ExecutorChanges& x = p.executor_changes;
   ordered_json j{{"name", p.executor}, {"job_dir", p.job_dir}};
   j["preempt_signal_seconds"] = opt_json(x.preempt_signal_seconds);
-  j["retries"] = opt_json(x.retries);
+  j["retries"] = effective_retries(p);
   j["launcher_wrapper"] = x.launcher_wrapper;
   j["command_prefix"] = x.command_prefix;
   // Who set each setting and why (only the settings a plugin set).
@@ -163,6 +166,10 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
     }
     j["runtime_args"] = args;
     j["runtime_arg_sources"] = arg_details;
+    j["adapter"] = p.adapter;
+    j["argv"] = runtime_argv(p);
+    const Field<std::string>& image = p.recipe->runtime.container_image;
+    j["container_image"] = image.is_set() ? ordered_json(*image.value) : ordered_json(nullptr);
     ordered_json setup = ordered_json::array();
     ordered_json setup_details = ordered_json::array();
     for (const auto& s : p.setup_steps) {
@@ -251,6 +258,13 @@ std::string plan_to_text(const Plan& p, bool color) {
     for (const auto& a : p.runtime_args) arows.push_back({a.text, a.source, a.reason});
     if (arows.size() == 1) arows.push_back({"(none)", "", ""});
     out += format_table(arows, color);
+    heading(fmt::format("runtime command line (adapter {}; every rank)", p.adapter));
+    std::vector<std::string> words;
+    for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_quote(w)));
+    out += fmt::format("  {}\n", fmt::join(words, " "));
+    const Field<std::string>& image = p.recipe->runtime.container_image;
+    out += fmt::format("container image: {}\n",
+                       image.is_set() ? printable(*image.value) : std::string("(none)"));
     if (!p.setup_steps.empty()) {
       heading("setup steps (once per node)");
       std::vector<std::vector<std::string>> srows{{"command", "source", "reason"}};

@@ -32,11 +32,15 @@ using StringList = std::vector<std::string>;
 
 struct ClusterSpec {
   Field<std::string> gpu;
+  Field<std::string> gpu_arch;  // declares a GPU missing from the GPU table (gpu_table.h)
   Field<int64_t> num_gpus;
   Field<int64_t> gpus_per_node;
 };
 
 struct ModelSpec {
+  Field<std::string> family;  // Megatron-Bridge model family (run_script.py -m)
+  Field<std::string> recipe;  // Megatron-Bridge recipe name (run_script.py -mr)
+  Field<int64_t> seq_length;
   Field<int64_t> tensor_model_parallel_size;
   Field<int64_t> pipeline_model_parallel_size;
   Field<int64_t> virtual_pipeline_model_parallel_size;
@@ -107,6 +111,7 @@ struct TrainSpec {
   Field<int64_t> global_batch_size;
   Field<int64_t> micro_batch_size;
   Field<int64_t> max_steps;
+  Field<std::string> task;  // pretrain | sft | peft (run_script.py --task)
 };
 
 // runtime.transformer_engine: a version string, `false` (TE absent) or absent (unknown).
@@ -116,6 +121,7 @@ struct TeSpec {
 };
 
 struct RuntimeSpec {
+  Field<std::string> adapter;   // how the plan reaches the runtime (runtime_adapter.h)
   Field<std::string> launcher;  // srun | torchrun | direct
   Field<StringList> command;
   Field<StringList> args;

@@ -217,6 +217,7 @@ class MapReader {
 void read_cluster(MapReader& top, ClusterSpec& c) {
   MapReader r(top.section("cluster"), "cluster", top.diags());
   r.read("gpu", c.gpu);
+  r.read_enum("gpu_arch", c.gpu_arch, {"ampere", "hopper", "blackwell", "rubin"});
   r.read("num_gpus", c.num_gpus, 1);
   r.read("gpus_per_node", c.gpus_per_node, 1);
   r.finish();
@@ -224,6 +225,9 @@ void read_cluster(MapReader& top, ClusterSpec& c) {
 
 void read_model(MapReader& top, ModelSpec& m) {
   MapReader r(top.section("model"), "model", top.diags());
+  r.read("family", m.family);
+  r.read("recipe", m.recipe);
+  r.read("seq_length", m.seq_length, 1);
   r.read("tensor_model_parallel_size", m.tensor_model_parallel_size, 1);
   r.read("pipeline_model_parallel_size", m.pipeline_model_parallel_size, 1);
   r.read("virtual_pipeline_model_parallel_size", m.virtual_pipeline_model_parallel_size, 1);
@@ -351,6 +355,7 @@ void read_small_sections(MapReader& top, Recipe& rec) {
     r.read("global_batch_size", rec.train.global_batch_size, 1);
     r.read("micro_batch_size", rec.train.micro_batch_size, 1);
     r.read("max_steps", rec.train.max_steps, 1);
+    r.read_enum("task", rec.train.task, {"pretrain", "sft", "peft"});
     r.finish();
   }
 }
@@ -358,6 +363,7 @@ void read_small_sections(MapReader& top, Recipe& rec) {
 void read_runtime(MapReader& top, RuntimeSpec& rt) {
   MapReader r(top.section("runtime"), "runtime", top.diags());
   r.read_enum("launcher", rt.launcher, {"srun", "torchrun", "direct"});
+  r.read_enum("adapter", rt.adapter, {"megatron_bridge", "hydra", "probe", "none"});
   r.read("command", rt.command);
   r.read("args", rt.args);
   r.read("pass_overrides", rt.pass_overrides);

@@ -1,9 +1,12 @@
 #include "launcher/topology.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
+
+#include "launcher/suggest.h"
 
 namespace bridge {
 
@@ -30,6 +33,42 @@ void too_large(Diagnostics& diags, const char* path, const SourceLoc& loc,
               "use realistic parallel sizes");
 }
 
+// Looks the GPU up in the table; a GPU the table lacks must be declared with cluster.gpu_arch,
+// because perf_env's env decisions depend on the architecture (a typo must not silently get
+// Hopper settings on a Blackwell machine or the reverse).
+bool resolve_gpu(const ClusterSpec& c, Topology& t, Diagnostics& diags) {
+  if (t.gpu.empty()) return true;
+  const GpuType* known = find_gpu(t.gpu);
+  GpuArch declared{};
+  bool has_declared = c.gpu_arch.is_set() && parse_arch(*c.gpu_arch.value, declared);
+  if (known) {
+    t.arch = known->arch;
+    t.nvlink_domain = known->nvlink_domain;
+    if (has_declared && declared != known->arch)
+      diags.error("gpu-arch-contradicts-table", "cluster.gpu_arch", c.gpu_arch.loc,
+                  fmt::format("cluster.gpu_arch is {}, but {} is a {} GPU", *c.gpu_arch.value,
+                              t.gpu, arch_name(known->arch)),
+                  "drop cluster.gpu_arch: it is only for GPUs bridge-launch does not know");
+    return !(has_declared && declared != known->arch);
+  }
+  if (has_declared) {
+    t.arch = declared;
+    return true;
+  }
+  diags.error("unknown-gpu", "cluster.gpu", c.gpu.loc,
+              fmt::format("unknown GPU type `{}`{}", t.gpu, did_you_mean(t.gpu, gpu_names())),
+              fmt::format("known types: {}; for another GPU declare its architecture with "
+                          "cluster.gpu_arch: ampere|hopper|blackwell|rubin",
+                          fmt::join(gpu_names(), ", ")));
+  return false;
+}
+
+int64_t default_gpus_per_node(const Topology& t) {
+  const GpuType* known = find_gpu(t.gpu);
+  int64_t per_node = known ? known->default_gpus_per_node : 8;
+  return std::min<int64_t>(t.num_gpus, per_node);
+}
+
 }  // namespace
 
 std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
@@ -40,7 +79,8 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   std::transform(t.gpu.begin(), t.gpu.end(), t.gpu.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   t.num_gpus = r.cluster.num_gpus.get_or(1);
-  t.gpus_per_node = r.cluster.gpus_per_node.get_or(std::min<int64_t>(t.num_gpus, 8));
+  if (!resolve_gpu(r.cluster, t, diags)) return std::nullopt;
+  t.gpus_per_node = r.cluster.gpus_per_node.get_or(default_gpus_per_node(t));
   t.tp = m.tensor_model_parallel_size.get_or(1);
   t.pp = m.pipeline_model_parallel_size.get_or(1);
   t.vpp = m.virtual_pipeline_model_parallel_size.value;

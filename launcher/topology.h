@@ -11,12 +11,16 @@
 #include <string>
 
 #include "launcher/diagnostics.h"
+#include "launcher/gpu_table.h"
 #include "launcher/recipe.h"
 
 namespace bridge {
 
 struct Topology {
   std::string gpu;  // lower-case GPU type, "" when not given
+  // From the GPU table (gpu_table.h) or the recipe's cluster.gpu_arch; unset without a GPU.
+  std::optional<GpuArch> arch;
+  int nvlink_domain = 0;  // 0 = not known
   int64_t num_gpus = 1;
   int64_t gpus_per_node = 1;
   int64_t nodes = 1;
@@ -29,6 +33,7 @@ struct Topology {
   int64_t dp = 1;
 
   int64_t vp() const { return vpp.value_or(1); }
+  bool blackwell_or_newer() const { return arch && bridge::blackwell_or_newer(*arch); }
 };
 
 std::optional<Topology> compute_topology(const Recipe& recipe, Diagnostics& diags);

@@ -95,8 +95,7 @@ void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& env, Diag
 void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Diagnostics& diags) {
   const EnvVar* v = env.find("CUDA_DEVICE_MAX_CONNECTIONS");
   if (!v || v->source.rfind("plugin:", 0) == 0 || v->value == "1") return;
-  const std::string& gpu = ctx.topology.gpu;
-  if (!tp_overlap_resolved_on(ctx.overlap) || is_blackwell_or_newer(gpu)) return;
+  if (!tp_overlap_resolved_on(ctx.overlap) || is_blackwell_or_newer(ctx.topology)) return;
   bool from_recipe = v->source == "recipe env";
   SourceLoc loc = from_recipe ? recipe_env_loc(ctx.recipe, v->name) : SourceLoc{};
   if (!from_recipe) loc.override_arg = "-E CUDA_DEVICE_MAX_CONNECTIONS=" + v->value;
@@ -106,7 +105,7 @@ void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Di
                   "which is resolved on: on {} (Hopper or older) it needs 1, otherwise the "
                   "communication kernel may be scheduled after the GEMM it overlaps with and the "
                   "overlap kernels serialize",
-                  v->value, v->source, gpu.empty() ? "this GPU" : gpu),
+                  v->value, v->source, ctx.topology.gpu.empty() ? "this GPU" : ctx.topology.gpu),
       "drop the explicit value (perf_env then sets 1) or set it to 1");
 }
 

@@ -57,7 +57,7 @@ Decision max_connections(const PluginContext& ctx) {
                          "stream serialization",
                          backend)};
   bool tp_or_cp = t.tp > 1 || t.cp > 1;
-  if (is_blackwell_or_newer(t.gpu)) {
+  if (is_blackwell_or_newer(t)) {
     if (tp_or_cp && (t.dp > 1 || t.pp > 1))
       d = {32, fmt::format("32 on {} with tp/cp > 1 and dp/pp > 1: avoid stream serialization "
                            "between the parallel groups' communication",
@@ -104,7 +104,7 @@ void add_chunksize(const PluginContext& ctx, PluginOptions& o, const PerfEnvOpti
 void add_hybridep(const PluginContext& ctx, PluginOptions& o, PluginContribution& out) {
   if (effective_flex_backend(ctx.recipe) != "hybridep") return;
   const Topology& t = ctx.topology;
-  int domain = nvlink_domain_size(t.gpu);
+  int domain = nvlink_domain_size(t);
   if (domain == 0) {
     o.diags().warning("hybridep-unknown-nvlink", o.plugin_path(), o.plugin_loc(),
                       fmt::format("NVLink domain of gpu `{}` is unknown; HybridEP variables not "

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/gpu_table.h"
 #include "launcher/recipe_loader.h"
 #include "plugins/plugin.h"
 
@@ -18,6 +19,10 @@ inline Topology make_topology(const std::string& gpu, int64_t ng, int64_t tp = 1
                               int64_t cp = 1, int64_t ep = 1) {
   Topology t;
   t.gpu = gpu;
+  if (const GpuType* known = find_gpu(gpu)) {  // as compute_topology does
+    t.arch = known->arch;
+    t.nvlink_domain = known->nvlink_domain;
+  }
   t.num_gpus = ng;
   t.gpus_per_node = ng < 8 ? ng : 8;
   t.nodes = ng / t.gpus_per_node;

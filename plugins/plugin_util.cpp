@@ -7,10 +7,6 @@ namespace bridge {
 
 namespace {
 
-bool in(const std::vector<std::string>& table, const std::string& value) {
-  return std::find(table.begin(), table.end(), value) != table.end();
-}
-
 bool shell_safe(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("_-+./:,=@%").find(c) != std::string_view::npos;
@@ -48,19 +44,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-bool is_blackwell_or_newer(const std::string& gpu) {
-  static const std::vector<std::string> kBlackwellOrNewer{"b200",  "b300",  "gb200",
-                                                          "gb300", "vr200", "r100"};
-  return in(kBlackwellOrNewer, gpu);
-}
+bool is_blackwell_or_newer(const Topology& t) { return t.blackwell_or_newer(); }
 
-int nvlink_domain_size(const std::string& gpu) {
-  static const std::vector<std::string> kNvlink8{"h100", "h200", "b200", "b300"};
-  static const std::vector<std::string> kNvlink72{"gb200", "gb300", "vr200"};
-  if (in(kNvlink8, gpu)) return 8;
-  if (in(kNvlink72, gpu)) return 72;
-  return 0;
-}
+int nvlink_domain_size(const Topology& t) { return t.nvlink_domain; }
 
 std::string effective_flex_backend(const Recipe& recipe) {
   if (recipe.model.moe_token_dispatcher_type.get_or("") != "flex") return "";

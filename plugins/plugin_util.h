@@ -25,9 +25,10 @@ void add_setup(PluginContribution& out, std::string command, std::string reason)
 std::string shell_quote(std::string_view word);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
-bool is_blackwell_or_newer(const std::string& gpu);
-// 8 (h100, h200, b200, b300), 72 (gb200, gb300, vr200), or 0 when unknown.
-int nvlink_domain_size(const std::string& gpu);
+// Both read the GPU table's entry for the plan's GPU (launcher/gpu_table.h), or the
+// architecture a recipe declared with cluster.gpu_arch (NVLink domain then 0 = unknown).
+bool is_blackwell_or_newer(const Topology& t);
+int nvlink_domain_size(const Topology& t);
 // "deepep", "hybridep", or "" when no flex backend is in effect.
 std::string effective_flex_backend(const Recipe& recipe);
 bool tp_overlap_resolved_on(const OverlapResolution& overlap);

@@ -1,14 +1,17 @@
 // bridge-probe: the built-in overlap runtime of bridge-launch (see spec/probe.md).
 //
-// Order of work on every rank: flags and identity, BRIDGE_EXPECTED_ENV parsing (and the
-// optional --dump-env-dir), rendezvous into a ring, the collective env check, the training loop,
-// and a final barrier, after which rank 0 prints `bridge-probe: OK`. Every failure ends in
-// Fatal() with the exit code documented in probe_error.h.
+// Order of work on every rank: flags and identity, BRIDGE_EXPECTED_ENV and BRIDGE_EXPECTED_PLAN
+// parsing (and the optional --dump-env-dir), rendezvous into a ring, the collective env check,
+// the collective plan check, the training loop, and a final barrier, after which rank 0 prints
+// `bridge-probe: OK`. Both checks run after the rendezvous so that a mismatch on one rank reaches
+// every rank as a verdict (all exit 3) instead of leaving the others waiting for it. Every
+// failure ends in Fatal() with the exit code documented in probe_error.h.
 #include <cstdio>
 #include <exception>
 
 #include "runtime/env_check.h"
 #include "runtime/options.h"
+#include "runtime/plan_check.h"
 #include "runtime/probe_error.h"
 #include "runtime/train_loop.h"
 #include "runtime/transport.h"
@@ -45,12 +48,16 @@ int Run(int argc, char** argv) {
   ValidateOptionsForWorld(options, identity);
   const ExpectedEnv expected = LoadExpectedEnv();
   if (!options.dump_env_dir.empty()) DumpEnv(expected, options.dump_env_dir, identity.rank);
+  const ExpectedPlan plan = LoadExpectedPlan();
 
   Cluster cluster = Rendezvous(identity, options.timeout_s);
   if (cluster.rank == 0) PrintRendezvous(cluster, identity);
   if (!RunEnvCheck(expected, cluster)) {
     throw ProbeError(kExitEnvMismatch,
                      "environment check failed (see the env check table on rank 0)");
+  }
+  if (!RunPlanCheck(plan, options, identity, cluster)) {
+    throw ProbeError(kExitEnvMismatch, "plan check failed (see the plan check table on rank 0)");
   }
   const TrainingReport report = RunTraining(options, cluster);
   if (cluster.rank == 0) PrintTrainingSummary(options, report);

@@ -78,6 +78,33 @@ std::optional<EnvInt> FirstIntEnv(std::initializer_list<const char*> names) {
   return std::nullopt;
 }
 
+constexpr int64_t kMaxInt = 1 << 30;
+constexpr int64_t kMaxBatch = int64_t{1} << 40;
+
+// Without its flag, the value the plan forwards as an override (a Hydra `null` = no value).
+std::optional<int64_t> OverrideDefault(const Options& options, std::string_view key, int64_t max) {
+  const auto text = OverrideValue(options.runtime_overrides, key);
+  if (!text || *text == "null") return std::nullopt;
+  return IntFlag(key, *text, 1, max);
+}
+
+// The launcher forwards the plan's step count and global batch as overrides; an explicit flag
+// still wins (the plan check then reports a difference from the plan).
+void ApplyOverrideDefaults(Options& options, bool steps_flag, bool global_batch_flag) {
+  if (steps_flag) {
+    options.steps_source = "--steps";
+  } else if (const auto steps = OverrideDefault(options, "train.max_steps", kMaxInt)) {
+    options.steps = static_cast<int>(*steps);
+    options.steps_source = "train.max_steps";
+  }
+  if (global_batch_flag) {
+    options.global_batch_source = "--global-batch";
+  } else if (const auto batch = OverrideDefault(options, "train.global_batch_size", kMaxBatch)) {
+    options.global_batch = *batch;
+    options.global_batch_source = "train.global_batch_size";
+  }
+}
+
 std::optional<bool> ParseBool(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
@@ -98,7 +125,8 @@ on MASTER_PORT, or on BRIDGE_PROBE_PORT when set, or on MASTER_PORT+1 under torc
 (TORCHELASTIC_USE_AGENT_STORE=True: torchrun's own store already holds MASTER_PORT).
 
 flags:
-  --steps N              training steps (default 8)
+  --steps N              training steps
+                         (default: the override train.max_steps=N, else 8)
   --buckets K            gradient buckets per step (default 8)
   --params P             float gradient values per rank (default 1048576)
   --compute-ms X         single-core compute time of one backward pass, ms (default 200)
@@ -106,7 +134,8 @@ flags:
   --overlap              all-reduce bucket b while bucket b+1 is computed
   --no-overlap           all-reduce only after the whole compute phase
                          (default: BRIDGE_OVERLAP_GRAD_REDUCE=1/0, else no overlap)
-  --global-batch B       samples per step for "consumed samples" (default 1)
+  --global-batch B       samples per step for "consumed samples"
+                         (default: the override train.global_batch_size=B, else 1)
   --timeout SEC          rendezvous and per-peer communication timeout (default 60)
   --dump-env-dir DIR     write the raw value of every BRIDGE_EXPECTED_ENV variable to
                          DIR/rank<R>.<NAME>
@@ -122,17 +151,36 @@ environment:
   BRIDGE_EXPECTED_ENV    inline list or @FILE; entries separated by ';' or newlines:
                          NAME=HEX (HEX = 16-digit lowercase FNV-1a 64 of the exact value)
                          or NAME? (must be set, value not compared)
+  BRIDGE_EXPECTED_PLAN   key=value pairs separated by ';': each key's last override in
+                         argv must equal the value; cluster.num_gpus must equal the world
+                         size, and tp*pp*cp must divide it
   BRIDGE_OVERLAP_GRAD_REDUCE  1/0: default for --overlap/--no-overlap
   BRIDGE_PROBE_PORT      rendezvous port to use instead of MASTER_PORT
 
-exit codes: 0 ok, 1 local I/O error, 2 usage/identity, 3 env mismatch, 4 wrong all-reduce
+exit codes: 0 ok, 1 local I/O error, 2 usage/identity, 3 env/plan mismatch, 4 wrong all-reduce
 result, 5 rendezvous/timeout/lost peer, 17 injected failure
 )";
+}
+
+std::optional<std::string> OverrideValue(const std::vector<std::string>& overrides,
+                                         std::string_view key) {
+  std::optional<std::string> value;
+  for (const std::string& arg : overrides) {
+    const std::string_view text = arg;
+    const size_t eq = text.find('=');
+    std::string_view name = text.substr(0, eq);
+    // Hydra's `+key=v` / `++key=v` (add / force-add) set the same key.
+    for (int i = 0; i < 2 && !name.empty() && name.front() == '+'; ++i) name.remove_prefix(1);
+    if (name == key) value = std::string(text.substr(eq + 1));  // Later occurrences win.
+  }
+  return value;
 }
 
 Options ParseOptions(int argc, char** argv) {
   Options options;
   std::optional<bool> overlap_flag;
+  bool steps_flag = false;
+  bool global_batch_flag = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     std::string_view name = arg;
@@ -145,8 +193,8 @@ Options ParseOptions(int argc, char** argv) {
       }
     }
     // Hydra-style `section.key=value` runtime overrides (bridge-launch forwards the resolved
-    // overlap fields this way) are accepted, recorded and otherwise ignored: the probe has
-    // no model to configure.
+    // plan and overlap fields this way) are recorded: the probe has no model to configure, but
+    // the plan check compares them and train.max_steps / train.global_batch_size give defaults.
     if (arg.rfind('-', 0) != 0 && arg.find('=') != std::string_view::npos) {
       options.runtime_overrides.emplace_back(arg);
       continue;
@@ -160,7 +208,6 @@ Options ParseOptions(int argc, char** argv) {
     auto no_value = [&]() {
       if (inline_value) throw ProbeError(kExitUsage, name_str + ": takes no value");
     };
-    constexpr int64_t kMaxInt = 1 << 30;
     if (name == "-h" || name == "--help") {
       no_value();
       options.help = true;
@@ -172,6 +219,7 @@ Options ParseOptions(int argc, char** argv) {
       overlap_flag = false;
     } else if (name == "--steps") {
       options.steps = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
+      steps_flag = true;
     } else if (name == "--buckets") {
       options.buckets = static_cast<int>(IntFlag(name, value(), 1, 1 << 20));
     } else if (name == "--params") {
@@ -185,7 +233,8 @@ Options ParseOptions(int argc, char** argv) {
         throw ProbeError(kExitUsage, name_str + ": below 1e-6 Gbit/s (use 0 for unlimited)");
       }
     } else if (name == "--global-batch") {
-      options.global_batch = IntFlag(name, value(), 1, int64_t{1} << 40);
+      options.global_batch = IntFlag(name, value(), 1, kMaxBatch);
+      global_batch_flag = true;
     } else if (name == "--timeout") {
       options.timeout_s = DoubleFlag(name, value(), 0.001, 1e6);
     } else if (name == "--dump-env-dir") {
@@ -207,6 +256,7 @@ Options ParseOptions(int argc, char** argv) {
       throw ProbeError(kExitUsage, "unknown flag '" + std::string(arg) + "' (see --help)");
     }
   }
+  ApplyOverrideDefaults(options, steps_flag, global_batch_flag);
   if (overlap_flag) {
     options.overlap = *overlap_flag;
     options.overlap_source = *overlap_flag ? "--overlap" : "--no-overlap";
@@ -255,6 +305,7 @@ Identity ReadIdentity() {
   id.rank = static_cast<int>(rank->value);
   id.world_size = static_cast<int>(world->value);
   id.rank_source = std::string(rank->name) + "/" + world->name;
+  id.world_size_source = world->name;
 
   const auto local_rank = FirstIntEnv({"LOCAL_RANK", "SLURM_LOCALID"});
   const auto local_world = FirstIntEnv({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"});

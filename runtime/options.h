@@ -8,28 +8,38 @@
 // required; MASTER_ADDR/MASTER_PORT are required when WORLD_SIZE > 1. The probe's rendezvous
 // port is MASTER_PORT, overridden by BRIDGE_PROBE_PORT, or MASTER_PORT+1 when
 // TORCHELASTIC_USE_AGENT_STORE=True (torchrun's TCPStore already listens on MASTER_PORT). Both
-// functions throw
-// ProbeError(kExitUsage) with a message naming the offending flag or variable.
+// functions throw ProbeError(kExitUsage) with a message naming the offending flag or variable.
+//
+// Arguments that do not start with '-' and contain '=' are Hydra-style overrides `key=value`
+// (kept in order in runtime_overrides; leading '+' / '++' are not part of the key).
+// OverrideValue() returns the value of the last occurrence of a key, as Hydra resolves repeats.
+// Without --steps / --global-batch, the step count / global batch default to the overrides
+// train.max_steps / train.global_batch_size (a Hydra `null` counts as absent), so a recipe need
+// not repeat the plan; the *_source fields say where each value came from.
 // ValidateOptionsForWorld() checks the fault-injection ranks against the world size.
 #ifndef BRIDGE_RUNTIME_OPTIONS_H_
 #define BRIDGE_RUNTIME_OPTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bridge::probe {
 
 struct Options {
   int steps = 8;
+  std::string steps_source = "default";  // "--steps", "train.max_steps" or "default".
   int buckets = 8;
   int64_t params = int64_t{1} << 20;
   double compute_ms = 200.0;
   double link_gbps = 0.0;  // 0 = unlimited (no emulated wire).
   bool overlap = false;
-  std::vector<std::string> runtime_overrides;  // `key=value` args, accepted and ignored
+  std::vector<std::string> runtime_overrides;  // `key=value` args, in argv order.
   std::string overlap_source = "default";      // Where `overlap` came from, for the banner.
   int64_t global_batch = 1;
+  std::string global_batch_source = "default";  // "--global-batch", "train.global_batch_size"...
   double timeout_s = 60.0;
   std::string dump_env_dir;
   int fail_rank = -1;
@@ -52,9 +62,13 @@ struct Identity {
   int rendezvous_port = 0;             // The port rank 0 listens on (see ReadIdentity).
   std::string rendezvous_port_source;  // "MASTER_PORT", "BRIDGE_PROBE_PORT", ...
   std::string rank_source;             // e.g. "RANK/WORLD_SIZE" or "SLURM_PROCID/SLURM_NTASKS".
+  std::string world_size_source;       // The variable world_size came from, e.g. "WORLD_SIZE".
 };
 
 Options ParseOptions(int argc, char** argv);
+// The value of the last `key=value` override for `key`, if any.
+std::optional<std::string> OverrideValue(const std::vector<std::string>& overrides,
+                                         std::string_view key);
 Identity ReadIdentity();
 void ValidateOptionsForWorld(const Options& options, const Identity& identity);
 std::string Usage();

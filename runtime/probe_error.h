@@ -18,8 +18,8 @@ namespace bridge::probe {
 enum ExitCode : int {
   kExitOk = 0,
   kExitInternal = 1,        // I/O error on this machine (e.g. --dump-env-dir not writable).
-  kExitUsage = 2,           // Bad flag, missing/invalid identity, malformed BRIDGE_EXPECTED_ENV.
-  kExitEnvMismatch = 3,     // Env check failed on at least one rank (all ranks exit 3).
+  kExitUsage = 2,           // Bad flag, missing/invalid identity, malformed BRIDGE_EXPECTED_*.
+  kExitEnvMismatch = 3,     // Env or plan check failed on a rank (all ranks exit 3).
   kExitWrongSum = 4,        // All-reduce result differs from the closed-form sum.
   kExitComm = 5,            // Rendezvous failed, a peer timed out, or a peer connection was lost.
   kExitInjectedFault = 17,  // --fail-rank / --fail-at-step.

@@ -244,15 +244,15 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
       static_cast<int64_t>(std::llround(options.compute_ms * 1e6 / options.buckets / ns_per_pass));
   if (rank == 0) {
     std::printf(
-        "bridge-probe: training: %d steps, %d buckets, %lld params, compute %g ms/step "
+        "bridge-probe: training: %d steps (%s), %d buckets, %lld params, compute %g ms/step "
         "(%lld passes/bucket), link %s, overlap %s (%s)\n",
-        options.steps, options.buckets, static_cast<long long>(options.params), options.compute_ms,
+        options.steps, options.steps_source.c_str(), options.buckets,
+        static_cast<long long>(options.params), options.compute_ms,
         static_cast<long long>(passes_per_bucket),
         options.link_gbps > 0 ? StrPrintf("%g Gbit/s", options.link_gbps).c_str() : "unlimited",
         options.overlap ? "on" : "off", options.overlap_source.c_str());
     for (const auto& o : options.runtime_overrides)
-      std::printf("bridge-probe: runtime override (accepted, no effect on the probe): %s\n",
-                  o.c_str());
+      std::printf("bridge-probe: runtime override: %s\n", o.c_str());
     std::fflush(stdout);
   }
 

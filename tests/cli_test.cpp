@@ -101,10 +101,14 @@ TEST_F(CliTest, VersionPrintsVersionAndCommit) {
 
 TEST_F(CliTest, TwoLetterOptionsParseAsWritten) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"plan", "--format", "json", "-ng", "16", "-gn", "8", fixture("moe.yaml")},
-           {"plan", "--format", "json", "-ng=16", "-gn=8", fixture("moe.yaml")},
-           {"plan", "--format=json", "--num-gpus", "16", "--gpus-per-node=8", fixture("moe.yaml")},
-           {"plan", fixture("moe.yaml"), "-ng", "16", "--format", "json", "-gn", "8"}}) {
+           // Two nodes: the Slurm executor (the local one refuses more than one node).
+           {"plan", "-e", "slurm", "--format", "json", "-ng", "16", "-gn", "8",
+            fixture("moe.yaml")},
+           {"plan", "-e", "slurm", "--format", "json", "-ng=16", "-gn=8", fixture("moe.yaml")},
+           {"plan", "-e", "slurm", "--format=json", "--num-gpus", "16", "--gpus-per-node=8",
+            fixture("moe.yaml")},
+           {"plan", "-e", "slurm", fixture("moe.yaml"), "-ng", "16", "--format", "json", "-gn",
+            "8"}}) {
     CommandResult r = run(args);
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     json j = parse(r.out);
@@ -125,7 +129,7 @@ TEST_F(CliTest, TwoLetterOptionsParseAsWritten) {
 }
 
 TEST_F(CliTest, OptionsOverrideTheRecipe) {
-  CommandResult r = run({"plan", "--format", "json", "-ng", "32", "-gn", "4", "-g", "H200",
+  CommandResult r = run({"plan", "--format", "json", "-ng", "32", "-gn", "4", "-g", "B200",
                          fixture("full.yaml"), "model.expert_model_parallel_size=8"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = parse(r.out);
@@ -135,7 +139,7 @@ TEST_F(CliTest, OptionsOverrideTheRecipe) {
   EXPECT_EQ(j["topology"]["nodes"], 8);
   EXPECT_EQ(j["topology"]["ep"], 8);
   EXPECT_EQ(j["topology"]["dp"], 32);
-  EXPECT_EQ(j["topology"]["gpu"], "h200");
+  EXPECT_EQ(j["topology"]["gpu"], "b200");
 }
 
 // Executor settings from plugins carry their source and a one-line reason, like env.
@@ -410,6 +414,146 @@ TEST_F(CliTest, ExamplesValidate) {
     CommandResult r = run({"validate", path});
     EXPECT_EQ(r.exit_code, 0) << path << "\n" << r.err;
     EXPECT_THAT(r.out, HasSubstr(": ok ("));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Options written before a subcommand apply to it, or are refused: never silently dropped
+// (a dry-run that launches is the worst bug a launcher can have).
+
+TEST(CliOrderTest, OptionsBeforeASubcommandMoveBehindIt) {
+  std::vector<std::string> subs{"validate", "plan", "ablate"};
+  EXPECT_THAT(move_options_behind_subcommand({"--dry-run", "ablate", "r.yaml"}, subs),
+              ElementsAre("ablate", "--dry-run", "r.yaml"));
+  EXPECT_THAT(move_options_behind_subcommand({"-e", "slurm", "ablate", "r.yaml"}, subs),
+              ElementsAre("ablate", "-e", "slurm", "r.yaml"));
+  // An option's value that happens to be a subcommand name is not the subcommand.
+  EXPECT_THAT(move_options_behind_subcommand({"--template", "plan", "r.yaml"}, subs),
+              ElementsAre("--template", "plan", "r.yaml"));
+  EXPECT_THAT(move_options_behind_subcommand({"r.yaml", "plan"}, subs),
+              ElementsAre("r.yaml", "plan"));
+  EXPECT_THAT(move_options_behind_subcommand({"validate", "--strict", "r.yaml"}, subs),
+              ElementsAre("validate", "--strict", "r.yaml"));
+}
+
+TEST_F(CliTest, DryRunBeforeAblateDoesNotLaunch) {
+  CommandResult r =
+      run({"--dry-run", "ablate", fixture("minimal.yaml"), "--vary", "train.max_steps=5,6"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ablate: 3 jobs"));
+  EXPECT_THAT(r.out, HasSubstr("train.max_steps=6"));
+  EXPECT_FALSE(std::filesystem::exists(home_.path() + "/.local/state/bridge-launch"))
+      << "a dry-run wrote job state: it launched";
+}
+
+TEST_F(CliTest, ExecutorBeforeAblateAppliesToIt) {
+  CommandResult r = run({"-e", "slurm", "ablate", "--dry-run", fixture("minimal.yaml"), "--vary",
+                         "train.max_steps=5,6"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("#SBATCH --nodes"));
+}
+
+TEST_F(CliTest, StrictBeforeValidateIsStrict) {
+  // TP overlap requested with tp == 1 is dropped: a warning, an error under --strict.
+  const std::string dropped = "comm_overlap.tp_comm_overlap=true";
+  CommandResult plain = run({"validate", fixture("minimal.yaml"), dropped});
+  CommandResult after = run({"validate", "--strict", fixture("minimal.yaml"), dropped});
+  CommandResult before = run({"--strict", "validate", fixture("minimal.yaml"), dropped});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(after.exit_code, 2) << after.err;
+  EXPECT_EQ(before.exit_code, 2) << before.err;
+  CommandResult with_json_before = run({"--format", "json", "validate", fixture("minimal.yaml")});
+  EXPECT_EQ(with_json_before.exit_code, 0) << with_json_before.err;
+  EXPECT_TRUE(parse(with_json_before.out).is_object()) << with_json_before.out;
+}
+
+TEST_F(CliTest, OptionsASubcommandDoesNotTakeAreRefused) {
+  expect_rejected(run({"validate", "--dry-run", fixture("minimal.yaml")}),
+                  {"option `--dry-run` does not apply to `validate`"});
+  expect_rejected(run({"--wait", "plan", fixture("minimal.yaml")}),
+                  {"option `--wait` does not apply to `plan`"});
+  expect_rejected(run({"-e", "slurm", "list"}), {"option `--executor` does not apply to `list`"});
+  expect_rejected(run({"-ng", "8", "status"}), {"option `-ng` does not apply to `status`"});
+}
+
+// ---------------------------------------------------------------------------------------
+// The runtime runs the plan: argv, -ng on the command line, pre-flight.
+
+std::string example(const std::string& name) {
+  return std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/" + name;
+}
+
+TEST_F(CliTest, NumGpusFromTheCommandLineReachesSchedulerAndRuntime) {
+  const std::string qwen = example("qwen3-30b-a3b-ep-overlap.yaml");
+  CommandResult dry = run({"--dry-run", "-e", "slurm", "-ng", "128", qwen});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("#SBATCH --nodes=16"));
+  EXPECT_THAT(dry.out, HasSubstr("-ng 128"));
+  CommandResult plan = run({"plan", "--format", "json", "-ng", "128", qwen});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  json argv = parse(plan.out)["argv"];
+  auto ng = std::find(argv.begin(), argv.end(), "-ng");
+  ASSERT_NE(ng, argv.end()) << argv.dump();
+  EXPECT_EQ(*(ng + 1), "128");
+}
+
+TEST_F(CliTest, TwoLayoutsGiveDifferentScriptsAndManifests) {
+  const std::string qwen = example("qwen3-30b-a3b-ep-overlap.yaml");
+  for (const char* executor : {"slurm", "kubernetes"}) {
+    CommandResult a = run({"--dry-run", "-e", executor, qwen});
+    CommandResult b = run({"--dry-run", "-e", executor, qwen, "model.expert_model_parallel_size=8",
+                           "model.tensor_model_parallel_size=2", "model.sequence_parallel=true"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_NE(a.out, b.out) << executor;
+    // The sbatch script has the argv as words; the manifest as a YAML list.
+    const std::string tp =
+        executor == std::string("slurm") ? "-tp 2" : "- \"-tp\"\n              - \"2\"\n";
+    EXPECT_THAT(b.out, HasSubstr(tp)) << executor;
+    EXPECT_THAT(a.out, Not(HasSubstr(tp))) << executor;
+  }
+}
+
+TEST_F(CliTest, PlanTextShowsTheCommandLineAndImage) {
+  CommandResult r = run({"plan", example("qwen3-30b-a3b-ep-overlap.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("runtime command line (adapter megatron_bridge; every rank)"));
+  EXPECT_THAT(r.out, HasSubstr("run_script.py -m qwen -mr qwen3_30b_a3b -g h100"));
+  EXPECT_THAT(r.out, HasSubstr("container image: nvcr.io/nvidia/nemo:25.11"));
+}
+
+TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
+  CommandResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
+                         "executor.slurm.retries=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse(r.out)["executor"]["retries"], 2);
+}
+
+// Everything --dry-run refuses for a reason bridge-launch can know, validate refuses too.
+TEST_F(CliTest, ValidateRunsTheExecutorPreflight) {
+  const std::string demo = example("demo.yaml");
+  struct Case {
+    std::vector<std::string> args;
+    std::string code;
+  };
+  std::vector<Case> cases{
+      {{"-e", "kubernetes", demo}, "k8s-container-image-required"},
+      {{"-ng", "8", "-gn", "4", demo}, "local-needs-one-node"},
+      {{"-e", "slurm", demo, "executor.slurm.time=soon"}, ""},
+      {{demo, "cluster.gpu=h10"}, "unknown-gpu"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> dry{"--dry-run"};
+    dry.insert(dry.end(), c.args.begin(), c.args.end());
+    std::vector<std::string> val{"validate"};
+    val.insert(val.end(), c.args.begin(), c.args.end());
+    CommandResult d = run(dry);
+    CommandResult v = run(val);
+    EXPECT_EQ(d.exit_code, 2) << ::testing::PrintToString(c.args) << d.err;
+    EXPECT_EQ(v.exit_code, 2) << ::testing::PrintToString(c.args) << v.err;
+    if (!c.code.empty()) {
+      EXPECT_THAT(v.err, HasSubstr(c.code));
+    }
   }
 }
 

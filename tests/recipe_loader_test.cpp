@@ -178,9 +178,11 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   EXPECT_EQ(rt.launcher.value, "srun");
   EXPECT_EQ(rt.command.value,
             (StringList{"python", "/opt/Megatron-Bridge/scripts/performance/run_script.py"}));
-  EXPECT_EQ(rt.args.value,
-            (StringList{"-m", "qwen", "-mr", "qwen3_30b_a3b", "--task", "pretrain"}));
-  EXPECT_EQ(rt.pass_overrides.value, true);
+  EXPECT_EQ(rt.adapter.value, "megatron_bridge");
+  EXPECT_EQ(r->model.family.value, "qwen");
+  EXPECT_EQ(r->model.recipe.value, "qwen3_30b_a3b");
+  EXPECT_EQ(r->train.task.value, "pretrain");
+  EXPECT_FALSE(rt.args.is_set());
   EXPECT_EQ(rt.container_image.value, "nvcr.io/nvidia/nemo:25.11");
   EXPECT_FALSE(rt.workdir.is_set());
   ASSERT_TRUE(rt.transformer_engine.is_set());

@@ -91,6 +91,33 @@ TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
   EXPECT_THAT(r.out, HasSubstr("overlap efficiency: "));
   EXPECT_THAT(r.out, HasSubstr("rendezvous complete: 4 ranks"));
   EXPECT_THAT(r.out, HasSubstr("bridge-probe: OK"));
+  // The plan reached every rank: the probe adapter's values, checked on each of the 4 ranks.
+  EXPECT_THAT(r.out, HasSubstr("plan check: 13 planned values, 4 ranks"));
+  EXPECT_THAT(r.out, HasSubstr("plan check: all ranks match"));
+  EXPECT_THAT(r.out, HasSubstr("training: 8 steps (train.max_steps)"));
+}
+
+// A wrapper between the launcher and the runtime that changes the layout (here it appends a
+// tp override) is caught by the ranks' plan check: the job fails and names rank and field.
+TEST_F(LocalExecutorTest, RuntimeThatReceivesAnotherLayoutFailsThePlanCheck) {
+  std::string text =
+      "name: wrapped\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+      "train: {max_steps: 2, global_batch_size: 2}\n"
+      "runtime:\n  adapter: probe\n"
+      "  command: [bash, -c, 'exec \"$0\" \"$@\" model.tensor_model_parallel_size=2', " +
+      std::string(BRIDGE_PROBE_BIN) +
+      "]\n  args: [--compute-ms, '10', --timeout, '20']\n"
+      "executor:\n  local: {job_dir: " +
+      (dir_ / "jobs").string() + ", grace_period: 2, timeout: 60}\n";
+  fs::path p = dir_ / "wrapped.yaml";
+  std::ofstream(p) << text;
+  CommandResult r = launch({p.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  std::string all = r.out + r.err;
+  EXPECT_THAT(all, HasSubstr("plan mismatch: rank 0: model.tensor_model_parallel_size: planned 1, "
+                             "received 2"));
+  EXPECT_THAT(all, HasSubstr("plan check: MISMATCH"));
+  EXPECT_THAT(all, ::testing::Not(HasSubstr("bridge-probe: OK")));
 }
 
 // Both runs share one emulated link; compute is real CPU work on 4 ranks over 2 cores, so a

@@ -1,0 +1,320 @@
+#include "launcher/runtime_adapter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "launcher/suggest.h"
+
+namespace bridge {
+
+namespace {
+
+struct PlanValue {
+  std::string key;
+  std::string value;
+  SourceLoc loc;  // where the recipe or an override set it; empty for a default
+};
+
+std::vector<PlanValue> plan_value_list(const AdapterInput& in) {
+  const Recipe& r = in.recipe;
+  const Topology& t = in.topology;
+  const ModelSpec& m = r.model;
+  std::vector<PlanValue> v;
+  auto num = [](int64_t n) { return std::to_string(n); };
+  if (!t.gpu.empty()) v.push_back({"cluster.gpu", t.gpu, r.cluster.gpu.loc});
+  v.push_back({"cluster.num_gpus", num(t.num_gpus), r.cluster.num_gpus.loc});
+  v.push_back({"cluster.gpus_per_node", num(t.gpus_per_node), r.cluster.gpus_per_node.loc});
+  v.push_back({"model.tensor_model_parallel_size", num(t.tp), m.tensor_model_parallel_size.loc});
+  v.push_back(
+      {"model.pipeline_model_parallel_size", num(t.pp), m.pipeline_model_parallel_size.loc});
+  v.push_back({"model.virtual_pipeline_model_parallel_size", t.vpp ? num(*t.vpp) : "null",
+               m.virtual_pipeline_model_parallel_size.loc});
+  v.push_back({"model.context_parallel_size", num(t.cp), m.context_parallel_size.loc});
+  v.push_back({"model.expert_model_parallel_size", num(t.ep), m.expert_model_parallel_size.loc});
+  v.push_back({"model.expert_tensor_parallel_size", num(t.etp), m.expert_tensor_parallel_size.loc});
+  if (m.precision.is_set()) v.push_back({"model.precision", *m.precision.value, m.precision.loc});
+  if (m.compute_dtype.is_set())
+    v.push_back({"model.compute_dtype", *m.compute_dtype.value, m.compute_dtype.loc});
+  if (m.seq_length.is_set())
+    v.push_back({"model.seq_length", num(*m.seq_length.value), m.seq_length.loc});
+  const TrainSpec& tr = r.train;
+  for (auto [key, field] : {std::pair{"train.global_batch_size", &tr.global_batch_size},
+                            std::pair{"train.micro_batch_size", &tr.micro_batch_size},
+                            std::pair{"train.max_steps", &tr.max_steps}})
+    if (field->is_set()) v.push_back({key, num(*field->value), field->loc});
+  return v;
+}
+
+// Hydra's value syntax for a recipe value as flattened by the loader.
+std::string hydra_value(std::string text) {
+  if (text == "True" || text == "TRUE") return "true";
+  if (text == "False" || text == "FALSE") return "false";
+  if (text.size() > 1 && text[0] == '+' && std::isdigit(static_cast<unsigned char>(text[1])))
+    return text.substr(1);
+  return text;
+}
+
+std::string plan_value_origin(const AdapterInput& in, const std::string& key) {
+  for (const auto& v : plan_value_list(in))
+    if (v.key == key)
+      return v.loc.describe().empty() ? key + " (default)" : key + " from " + v.loc.describe();
+  return key;
+}
+
+bool is_true_false(const std::string& s) { return s == "true" || s == "false"; }
+
+// Two spellings of one value: exact text, or the same boolean in any case.
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::string la = a, lb = b;
+  for (auto* s : {&la, &lb})
+    std::transform(s->begin(), s->end(), s->begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (la == "none") la = "null";
+  if (lb == "none") lb = "null";
+  return la == lb && (is_true_false(la) || la == "null");
+}
+
+// ---- placeholders ------------------------------------------------------------------------
+
+std::optional<std::string> placeholder_value(const std::string& name, const AdapterInput& in,
+                                             std::string& why_unset) {
+  const Topology& t = in.topology;
+  const Recipe& r = in.recipe;
+  auto num = [](int64_t n) { return std::optional<std::string>(std::to_string(n)); };
+  auto field = [&](const Field<int64_t>& f, const char* key) -> std::optional<std::string> {
+    if (f.is_set()) return std::to_string(*f.value);
+    why_unset = fmt::format("{} is not set", key);
+    return std::nullopt;
+  };
+  if (name == "tp") return num(t.tp);
+  if (name == "pp") return num(t.pp);
+  if (name == "vpp") return t.vpp ? *num(*t.vpp) : std::string("null");
+  if (name == "cp") return num(t.cp);
+  if (name == "ep") return num(t.ep);
+  if (name == "etp") return num(t.etp);
+  if (name == "dp") return num(t.dp);
+  if (name == "ng") return num(t.num_gpus);
+  if (name == "gn") return num(t.gpus_per_node);
+  if (name == "nodes") return num(t.nodes);
+  if (name == "gpu") {
+    if (!t.gpu.empty()) return t.gpu;
+    why_unset = "cluster.gpu is not set";
+    return std::nullopt;
+  }
+  if (name == "gb") return field(r.train.global_batch_size, "train.global_batch_size");
+  if (name == "mb") return field(r.train.micro_batch_size, "train.micro_batch_size");
+  if (name == "steps") return field(r.train.max_steps, "train.max_steps");
+  if (name == "seq_length") return field(r.model.seq_length, "model.seq_length");
+  if (name == "name") return r.name.get_or("");
+  return std::nullopt;
+}
+
+const std::vector<std::string>& placeholder_names() {
+  static const std::vector<std::string> kNames{"tp", "pp",    "vpp",        "cp",    "ep",  "etp",
+                                               "dp", "ng",    "gn",         "nodes", "gpu", "gb",
+                                               "mb", "steps", "seq_length", "name"};
+  return kNames;
+}
+
+// `{plan.NAME}` -> its value; other braces are left alone.
+std::string expand_placeholders(const std::string& arg, const AdapterInput& in,
+                                const SourceLoc& loc, Diagnostics& diags) {
+  static constexpr std::string_view kOpen = "{plan.";
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t start = arg.find(kOpen, pos);
+    size_t end = start == std::string::npos ? start : arg.find('}', start);
+    if (end == std::string::npos) break;
+    out.append(arg, pos, start - pos);
+    std::string name = arg.substr(start + kOpen.size(), end - start - kOpen.size());
+    std::string why_unset;
+    std::optional<std::string> value = placeholder_value(name, in, why_unset);
+    if (value) {
+      out += *value;
+    } else if (!why_unset.empty()) {
+      diags.error("placeholder-unset", "runtime.args", loc,
+                  fmt::format("placeholder `{{plan.{}}}` has no value: {}", name, why_unset),
+                  "set it in the recipe, or drop the placeholder");
+    } else {
+      diags.error("unknown-placeholder", "runtime.args", loc,
+                  fmt::format("unknown placeholder `{{plan.{}}}`{}", name,
+                              did_you_mean(name, placeholder_names())),
+                  fmt::format("known: {{plan.{}}}", fmt::join(placeholder_names(), "}, {plan.")));
+    }
+    pos = end + 1;
+  }
+  out.append(arg, pos);
+  return out;
+}
+
+// ---- contradictions between runtime.args and what the adapter emits ---------------------
+
+struct ArgSetting {
+  std::string key;
+  std::string value;
+  std::string written;  // as the user wrote it, for messages
+};
+
+std::vector<ArgSetting> settings_in_args(const std::vector<std::string>& args,
+                                         const std::vector<AdapterFlag>& flags) {
+  std::vector<ArgSetting> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    size_t eq = a.find('=');
+    if (!a.empty() && a[0] == '-') {
+      std::string name = a.substr(0, eq);
+      auto f = std::find_if(flags.begin(), flags.end(), [&](const AdapterFlag& fl) {
+        return name == fl.long_name || (!fl.short_name.empty() && name == fl.short_name);
+      });
+      if (f == flags.end()) continue;
+      if (eq != std::string::npos)
+        out.push_back({std::string(f->key), a.substr(eq + 1), a});
+      else if (i + 1 < args.size())
+        out.push_back({std::string(f->key), args[i + 1], a + " " + args[i + 1]}), ++i;
+    } else if (eq != std::string::npos && eq > 0) {
+      std::string key = a.substr(0, eq);
+      key.erase(0, key.find_first_not_of('+'));  // Hydra's +key= / ++key= forms
+      out.push_back({key, a.substr(eq + 1), a});
+    }
+  }
+  return out;
+}
+
+void check_contradictions(const std::vector<std::string>& args, const RuntimeAdapter& adapter,
+                          const std::vector<AdapterArg>& emitted, const SourceLoc& loc,
+                          Diagnostics& diags) {
+  for (const ArgSetting& s : settings_in_args(args, adapter.flags)) {
+    auto e = std::find_if(emitted.begin(), emitted.end(),
+                          [&](const AdapterArg& a) { return a.key == s.key; });
+    if (e == emitted.end()) continue;
+    std::string emitted_text = e->flag.empty() ? e->key + "=" + e->value : e->flag + " " + e->value;
+    if (same_value(s.value, e->value)) {
+      diags.warning("runtime-arg-repeats-plan", "runtime.args", loc,
+                    fmt::format("runtime.args `{}` repeats what the {} adapter already passes "
+                                "(`{}`)",
+                                s.written, adapter.name, emitted_text),
+                    fmt::format("drop it from runtime.args; set {} in the recipe instead", s.key));
+      continue;
+    }
+    diags.error(
+        "runtime-arg-contradicts-plan", "runtime.args", loc,
+        fmt::format("runtime.args `{}` sets {} to {}, but the plan has {} ({}); the "
+                    "{} adapter passes `{}`",
+                    s.written, s.key, s.value, e->value, e->reason, adapter.name, emitted_text),
+        fmt::format("set {} in the recipe (or with an override) and drop it from "
+                    "runtime.args, so the value that is validated is the one that runs",
+                    s.key));
+  }
+}
+
+std::vector<RuntimeArg> as_words(const std::vector<AdapterArg>& args, const std::string& source) {
+  std::vector<RuntimeArg> out;
+  for (const auto& a : args) {
+    if (a.flag.empty()) {
+      out.push_back({a.key + "=" + a.value, source, a.reason});
+    } else {
+      out.push_back({a.flag, source, a.reason});
+      out.push_back({a.value, source, a.reason});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- shared helpers ------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> plan_values(const AdapterInput& in) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& v : plan_value_list(in)) out.emplace_back(v.key, v.value);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> user_hydra_values(
+    const Recipe& recipe, const std::vector<std::string>& skip) {
+  static const std::vector<std::string> kSections{"model.", "train.", "ddp.", "optimizer.",
+                                                  "mixed_precision."};
+  static const std::vector<std::string> kLauncherOnly{"model.family", "model.recipe", "train.task"};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, text] : recipe.inputs) {
+    bool in_section = std::any_of(kSections.begin(), kSections.end(),
+                                  [&](const std::string& s) { return key.rfind(s, 0) == 0; });
+    if (!in_section || text == "null") continue;
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    if (std::find(kLauncherOnly.begin(), kLauncherOnly.end(), key) != kLauncherOnly.end()) continue;
+    out.emplace_back(key, hydra_value(text));
+  }
+  return out;
+}
+
+void add_overlap_args(const AdapterInput& in, AdapterOutput& out) {
+  for (const auto& text : overlap_runtime_args(in.overlap)) {
+    size_t eq = text.find('=');
+    out.args.push_back({text.substr(0, eq), "", text.substr(eq + 1),
+                        "the resolved overlap field (docs/overlap.md)"});
+  }
+}
+
+// ---- the table -------------------------------------------------------------------------------
+
+const std::vector<RuntimeAdapter>& runtime_adapters() {
+  static const std::vector<RuntimeAdapter> kAdapters{
+      {"megatron_bridge",
+       "Megatron-Bridge scripts/performance/run_script.py: its flags, then Hydra overrides",
+       megatron_bridge_flags(), emit_megatron_bridge},
+      {"hydra", "section.key=value overrides for ConfigContainer-style runtimes", {}, emit_hydra},
+      {"probe",
+       "bridge-probe: Hydra overrides it checks against BRIDGE_EXPECTED_PLAN on every rank",
+       {{"", "--steps", "train.max_steps"}, {"", "--global-batch", "train.global_batch_size"}},
+       emit_probe},
+      {"none", "nothing is forwarded; validate and plan warn about every section", {}, emit_none},
+  };
+  return kAdapters;
+}
+
+const RuntimeAdapter* find_runtime_adapter(std::string_view name) {
+  for (const auto& a : runtime_adapters())
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string effective_adapter_name(const RuntimeSpec& runtime) {
+  if (runtime.adapter.is_set()) return *runtime.adapter.value;
+  if (!runtime.pass_overrides.get_or(true)) return "none";
+  const StringList command = runtime.command.get_or({"bridge-probe"});
+  const std::string& program = command.front();
+  std::string base =
+      program.substr(program.rfind('/') == std::string::npos ? 0 : program.rfind('/') + 1);
+  return base == "bridge-probe" ? "probe" : "hydra";
+}
+
+AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
+  const RuntimeSpec& rt = in.recipe.runtime;
+  AdaptedRuntime result;
+  result.adapter = effective_adapter_name(rt);
+  const RuntimeAdapter* adapter = find_runtime_adapter(result.adapter);
+  if (rt.adapter.is_set() && *rt.adapter.value != "none" && rt.pass_overrides.is_set() &&
+      !*rt.pass_overrides.value)
+    diags.error("adapter-vs-pass-overrides", "runtime.pass_overrides", rt.pass_overrides.loc,
+                fmt::format("runtime.pass_overrides is false, but runtime.adapter {} forwards the "
+                            "plan",
+                            *rt.adapter.value),
+                "drop pass_overrides (it is the old spelling of `adapter: none`)");
+  for (const auto& a : rt.args.get_or({}))
+    result.args.push_back(expand_placeholders(a, in, rt.args.loc, diags));
+  AdapterOutput out;
+  adapter->emit(in, out, diags);
+  for (auto& a : out.args)
+    if (a.reason.empty()) a.reason = plan_value_origin(in, a.key);
+  check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
+  result.adapter_args = as_words(out.args, "adapter:" + result.adapter);
+  result.expected_plan = std::move(out.expected_plan);
+  return result;
+}
+
+}  // namespace bridge

@@ -1,0 +1,21 @@
+// The `hydra` adapter: the plan as `section.key=value` overrides, for runtimes that apply
+// them to a ConfigContainer (Megatron-Bridge's example scripts and the like). ng, gn and the
+// GPU type are not ConfigContainer fields: they reach such a runtime as its world size and
+// devices, which the executor sets from the same plan.
+#include "launcher/runtime_adapter.h"
+
+namespace bridge {
+
+void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics&) {
+  std::vector<std::string> emitted;
+  for (auto& [key, value] : plan_values(in)) {
+    if (key.rfind("cluster.", 0) == 0) continue;
+    emitted.push_back(key);
+    out.args.push_back({key, "", value, ""});
+  }
+  for (auto& [key, value] : user_hydra_values(in.recipe, emitted))
+    out.args.push_back({key, "", value, key + " set in the recipe"});
+  add_overlap_args(in, out);
+}
+
+}  // namespace bridge

@@ -1,0 +1,318 @@
+// Runtime adapters (launcher/runtime_adapter.h): golden argument vectors for each adapter,
+// placeholders, contradictions between runtime.args and the plan, the GPU table (unknown
+// GPU, declared architecture, gn default), and effective retries.
+#include "launcher/runtime_adapter.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/gpu_table.h"
+#include "launcher/host_env.h"
+#include "launcher/plan.h"
+
+namespace bridge {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+Plan make_plan(const std::string& recipe, Diagnostics& diags,
+               std::vector<std::string> overrides = {}, const std::string& executor = "local") {
+  MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/alice"}});
+  PlanRequest req;
+  req.recipe_path = "adapter.yaml";
+  req.executor = executor;
+  req.overrides = std::move(overrides);
+  return build_plan_from_text(recipe, req, env, diags);
+}
+
+std::string all_messages(const Diagnostics& diags) {
+  std::string out;
+  for (const auto& d : diags.items()) out += d.code + ": " + d.message + "\n";
+  return out;
+}
+
+const char* kMegatronBridge = R"(name: mb
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+model:
+  family: llama
+  recipe: llama3_8b
+  seq_length: 8192
+  tensor_model_parallel_size: 2
+  pipeline_model_parallel_size: 2
+  sequence_parallel: true
+  num_layers: 32
+  precision: bf16
+train: {global_batch_size: 128, micro_batch_size: 1, max_steps: 10, task: pretrain}
+runtime:
+  adapter: megatron_bridge
+  command: [python, run_script.py]
+)";
+
+TEST(RuntimeAdapterTest, MegatronBridgeFlagsThenHydra) {
+  Diagnostics diags;
+  Plan p = make_plan(kMegatronBridge, diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  EXPECT_EQ(p.adapter, "megatron_bridge");
+  std::vector<std::string> argv = runtime_argv(p);
+  std::vector<std::string> head(argv.begin(), argv.begin() + 38);
+  EXPECT_THAT(head, ElementsAreArray<std::string>({"python",
+                                                   "run_script.py",
+                                                   "-m",
+                                                   "llama",
+                                                   "-mr",
+                                                   "llama3_8b",
+                                                   "-g",
+                                                   "h100",
+                                                   "-ng",
+                                                   "16",
+                                                   "-gn",
+                                                   "8",
+                                                   "-tp",
+                                                   "2",
+                                                   "-pp",
+                                                   "2",
+                                                   "-vp",
+                                                   "None",
+                                                   "-cp",
+                                                   "1",
+                                                   "-ep",
+                                                   "1",
+                                                   "-et",
+                                                   "2",
+                                                   "-sl",
+                                                   "8192",
+                                                   "-gb",
+                                                   "128",
+                                                   "-mb",
+                                                   "1",
+                                                   "-ms",
+                                                   "10",
+                                                   "-c",
+                                                   "bf16",
+                                                   "--task",
+                                                   "pretrain",
+                                                   "model.num_layers=32",
+                                                   "model.sequence_parallel=true"}));
+  EXPECT_THAT(argv, ::testing::Contains("comm_overlap.tp_comm_overlap=false"));
+  // Keys carried by a flag never appear a second time as Hydra overrides.
+  for (const auto& w : argv) {
+    EXPECT_THAT(w, ::testing::Not(HasSubstr("tensor_model_parallel_size=")));
+    EXPECT_THAT(w, ::testing::Not(HasSubstr("model.precision=")));
+    EXPECT_THAT(w, ::testing::Not(HasSubstr("model.family=")));
+  }
+}
+
+TEST(RuntimeAdapterTest, MegatronBridgeNeedsFamilyRecipeAndAnAcceptedGpu) {
+  Diagnostics diags;
+  make_plan(kMegatronBridge, diags, {"model.family=null", "cluster.gpu=h200"});
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("megatron-bridge-needs-key: runtime adapter megatron_bridge: "
+                              "run_script.py requires -m/--model_family_name"));
+  EXPECT_THAT(text, HasSubstr("megatron-bridge-gpu"));
+  EXPECT_THAT(text, HasSubstr("`h200`"));
+}
+
+TEST(RuntimeAdapterTest, MegatronBridgeRefusesAPrecisionItsParserLacks) {
+  Diagnostics diags;
+  make_plan(kMegatronBridge, diags, {"model.precision=fp16"});
+  EXPECT_TRUE(diags.has_code("megatron-bridge-precision")) << all_messages(diags);
+}
+
+TEST(RuntimeAdapterTest, CommandLineSizesReachTheRuntime) {
+  Diagnostics diags;
+  Plan p = make_plan(kMegatronBridge, diags, {"cluster.num_gpus=128"});
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  std::vector<std::string> argv = runtime_argv(p);
+  auto ng = std::find(argv.begin(), argv.end(), "-ng");
+  ASSERT_NE(ng, argv.end());
+  EXPECT_EQ(*(ng + 1), "128");
+}
+
+TEST(RuntimeAdapterTest, HydraEmitsThePlanAndTheUsersKeysOnly) {
+  Diagnostics diags;
+  Plan p = make_plan(R"(name: h
+cluster: {gpu: h100, num_gpus: 8}
+model: {tensor_model_parallel_size: 2, hidden_size: 4096, recompute_modules: [core_attn, mlp],
+        gradient_accumulation_fusion: True}
+ddp: {use_distributed_optimizer: true}
+runtime: {command: [python, train.py]}
+)",
+                     diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  EXPECT_EQ(p.adapter, "hydra");
+  std::vector<std::string> texts;
+  for (const auto& a : p.runtime_args)
+    if (a.source == "adapter:hydra") texts.push_back(a.text);
+  std::vector<std::string> head(texts.begin(), texts.begin() + 10);
+  EXPECT_THAT(
+      head, ElementsAre(
+                "model.tensor_model_parallel_size=2", "model.pipeline_model_parallel_size=1",
+                "model.virtual_pipeline_model_parallel_size=null", "model.context_parallel_size=1",
+                "model.expert_model_parallel_size=1", "model.expert_tensor_parallel_size=2",
+                "ddp.use_distributed_optimizer=true", "model.gradient_accumulation_fusion=true",
+                "model.hidden_size=4096", "model.recompute_modules=[core_attn,mlp]"));
+  for (const auto& t : texts) EXPECT_THAT(t, ::testing::Not(HasSubstr("cluster.")));
+}
+
+TEST(RuntimeAdapterTest, ProbeGetsThePlanAndTheExpectedPlan) {
+  Diagnostics diags;
+  Plan p = make_plan(R"(name: p
+cluster: {gpu: h100, num_gpus: 2}
+train: {global_batch_size: 4, max_steps: 3}
+)",
+                     diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  EXPECT_EQ(p.adapter, "probe");
+  std::vector<std::string> argv = runtime_argv(p);
+  EXPECT_EQ(argv[0], "bridge-probe");
+  EXPECT_THAT(argv, ::testing::Contains("cluster.num_gpus=2"));
+  EXPECT_THAT(argv, ::testing::Contains("train.max_steps=3"));
+  ASSERT_FALSE(p.expected_plan.empty());
+  EXPECT_EQ(p.expected_plan.front(), (std::pair<std::string, std::string>{"cluster.gpu", "h100"}));
+  // Every expected value is exactly what the argv carries.
+  for (const auto& [key, value] : p.expected_plan)
+    EXPECT_THAT(argv, ::testing::Contains(key + "=" + value));
+}
+
+TEST(RuntimeAdapterTest, NoneWarnsPerSectionByName) {
+  Diagnostics diags;
+  Plan p = make_plan(R"(name: n
+model: {tensor_model_parallel_size: 1, num_layers: 4}
+train: {max_steps: 3}
+comm_overlap: {overlap_grad_reduce: true}
+runtime: {adapter: none, command: [./train.sh]}
+)",
+                     diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  EXPECT_THAT(runtime_argv(p), ElementsAre("./train.sh"));
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("not-forwarded: runtime adapter `none`: the validated `model` "
+                              "values (num_layers, tensor_model_parallel_size)"));
+  EXPECT_THAT(text, HasSubstr("`train` values (max_steps)"));
+  EXPECT_THAT(text, HasSubstr("`comm_overlap` values (overlap_grad_reduce)"));
+}
+
+TEST(RuntimeAdapterTest, PassOverridesFalseMeansNoneAndContradictsAnAdapter) {
+  Diagnostics diags;
+  Plan p = make_plan("name: x\nruntime: {pass_overrides: false}\n", diags);
+  EXPECT_EQ(p.adapter, "none");
+  Diagnostics diags2;
+  make_plan("name: x\nruntime: {pass_overrides: false, adapter: probe}\n", diags2);
+  EXPECT_TRUE(diags2.has_code("adapter-vs-pass-overrides")) << all_messages(diags2);
+}
+
+TEST(RuntimeAdapterTest, PlaceholdersExpandToPlanValues) {
+  Diagnostics diags;
+  Plan p = make_plan(R"(name: ph
+cluster: {gpu: gb200, num_gpus: 8}
+model: {tensor_model_parallel_size: 2}
+runtime: {adapter: none, command: [run], args: ["--tp={plan.tp}", "{plan.nodes}", "x{plan.gpu}y",
+          "{plan.vpp}", "{literal}"]}
+)",
+                     diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  EXPECT_THAT(p.user_args, ElementsAre("--tp=2", "2", "xgb200y", "null", "{literal}"));
+}
+
+TEST(RuntimeAdapterTest, UnknownOrUnsetPlaceholderIsAnError) {
+  Diagnostics diags;
+  make_plan("name: ph\nruntime: {args: ['{plan.tpp}', '{plan.gb}']}\n", diags);
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("unknown-placeholder: unknown placeholder `{plan.tpp}` (did you "
+                              "mean `tp`?)"));
+  EXPECT_THAT(text, HasSubstr("placeholder-unset: placeholder `{plan.gb}` has no value: "
+                              "train.global_batch_size is not set"));
+}
+
+TEST(RuntimeAdapterTest, RuntimeArgsContradictingThePlanNameBothValues) {
+  Diagnostics diags;
+  Plan p = make_plan(std::string(kMegatronBridge) + "  args: [-tp, '4', --max_steps=10]\n", diags);
+  EXPECT_FALSE(p.complete);
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("runtime-arg-contradicts-plan: runtime.args `-tp 4` sets "
+                              "model.tensor_model_parallel_size to 4, but the plan has 2"));
+  EXPECT_THAT(text, HasSubstr("adapter.yaml:"));  // where the plan's value came from
+  EXPECT_THAT(text, HasSubstr("runtime-arg-repeats-plan: runtime.args `--max_steps=10`"));
+}
+
+TEST(RuntimeAdapterTest, HydraOverrideInArgsIsCheckedToo) {
+  Diagnostics diags;
+  make_plan(
+      "name: h\nmodel: {tensor_model_parallel_size: 1}\n"
+      "runtime: {args: [model.tensor_model_parallel_size=2, --steps, '7']}\n"
+      "train: {max_steps: 5}\n",
+      diags);
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("`model.tensor_model_parallel_size=2` sets "
+                              "model.tensor_model_parallel_size to 2, but the plan has 1"));
+  EXPECT_THAT(text, HasSubstr("`--steps 7` sets train.max_steps to 7, but the plan has 5"));
+}
+
+TEST(RuntimeAdapterTest, TwoLayoutsGiveTwoArgvs) {
+  Diagnostics d1, d2;
+  Plan a = make_plan(kMegatronBridge, d1);
+  Plan b = make_plan(kMegatronBridge, d2, {"model.tensor_model_parallel_size=4"});
+  ASSERT_TRUE(a.complete && b.complete) << all_messages(d1) << all_messages(d2);
+  EXPECT_NE(runtime_argv(a), runtime_argv(b));
+}
+
+// ---- GPU table ------------------------------------------------------------------------------
+
+TEST(GpuTableTest, KnowsMegatronBridgeTypesPlusH200AndA100) {
+  for (const char* name : {"h100", "b200", "b300", "gb200", "gb300", "vr200", "r100"}) {
+    ASSERT_NE(find_gpu(name), nullptr) << name;
+    EXPECT_TRUE(find_gpu(name)->megatron_bridge_name) << name;
+  }
+  EXPECT_EQ(find_gpu("h200")->arch, GpuArch::kHopper);
+  EXPECT_EQ(find_gpu("a100")->arch, GpuArch::kAmpere);
+  EXPECT_EQ(find_gpu("gb200")->default_gpus_per_node, 4);
+  EXPECT_EQ(find_gpu("gb200")->nvlink_domain, 72);
+  EXPECT_EQ(find_gpu("r100")->default_gpus_per_node, 1);
+  EXPECT_EQ(find_gpu("nope"), nullptr);
+}
+
+TEST(GpuTableTest, GpusPerNodeDefaultsFromTheTable) {
+  Diagnostics diags;
+  Plan p = make_plan("name: g\ncluster: {gpu: gb200, num_gpus: 8}\n", diags, {}, "slurm");
+  ASSERT_TRUE(p.topology) << all_messages(diags);
+  EXPECT_EQ(p.topology->gpus_per_node, 4);
+  EXPECT_EQ(p.topology->nodes, 2);
+  EXPECT_TRUE(p.topology->blackwell_or_newer());
+}
+
+TEST(GpuTableTest, UnknownGpuIsAnErrorWithSuggestion) {
+  Diagnostics diags;
+  make_plan("name: g\ncluster: {gpu: h10}\n", diags);
+  std::string text = all_messages(diags);
+  EXPECT_THAT(text, HasSubstr("unknown-gpu: unknown GPU type `h10` (did you mean `h100`?)"));
+}
+
+TEST(GpuTableTest, DeclaredArchitectureAcceptsANewGpu) {
+  Diagnostics diags;
+  Plan p = make_plan("name: g\ncluster: {gpu: x900, gpu_arch: blackwell, num_gpus: 8}\n", diags);
+  ASSERT_TRUE(p.topology) << all_messages(diags);
+  EXPECT_TRUE(p.topology->blackwell_or_newer());
+  EXPECT_EQ(p.topology->nvlink_domain, 0);
+  Diagnostics contradicting;
+  make_plan("name: g\ncluster: {gpu: h100, gpu_arch: blackwell}\n", contradicting);
+  EXPECT_TRUE(contradicting.has_code("gpu-arch-contradicts-table"));
+}
+
+TEST(EffectiveRetriesTest, RecipeWinsOverPluginAndLocalNeverRetries) {
+  Diagnostics diags;
+  Plan p = make_plan("name: r\nexecutor: {slurm: {retries: 2}}\n", diags, {}, "slurm");
+  EXPECT_EQ(effective_retries(p), 2);
+  Diagnostics diags2;
+  Plan local = make_plan("name: r\nexecutor: {slurm: {retries: 2}}\n", diags2, {}, "local");
+  EXPECT_EQ(effective_retries(local), 0);
+}
+
+}  // namespace
+}  // namespace bridge
