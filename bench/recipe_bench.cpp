@@ -21,7 +21,7 @@
 
 namespace {
 
-// The complete example of shared/spec/recipe.md (every section).
+// A complete recipe (every section), as in docs/recipe.md.
 constexpr const char* kMoeRecipe = R"yaml(
 name: qwen3-30b-a3b-ep-overlap          # required; used for job names (sanitized per executor)
 description: EP=16 alltoall, overlap on
@@ -60,7 +60,7 @@ model:
   add_qkv_bias: false
   cuda_graph_impl: none                   # none | local | transformer_engine
   cuda_graph_scope: []                    # e.g. [attn, moe_router, mlp, full_iteration]
-  overlap_moe_expert_parallel_comm: false # model-level flag (see overlap-rules.md)
+  overlap_moe_expert_parallel_comm: false # model-level flag (docs/overlap.md)
 
 comm_overlap:                             # every field null/absent = "let the rules decide"
   tp_comm_overlap: false

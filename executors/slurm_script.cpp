@@ -121,7 +121,35 @@ class Checker {
           "slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
           fmt::format("sbatch_args entry `{}` is not an option (it must start with -)", arg),
           "write options as `--name=value`, e.g. --constraint=h100");
+    } else if (const char* owner = plan_owned_option(arg)) {
+      // A second #SBATCH line would silently win over the plan's node/GPU layout.
+      ok_ = false;
+      diags_.error("slurm-sbatch-arg-contradicts-plan", "executor.slurm.sbatch_args", loc,
+                   fmt::format("sbatch_args entry `{}` sets what the plan decides ({})",
+                               one_line(arg), owner),
+                   "drop it; change -ng/-gn (cluster.num_gpus, cluster.gpus_per_node) instead");
     }
+  }
+
+  static const char* plan_owned_option(const std::string& arg) {
+    static constexpr std::pair<std::string_view, const char*> kOwned[] = {
+        {"--nodes", "the node count"},
+        {"-N", "the node count"},
+        {"--ntasks", "the task count"},
+        {"-n", "the task count"},
+        {"--ntasks-per-node", "tasks per node"},
+        {"--gpus-per-node", "GPUs per node"},
+        {"--gpus", "the GPU count"},
+        {"-G", "the GPU count"},
+        {"--gres", "the GPU resources"}};
+    std::string_view name(arg);
+    name = name.substr(0, name.find('='));
+    for (auto [option, what] : kOwned) {
+      bool match = name == option || (option.size() == 2 && arg.rfind(option, 0) == 0);
+      if (option == "--gres") match = match && arg.find("gpu") != std::string::npos;
+      if (match) return what;
+    }
+    return nullptr;
   }
 
   bool ok() const { return ok_; }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -16,7 +17,6 @@
 #include "launcher/recipe_loader.h"
 #include "launcher/registry.h"
 #include "plugins/plugin.h"
-#include "runtime/env_hash.h"
 
 namespace bridge {
 
@@ -80,28 +80,53 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   return rc;
 }
 
+// The registry keeps no function of a secret value (not even a hash: a dictionary recovers
+// weak secrets from an unsalted one). `env` / `env.NAME...` texts of a secret variable are
+// replaced by <secret>; other env values are kept as they are (the dry-run text in the
+// entry shows them anyway).
+bool names_secret(const Plan& plan, const std::string& dotted_key) {
+  if (dotted_key == "env") {
+    return std::any_of(plan.env.vars.begin(), plan.env.vars.end(),
+                       [](const EnvVar& v) { return v.secret; });
+  }
+  if (dotted_key.rfind("env.", 0) != 0) return false;
+  std::string name = dotted_key.substr(4, dotted_key.find('.', 4) - 4);
+  const EnvVar* v = plan.env.find(name);
+  return v == nullptr || v->secret;  // unknown: keep nothing rather than guess
+}
+
+std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) {
+  std::vector<std::string> out = make_request(o).overrides;
+  for (auto& text : out) {
+    std::string key = text.substr(0, text.find('='));
+    if (names_secret(plan, key)) text = key + "=<secret>";
+  }
+  return out;
+}
+
 JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diags,
                      const RenderedJob& job) {
   JobRecord rec;
   rec.name = *plan.recipe->name.value;
-  rec.id = new_job_id(rec.name);
   rec.executor = plan.executor;
   rec.recipe_path = o.recipe;
-  rec.overrides = make_request(o).overrides;
+  rec.overrides = recorded_overrides(plan, o);
   rec.submitted_at = utc_timestamp_iso8601();
   rec.nodes = static_cast<int>(plan.topology->nodes);
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
   rec.plan_json = plan_to_json(plan, diags);
   rec.rendered = job.dry_run_text;
-  // Env values may be secrets: the registry keeps only their hashes, which still tell
-  // `compare` whether two jobs differ in a variable.
+  // `compare` diffs these knobs; a secret shows as <secret> (equal in every job).
   rec.knobs = plan.recipe->inputs;
   for (auto& [key, value] : rec.knobs)
-    if (key.rfind("env.", 0) == 0) value = "fnv1a64:" + fnv1a64_hex(value);
+    if (names_secret(plan, key)) value = "<secret>";
   for (const auto& e : o.env) {
     size_t eq = e.find('=');
-    rec.knobs["-E " + e.substr(0, eq)] =
-        "fnv1a64:" + fnv1a64_hex(eq == std::string::npos ? "" : e.substr(eq + 1));
+    std::string name = e.substr(0, eq);
+    const EnvVar* v = plan.env.find(name);
+    rec.knobs["-E " + name] = (v == nullptr || v->secret)
+                                  ? "<secret>"
+                                  : (eq == std::string::npos ? "" : e.substr(eq + 1));
   }
   rec.knobs["executor"] = plan.executor;
   if (plan.executor == "kubernetes") {
@@ -193,16 +218,19 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   JobRegistry reg(JobRegistry::default_dir(env));
   Diagnostics submit_diags;
   JobRecord rec = new_record(o, plan, diags, job);
-  // Probe with the entry itself (plus room for the scheduler id and state added on
-  // acceptance): a disk with room for a tiny probe but not for the entry must also stop the
+  // The reservation holds the entry itself (plus room for the id, scheduler id and state
+  // added later): a disk with room for a tiny file but not for the entry must also stop the
   // launch before anything runs, not leave a started job without a registry entry.
-  if (!registry_writable(
-          reg, submit_diags,
-          job_record_to_json(rec).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-              std::string(1024, ' ') + "\n")) {
+  std::optional<std::string> id = reg.reserve_id(
+      rec.name,
+      job_record_to_json(rec).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+          std::string(1024 + rec.name.size(), ' ') + "\n",
+      submit_diags);
+  if (!id) {
     print_diagnostics(submit_diags, c.err, c.color);
     return kExitRuntime;
   }
+  rec.id = *id;
   if (job_id) *job_id = rec.id;
   SubmitOptions so;
   so.wait = o.wait || plan.executor == "local";
@@ -216,12 +244,13 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     rec.state = plan.executor == "local" ? JobState::kRunning : JobState::kPending;
     if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
-    recorded = reg.put(rec, submit_diags) && recorded;
+    recorded = reg.put(rec, submit_diags, /*create=*/true) && recorded;
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
     if (plan.executor != "local") c.out << rec.id << "\n";
   };
   SubmitResult sr = executor->submit(plan, job, so, c.out, submit_diags, on_accepted);
+  if (!sr.accepted) reg.release_id(rec.id);
   // Rewrite the entry only when the submission ended with news (a local run finished); a
   // scheduler's "pending" was already recorded on acceptance.
   bool changed = sr.final_state != rec.state || sr.state_detail != rec.state_detail ||

@@ -45,31 +45,6 @@ void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 }
 
-bool registry_writable(const JobRegistry& reg, Diagnostics& diags, const std::string& sample) {
-  fs::path jobs = fs::path(reg.dir()) / "jobs";
-  std::error_code ec;
-  fs::create_directories(jobs, ec);
-  fs::path probe = jobs / fmt::format(".probe.{}", getpid());
-  int fd = ec ? -1 : open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < sample.size();) {
-    ssize_t n = write(fd, sample.data() + done, sample.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  ok = ok && fsync(fd) == 0;  // delayed allocation reports a full disk only here
-  std::string why = ec ? ec.message() : std::strerror(errno);
-  if (fd >= 0) close(fd);
-  fs::remove(probe, ec);
-  if (!ok)
-    diags.error("registry-unwritable", "", {},
-                fmt::format("the job registry {} is not writable ({}); nothing was submitted",
-                            reg.dir(), why),
-                "fix the permissions or free space, or set BRIDGE_LAUNCH_STATE_DIR");
-  return ok;
-}
-
 std::string last_iteration_seen(const std::string& job_dir) {
   if (job_dir.empty()) return {};
   for (const char* name : {"rank0.log"}) {

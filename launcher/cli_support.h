@@ -17,12 +17,6 @@ PlanRequest make_request(const Options& o);
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit = true);
 
-// Checks before a submission that the registry can take the entry (no half-done job):
-// writes `sample` (the entry's text, so that a nearly full disk is caught too) to a probe
-// file and removes it.
-bool registry_writable(const JobRegistry& reg, Diagnostics& diags,
-                       const std::string& sample = "{}\n");
-
 // "3/8" from the newest Megatron iteration line in the job's rank logs, "" if none yet.
 std::string last_iteration_seen(const std::string& job_dir);
 

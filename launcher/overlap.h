@@ -1,4 +1,4 @@
-// The resolved communication-overlap config (rules M, D and E of overlap-rules.md).
+// The resolved communication-overlap config (rules M, D and E; docs/overlap.md explains each).
 //
 // resolve_comm_overlap reproduces what the training runtime decides at model init: defaults
 // (M0), the TP-overlap gate (M1), pipeline overlap (M2), expert-parallel prerequisites (M3),
@@ -79,6 +79,21 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
 const std::vector<std::string>& userbuffers_preset_names();
 std::optional<nlohmann::ordered_json> expand_userbuffers_preset(const std::string& name);
 
+// What a preset's name says it was tuned for, e.g. userbuffers_bf16_h100_h12288_tp4_mbs1_
+// seqlen2048 -> {bf16, h100, 12288, tp 4, cp 1, mbs 1, seq 2048}. nullopt when the name does
+// not follow that pattern (never the case for the 19 presets).
+struct UserbuffersPresetTarget {
+  std::string precision;  // "bf16" | "fp8"
+  std::string gpu;        // "h100" | "b200"
+  int64_t hidden_size = 0;
+  int64_t tp = 0;
+  int64_t cp = 1;  // "_cp2_" when the name has it
+  int64_t micro_batch_size = 0;
+  int64_t seq_length = 0;
+  bool lora = false;  // tuned for LoRA fine-tuning (its wgrad layers are null)
+};
+std::optional<UserbuffersPresetTarget> userbuffers_preset_target(std::string_view name);
+
 // The resolved model-level fields forwarded to the runtime as KEY=VALUE arguments
 // (runtime.pass_overrides), e.g. "comm_overlap.overlap_moe_expert_parallel_comm=true".
 std::vector<std::string> overlap_runtime_args(const OverlapResolution& r);
@@ -97,14 +112,34 @@ std::optional<nlohmann::ordered_json> read_userbuffers_mapping(const YamlNode& n
 // A per-layer mapping as one Hydra override value: {qkv_dgrad:{method:bulk,num_sm:4},...}.
 std::string userbuffers_hydra_value(const nlohmann::ordered_json& cfg);
 
-// Dotted versions ("2.9.0", "2.12.0", "2.6.0a0+git" -> {2,6,0}): the numeric components, up to
-// the first one that does not start with a digit. nullopt when the text has none.
-std::optional<std::vector<int64_t>> parse_version(std::string_view text);
-// <0, 0, >0 like strcmp; missing trailing components count as 0 ("2.6" == "2.6.0").
-int compare_versions(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// A PEP 440 version, the ordering the runtime's own minimum-version checks use
+// (packaging.version): "2.6.0a0+ecf3bae40a.nv25.01" is release {2,6,0}, pre-release a0, local
+// "ecf3bae40a.nv25.01". Spellings are normalized as PEP 440 says (a leading `v`, `alpha`,
+// `-1` as a post-release, implicit 0 numbers, any case).
+struct PreRelease {
+  enum Phase : int64_t { kAlpha = 0, kBeta = 1, kRc = 2 };
+  Phase phase = kAlpha;
+  int64_t number = 0;
+};
+struct Version {
+  int64_t epoch = 0;
+  std::vector<int64_t> release;
+  std::optional<PreRelease> pre;
+  std::optional<int64_t> post;
+  std::optional<int64_t> dev;
+  std::string local;           // after `+`, lower-case; "" when none
+  bool is_prerelease() const;  // a pre-release or a dev release
+};
+// nullopt when the text is not a PEP 440 version ("latest", "", "2.9.0-custom").
+std::optional<Version> parse_version(std::string_view text);
+// <0, 0, >0 like strcmp, in PEP 440 order: dev < a < b < rc < release < post, missing trailing
+// release components count as 0 ("2.6" == "2.6.0"). Local labels are ignored, so a local
+// build compares equal to its public version, which is what a minimum-version check needs.
+int compare_versions(const Version& a, const Version& b);
 
 // Internals shared by the overlap_*.cpp files: the checks that only add diagnostics
-// (overlap_checks.cpp) and the data-parallel resolution (overlap_data_parallel.cpp).
+// (overlap_checks.cpp), the preset-against-plan matcher (overlap_preset_match.cpp) and the
+// data-parallel resolution (overlap_data_parallel.cpp).
 namespace overlap_detail {
 // M5/D3: a value the user set (non-null, an explicit false included) replaces the rule's.
 template <class T>
@@ -113,6 +148,12 @@ void take_user(Resolved<T>& r, const Field<T>& user, const char* rule) {
 }
 void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnostics& diags);
 void check_delay_wgrad_compute(const Recipe& r, Diagnostics& diags);
+// M6: the preset tuned for the plan's GPU, precision, hidden, TP/CP, mbs and sequence length
+// ("" when none is, or the plan lacks the GPU or the hidden size), and the check that warns
+// (errors under --strict) for each of those a used preset disagrees with.
+std::string preset_for_plan(const Recipe& r, const Topology& t);
+void check_preset_matches_plan(const Recipe& r, const Topology& t, const std::string& preset,
+                               Diagnostics& diags);
 void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution& out,
                            Diagnostics& diags);
 }  // namespace overlap_detail

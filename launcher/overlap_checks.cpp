@@ -1,52 +1,44 @@
 // Checks that only produce diagnostics: the expert-parallel overlap prerequisites (M3, E6),
-// the delay_wgrad_compute requirements (M4), and the version comparisons they rely on.
+// and the delay_wgrad_compute requirements (M4). Versions are compared in PEP 440 order by
+// overlap_version.cpp, as the runtime compares them.
 //
 // The runtime asserts these at model init, after the job has queued and the container has
 // started; reporting them here, all at once and pointing at the offending field, is the point.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "launcher/overlap.h"
 
 namespace bridge {
 
-std::optional<std::vector<int64_t>> parse_version(std::string_view text) {
-  if (!text.empty() && (text[0] == 'v' || text[0] == 'V')) text.remove_prefix(1);
-  std::vector<int64_t> parts;
-  while (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))) {
-    int64_t n = 0;
-    size_t i = 0;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i < 9; ++i)
-      n = n * 10 + (text[i] - '0');
-    parts.push_back(n);
-    // "0a0+git": the numeric prefix counts, the pre-release/local suffix ends the version.
-    if (i >= text.size() || text[i] != '.') break;
-    text.remove_prefix(i + 1);
-  }
-  if (parts.empty()) return std::nullopt;
-  return parts;
-}
-
-int compare_versions(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    int64_t x = i < a.size() ? a[i] : 0;
-    int64_t y = i < b.size() ? b[i] : 0;
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
 namespace {
 
 enum class VersionCheck { kOk, kTooOld, kAbsent, kUnknown };
 
+// A declared version that does not parse is unknown, like an absent one: the runtime may
+// still satisfy the need, so it is a warning, not an error.
 VersionCheck at_least(const std::string& declared, std::string_view min) {
   auto have = parse_version(declared);
-  if (!have) return VersionCheck::kUnknown;
-  return compare_versions(*have, *parse_version(min)) >= 0 ? VersionCheck::kOk
-                                                           : VersionCheck::kTooOld;
+  auto need = parse_version(min);
+  if (!have || !need) return VersionCheck::kUnknown;
+  return compare_versions(*have, *need) >= 0 ? VersionCheck::kOk : VersionCheck::kTooOld;
+}
+
+// "2.6.0a0+..." against 2.6.0 looks like the same version to a reader; say why it is not.
+std::string why_older(const std::string& declared, std::string_view min) {
+  auto have = parse_version(declared);
+  auto need = parse_version(min);
+  if (!have || !need || !have->is_prerelease()) return "";
+  Version have_release = *have;
+  have_release.pre.reset();
+  have_release.dev.reset();
+  have_release.post.reset();
+  if (compare_versions(have_release, *need) != 0) return "";
+  return fmt::format(
+      " (a pre-release of {}, which orders before the {} release: versions are "
+      "compared in PEP 440 order, as the runtime compares them)",
+      min, min);
 }
 
 // A minimum-version requirement of one feature on TE or torch.
@@ -100,9 +92,13 @@ void report(const VersionNeed& n, Diagnostics& diags) {
       return;
     case VersionCheck::kUnknown:
       diags.warning("unverified-version", n.path, n.loc,
-                    fmt::format("{} needs {} >= {}, but `{}` does not declare a known version, "
-                                "so this is unverified",
-                                n.what, n.component, n.min, n.path),
+                    n.declared.empty()
+                        ? fmt::format("{} needs {} >= {}, but `{}` does not declare a known "
+                                      "version, so this is unverified",
+                                      n.what, n.component, n.min, n.path)
+                        : fmt::format("{} needs {} >= {}, but `{}` is `{}`, which is not a PEP "
+                                      "440 version, so this is unverified",
+                                      n.what, n.component, n.min, n.path, n.declared),
                     fmt::format("declare the container's version, e.g. `{}: \"{}\"`", leaf, n.min));
       return;
     case VersionCheck::kAbsent:
@@ -113,8 +109,8 @@ void report(const VersionNeed& n, Diagnostics& diags) {
       return;
     case VersionCheck::kTooOld:
       diags.error(n.code, n.path, n.loc,
-                  fmt::format("{} needs {} >= {}, but `{}` is {}", n.what, n.component, n.min,
-                              n.path, n.declared),
+                  fmt::format("{} needs {} >= {}, but `{}` is {}{}", n.what, n.component, n.min,
+                              n.path, n.declared, why_older(n.declared, n.min)),
                   n.help);
       return;
   }
@@ -193,9 +189,12 @@ class EpPrerequisites {
     VersionNeed n = torch_need(r_, "2.6.0", fallback_);
     n.what = "expert-parallel overlap (comm_overlap.overlap_moe_expert_parallel_comm)";
     n.code = "ep-overlap-prerequisite";
+    // The runtime's reason: the overlapped all-to-all hangs with older torch. NGC builds such
+    // as 2.6.0a0+... are pre-releases and count as older (PEP 440).
     n.help =
-        "use a container with torch >= 2.6 and declare it in runtime.torch, or turn off "
-        "comm_overlap.overlap_moe_expert_parallel_comm";
+        "the overlapped all-to-all hangs with torch < 2.6.0: use a container with torch >= "
+        "2.6.0 (a released 2.6.0 or later, not a 2.6.0 pre-release) and declare it in "
+        "runtime.torch, or turn off comm_overlap.overlap_moe_expert_parallel_comm";
     report(n, diags_);
   }
 
@@ -306,12 +305,24 @@ void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
         what + " requires model.gradient_accumulation_fusion: true",
         "set model.gradient_accumulation_fusion: true" + help_tail);
   if (!attn) return;
-  for (const auto* f : {&m.add_bias_linear, &m.add_qkv_bias}) {
-    if (!f->get_or(false)) continue;
-    const char* name = f == &m.add_bias_linear ? "add_bias_linear" : "add_qkv_bias";
-    diags.error("cuda-graph-scope-unsupported", std::string("model.") + name, f->loc,
-                fmt::format("{} requires attention without bias, but model.{} is true", what, name),
-                fmt::format("set model.{}: false", name) + help_tail);
+  // Unset fields take Megatron-Core's TransformerConfig defaults: add_bias_linear is TRUE
+  // there (biased linear layers are the default), add_qkv_bias false. So an unset
+  // add_bias_linear fails this check, exactly as the runtime's assertion does.
+  struct BiasField {
+    const Field<bool>* field;
+    const char* name;
+    bool megatron_default;
+  };
+  for (const BiasField& b : {BiasField{&m.add_bias_linear, "add_bias_linear", true},
+                             BiasField{&m.add_qkv_bias, "add_qkv_bias", false}}) {
+    if (!b.field->get_or(b.megatron_default)) continue;
+    diags.error("cuda-graph-scope-unsupported", std::string("model.") + b.name,
+                b.field->is_set() ? b.field->loc : scope_loc,
+                fmt::format("{} requires attention without bias, but model.{} is {}", what, b.name,
+                            b.field->is_set() ? "true"
+                                              : "unset, which means true (Megatron-Core's "
+                                                "default)"),
+                fmt::format("set model.{}: false", b.name) + help_tail);
   }
 }
 

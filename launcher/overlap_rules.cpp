@@ -152,33 +152,15 @@ std::optional<ordered_json> read_tp_config(const YamlNode& node, std::string& pr
   return std::nullopt;
 }
 
-// A preset whose name matches the GPU, hidden size and TP size (the precision of
-// compute_dtype preferred), as a hint; "" when none does.
-std::string matching_preset(const Recipe& r, const Topology& t) {
-  std::string hidden = fmt::format("_h{}_", r.model.hidden_size.get_or(0));
-  std::string tp = fmt::format("_tp{}_", t.tp);
-  std::string gpu = "_" + t.gpu + "_";
-  bool fp8 = r.model.compute_dtype.get_or("bf16").rfind("fp8", 0) == 0;
-  std::string precision = fp8 ? "userbuffers_fp8_" : "userbuffers_bf16_";
-  std::string fallback;
-  for (const auto& name : userbuffers_preset_names()) {
-    if (name.find(hidden) == std::string::npos || name.find(tp) == std::string::npos ||
-        name.find(gpu) == std::string::npos)
-      continue;
-    if (name.rfind(precision, 0) == 0) return name;
-    if (fallback.empty()) fallback = name;
-  }
-  return fallback;
-}
-
 void warn_no_preset(const Recipe& r, const Topology& t, Diagnostics& diags) {
-  std::string hint = matching_preset(r, t);
+  std::string hint = overlap_detail::preset_for_plan(r, t);
   diags.warning("no-userbuffers-preset", "comm_overlap.tp_comm_overlap_cfg",
                 r.comm_overlap.tp_comm_overlap.loc,
                 "tp_comm_overlap is on without a tp_comm_overlap_cfg: TE will use its default "
                 "userbuffers config, which is rarely tuned for the model",
                 hint.empty() ? "set comm_overlap.tp_comm_overlap_cfg to a preset for your GPU, "
-                               "hidden size and TP size (docs/overlap.md lists the 19 names)"
+                               "precision, hidden size, TP size, micro batch size and sequence "
+                               "length (docs/overlap.md lists the 19 names)"
                              : fmt::format("e.g. comm_overlap.tp_comm_overlap_cfg: {}", hint));
 }
 
@@ -206,28 +188,70 @@ void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, Resolv
     return;
   }
   o.tp_comm_overlap_cfg = Resolved<ordered_json>{std::move(cfg), ValueSource::kUser, "M6"};
+  // Only a preset that takes effect is compared with the plan: an unused one already has
+  // its tp-overlap-cfg-unused warning.
+  if (!o.tp_comm_overlap_preset.empty())
+    overlap_detail::check_preset_matches_plan(r, t, o.tp_comm_overlap_preset, diags);
 }
 
-// E5 (and the interleaved schedule's own conflict check) on the final P2P values.
+// E5: what Megatron-Core's pipeline schedules do with the final P2P values at the first
+// training step (megatron/core/pipeline_parallel/schedules.py):
+// - get_forward_backward_func picks forward_backward_pipelining_without_interleaving when
+//   pp > 1 and the virtual pipeline size is None, and the interleaved schedule whenever it is
+//   set, 1 included (Megatron-Bridge passes model.virtual_pipeline_model_parallel_size as is).
+// - forward_backward_pipelining_without_interleaving raises ValueError as soon as
+//   overlap_p2p_comm is true: the flag is refused, not ignored. (Only Megatron-LM's own
+//   argument parsing resets it to false; Megatron-Bridge does not go through that path.)
+// - forward_backward_pipelining_with_interleaving raises ValueError when overlap_p2p_comm and
+//   batch_p2p_comm are both true (ModelParallelConfig documents them as exclusive).
+// - With vpp 1 the interleaved schedule runs one model chunk per stage: the P2P overlap is
+//   used, but with nothing to interleave the pipeline bubble is the non-interleaved one.
 void check_pipeline_overlap(const Recipe& r, const Topology& t, const ResolvedOverlap& o,
                             Diagnostics& diags) {
+  if (t.pp <= 1) return;  // no pipeline schedule: the P2P flags are unused
   const CommOverlapSpec& u = r.comm_overlap;
-  if (u.overlap_p2p_comm.get_or(false) && t.pp > 1 && t.vp() <= 1)
-    diags.dropped("p2p-overlap-without-vpp", "comm_overlap.overlap_p2p_comm",
-                  u.overlap_p2p_comm.loc,
-                  fmt::format("overlap_p2p_comm=true has no effect with "
-                              "pipeline_model_parallel_size {} and no virtual pipeline: P2P "
-                              "overlap scheduling needs the interleaved schedule",
-                              t.pp),
-                  "set model.virtual_pipeline_model_parallel_size (e.g. 2), or remove "
-                  "comm_overlap.overlap_p2p_comm so that batch_p2p_comm is used (M2)");
-  bool both = o.overlap_p2p_comm.value.value_or(false) && o.batch_p2p_comm.value.value_or(false);
-  if (both && t.pp > 1 && t.vp() > 1)
+  bool overlap = o.overlap_p2p_comm.value.value_or(false);
+  bool batch = o.batch_p2p_comm.value.value_or(false);
+  if (overlap && !t.vpp) {
+    diags.error("p2p-overlap-without-vpp", "comm_overlap.overlap_p2p_comm", u.overlap_p2p_comm.loc,
+                fmt::format("overlap_p2p_comm=true with pipeline_model_parallel_size {} and no "
+                            "virtual pipeline: Megatron-Core runs the non-interleaved schedule, "
+                            "which refuses overlap_p2p_comm with a ValueError at the first "
+                            "training step",
+                            t.pp),
+                "set model.virtual_pipeline_model_parallel_size (e.g. 2; num_layers must divide "
+                "by pp * vpp), or remove comm_overlap.overlap_p2p_comm so that M2 picks "
+                "batch_p2p_comm");
+    return;
+  }
+  if (!overlap || !t.vpp) return;
+  if (batch) {
+    bool by_m2 = o.batch_p2p_comm.source == ValueSource::kRule;
     diags.error("p2p-comm-conflict", "comm_overlap.batch_p2p_comm",
                 u.batch_p2p_comm.is_set() ? u.batch_p2p_comm.loc : u.overlap_p2p_comm.loc,
-                "overlap_p2p_comm and batch_p2p_comm are both true; the interleaved pipeline "
-                "schedule refuses that combination",
-                "set comm_overlap.batch_p2p_comm: false (or remove it: M2 picks false with vpp)");
+                fmt::format("overlap_p2p_comm and batch_p2p_comm are both true{}; the "
+                            "interleaved pipeline schedule refuses that combination with a "
+                            "ValueError at the first training step",
+                            by_m2 ? " (M2 picks batch_p2p_comm because "
+                                    "virtual_pipeline_model_parallel_size is 1)"
+                                  : ""),
+                t.vp() > 1 ? "set comm_overlap.batch_p2p_comm: false (or remove it: M2 picks "
+                             "false with vpp > 1)"
+                           : "set model.virtual_pipeline_model_parallel_size >= 2 (M2 then "
+                             "picks batch_p2p_comm: false), or set comm_overlap.batch_p2p_comm: "
+                             "false");
+    return;
+  }
+  if (t.vp() == 1)
+    diags.warning("p2p-overlap-single-chunk", "comm_overlap.overlap_p2p_comm",
+                  u.overlap_p2p_comm.is_set() ? u.overlap_p2p_comm.loc
+                                              : r.model.virtual_pipeline_model_parallel_size.loc,
+                  "virtual_pipeline_model_parallel_size 1 makes Megatron-Core run the interleaved "
+                  "schedule with one model chunk per stage: P2P communication is overlapped, but "
+                  "nothing is interleaved, so the pipeline bubble is that of the non-interleaved "
+                  "schedule",
+                  "set model.virtual_pipeline_model_parallel_size >= 2 to shrink the bubble, or "
+                  "remove it and comm_overlap.overlap_p2p_comm to use batched P2P (M2)");
 }
 
 // The runtime copies the RESOLVED value onto the model config, so a model-level true without

@@ -1,10 +1,11 @@
 // overlap_runtime_args: the resolved model-level overlap fields as Hydra-style overrides
 // (`comm_overlap.<field>=<value>`) for runtime.pass_overrides.
 //
-// The model-level fields are always forwarded. The data-parallel ones are re-derived by the
-// runtime from the same rules (D1-D3) and the topology, so they are forwarded only when the
-// user set them: otherwise the runtime's D1 would silently turn an explicit `false` back on.
-// Null fields are omitted, so the runtime's own default (the same M0 value) applies.
+// Every resolved field is forwarded, the data-parallel ones (D1-D3) included: a runtime that
+// re-derived them could reach another value than the plan (its D1 would silently turn an
+// explicit `false` back on, or pick its own bucket size), and the launch env was derived
+// from the plan's values. Null fields are omitted: the runtime's own default (the same M0
+// value) applies.
 #include <fmt/format.h>
 
 #include "launcher/overlap.h"
@@ -20,11 +21,6 @@ std::string value_text(const std::string& v) { return v; }
 template <class T>
 void add(std::vector<std::string>& out, const char* field, const Resolved<T>& r) {
   if (r.value) out.push_back(fmt::format("comm_overlap.{}={}", field, value_text(*r.value)));
-}
-
-template <class T>
-void add_if_user(std::vector<std::string>& out, const char* field, const Resolved<T>& r) {
-  if (r.source == ValueSource::kUser) add(out, field, r);
 }
 
 // The preset NAME when one was used (the runtime knows the presets and the line stays
@@ -51,12 +47,11 @@ std::vector<std::string> overlap_runtime_args(const OverlapResolution& r) {
   add(out, "wgrad_deferral_limit", o.wgrad_deferral_limit);
   add(out, "overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
   add(out, "delay_wgrad_compute", o.delay_wgrad_compute);
-  add_if_user(out, "overlap_grad_reduce", o.overlap_grad_reduce);
-  add_if_user(out, "overlap_param_gather", o.overlap_param_gather);
-  add_if_user(out, "overlap_param_gather_with_optimizer_step",
-              o.overlap_param_gather_with_optimizer_step);
-  add_if_user(out, "align_param_gather", o.align_param_gather);
-  add_if_user(out, "bucket_size", o.bucket_size);
+  add(out, "overlap_grad_reduce", o.overlap_grad_reduce);
+  add(out, "overlap_param_gather", o.overlap_param_gather);
+  add(out, "overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
+  add(out, "align_param_gather", o.align_param_gather);
+  add(out, "bucket_size", o.bucket_size);
   return out;
 }
 

@@ -69,7 +69,21 @@ std::string job_base_dir(const Recipe& r, const std::string& executor, const Hos
   }
   std::string raw = f->get_or(fallback);
   auto expanded = expand_path(raw, env, "executor." + executor + ".job_dir", f->loc, diags);
+  if (expanded && expanded->empty())  // "" + "/" + name would put job files under /
+    diags.error("empty-job-dir", "executor." + executor + ".job_dir", f->loc,
+                fmt::format("executor.{}.job_dir is empty", executor),
+                fmt::format("set a directory, or drop the key for the default {}", fallback));
   return expanded.value_or(raw);
+}
+
+// The recipe name as one path component: a name is free text, but `..`, `/`, `:` (it
+// separates a container mount's source and target) or `,` (it separates pyxis mounts) must
+// not turn the job directory into another one.
+std::string job_dir_leaf(const std::string& name) {
+  std::string leaf;
+  for (char c : name) leaf += (c == '/' || c == ':' || c == ',' || c == '\\') ? '-' : c;
+  if (leaf.empty() || leaf.front() == '.') leaf.insert(0, "_");
+  return leaf;
 }
 
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
@@ -91,7 +105,8 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
   if (plan.executor.empty()) return plan;
-  plan.job_dir = job_base_dir(r, plan.executor, host_env, diags) + "/" + *r.name.value;
+  plan.job_dir =
+      job_base_dir(r, plan.executor, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
 
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(ctx, req.cli_env, diags);

@@ -27,7 +27,7 @@ ordered_json resolved_json(const Resolved<T>& r) {
   return j;
 }
 
-// The 14 fields in the order of overlap-rules.md, for JSON and text alike.
+// The 14 fields in the order of docs/overlap.md, for JSON and text alike.
 template <class F>
 void for_each_overlap_field(const ResolvedOverlap& o, F&& f) {
   f("tp_comm_overlap", resolved_json(o.tp_comm_overlap));

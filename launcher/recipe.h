@@ -72,7 +72,7 @@ struct ModelSpec {
   Field<bool> overlap_moe_expert_parallel_comm;
 };
 
-// The user's comm_overlap section (U in overlap-rules.md): null/absent = unset.
+// The user's comm_overlap section (U in docs/overlap.md): null/absent = unset.
 struct CommOverlapSpec {
   Field<bool> tp_comm_overlap;
   Field<YamlNode> tp_comm_overlap_cfg;  // a preset name (scalar) or a per-layer mapping
@@ -111,7 +111,7 @@ struct TrainSpec {
   Field<int64_t> global_batch_size;
   Field<int64_t> micro_batch_size;
   Field<int64_t> max_steps;
-  Field<std::string> task;  // pretrain | sft | peft (run_script.py --task)
+  Field<std::string> task;  // pretrain | sft | peft | lora (run_script.py --task)
 };
 
 // runtime.transformer_engine: a version string, `false` (TE absent) or absent (unknown).

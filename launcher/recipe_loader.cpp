@@ -355,7 +355,7 @@ void read_small_sections(MapReader& top, Recipe& rec) {
     r.read("global_batch_size", rec.train.global_batch_size, 1);
     r.read("micro_batch_size", rec.train.micro_batch_size, 1);
     r.read("max_steps", rec.train.max_steps, 1);
-    r.read_enum("task", rec.train.task, {"pretrain", "sft", "peft"});
+    r.read_enum("task", rec.train.task, {"pretrain", "sft", "peft", "lora"});
     r.finish();
   }
 }

@@ -65,7 +65,53 @@ std::string JobRegistry::default_dir(const HostEnvironment& env) {
   return env.get("HOME").value_or("/tmp") + "/.local/state/bridge-launch";
 }
 
-bool JobRegistry::put(const JobRecord& r, Diagnostics& diags) const {
+namespace {
+fs::path reservation_path(const fs::path& jobs, const std::string& id) {
+  return jobs / ("." + id + ".reservation");
+}
+}  // namespace
+
+std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
+                                                   const std::string& sample,
+                                                   Diagnostics& diags) const {
+  fs::path jobs = fs::path(dir_) / "jobs";
+  std::error_code ec;
+  fs::create_directories(jobs, ec);
+  auto fail = [&](const std::string& why) -> std::optional<std::string> {
+    diags.error(
+        "registry-unwritable", "", {},
+        fmt::format("the job registry {} is not writable ({}); nothing was submitted", dir_, why),
+        "fix the permissions or free space, or set BRIDGE_LAUNCH_STATE_DIR");
+    return std::nullopt;
+  };
+  if (ec) return fail(ec.message());
+  DirLock lock(dir_);
+  if (!lock.ok()) return fail(std::string("cannot lock: ") + std::strerror(errno));
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    std::string id = new_job_id(name);
+    if (fs::exists(jobs / (id + ".json"), ec)) continue;
+    fs::path reservation = reservation_path(jobs, id);
+    int fd = open(reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return fail(std::strerror(errno));
+    bool ok = write_all(fd, sample) && fsync(fd) == 0;  // a full disk shows only at fsync
+    int saved = errno;
+    close(fd);
+    if (!ok) {
+      fs::remove(reservation, ec);
+      return fail(std::strerror(saved));
+    }
+    return id;
+  }
+  return fail("no free job id after 64 attempts");
+}
+
+void JobRegistry::release_id(const std::string& id) const {
+  std::error_code ec;
+  if (valid_id(id)) fs::remove(reservation_path(fs::path(dir_) / "jobs", id), ec);
+}
+
+bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const {
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   fs::create_directories(jobs, ec);
@@ -81,6 +127,9 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags) const {
   DirLock lock(dir_);
   if (!lock.ok()) return fail(std::string("cannot lock: ") + std::strerror(errno));
   fs::path target = jobs / (r.id + ".json");
+  // Under the lock, so no other bridge-launch can create the entry in between.
+  if (create && fs::exists(target, ec))
+    return fail("an entry with this id exists already; entries are never overwritten");
   fs::path tmp = jobs / fmt::format(".{}.{}.tmp", r.id, getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return fail(std::strerror(errno));
@@ -94,6 +143,7 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags) const {
     fs::remove(tmp, ec);
     return fail(std::strerror(saved));
   }
+  if (create) fs::remove(reservation_path(jobs, r.id), ec);
   return true;
 }
 

@@ -23,8 +23,20 @@ class JobRegistry {
   static std::string default_dir(const HostEnvironment& env);
 
   const std::string& dir() const { return dir_; }
-  // Creates or replaces the entry for r.id. False (with an error) when it cannot be written.
-  bool put(const JobRecord& r, Diagnostics& diags) const;
+  // Picks a job id for `name` that no entry and no other reservation of this registry has,
+  // and reserves it: under the registry lock, `jobs/.<id>.reservation` is created with
+  // O_EXCL and `sample` (the entry-to-be, padded) is written and fsynced into it. So ids are
+  // unique by construction (two launches in the same second cannot share one), and the
+  // reservation tests exactly what recording will do (lock, create, a name of that length,
+  // write, fsync) before anything is submitted. nullopt (with `registry-unwritable`) if not.
+  std::optional<std::string> reserve_id(const std::string& name, const std::string& sample,
+                                        Diagnostics& diags) const;
+  // Drops a reservation whose job was never accepted.
+  void release_id(const std::string& id) const;
+  // Writes the entry for r.id. With `create`, the entry must not exist yet (an existing
+  // entry is never overwritten by a new job) and the id's reservation is dropped. False
+  // (with an error) when it cannot be written.
+  bool put(const JobRecord& r, Diagnostics& diags, bool create = false) const;
   // Every readable entry, oldest first; damaged files become warnings.
   std::vector<JobRecord> list(Diagnostics& diags) const;
   // By exact id or unique prefix; errors name the ambiguity or suggest ids.
@@ -34,7 +46,7 @@ class JobRegistry {
   std::string dir_;
 };
 
-// A new job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>".
+// A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique).
 std::string new_job_id(const std::string& name);
 std::string utc_timestamp_iso8601();
 

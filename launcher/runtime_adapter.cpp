@@ -157,8 +157,46 @@ std::string expand_placeholders(const std::string& arg, const AdapterInput& in,
 struct ArgSetting {
   std::string key;
   std::string value;
-  std::string written;  // as the user wrote it, for messages
+  std::string written;     // as the user wrote it, for messages
+  bool deletes = false;    // Hydra's ~key
+  bool comparable = true;  // false: another spelling of the value (e.g. mixed_precision)
 };
+
+// ConfigContainer names that set a plan value under another key (Megatron-Bridge:
+// train.train_iters is the step count, dataset.sequence_length the sequence length; the
+// mixed_precision recipe and the dtype flags decide the precision). Overriding one would
+// silently replace the validated value.
+struct KeyAlias {
+  std::string_view alias;
+  std::string_view key;
+  bool comparable;
+};
+constexpr KeyAlias kAliases[] = {
+    {"train.train_iters", "train.max_steps", true},
+    {"dataset.sequence_length", "model.seq_length", true},
+    {"dataset.seq_length", "model.seq_length", true},
+    {"mixed_precision", "model.precision", false},
+    {"model.fp16", "model.precision", false},
+    {"model.bf16", "model.precision", false},
+    {"model.params_dtype", "model.precision", false},
+};
+
+ArgSetting hydra_setting(const std::string& arg, size_t eq) {
+  std::string key = eq == std::string::npos ? arg : arg.substr(0, eq);
+  ArgSetting s{"", eq == std::string::npos ? "" : arg.substr(eq + 1), arg};
+  if (!key.empty() && key[0] == '~') {
+    s.deletes = true;
+    key.erase(0, 1);
+  }
+  key.erase(0, key.find_first_not_of('+'));  // Hydra's +key= / ++key= forms
+  s.key = key;
+  for (const auto& a : kAliases)
+    if (key == a.alias) {
+      s.key = std::string(a.key);
+      s.comparable = a.comparable;
+    }
+  return s;
+}
 
 std::vector<ArgSetting> settings_in_args(const std::vector<std::string>& args,
                                          const std::vector<AdapterFlag>& flags) {
@@ -176,10 +214,8 @@ std::vector<ArgSetting> settings_in_args(const std::vector<std::string>& args,
         out.push_back({std::string(f->key), a.substr(eq + 1), a});
       else if (i + 1 < args.size())
         out.push_back({std::string(f->key), args[i + 1], a + " " + args[i + 1]}), ++i;
-    } else if (eq != std::string::npos && eq > 0) {
-      std::string key = a.substr(0, eq);
-      key.erase(0, key.find_first_not_of('+'));  // Hydra's +key= / ++key= forms
-      out.push_back({key, a.substr(eq + 1), a});
+    } else if ((eq != std::string::npos && eq > 0) || (!a.empty() && a[0] == '~')) {
+      out.push_back(hydra_setting(a, eq));
     }
   }
   return out;
@@ -191,8 +227,22 @@ void check_contradictions(const std::vector<std::string>& args, const RuntimeAda
   for (const ArgSetting& s : settings_in_args(args, adapter.flags)) {
     auto e = std::find_if(emitted.begin(), emitted.end(),
                           [&](const AdapterArg& a) { return a.key == s.key; });
+    // megatron_bridge carries the precision as -c (the compute dtype).
+    if (e == emitted.end() && s.key == "model.precision")
+      e = std::find_if(emitted.begin(), emitted.end(),
+                       [](const AdapterArg& a) { return a.key == "model.compute_dtype"; });
     if (e == emitted.end()) continue;
     std::string emitted_text = e->flag.empty() ? e->key + "=" + e->value : e->flag + " " + e->value;
+    if (s.deletes || !s.comparable) {
+      diags.error(
+          "runtime-arg-contradicts-plan", "runtime.args", loc,
+          fmt::format("runtime.args `{}` {} {}, which the plan fixes to {} ({}); the {} "
+                      "adapter passes `{}`",
+                      s.written, s.deletes ? "deletes" : "changes", s.key, e->value, e->reason,
+                      adapter.name, emitted_text),
+          fmt::format("set {} in the recipe and drop `{}` from runtime.args", s.key, s.written));
+      continue;
+    }
     if (same_value(s.value, e->value)) {
       diags.warning("runtime-arg-repeats-plan", "runtime.args", loc,
                     fmt::format("runtime.args `{}` repeats what the {} adapter already passes "
@@ -240,6 +290,15 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
   static const std::vector<std::string> kSections{"model.", "train.", "ddp.", "optimizer.",
                                                   "mixed_precision."};
   static const std::vector<std::string> kLauncherOnly{"model.family", "model.recipe", "train.task"};
+  // The overlap resolution decides these (D1-D3); add_overlap_args sends its values, which
+  // may differ from what the user wrote (the plan warns when a rule overrides a user value).
+  static const std::vector<std::string> kResolved{
+      "ddp.use_distributed_optimizer",
+      "ddp.overlap_grad_reduce",
+      "ddp.overlap_param_gather",
+      "ddp.align_param_gather",
+      "ddp.bucket_size",
+      "optimizer.overlap_param_gather_with_optimizer_step"};
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [key, text] : recipe.inputs) {
     bool in_section = std::any_of(kSections.begin(), kSections.end(),
@@ -247,6 +306,7 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
     if (!in_section || text == "null") continue;
     if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
     if (std::find(kLauncherOnly.begin(), kLauncherOnly.end(), key) != kLauncherOnly.end()) continue;
+    if (std::find(kResolved.begin(), kResolved.end(), key) != kResolved.end()) continue;
     out.emplace_back(key, hydra_value(text));
   }
   return out;
@@ -258,6 +318,21 @@ void add_overlap_args(const AdapterInput& in, AdapterOutput& out) {
     out.args.push_back({text.substr(0, eq), "", text.substr(eq + 1),
                         "the resolved overlap field (docs/overlap.md)"});
   }
+  // What the resolution applies to the ddp and optimizer configs, so that the runtime cannot
+  // keep a user value that a rule replaced.
+  const DdpConfig& d = in.overlap.ddp;
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  const char* why = "applied by the overlap resolution (docs/overlap.md, D1-D3)";
+  out.args.push_back({"ddp.use_distributed_optimizer", "", flag(d.use_distributed_optimizer), why});
+  for (auto [key, value] :
+       {std::pair{"ddp.overlap_grad_reduce", d.overlap_grad_reduce},
+        std::pair{"ddp.overlap_param_gather", d.overlap_param_gather},
+        std::pair{"ddp.align_param_gather", d.align_param_gather},
+        std::pair{"optimizer.overlap_param_gather_with_optimizer_step",
+                  in.overlap.optimizer.overlap_param_gather_with_optimizer_step}})
+    if (value) out.args.push_back({key, "", flag(*value), why});
+  if (d.bucket_size)
+    out.args.push_back({"ddp.bucket_size", "", std::to_string(*d.bucket_size), why});
 }
 
 // ---- the table -------------------------------------------------------------------------------
@@ -312,6 +387,17 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
   for (auto& a : out.args)
     if (a.reason.empty()) a.reason = plan_value_origin(in, a.key);
   check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
+  // A NUL byte cannot be part of a program argument (execve ends the string there).
+  for (const auto& a : out.args)
+    if (a.value.find('\0') != std::string::npos)
+      diags.error("runtime-arg-nul", a.key, {},
+                  fmt::format("the value of {} holds a NUL byte, which no program argument can "
+                              "carry",
+                              a.key));
+  for (const auto& a : result.args)
+    if (a.find('\0') != std::string::npos)
+      diags.error("runtime-arg-nul", "runtime.args", rt.args.loc,
+                  "a runtime.args entry holds a NUL byte, which no program argument can carry");
   result.adapter_args = as_words(out.args, "adapter:" + result.adapter);
   result.expected_plan = std::move(out.expected_plan);
   return result;

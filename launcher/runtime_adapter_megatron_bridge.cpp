@@ -48,6 +48,12 @@ const AdapterFlag& flag_for(std::string_view key) {
 }
 
 void need(const Field<std::string>& f, const char* key, const char* flag, Diagnostics& diags) {
+  if (f.is_set() && !f.value->empty() && f.value->front() == '-')
+    diags.error("megatron-bridge-bad-value", key, f.loc,
+                fmt::format("`{}` starts with `-`: run_script.py's parser would read it as an "
+                            "option, not as the value of {}",
+                            key, flag),
+                "use the model family/recipe name as Megatron-Bridge spells it");
   if (f.is_set()) return;
   diags.error("megatron-bridge-needs-key", key, {},
               fmt::format("runtime adapter megatron_bridge: run_script.py requires {}, which "

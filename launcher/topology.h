@@ -1,5 +1,5 @@
 // Topology: the parallel layout of the job, derived from the recipe (rules T1-T6 of
-// overlap-rules.md).
+// docs/overlap.md).
 //
 // compute_topology checks that the GPU counts divide as the parallel sizes require and
 // returns the layout with dp and the node count computed; it records errors (and the T6

@@ -1,8 +1,9 @@
-// The 19 userbuffers presets of overlap-rules.md as data, their expansion into per-layer
-// JSON, and validation of inline per-layer mappings (rule M6).
+// The 19 userbuffers presets as data, their expansion into per-layer JSON, what each preset's
+// name says it was tuned for, and validation of inline per-layer mappings (rule M6).
 //
-// The table mirrors the spec's legend cell by cell so a reviewer can compare them side by
-// side; expansion turns a cell into the exact field set TE's userbuffers config expects.
+// The table keeps one compact cell per layer so a reviewer can compare it row by row with
+// Megatron-Bridge's preset definitions; expansion turns a cell into the exact field set TE's
+// userbuffers config expects. docs/overlap.md lists the names and the per-method fields.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,7 +20,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// One cell of the preset table; see the legend in overlap-rules.md.
+// One cell of the preset table: the layer's method and variant (docs/overlap.md lists the
+// fields each method expands to).
 enum class Cell : uint8_t { kNull, kBulk, kPipe, kPipe8, kRing, kRingM, kRingA, kRingC };
 
 struct Layer {
@@ -271,6 +273,29 @@ class LayerReader {
   Diagnostics& diags_;
 };
 
+// "h12288" -> 12288 for prefix "h"; nullopt unless the rest is all digits.
+std::optional<int64_t> tagged_number(std::string_view token, std::string_view prefix) {
+  if (token.size() <= prefix.size() || token.substr(0, prefix.size()) != prefix)
+    return std::nullopt;
+  token.remove_prefix(prefix.size());
+  if (token.size() > 9 ||
+      !std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  int64_t n = 0;
+  for (char c : token) n = n * 10 + (c - '0');
+  return n;
+}
+
+std::vector<std::string_view> split_underscores(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    size_t end = s.find('_', start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 // One Hydra override value for a scalar JSON value (all preset values are simple).
 std::string hydra_scalar(const ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -305,6 +330,37 @@ std::optional<ordered_json> expand_userbuffers_preset(const std::string& name) {
     if (it->layers[i].cell == Cell::kNull) continue;  // M6: null layers are dropped
     out[layers[i]] = expand_layer(it->layers[i]);
   }
+  return out;
+}
+
+// userbuffers_<precision>_<gpu>_h<hidden>_tp<tp>[_cp<cp>]_mbs<mbs>_seqlen<seq>[_lora]: the
+// name is the only record of what a preset was tuned for, so it is read, not duplicated.
+std::optional<UserbuffersPresetTarget> userbuffers_preset_target(std::string_view name) {
+  std::vector<std::string_view> t = split_underscores(name);
+  if (t.size() < 7 || t[0] != "userbuffers") return std::nullopt;
+  UserbuffersPresetTarget out;
+  out.precision = std::string(t[1]);
+  out.gpu = std::string(t[2]);
+  size_t i = 3;
+  auto hidden = tagged_number(t[i++], "h");
+  auto tp = tagged_number(t[i++], "tp");
+  if (auto cp = tagged_number(t[i], "cp")) {
+    out.cp = *cp;
+    ++i;
+  }
+  if (i + 2 > t.size()) return std::nullopt;
+  auto mbs = tagged_number(t[i++], "mbs");
+  auto seq = tagged_number(t[i++], "seqlen");
+  if (i < t.size() && t[i] == "lora") {
+    out.lora = true;
+    ++i;
+  }
+  if (!hidden || !tp || !mbs || !seq || i != t.size() || out.precision.empty() || out.gpu.empty())
+    return std::nullopt;
+  out.hidden_size = *hidden;
+  out.tp = *tp;
+  out.micro_batch_size = *mbs;
+  out.seq_length = *seq;
   return out;
 }
 

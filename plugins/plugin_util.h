@@ -3,7 +3,7 @@
 //
 // The GPU tables are explicit and meant to be extended when new GPUs appear:
 // "Blackwell or newer" and the NVLink domain size (8 for HGX boards, 72 for NVL72 racks).
-// effective_flex_backend applies rule E4 of overlap-rules.md: the recipe's
+// effective_flex_backend applies rule E4 (docs/overlap.md): the recipe's
 // moe_flex_dispatcher_backend counts only when moe_token_dispatcher_type is flex.
 #pragma once
 

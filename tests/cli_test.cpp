@@ -522,6 +522,31 @@ TEST_F(CliTest, PlanTextShowsTheCommandLineAndImage) {
   EXPECT_THAT(r.out, HasSubstr("container image: nvcr.io/nvidia/nemo:25.11"));
 }
 
+// The registry keeps no function of a secret: not the value given as an override, not a
+// secret -E value, not a hash of either.
+TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
+  const std::string override_secret = "S3CRET-M4RKER-override";
+  const std::string flag_secret = "T0KEN-M4RKER-flag";
+  CommandResult r = run({fixture("minimal.yaml"), "runtime.command=[/bin/true]", "-E",
+                         "WANDB_API_KEY=" + flag_secret,
+                         "env.OVR={value: " + override_secret + ", secret: true}"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::filesystem::path state = home_.path() + "/.local/state/bridge-launch";
+  int entries = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(state)) {
+    if (!e.is_regular_file()) continue;
+    std::string text = test::read_file(e.path().string());
+    EXPECT_THAT(text, Not(HasSubstr(override_secret))) << e.path();
+    EXPECT_THAT(text, Not(HasSubstr(flag_secret))) << e.path();
+    EXPECT_THAT(text, Not(HasSubstr("fnv1a64"))) << e.path();
+    if (e.path().extension() == ".json" && e.path().parent_path().filename() == "jobs") {
+      ++entries;
+      EXPECT_THAT(text, HasSubstr("env.OVR=<secret>"));
+    }
+  }
+  EXPECT_EQ(entries, 1);
+}
+
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
   CommandResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
                          "executor.slurm.retries=2"});

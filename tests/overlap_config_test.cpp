@@ -1,6 +1,6 @@
-// Userbuffers presets and inline mappings (M6), data-parallel overlap (D1-D3), the launch-env
-// and flex-backend pitfalls (E1-E4), runtime argument forwarding, version parsing, and the
-// example recipes of issue 3.
+// Userbuffers presets and inline mappings (M6) and presets against the plan, data-parallel
+// overlap (D1-D3), the launch-env and flex-backend pitfalls (E1-E4), runtime argument
+// forwarding, unparseable versions, and the example recipes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -77,9 +77,9 @@ std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-// ---- the 19 presets, checked cell by cell against the table in overlap-rules.md ----
+// ---- the 19 presets, checked cell by cell against an independent copy of the table ----
 
-// The spec's table, verbatim: name then the ten cells.
+// The preset table as Megatron-Bridge defines it: name then the ten cells.
 const char* const kSpecTable[] = {
     "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192 | B(4,2) | B(24,2) | B(2,2) | B(4,2) | R | R "
     "| R | R | P(24,2) | P(16,2)",
@@ -134,7 +134,7 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
-// The legend of overlap-rules.md, written independently of the implementation.
+// The cell legend, written independently of the implementation.
 ordered_json legend(const std::string& cell) {
   auto ring = [](bool aggregate, int cga, bool margin, bool fp8) {
     return ordered_json{{"method", "ring_exchange"}, {"aggregate", aggregate},  {"num_sm", 1},
@@ -267,6 +267,173 @@ TEST(OverlapTpConfig, ConfigWithoutTpOverlapIsUnused) {
                            "seqlen8192"});
   EXPECT_TRUE(gated.diags.has_code("tp-overlap-disabled"));
   EXPECT_FALSE(gated.diags.has_code("tp-overlap-cfg-unused"));
+}
+
+// ---- presets against the plan (M6) ----
+
+const char* const kPreset = "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048";
+
+// A plan with every value the preset name encodes, all agreeing with kPreset.
+std::vector<std::string> preset_plan(const std::vector<std::string>& extra) {
+  return plus(plus(kTpOn, {"cluster.gpu=h100", "model.precision=bf16", "model.hidden_size=12288",
+                           "train.micro_batch_size=1", "model.seq_length=2048",
+                           std::string("comm_overlap.tp_comm_overlap_cfg=") + kPreset}),
+              extra);
+}
+
+std::vector<const Diagnostic*> mismatches(const Outcome& run) {
+  std::vector<const Diagnostic*> out;
+  for (const auto& d : run.diags.items())
+    if (d.code == "userbuffers-preset-mismatch") out.push_back(&d);
+  return out;
+}
+
+TEST(OverlapPresetPlan, PresetNamesSayWhatTheyWereTunedFor) {
+  for (const auto& name : userbuffers_preset_names())
+    EXPECT_TRUE(userbuffers_preset_target(name).has_value()) << name;
+  auto t = userbuffers_preset_target("userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->precision, "fp8");
+  EXPECT_EQ(t->gpu, "b200");
+  EXPECT_EQ(t->hidden_size, 16384);
+  EXPECT_EQ(t->tp, 4);
+  EXPECT_EQ(t->cp, 2);
+  EXPECT_EQ(t->micro_batch_size, 1);
+  EXPECT_EQ(t->seq_length, 8192);
+  EXPECT_FALSE(t->lora);
+  auto lora = userbuffers_preset_target("userbuffers_fp8_h100_h8192_tp2_mbs1_seqlen4096_lora");
+  ASSERT_TRUE(lora.has_value());
+  EXPECT_EQ(lora->cp, 1);
+  EXPECT_EQ(lora->seq_length, 4096);
+  EXPECT_TRUE(lora->lora);
+  EXPECT_FALSE(userbuffers_preset_target("userbuffers_bf16_h100_tp4_mbs1_seqlen2048"));
+  EXPECT_FALSE(userbuffers_preset_target("userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048_x"));
+}
+
+TEST(OverlapPresetPlan, MatchingPresetIsSilent) {
+  Outcome run = resolve(preset_plan({}));
+  EXPECT_TRUE(run.diags.items().empty()) << run.dump();
+  EXPECT_EQ(run.o().tp_comm_overlap_preset, kPreset);
+}
+
+TEST(OverlapPresetPlan, UnsetPlanValuesAreNotCompared) {
+  // Only tp (4, the topology's) and cp (1) are known: both agree with the preset.
+  Outcome run = resolve(plus(kTpOn, {std::string("comm_overlap.tp_comm_overlap_cfg=") + kPreset}));
+  EXPECT_TRUE(mismatches(run).empty()) << run.dump();
+}
+
+struct FieldCase {
+  std::string override_arg;  // changes one plan value
+  std::string what;          // the field as the message names it
+  std::string preset_value;
+  std::string plan_value;
+  std::string path;
+  std::string suggestion;  // "" when no preset is tuned for the changed plan
+};
+
+TEST(OverlapPresetPlan, EachDisagreeingFieldIsAWarningWithBothValues) {
+  const std::vector<FieldCase> cases{
+      {"cluster.gpu=b200", "GPU", "h100", "b200", "cluster.gpu",
+       "userbuffers_bf16_b200_h12288_tp4_mbs1_seqlen2048"},
+      {"model.precision=fp16", "precision", "bf16", "fp16", "model.precision", ""},
+      {"model.compute_dtype=fp8_cs", "precision", "bf16", "fp8", "model.compute_dtype",
+       "userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048"},
+      {"model.hidden_size=8192", "hidden size", "12288", "8192", "model.hidden_size", ""},
+      {"model.tensor_model_parallel_size=8", "tensor-parallel size", "4", "8",
+       "model.tensor_model_parallel_size", ""},
+      {"model.context_parallel_size=2", "context-parallel size", "1", "2",
+       "model.context_parallel_size", ""},
+      {"train.micro_batch_size=2", "micro batch size", "1", "2", "train.micro_batch_size", ""},
+      {"model.seq_length=4096", "sequence length", "2048", "4096", "model.seq_length", ""},
+  };
+  for (const auto& c : cases) {
+    Outcome run = resolve(preset_plan({c.override_arg}));
+    auto hits = mismatches(run);
+    ASSERT_EQ(hits.size(), 1u) << c.override_arg << "\n" << run.dump();
+    const Diagnostic& d = *hits[0];
+    EXPECT_EQ(d.severity, Severity::kWarning) << c.override_arg;
+    EXPECT_EQ(d.path, "comm_overlap.tp_comm_overlap_cfg");
+    EXPECT_THAT(d.message, HasSubstr(std::string("`") + kPreset + "` is tuned for " + c.what + " " +
+                                     c.preset_value))
+        << c.override_arg;
+    EXPECT_THAT(d.message,
+                HasSubstr("the plan's " + c.what + " is " + c.plan_value + " (" + c.path + ")"))
+        << c.override_arg;
+    std::string expected_help = c.suggestion.empty() ? "no preset is tuned for this plan"
+                                                     : "tp_comm_overlap_cfg: " + c.suggestion;
+    EXPECT_THAT(d.help, HasSubstr(expected_help)) << c.override_arg;
+    EXPECT_FALSE(run.diags.has_errors()) << run.dump();
+    EXPECT_EQ(run.o().tp_comm_overlap_preset, kPreset);  // a warning, the preset is still used
+  }
+}
+
+TEST(OverlapPresetPlan, SuggestsThePresetTunedForThePlan) {
+  // An h6144 / tp2 / mbs2 plan given the h12288 / tp4 / mbs1 preset: three disagreements,
+  // each suggesting the preset whose every field agrees with the plan.
+  Outcome run = resolve(preset_plan({"model.tensor_model_parallel_size=2", "model.hidden_size=6144",
+                                     "train.micro_batch_size=2"}));
+  auto hits = mismatches(run);
+  ASSERT_EQ(hits.size(), 3u) << run.dump();
+  std::vector<std::string> messages;
+  for (const auto* d : hits) {
+    EXPECT_THAT(d->help, HasSubstr("use comm_overlap.tp_comm_overlap_cfg: "
+                                   "userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048"));
+    messages.push_back(d->message);
+  }
+  EXPECT_THAT(messages[0], HasSubstr("hidden size 12288"));
+  EXPECT_THAT(messages[1], HasSubstr("tensor-parallel size 4"));
+  EXPECT_THAT(messages[2], HasSubstr("micro batch size 1"));
+}
+
+TEST(OverlapPresetPlan, StrictMakesAMismatchAnError) {
+  Outcome run = resolve(preset_plan({"model.seq_length=8192"}), /*strict=*/true);
+  auto hits = mismatches(run);
+  ASSERT_EQ(hits.size(), 1u) << run.dump();
+  EXPECT_EQ(hits[0]->severity, Severity::kError);
+  EXPECT_THAT(hits[0]->help, HasSubstr("--strict"));
+  EXPECT_TRUE(run.diags.has_errors());
+  Outcome ok = resolve(preset_plan({}), /*strict=*/true);
+  EXPECT_FALSE(ok.diags.has_errors()) << ok.dump();
+}
+
+TEST(OverlapPresetPlan, UnusedPresetIsNotCompared) {
+  // TP overlap off: tp-overlap-cfg-unused already says the preset does nothing.
+  Outcome run = resolve({"cluster.gpu=b200", "model.hidden_size=4096",
+                         std::string("comm_overlap.tp_comm_overlap_cfg=") + kPreset});
+  EXPECT_TRUE(run.diags.has_code("tp-overlap-cfg-unused")) << run.dump();
+  EXPECT_TRUE(mismatches(run).empty()) << run.dump();
+}
+
+TEST(OverlapPresetPlan, InlineMappingIsNotCompared) {
+  Outcome run =
+      resolve(plus(kTpOn, {"cluster.gpu=b200", "model.hidden_size=4096"}), false,
+              std::string(kBase) +
+                  "comm_overlap:\n  tp_comm_overlap_cfg:\n    qkv_dgrad: {method: bulk}\n");
+  EXPECT_TRUE(mismatches(run).empty()) << run.dump();
+}
+
+TEST(OverlapPresetPlan, NoPresetHintHonoursEveryPlanValue) {
+  // h100 / h8192 / tp4: the seqlen8192 preset only when the plan's sequence length allows it.
+  Outcome seq8k =
+      resolve(plus(kTpOn, {"cluster.gpu=h100", "model.hidden_size=8192", "model.seq_length=8192"}));
+  const Diagnostic* d = seq8k.first("no-userbuffers-preset");
+  ASSERT_NE(d, nullptr) << seq8k.dump();
+  EXPECT_THAT(d->help, HasSubstr("userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192"));
+  Outcome fp8 = resolve(
+      plus(kTpOn, {"cluster.gpu=h100", "model.hidden_size=8192", "model.compute_dtype=fp8_mx"}));
+  d = fp8.first("no-userbuffers-preset");
+  ASSERT_NE(d, nullptr) << fp8.dump();
+  EXPECT_THAT(d->help, HasSubstr("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"));
+  Outcome seq4k =
+      resolve(plus(kTpOn, {"cluster.gpu=h100", "model.hidden_size=8192", "model.seq_length=4096"}));
+  d = seq4k.first("no-userbuffers-preset");
+  ASSERT_NE(d, nullptr) << seq4k.dump();
+  EXPECT_THAT(d->help, ::testing::Not(HasSubstr("userbuffers_")));
+  // Without the GPU there is no basis for a hint.
+  Outcome no_gpu = resolve(plus(kTpOn, {"model.hidden_size=8192"}));
+  d = no_gpu.first("no-userbuffers-preset");
+  ASSERT_NE(d, nullptr) << no_gpu.dump();
+  EXPECT_THAT(d->help, ::testing::Not(HasSubstr("userbuffers_")));
 }
 
 std::string inline_recipe(const std::string& cfg) {
@@ -576,7 +743,11 @@ TEST(OverlapRuntimeArgs, ModelLevelFieldsInOrder) {
                   "comm_overlap.defer_embedding_wgrad_compute=false",
                   "comm_overlap.wgrad_deferral_limit=-1",
                   "comm_overlap.overlap_moe_expert_parallel_comm=true",
-                  "comm_overlap.delay_wgrad_compute=false"));
+                  "comm_overlap.delay_wgrad_compute=false",
+                  // The data-parallel fields as D1-D3 resolved them (dp > 1, dist. optimizer).
+                  "comm_overlap.overlap_grad_reduce=true", "comm_overlap.overlap_param_gather=true",
+                  "comm_overlap.overlap_param_gather_with_optimizer_step=false",
+                  "comm_overlap.align_param_gather=false", "comm_overlap.bucket_size=134217728"));
 }
 
 TEST(OverlapRuntimeArgs, PresetIsForwardedByName) {
@@ -600,39 +771,26 @@ TEST(OverlapRuntimeArgs, InlineMappingIsForwardedAsAHydraDict) {
             "set_sm_margin:false},fc2_fprop:{method:ring_exchange,aggregate:true}}");
 }
 
-TEST(OverlapRuntimeArgs, NullFieldsAndRuleDerivedDataParallelFieldsAreOmitted) {
+// Rule-derived data-parallel values are forwarded too: a runtime that re-derived them could
+// reach other values than the plan that the launch env was derived from. Null fields are not.
+TEST(OverlapRuntimeArgs, NullFieldsAreOmittedRuleDerivedDataParallelFieldsAreForwarded) {
   Outcome run = resolve(plus(kDistOpt, {"comm_overlap.overlap_grad_reduce=false"}));
-  for (const auto& a : overlap_runtime_args(run.res)) {
-    EXPECT_THAT(a, ::testing::Not(HasSubstr("tp_comm_overlap_cfg")));
-    EXPECT_THAT(a, ::testing::Not(HasSubstr("bucket_size")));  // D1 derived, not user-set
-  }
+  auto args = overlap_runtime_args(run.res);
+  for (const auto& a : args) EXPECT_THAT(a, ::testing::Not(HasSubstr("tp_comm_overlap_cfg")));
+  EXPECT_THAT(args, ::testing::Contains("comm_overlap.overlap_grad_reduce=false"));
+  EXPECT_THAT(args, ::testing::Contains(HasSubstr("comm_overlap.bucket_size=")));
 }
 
 // ---- versions ----
-
-TEST(OverlapVersion, ParsesNumericComponents) {
-  EXPECT_EQ(parse_version("2.9.0"), (std::vector<int64_t>{2, 9, 0}));
-  EXPECT_EQ(parse_version("2.12.0"), (std::vector<int64_t>{2, 12, 0}));
-  EXPECT_EQ(parse_version("2.6.0a0+git1234"), (std::vector<int64_t>{2, 6, 0}));
-  EXPECT_EQ(parse_version("2.10.0.dev0+cu128"), (std::vector<int64_t>{2, 10, 0}));
-  EXPECT_EQ(parse_version("v2.7"), (std::vector<int64_t>{2, 7}));
-  EXPECT_EQ(parse_version("latest"), std::nullopt);
-  EXPECT_EQ(parse_version(""), std::nullopt);
-}
-
-TEST(OverlapVersion, ComparesNumericallyNotLexically) {
-  EXPECT_GT(compare_versions({2, 12, 0}, {2, 9, 0}), 0);
-  EXPECT_LT(compare_versions({2, 6, 1}, {2, 7, 0}), 0);
-  EXPECT_EQ(compare_versions({2, 6}, {2, 6, 0}), 0);
-  EXPECT_GT(compare_versions({3}, {2, 99, 99}), 0);
-}
 
 TEST(OverlapVersion, GarbageVersionIsUnverified) {
   Outcome run =
       resolve({"model.expert_model_parallel_size=2", "model.num_moe_experts=2",
                "model.moe_token_dispatcher_type=alltoall", "model.precision=bf16",
                "runtime.torch=nightly", "comm_overlap.overlap_moe_expert_parallel_comm=true"});
-  EXPECT_TRUE(run.diags.has_code("unverified-version")) << run.dump();
+  const Diagnostic* d = run.first("unverified-version");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_THAT(d->message, HasSubstr("`nightly`, which is not a PEP 440 version"));
   EXPECT_FALSE(run.diags.has_errors()) << run.dump();
 }
 
@@ -699,8 +857,9 @@ TEST(OverlapRuntimeArgsUserDp, UserSetDataParallelFieldsAreForwarded) {
   auto args = overlap_runtime_args(resolve_comm_overlap(*recipe, *topo, diags));
   EXPECT_NE(std::find(args.begin(), args.end(), "comm_overlap.overlap_grad_reduce=false"),
             args.end());
-  // Rule-derived DP values are not forwarded: the runtime derives the same ones.
-  for (const auto& a : args) EXPECT_EQ(a.find("overlap_param_gather="), std::string::npos) << a;
+  // Rule-derived DP values are forwarded as resolved, so the runtime cannot derive others.
+  EXPECT_NE(std::find(args.begin(), args.end(), "comm_overlap.overlap_param_gather=true"),
+            args.end());
 }
 
 }  // namespace

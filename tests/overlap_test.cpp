@@ -1,4 +1,4 @@
-// The model-level overlap rules of overlap-rules.md: M0 defaults, M1 TP gate, M2 pipeline
+// The model-level overlap rules (docs/overlap.md): M0 defaults, M1 TP gate, M2 pipeline
 // selection, M3 expert-parallel prerequisites (with E6), M4 delay_wgrad_compute, M5 user
 // precedence and provenance, E5, and --strict. Recipes are built from YAML text and
 // KEY=VALUE overrides, exactly as the CLI builds them.
@@ -84,7 +84,7 @@ const std::vector<std::string> kTpOverlapOk{
     "model.tensor_model_parallel_size=4", "model.sequence_parallel=true",
     "runtime.transformer_engine=\"2.9.0\"", "comm_overlap.tp_comm_overlap=true"};
 
-// ep=2 with 2 experts: the spec's minimal valid EP-overlap recipe.
+// ep=2 with 2 experts: the smallest recipe that satisfies every EP-overlap prerequisite.
 const std::vector<std::string> kEpOverlapOk{"model.expert_model_parallel_size=2",
                                             "model.num_moe_experts=2",
                                             "model.moe_token_dispatcher_type=alltoall",
@@ -280,25 +280,73 @@ TEST(OverlapPrecedence, UnknownBootstrapBackendIsAnError) {
   EXPECT_THAT(d->message, HasSubstr("did you mean `nccl`"));
 }
 
-TEST(OverlapPipeline, P2pOverlapWithoutVppWarns) {
+// Megatron-Core's non-interleaved schedule raises ValueError when overlap_p2p_comm is true,
+// so the user's value (which wins by M5) makes the job fail at its first step.
+TEST(OverlapPipeline, P2pOverlapWithoutVppIsAnError) {
   Outcome run =
       resolve({"model.pipeline_model_parallel_size=4", "comm_overlap.overlap_p2p_comm=true"});
   const Diagnostic* d = run.first("p2p-overlap-without-vpp");
   ASSERT_NE(d, nullptr) << run.dump();
-  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_EQ(d->severity, Severity::kError);
   EXPECT_EQ(d->path, "comm_overlap.overlap_p2p_comm");
+  EXPECT_THAT(d->message, HasSubstr("non-interleaved schedule"));
+  EXPECT_THAT(d->message, HasSubstr("first training step"));
   EXPECT_THAT(d->help, HasSubstr("virtual_pipeline_model_parallel_size"));
   EXPECT_EQ(run.o().overlap_p2p_comm.value, true);  // the user's value still wins (M5)
-  EXPECT_FALSE(run.diags.has_errors()) << run.dump();
+  // One diagnostic for the one cause: not also the interleaved schedule's pair check.
+  EXPECT_FALSE(run.diags.has_code("p2p-comm-conflict")) << run.dump();
+  EXPECT_EQ(run.diags.count(Severity::kError), 1u) << run.dump();
 }
 
-TEST(OverlapPipeline, P2pOverlapWithVppOrWithoutPipelineDoesNotWarn) {
+TEST(OverlapPipeline, P2pOverlapWithoutVppIsAnErrorWithoutStrictToo) {
+  Outcome strict =
+      resolve({"model.pipeline_model_parallel_size=2", "comm_overlap.overlap_p2p_comm=true"}, true);
+  const Diagnostic* d = strict.first("p2p-overlap-without-vpp");
+  ASSERT_NE(d, nullptr) << strict.dump();
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_THAT(d->help, ::testing::Not(HasSubstr("--strict")));
+}
+
+TEST(OverlapPipeline, P2pOverlapWithVppOrWithoutPipelineIsAccepted) {
   Outcome a = resolve({"model.pipeline_model_parallel_size=4",
                        "model.virtual_pipeline_model_parallel_size=2",
                        "comm_overlap.overlap_p2p_comm=true"});
-  EXPECT_FALSE(a.diags.has_code("p2p-overlap-without-vpp"));
+  EXPECT_TRUE(a.diags.items().empty()) << a.dump();
   Outcome b = resolve({"comm_overlap.overlap_p2p_comm=true"});
-  EXPECT_FALSE(b.diags.has_code("p2p-overlap-without-vpp"));
+  EXPECT_TRUE(b.diags.items().empty()) << b.dump();
+}
+
+// vpp 1 selects the interleaved schedule (with one chunk), where M2's batch_p2p_comm=true
+// meets the user's overlap_p2p_comm=true: the interleaved schedule refuses the pair.
+TEST(OverlapPipeline, P2pOverlapWithVppOneConflictsWithM2BatchedP2p) {
+  Outcome run = resolve({"model.pipeline_model_parallel_size=4",
+                         "model.virtual_pipeline_model_parallel_size=1",
+                         "comm_overlap.overlap_p2p_comm=true"});
+  const Diagnostic* d = run.first("p2p-comm-conflict");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_THAT(d->message, HasSubstr("M2"));
+  EXPECT_THAT(d->help, HasSubstr("virtual_pipeline_model_parallel_size >= 2"));
+  EXPECT_FALSE(run.diags.has_code("p2p-overlap-without-vpp")) << run.dump();
+}
+
+TEST(OverlapPipeline, P2pOverlapWithVppOneAndNoBatchingWarnsAboutTheBubble) {
+  Outcome run = resolve(
+      {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=1",
+       "comm_overlap.overlap_p2p_comm=true", "comm_overlap.batch_p2p_comm=false"});
+  const Diagnostic* d = run.first("p2p-overlap-single-chunk");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_EQ(d->path, "comm_overlap.overlap_p2p_comm");
+  EXPECT_THAT(d->message, HasSubstr("one model chunk"));
+  EXPECT_THAT(d->message, HasSubstr("bubble"));
+  EXPECT_FALSE(run.diags.has_errors()) << run.dump();
+  // The flag does take effect there, so --strict does not turn this into an error.
+  Outcome strict = resolve(
+      {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=1",
+       "comm_overlap.overlap_p2p_comm=true", "comm_overlap.batch_p2p_comm=false"},
+      true);
+  EXPECT_FALSE(strict.diags.has_errors()) << strict.dump();
 }
 
 TEST(OverlapPipeline, BothP2pModesWithInterleavingIsAnError) {
@@ -309,6 +357,7 @@ TEST(OverlapPipeline, BothP2pModesWithInterleavingIsAnError) {
   ASSERT_NE(d, nullptr) << run.dump();
   EXPECT_EQ(d->severity, Severity::kError);
   EXPECT_EQ(d->path, "comm_overlap.batch_p2p_comm");
+  EXPECT_THAT(d->help, HasSubstr("batch_p2p_comm: false"));
 }
 
 // ---- M3 / E6 ----
@@ -382,11 +431,32 @@ TEST(OverlapEp, EachSizeAndTypePrerequisite) {
   }
 }
 
-TEST(OverlapEp, TorchVersionsWithSuffixesCompareNumerically) {
+TEST(OverlapEp, ReleasedAndLocalTorchBuildsAreAccepted) {
   for (const char* v :
-       {"runtime.torch=\"2.6.0a0+git1234\"", "runtime.torch=\"2.6\"", "runtime.torch=\"2.10.0\""}) {
+       {"runtime.torch=\"2.6.0\"", "runtime.torch=\"2.6.0+git1234\"", "runtime.torch=\"2.6\"",
+        "runtime.torch=\"2.6.0.post1\"", "runtime.torch=\"2.7.0a0+79aa17489c.nv25.04\"",
+        "runtime.torch=\"2.10.0\""}) {
     Outcome run = resolve(plus(kEpOverlapOk, {v}));
     EXPECT_FALSE(run.diags.has_errors()) << v << "\n" << run.dump();
+  }
+}
+
+// The NGC 25.01 torch is a 2.6.0 pre-release; Megatron-Bridge's is_torch_min_version("2.6.0")
+// compares with packaging.version and fails its "A2A Overlap encounters hang issue" assertion.
+TEST(OverlapEp, NgcTorchPreReleaseOf26IsRefused) {
+  Outcome run = resolve(plus(kEpOverlapOk, {"runtime.torch=\"2.6.0a0+ecf3bae40a.nv25.01\""}));
+  const Diagnostic* d = run.first("ep-overlap-prerequisite", "runtime.torch");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_THAT(d->message, HasSubstr("torch >= 2.6.0"));
+  EXPECT_THAT(d->message, HasSubstr("2.6.0a0+ecf3bae40a.nv25.01"));
+  EXPECT_THAT(d->message, HasSubstr("pre-release of 2.6.0"));
+  EXPECT_THAT(d->help, HasSubstr("hangs"));
+  for (const char* v : {"runtime.torch=\"2.6.0rc1\"", "runtime.torch=\"2.6.0.dev20241112\"",
+                        "runtime.torch=\"2.5.1\""}) {
+    Outcome older = resolve(plus(kEpOverlapOk, {v}));
+    EXPECT_TRUE(older.first("ep-overlap-prerequisite", "runtime.torch")) << v << "\n"
+                                                                         << older.dump();
   }
 }
 
@@ -506,6 +576,9 @@ TEST(OverlapDelayWgrad, GradReduceOverlapNeedsTe27) {
   Outcome ok = resolve(delay_wgrad(
       {"comm_overlap.overlap_grad_reduce=true", "runtime.transformer_engine=\"2.7.0\""}));
   EXPECT_FALSE(ok.diags.has_code("delay-wgrad-te-version")) << ok.dump();
+  Outcome dev = resolve(delay_wgrad({"comm_overlap.overlap_grad_reduce=true",
+                                     "runtime.transformer_engine=\"2.7.0.dev0+f05f12c\""}));
+  EXPECT_TRUE(dev.diags.has_code("delay-wgrad-te-version")) << dev.dump();
 }
 
 TEST(OverlapDelayWgrad, GradientAccumulationFusionNeedsTe27) {
@@ -535,9 +608,12 @@ TEST(OverlapDelayWgrad, NoTeRequirementWithoutGradReduceOrFusion) {
   EXPECT_FALSE(run.diags.has_code("delay-wgrad-te-version")) << run.dump();
 }
 
+// Bias-free attention unless a test says otherwise, so that each test sees only its subject
+// (an unset add_bias_linear means true, which fails the check on its own).
 std::vector<std::string> graphed_attn(const std::vector<std::string>& extra) {
-  return delay_wgrad(
-      plus({"model.cuda_graph_impl=transformer_engine", "model.cuda_graph_scope=[attn]"}, extra));
+  return delay_wgrad(plus({"model.cuda_graph_impl=transformer_engine",
+                           "model.cuda_graph_scope=[attn]", "model.add_bias_linear=false"},
+                          extra));
 }
 
 TEST(OverlapDelayWgrad, GraphedAttentionWithoutGaFusionRejected) {
@@ -561,11 +637,41 @@ TEST(OverlapDelayWgrad, GraphedAttentionWithBiasRejected) {
               ElementsAre("model.add_bias_linear", "model.add_qkv_bias"));
 }
 
+// Megatron-Core's add_bias_linear defaults to true, so leaving it unset keeps the bias that
+// Megatron-Bridge's "does not support attention bias" assertion refuses.
+TEST(OverlapDelayWgrad, GraphedAttentionWithUnsetBiasLinearRejected) {
+  Outcome run = resolve(delay_wgrad(
+      {"model.cuda_graph_impl=transformer_engine", "model.cuda_graph_scope=[attn]",
+       "runtime.transformer_engine=\"2.12.0\"", "model.gradient_accumulation_fusion=true"}));
+  EXPECT_THAT(run.paths("cuda-graph-scope-unsupported"), ElementsAre("model.add_bias_linear"));
+  const Diagnostic* d = run.first("cuda-graph-scope-unsupported");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_THAT(d->message, HasSubstr("unset, which means true"));
+  EXPECT_THAT(d->help, HasSubstr("model.add_bias_linear: false"));
+  // Pointed at the scope that triggered the check, since the field has no line of its own.
+  EXPECT_TRUE(d->loc.from_override()) << d->loc.describe();
+  EXPECT_THAT(d->loc.override_arg, HasSubstr("cuda_graph_scope"));
+  // add_qkv_bias keeps Megatron-Core's default false: unset is fine.
+  EXPECT_EQ(run.first("cuda-graph-scope-unsupported", "model.add_qkv_bias"), nullptr);
+}
+
 TEST(OverlapDelayWgrad, GraphedAttentionNeedsTe212) {
   Outcome run = resolve(graphed_attn(
       {"runtime.transformer_engine=\"2.11.0\"", "model.gradient_accumulation_fusion=true"}));
   EXPECT_THAT(run.paths("cuda-graph-scope-unsupported"), ElementsAre("runtime.transformer_engine"));
   EXPECT_THAT(run.first("cuda-graph-scope-unsupported")->message, HasSubstr("2.12.0"));
+  // TE pre-releases of 2.12.0 are older than 2.12.0 (PEP 440), as the runtime sees them.
+  for (const char* v : {"2.12.0rc1", "2.12.0a0", "2.12.0.dev0+f05f12c"}) {
+    Outcome pre = resolve(graphed_attn({std::string("runtime.transformer_engine=\"") + v + "\"",
+                                        "model.gradient_accumulation_fusion=true"}));
+    EXPECT_THAT(pre.paths("cuda-graph-scope-unsupported"),
+                ElementsAre("runtime.transformer_engine"))
+        << v;
+  }
+  Outcome local = resolve(graphed_attn({"runtime.transformer_engine=\"2.12.0+5e4e0b2\"",
+                                        "model.gradient_accumulation_fusion=true"}));
+  EXPECT_TRUE(local.diags.items().empty()) << local.dump();
 }
 
 TEST(OverlapDelayWgrad, SupportedGraphedAttentionAccepted) {

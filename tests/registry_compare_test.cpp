@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "launcher/compare.h"
@@ -42,6 +43,45 @@ class RegistryTest : public ::testing::Test {
   }
   fs::path dir_;
 };
+
+// Ids are unique by construction: many launches of one recipe in the same second (an ablate
+// grid) each get their own id, reserved with O_EXCL under the registry lock, even though the
+// random part of a candidate id has only 16 bits.
+TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
+  JobRegistry reg(dir_.string());
+  std::set<std::string> ids;
+  Diagnostics diags;
+  for (int i = 0; i < 400; ++i) {
+    std::optional<std::string> id = reg.reserve_id("grid", "{}\n", diags);
+    ASSERT_TRUE(id) << i;
+    EXPECT_TRUE(ids.insert(*id).second) << "id issued twice: " << *id;
+  }
+  EXPECT_FALSE(diags.has_errors());
+  // Reservations are dot files: `list` does not show them as jobs.
+  EXPECT_TRUE(reg.list(diags).empty());
+  reg.release_id(*ids.begin());
+  EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *ids.begin() + ".reservation")));
+}
+
+TEST_F(RegistryTest, CreatingAnEntryNeverOverwritesAnExistingOne) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> id = reg.reserve_id("demo", "{}\n", diags);
+  ASSERT_TRUE(id);
+  JobRecord first = record(*id, "2026-01-01T00:00:00.000Z");
+  ASSERT_TRUE(reg.put(first, diags, /*create=*/true)) << diags.items().size();
+  EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *id + ".reservation")));
+  JobRecord second = record(*id, "2026-01-01T00:00:01.000Z");
+  second.scheduler_id = "9999";
+  Diagnostics refused;
+  EXPECT_FALSE(reg.put(second, refused, /*create=*/true));
+  ASSERT_TRUE(refused.has_errors());
+  EXPECT_THAT(refused.items()[0].message, HasSubstr("never overwritten"));
+  EXPECT_EQ(reg.list(diags).at(0).scheduler_id, "4242");
+  // An update of the job's own entry is still possible.
+  first.state = JobState::kSucceeded;
+  EXPECT_TRUE(reg.put(first, diags));
+}
 
 TEST_F(RegistryTest, PutListAndFindByIdPrefixOrSchedulerId) {
   JobRegistry reg(dir_.string());

@@ -156,8 +156,10 @@ runtime: {command: [python, train.py]}
                 "model.tensor_model_parallel_size=2", "model.pipeline_model_parallel_size=1",
                 "model.virtual_pipeline_model_parallel_size=null", "model.context_parallel_size=1",
                 "model.expert_model_parallel_size=1", "model.expert_tensor_parallel_size=2",
-                "ddp.use_distributed_optimizer=true", "model.gradient_accumulation_fusion=true",
-                "model.hidden_size=4096", "model.recompute_modules=[core_attn,mlp]"));
+                "model.gradient_accumulation_fusion=true", "model.hidden_size=4096",
+                "model.recompute_modules=[core_attn,mlp]", "comm_overlap.tp_comm_overlap=false"));
+  // ddp.* comes from the overlap resolution (after the comm_overlap fields), not the recipe.
+  EXPECT_THAT(texts, ::testing::Contains("ddp.use_distributed_optimizer=true"));
   for (const auto& t : texts) EXPECT_THAT(t, ::testing::Not(HasSubstr("cluster.")));
 }
 
@@ -253,6 +255,60 @@ TEST(RuntimeAdapterTest, HydraOverrideInArgsIsCheckedToo) {
   EXPECT_THAT(text, HasSubstr("`model.tensor_model_parallel_size=2` sets "
                               "model.tensor_model_parallel_size to 2, but the plan has 1"));
   EXPECT_THAT(text, HasSubstr("`--steps 7` sets train.max_steps to 7, but the plan has 5"));
+}
+
+// Other spellings of a plan value: Megatron-Bridge's own key for the step count or the
+// sequence length, Hydra's deletion, a precision recipe.
+TEST(RuntimeAdapterTest, AliasesAndDeletionsOfPlanValuesAreContradictions) {
+  for (const char* arg :
+       {"train.train_iters=9", "dataset.sequence_length=2048", "~model.tensor_model_parallel_size",
+        "mixed_precision=fp16_mixed", "model.fp16=true"}) {
+    Diagnostics diags;
+    make_plan(std::string(kMegatronBridge) + "  args: ['" + arg + "']\n", diags);
+    EXPECT_TRUE(diags.has_code("runtime-arg-contradicts-plan")) << arg << all_messages(diags);
+  }
+  Diagnostics same;
+  make_plan(std::string(kMegatronBridge) + "  args: [train.train_iters=10]\n", same);
+  EXPECT_TRUE(same.has_code("runtime-arg-repeats-plan")) << all_messages(same);
+  EXPECT_FALSE(same.has_errors()) << all_messages(same);
+}
+
+// The runtime gets what the overlap resolution decided, not a user value a rule replaced.
+TEST(RuntimeAdapterTest, ResolvedDataParallelValuesReachTheRuntime) {
+  Diagnostics diags;
+  Plan p = make_plan(std::string(kMegatronBridge) +
+                         "ddp: {use_distributed_optimizer: true, overlap_grad_reduce: false, "
+                         "bucket_size: 77}\n",
+                     diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  std::vector<std::string> argv = runtime_argv(p);
+  const DdpConfig& d = p.overlap->ddp;
+  ASSERT_TRUE(d.overlap_grad_reduce && d.bucket_size);
+  EXPECT_THAT(argv, ::testing::Contains(std::string("ddp.overlap_grad_reduce=") +
+                                        (*d.overlap_grad_reduce ? "true" : "false")));
+  EXPECT_THAT(argv, ::testing::Contains("ddp.bucket_size=" + std::to_string(*d.bucket_size)));
+  EXPECT_EQ(std::count_if(argv.begin(), argv.end(),
+                          [](const std::string& w) { return w.rfind("ddp.bucket_size=", 0) == 0; }),
+            1);
+  EXPECT_THAT(argv, ::testing::Contains(HasSubstr("comm_overlap.overlap_param_gather=")));
+}
+
+TEST(RuntimeAdapterTest, ValuesNoProgramArgumentCanCarryAreRefused) {
+  Diagnostics dash;
+  make_plan(kMegatronBridge, dash, {"model.family=\"-tp\""});
+  EXPECT_TRUE(dash.has_code("megatron-bridge-bad-value")) << all_messages(dash);
+  Diagnostics nul;
+  make_plan(std::string(kMegatronBridge) + "  args: [\"a\\0b\"]\n", nul);
+  EXPECT_TRUE(nul.has_code("runtime-arg-nul")) << all_messages(nul);
+}
+
+TEST(JobDirTest, TheRecipeNameCannotLeaveTheJobDirectory) {
+  Diagnostics diags;
+  Plan p = make_plan("name: \"../../x:y\"\nexecutor: {local: {job_dir: /jobs}}\n", diags);
+  EXPECT_EQ(p.job_dir, "/jobs/_..-..-x-y");
+  Diagnostics empty;
+  make_plan("name: e\nexecutor: {local: {job_dir: \"\"}}\n", empty);
+  EXPECT_TRUE(empty.has_code("empty-job-dir")) << all_messages(empty);
 }
 
 TEST(RuntimeAdapterTest, TwoLayoutsGiveTwoArgvs) {

@@ -225,7 +225,8 @@ TEST_F(SlurmCluster, SixteenRanksOnTwoNodesGetThePlannedEnvAndComplete) {
 }
 
 TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
-  Launched l = launch(kRecipe, {"runtime.args=[--steps,200,--compute-ms,20,--params,65536,"
+  Launched l = launch(kRecipe, {"train.max_steps=200",
+                                "runtime.args=[--compute-ms,20,--params,65536,"
                                 "--fail-rank,3,--fail-at-step,2,--timeout,60]"});
   ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
   JobRecord rec = record(l);
@@ -247,7 +248,8 @@ TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
 }
 
 TEST_F(SlurmCluster, CancelStopsARunningJob) {
-  Launched l = launch(kRecipe, {"runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"});
+  Launched l =
+      launch(kRecipe, {"train.max_steps=100000", "runtime.args=[--compute-ms,50,--params,4096]"});
   ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
   JobRecord rec = record(l);
   JobStatus running = wait_state(rec, JobState::kRunning, 30s);
@@ -263,7 +265,8 @@ TEST_F(SlurmCluster, CancelStopsARunningJob) {
 }
 
 TEST_F(SlurmCluster, CancelOfAJustSubmittedJobThroughTheExecutor) {
-  Launched l = launch(kRecipe, {"runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"});
+  Launched l =
+      launch(kRecipe, {"train.max_steps=100000", "runtime.args=[--compute-ms,50,--params,4096]"});
   ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
   JobRecord rec = record(l);
   Diagnostics diags;
@@ -276,10 +279,10 @@ TEST_F(SlurmCluster, CancelOfAJustSubmittedJobThroughTheExecutor) {
 // job keeps running on the cluster, and `status` still finds it.
 TEST_F(SlurmCluster, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
   fs::path out = tmp.path() + "/wait.txt";
-  pid_t pid = test::start_background(
-      launch_argv(kRecipe,
-                  {"--wait", "runtime.args=[--steps,100000,--compute-ms,50,--params,4096]"}),
-      env(), out);
+  pid_t pid =
+      test::start_background(launch_argv(kRecipe, {"--wait", "train.max_steps=100000",
+                                                   "runtime.args=[--compute-ms,50,--params,4096]"}),
+                             env(), out);
   ASSERT_TRUE(test::wait_for_text(out, "RUNNING", 60)) << read_file(out);
   kill(pid, SIGINT);
   EXPECT_EQ(test::wait_exit(pid, 30), 130) << read_file(out);
@@ -303,7 +306,8 @@ TEST_F(SlurmCluster, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
 TEST_F(SlurmCluster, KilledWaitIsRecoveredByTheNextStatus) {
   fs::path out = tmp.path() + "/wait.txt";
   pid_t pid = test::start_background(
-      launch_argv(kRecipe, {"--wait", "runtime.args=[--steps,40,--compute-ms,50,--params,4096]"}),
+      launch_argv(kRecipe,
+                  {"--wait", "train.max_steps=40", "runtime.args=[--compute-ms,50,--params,4096]"}),
       env(), out);
   ASSERT_TRUE(test::wait_for_text(out, "RUNNING", 60)) << read_file(out);
   kill(pid, SIGKILL);

@@ -42,7 +42,7 @@ def replica_parser():
     p.add_argument("-mb", "--micro_batch_size", type=int)
     p.add_argument("-sl", "--seq_length", type=int)
     p.add_argument("-ms", "--max_steps", type=int)
-    p.add_argument("--task", choices=["pretrain", "sft", "peft"], default="pretrain")
+    p.add_argument("--task", choices=["pretrain", "sft", "peft", "lora"], default="pretrain")
     return p
 
 
