@@ -18,6 +18,7 @@
 #include "executors/process_group.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
+#include "launcher/numbers.h"
 
 extern char** environ;
 
@@ -249,7 +250,8 @@ class LocalExecutor : public Executor {
       diags.error("job-not-running", "", {}, fmt::format("job {} is not running", job.id));
       return kExitFailed;
     }
-    kill(static_cast<pid_t>(std::stol(job.scheduler_id)), SIGTERM);
+    // launcher_alive checked that the id is a live bridge-launch process of this user.
+    kill(static_cast<pid_t>(parse_decimal<int>(job.scheduler_id).value_or(0)), SIGTERM);
     return 0;
   }
 

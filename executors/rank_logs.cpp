@@ -9,6 +9,8 @@
 #include <regex>
 #include <thread>
 
+#include "launcher/numbers.h"
+
 namespace bridge {
 
 namespace fs = std::filesystem;
@@ -22,7 +24,9 @@ std::map<int, fs::path> rank_files(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, kName)) files[std::stoi(m[1])] = e.path();
+    if (!std::regex_match(name, m, kName)) continue;
+    // rank99999999999.log is no rank of any job: skip it rather than fail.
+    if (auto rank = parse_decimal<int>(m[1].str())) files[*rank] = e.path();
   }
   return files;
 }

@@ -15,6 +15,7 @@
 
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
+#include "launcher/numbers.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -84,7 +85,7 @@ int number_in(const std::string& filename, const std::string& prefix) {
   if (filename.substr(filename.size() - 4) != ".log" || digits.empty() ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
-  return std::stoi(digits);
+  return parse_decimal<int>(digits).value_or(-1);
 }
 
 // The files of `job` to show: one rank's (or its node's, under torchrun) or all of them.
@@ -168,7 +169,7 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
     std::string what = m[2];
     std::smatch e;
     if (std::regex_search(what, e, kExit)) {
-      st.exit_code = std::stoi(e[1]);
+      st.exit_code = parse_decimal<int>(e[1].str());
       what = "exited with code " + e[1].str();
     }
     st.detail += fmt::format("; {} {} {}", per_node ? "node" : "rank", m[1].str(), what);

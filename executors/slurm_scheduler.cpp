@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "launcher/numbers.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -104,10 +105,9 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   if (!info.exit_code.empty()) {
     notes.push_back("ExitCode=" + info.exit_code);
     auto parts = split(info.exit_code, ':');
-    if (parts.size() == 2 && all_digits(parts[0]) && all_digits(parts[1])) {
-      int code = std::stoi(parts[0]), sig = std::stoi(parts[1]);
-      s.exit_code = sig ? 128 + sig : code;
-    }
+    auto code = parts.size() == 2 ? parse_decimal<int>(parts[0]) : std::nullopt;
+    auto sig = parts.size() == 2 ? parse_decimal<int>(parts[1]) : std::nullopt;
+    if (code && sig && *sig < 256) s.exit_code = *sig ? 128 + *sig : *code;
   }
   s.detail = info.state;
   if (!notes.empty()) s.detail += " (" + fmt::format("{}", fmt::join(notes, ", ")) + ")";

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 #include <set>
+
+#include "launcher/numbers.h"
 
 namespace bridge {
 
@@ -16,11 +19,15 @@ std::vector<IterationSample> parse_iteration_lines(std::istream& in) {
     std::smatch it, el;
     if (!std::regex_search(line, it, kIteration) || !std::regex_search(line, el, kElapsed))
       continue;
-    try {
-      out.push_back({std::stoi(it[1]), std::stoi(it[2]), std::stod(el[1])});
-    } catch (const std::exception&) {
-      continue;  // a number too large for its type: not a line we can use
-    }
+    auto iteration = parse_decimal<int>(it[1].str());
+    auto total = parse_decimal<int>(it[2].str());
+    char* end = nullptr;
+    std::string elapsed = el[1].str();
+    double ms = std::strtod(elapsed.c_str(), &end);
+    // A number too large for its type (or no number): not a line we can use.
+    if (!iteration || !total || end != elapsed.c_str() + elapsed.size() || !std::isfinite(ms))
+      continue;
+    out.push_back({*iteration, *total, ms});
   }
   return out;
 }
@@ -62,7 +69,7 @@ std::optional<std::pair<int, int>> parse_window(const std::string& text) {
   static const std::regex kWindow(R"((\d{1,6}):(\d{1,6}))");
   std::smatch m;
   if (!std::regex_match(text, m, kWindow)) return std::nullopt;
-  int first = std::stoi(m[1]), last = std::stoi(m[2]);
+  int first = *parse_decimal<int>(m[1].str()), last = *parse_decimal<int>(m[2].str());
   if (first > last) return std::nullopt;
   return std::pair{first, last};
 }

@@ -1,10 +1,15 @@
 // bridge-launch entry point: all work happens in run_cli.
+#include <csignal>
 #include <exception>
 #include <iostream>
 
 #include "launcher/cli.h"
 
 int main(int argc, char** argv) {
+  // `bridge-launch recipe.yaml | head` must not kill the launcher (and with it the job's
+  // bookkeeping) when the reader goes away: a write to the closed pipe then fails (EPIPE)
+  // instead of raising SIGPIPE. Rank processes get the default disposition back before exec.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     return bridge::run_cli(args, std::cout, std::cerr);

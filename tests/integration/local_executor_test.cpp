@@ -97,6 +97,18 @@ TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
   EXPECT_THAT(r.out, HasSubstr("training: 8 steps (train.max_steps)"));
 }
 
+// A reader that goes away (`bridge-launch ... | head -c 1`) must not kill the launcher: the
+// job runs to its end and its final state is recorded.
+TEST_F(LocalExecutorTest, ClosedStdoutPipeDoesNotKillTheLauncherOrTheJob) {
+  std::string path = recipe("piped", "");
+  std::string cmd = std::string(BRIDGE_LAUNCH_BIN) + " " + path + " | head -c 1 >/dev/null";
+  CommandResult piped = run_command({"/bin/bash", "-c", cmd}, env_);
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  CommandResult list = launch({"list", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("\"SUCCEEDED\"")) << list.out;
+}
+
 // A wrapper between the launcher and the runtime that changes the layout (here it appends a
 // tp override) is caught by the ranks' plan check: the job fails and names rank and field.
 TEST_F(LocalExecutorTest, RuntimeThatReceivesAnotherLayoutFailsThePlanCheck) {

@@ -1,0 +1,43 @@
+// Numbers from untrusted text (scheduler output, file names, registry fields) never throw:
+// out-of-range values are "no number" (launcher/numbers.h), and the parsers built on it skip
+// them instead of ending a command with an internal error.
+#include "launcher/numbers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <sstream>
+
+#include "executors/slurm_scheduler.h"
+#include "launcher/compare.h"
+
+namespace bridge {
+namespace {
+
+TEST(ParseDecimalTest, AcceptsOnlyWholeInRangeNumbers) {
+  EXPECT_EQ(parse_decimal<int>("17"), 17);
+  EXPECT_EQ(parse_decimal<int>("-3"), -3);
+  EXPECT_EQ(parse_decimal<int64_t>("9223372036854775807"), INT64_MAX);
+  for (const char* bad : {"", "99999999999", "1x", " 1", "+1", "0x10", "1.5", "-"})
+    EXPECT_FALSE(parse_decimal<int>(bad).has_value()) << bad;
+}
+
+TEST(ParseDecimalTest, HugeSchedulerExitCodeIsUnknownNotACrash) {
+  JobStatus st = to_job_status({"7", "FAILED", "NonZeroExitCode", "99999999999:0"});
+  EXPECT_EQ(st.state, JobState::kFailed);
+  EXPECT_FALSE(st.exit_code.has_value());
+  JobStatus signalled = to_job_status({"8", "CANCELLED", "None", "0:15"});
+  EXPECT_EQ(signalled.exit_code.value_or(-1), 128 + 15);
+}
+
+TEST(ParseDecimalTest, HugeIterationNumbersAreSkippedByCompare) {
+  std::istringstream log(
+      " [2026] iteration 99999999999/ 8 | elapsed time per iteration (ms): 10.0 |\n"
+      " [2026] iteration        3/       8 | elapsed time per iteration (ms): 12.5 |\n");
+  auto samples = parse_iteration_lines(log);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].iteration, 3);
+}
+
+}  // namespace
+}  // namespace bridge
