@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include "executors/k8s_names.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
+#include "launcher/yaml_tree.h"
 
 namespace bridge {
 
@@ -26,15 +30,34 @@ const std::set<std::string>& rendezvous_names() {
   return kNames;
 }
 
-// A shell word: as is when it cannot be misread, else single-quoted.
-std::string sh_word(const std::string& s) {
-  static const std::regex kSafe("[A-Za-z0-9_./=:@+,-]+");
-  return std::regex_match(s, kSafe) ? s : shell_quote(s);
+// No std::regex on values a user controls: its recursion overflows the stack on long input
+// (a 100 000-digit shm_size once crashed `--dry-run`). Plain character checks instead.
+bool all_of_chars(std::string_view s, std::string_view extra) {
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
+  });
 }
 
-bool valid_quantity(const std::string& s) {
-  static const std::regex kQuantity("[0-9]+(\\.[0-9]+)?([KMGTPE]i|[kMGTPE]|m)?");
-  return std::regex_match(s, kQuantity);
+// A shell word: as is when it cannot be misread, else single-quoted.
+std::string sh_word(const std::string& s) {
+  return !s.empty() && all_of_chars(s, "_./=:@+,-") ? s : shell_quote(s);
+}
+
+// A Kubernetes quantity as used for shm sizes: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
+bool valid_quantity(std::string_view s) {
+  auto digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (std::string_view suffix :
+       {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m"})
+    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
+      s.remove_suffix(suffix.size());
+      break;
+    }
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return digits(s);
+  return digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
 }
 
 struct Inputs {
@@ -87,7 +110,8 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   fmt::format("image pull secret `{}` is not a valid Kubernetes object name", s));
   if (kx.shm_size.is_set() && !valid_quantity(*kx.shm_size.value))
     diags.error("k8s-invalid-quantity", "executor.kubernetes.shm_size", kx.shm_size.loc,
-                fmt::format("shm_size `{}` is not a Kubernetes quantity", *kx.shm_size.value),
+                fmt::format("shm_size `{}` is not a Kubernetes quantity",
+                            printable_text(*kx.shm_size.value, 40)),
                 "write it like 64Gi, 512Mi or 1000000000");
   const auto& launcher = r.runtime.launcher;
   if (launcher.is_set() && *launcher.value != "torchrun")

@@ -164,6 +164,8 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
   bool per_node = fs::exists(fs::path(job.job_dir) / "node0.log", ec);
   std::string line;
   while (std::getline(in, line)) {
+    // srun's lines are short; a 200 KB line would overflow std::regex's recursion (`status`).
+    if (line.size() > 4096) continue;
     std::smatch m;
     if (!std::regex_search(line, m, kTask) || m[2] == "Terminated") continue;
     std::string what = m[2];

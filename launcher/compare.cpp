@@ -10,12 +10,17 @@
 
 namespace bridge {
 
+constexpr size_t kMaxParsedLine = 4096;
+
 std::vector<IterationSample> parse_iteration_lines(std::istream& in) {
   static const std::regex kIteration(R"(iteration\s+(\d+)\s*/\s*(\d+)\s*\|)");
   static const std::regex kElapsed(R"(elapsed time per iteration \(ms\):\s*([0-9.eE+-]+))");
   std::vector<IterationSample> out;
   std::string line;
   while (std::getline(in, line)) {
+    // Megatron's iteration line is well under 1 KiB; std::regex recursion overflows the stack
+    // on very long lines (a 30 000-character run after "iteration" once crashed `compare`).
+    if (line.size() > kMaxParsedLine) continue;
     std::smatch it, el;
     if (!std::regex_search(line, it, kIteration) || !std::regex_search(line, el, kElapsed))
       continue;
@@ -68,7 +73,7 @@ std::vector<std::string> knob_differences(const std::map<std::string, std::strin
 std::optional<std::pair<int, int>> parse_window(const std::string& text) {
   static const std::regex kWindow(R"((\d{1,6}):(\d{1,6}))");
   std::smatch m;
-  if (!std::regex_match(text, m, kWindow)) return std::nullopt;
+  if (text.size() > 16 || !std::regex_match(text, m, kWindow)) return std::nullopt;
   int first = *parse_decimal<int>(m[1].str()), last = *parse_decimal<int>(m[2].str());
   if (first > last) return std::nullopt;
   return std::pair{first, last};

@@ -538,6 +538,14 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
   if ((!name_written && !rec.name.is_set()) || (rec.name.is_set() && rec.name.value->empty()))
     diags.error("missing-key", "name", root.loc, "the recipe has no `name`",
                 "add `name: my-job` at the top (used for job names)");
+  // The name is part of the job id and of file names (registry entry, job directory); most
+  // file systems refuse names over 255 bytes, so a long name would fail after submission.
+  constexpr size_t kMaxName = 200;
+  if (rec.name.is_set() && rec.name.value->size() > kMaxName)
+    diags.error("name-too-long", "name", rec.name.loc,
+                fmt::format("`name` is {} bytes long; at most {} fit in job ids and file names",
+                            rec.name.value->size(), kMaxName),
+                "use a shorter name; `description` can hold the rest");
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
   return rec;
 }

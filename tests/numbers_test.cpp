@@ -39,5 +39,15 @@ TEST(ParseDecimalTest, HugeIterationNumbersAreSkippedByCompare) {
   EXPECT_EQ(samples[0].iteration, 3);
 }
 
+// std::regex recursion overflows the stack on very long lines; such lines are skipped.
+TEST(ParseDecimalTest, VeryLongLogLinesAreSkippedNotACrash) {
+  std::istringstream log(" iteration " + std::string(30000, '9') +
+                         "/ 8 | elapsed time per iteration (ms): 1.0 |\n"
+                         " iteration        4/       8 | elapsed time per iteration (ms): 2.0 |\n");
+  auto samples = parse_iteration_lines(log);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].iteration, 4);
+}
+
 }  // namespace
 }  // namespace bridge
