@@ -300,7 +300,9 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
       "ddp.bucket_size",
       "optimizer.overlap_param_gather_with_optimizer_step"};
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [key, text] : recipe.inputs) {
+  for (const auto& input : recipe.inputs) {
+    const std::string& key = input.first;  // not a structured binding: lambdas capture it
+    const std::string& text = input.second;
     bool in_section = std::any_of(kSections.begin(), kSections.end(),
                                   [&](const std::string& s) { return key.rfind(s, 0) == 0; });
     if (!in_section || text == "null") continue;
