@@ -351,6 +351,18 @@ class SlurmExecutor : public Executor {
       diags.error("slurm-cancel-failed", "", {}, "no Slurm job id recorded for " + job.id);
       return kExitFailed;
     }
+    // The id comes from a file the user can edit: `--user=root` there must not become an
+    // option of scancel. Slurm ids are digits, with `_N` for an array task.
+    bool id_ok = std::all_of(job.scheduler_id.begin(), job.scheduler_id.end(),
+                             [](char c) { return (c >= '0' && c <= '9') || c == '_'; }) &&
+                 job.scheduler_id.front() != '_';
+    if (!id_ok) {
+      diags.error("slurm-cancel-failed", "", {},
+                  fmt::format("job {} has no valid Slurm job id in the registry (`{}`)", job.id,
+                              printable_text(job.scheduler_id, 40)),
+                  "cancel it with scancel yourself; the registry entry may be damaged");
+      return kExitFailed;
+    }
     CommandSpec spec;
     spec.argv = {"scancel", job.scheduler_id};
     CommandResult r = run_slurm_command(spec);

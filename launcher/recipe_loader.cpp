@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,8 @@
 #include "launcher/suggest.h"
 
 namespace bridge {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -77,7 +80,8 @@ class MapReader {
     return (v && !v->is_null()) ? v : nullptr;
   }
 
-  void read(std::string_view key, Field<int64_t>& f, int64_t min = LLONG_MIN) {
+  void read(std::string_view key, Field<int64_t>& f, int64_t min = LLONG_MIN,
+            int64_t max = LLONG_MAX) {
     const YamlNode* v = lookup(key, "integer");
     if (!v) return;
     auto i = parse_int(*v);
@@ -93,6 +97,11 @@ class MapReader {
     if (*i < min) {
       diags_.error("out-of-range", join(key), v->loc,
                    fmt::format("`{}` must be >= {}, got {}", join(key), min, *i));
+      return;
+    }
+    if (*i > max) {
+      diags_.error("out-of-range", join(key), v->loc,
+                   fmt::format("`{}` must be <= {}, got {}", join(key), max, *i));
       return;
     }
     f.value = *i;
@@ -213,6 +222,11 @@ class MapReader {
   Diagnostics& diags_;
   std::vector<std::string> known_;
 };
+
+// Retries render one object per attempt on Kubernetes (api: job): 1e6 of them exhausted
+// memory. No real job retries a thousand times.
+constexpr int64_t kMaxRetries = 1000;
+constexpr int64_t kMaxSeconds = int64_t{366} * 24 * 3600;  // a year
 
 void read_cluster(MapReader& top, ClusterSpec& c) {
   MapReader r(top.section("cluster"), "cluster", top.diags());
@@ -455,8 +469,10 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
   {
     MapReader l(r.section("local"), "executor.local", top.diags());
     l.read("job_dir", x.local.job_dir);
-    l.read("grace_period", x.local.grace_period, 0);
-    l.read("timeout", x.local.timeout, 0);
+    // Seconds; bounded so that the conversion to a deadline cannot overflow (a timeout of
+    // 9223372037 s once stopped the job at once).
+    l.read("grace_period", x.local.grace_period, 0, kMaxSeconds);
+    l.read("timeout", x.local.timeout, 0, kMaxSeconds);
     l.finish();
   }
   {
@@ -473,7 +489,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.read("job_dir", sl.job_dir);
     s.read("dependency", sl.dependency);
     s.read("sbatch_args", sl.sbatch_args);
-    s.read("retries", sl.retries, 0);
+    s.read("retries", sl.retries, 0, kMaxRetries);
     s.read("template", sl.template_path);
     s.finish();
   }
@@ -483,7 +499,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read("namespace", ku.namespace_);
     k.read("context", ku.context);
     k.read_enum("api", ku.api, {"jobset", "job"});
-    k.read("retries", ku.retries, 0);
+    k.read("retries", ku.retries, 0, kMaxRetries);
     k.read("secret_name", ku.secret_name);
     k.read("shm_size", ku.shm_size);
     k.read("service_account", ku.service_account);
@@ -683,6 +699,23 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
 
 std::optional<Recipe> load_recipe(const std::string& path,
                                   const std::vector<std::string>& overrides, Diagnostics& diags) {
+  // A FIFO would block (the diagnostics re-read the file to quote lines), /dev/zero would
+  // grow without end, a directory reads as empty: only a regular file of sane size is a recipe.
+  constexpr std::uintmax_t kMaxRecipeBytes = 16u << 20;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    diags.error("recipe-not-a-file", "", SourceLoc{path, 0, 0, {}},
+                fmt::format("recipe `{}` is not a regular file", printable_text(path, 200)),
+                "give the path of a YAML file");
+    return std::nullopt;
+  }
+  if (!ec && fs::exists(st) && fs::file_size(path, ec) > kMaxRecipeBytes && !ec) {
+    diags.error("recipe-too-large", "", SourceLoc{path, 0, 0, {}},
+                fmt::format("recipe `{}` is larger than 16 MiB", printable_text(path, 200)),
+                "a recipe is a small YAML file; check the path");
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diags.error("file-not-found", "", SourceLoc{path, 0, 0, {}},

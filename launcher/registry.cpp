@@ -155,6 +155,8 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
   for (const auto& entry : fs::directory_iterator(jobs, ec)) {
     const fs::path& p = entry.path();
     if (p.extension() != ".json" || p.filename().string()[0] == '.') continue;
+    // A FIFO (or device) named like an entry would block `list` forever.
+    if (!entry.is_regular_file(ec)) continue;
     std::ifstream in(p);
     std::stringstream text;
     text << in.rdbuf();

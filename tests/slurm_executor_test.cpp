@@ -413,6 +413,21 @@ TEST_F(SlurmExecutorTest, CancelRunsScancel) {
   EXPECT_EQ(runner.calls[0].argv, (std::vector<std::string>{"scancel", "31"}));
 }
 
+// The registry is a file the user can edit: a scheduler id that is no Slurm id never
+// reaches scancel (`--user=root` would cancel every job of that user).
+TEST_F(SlurmExecutorTest, CancelRefusesAnIdThatIsNoSlurmId) {
+  FakeRunner runner([](const CommandSpec&) { return ok(""); });
+  install(runner);
+  for (const char* id : {"--user=root", "-1", "12 34", "_5"}) {
+    Diagnostics diags;
+    EXPECT_EQ(executor->cancel(record(id), diags), 1) << id;
+    EXPECT_NE(diag_text(diags).find("no valid Slurm job id"), std::string::npos) << id;
+  }
+  EXPECT_EQ(runner.calls.size(), 0u);
+  Diagnostics array_task;
+  EXPECT_EQ(executor->cancel(record("1234_7"), array_task), 0);
+}
+
 TEST_F(SlurmExecutorTest, CancelErrorsCarrySlurmsMessage) {
   FakeRunner runner([](const CommandSpec&) {
     return fail(
