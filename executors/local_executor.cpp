@@ -86,11 +86,14 @@ std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port
 }
 
 // Values the user asked to be shell-expanded are exported by a tiny bash wrapper on the
-// rank itself, exactly as a batch script would; everything else is passed verbatim.
+// rank itself, exactly as a batch script would (`export NAME="value"`); everything else is
+// passed verbatim. The value travels in the rank's environment (NAME holds its text) and is
+// expanded from there, never in the wrapper's arguments: /proc/PID/cmdline is readable by
+// every user on the machine, and the value may be a secret.
 std::vector<std::string> wrap_expanded(const Plan& plan, std::vector<std::string> argv) {
   std::string exports;
   for (const auto& v : plan.env.vars)
-    if (v.expand) exports += fmt::format("export {}=\"{}\"; ", v.name, v.value);
+    if (v.expand) exports += fmt::format("eval \"export {0}=\\\"${{{0}}}\\\"\"; ", v.name);
   if (exports.empty()) return argv;
   std::vector<std::string> wrapped{"/bin/bash", "-c", exports + "exec \"$@\"", "bridge-rank"};
   wrapped.insert(wrapped.end(), argv.begin(), argv.end());

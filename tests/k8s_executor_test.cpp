@@ -209,6 +209,35 @@ TEST(K8sExecutor, SecretValuesAreScrubbedFromKubectlMessages) {
   EXPECT_THAT(s.diags.items().back().message, HasSubstr("<secret>"));
 }
 
+// kubectl prints values JSON-escaped (Go escapes ", \\, newline, &, <, >, U+2028) or, for a
+// Secret's data, base64-encoded: those spellings are scrubbed too.
+TEST(K8sExecutor, EscapedSpellingsOfSecretsAreScrubbedToo) {
+  struct Case {
+    std::string override_value;  // YAML double-quoted
+    std::string printed;         // how kubectl would print the value
+  };
+  std::vector<Case> cases{
+      {R"(q\"uote-S3CR3T)", R"(q\"uote-S3CR3T)"},
+      {R"(back\\slash-S3CR3T)", R"(back\\slash-S3CR3T)"},
+      {R"(new\nline-S3CR3T)", R"(new\nline-S3CR3T)"},
+      {"amp&lt<gt>-S3CR3T", R"(amp\u0026lt\u003cgt\u003e-S3CR3T)"},
+      {"ls\u2028sep-S3CR3T", R"(ls\u2028sep-S3CR3T)"},
+      {"b64-S3CR3T", "YjY0LVMzQ1IzVA=="},
+  };
+  for (const auto& c : cases) {
+    FakeRunner fake;
+    fake.respond = [&](const CommandSpec&) {
+      return failed_result("error: Secret \"x\" is invalid: data.TOKEN: \"" + c.printed + "\"");
+    };
+    Submitted s = submit(fake, {"env.TOKEN={value: \"" + c.override_value + "\", secret: true}"});
+    ASSERT_FALSE(s.diags.items().empty()) << c.printed;
+    const std::string& msg = s.diags.items().back().message;
+    EXPECT_THAT(msg, Not(HasSubstr("S3CR3T"))) << msg;
+    EXPECT_THAT(msg, Not(HasSubstr(c.printed))) << msg;
+    EXPECT_THAT(msg, HasSubstr("<secret>")) << msg;
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Status.
 

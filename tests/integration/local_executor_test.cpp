@@ -97,6 +97,24 @@ TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
   EXPECT_THAT(r.out, HasSubstr("training: 8 steps (train.max_steps)"));
 }
 
+// A secret that the shell expands on the rank never appears in a process's arguments
+// (/proc/PID/cmdline is world-readable): the expansion below keeps the wrapper alive for a
+// second, while every process's arguments are searched for the value.
+TEST_F(LocalExecutorTest, ExpandedSecretIsNeverInAnyProcessArguments) {
+  const std::string marker = "XPAND-S3CRET-" + std::to_string(getpid());
+  std::string yaml = "env:\n  TOKEN: {value: '" + marker +
+                     "-$(sleep 2; echo done)', secret: true, expand: true}\n";
+  std::string path = recipe("xsecret", ", --steps, '1'", true, yaml);
+  pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, dir_ / "xsecret.out");
+  int seen = 0;
+  for (int i = 0; i < 25; ++i) {
+    seen += static_cast<int>(processes_with(marker).size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(wait_exit(pid, 60), 0);
+  EXPECT_EQ(seen, 0) << "the secret was visible in /proc/*/cmdline";
+}
+
 // A reader that goes away (`bridge-launch ... | head -c 1`) must not kill the launcher: the
 // job runs to its end and its final state is recorded.
 TEST_F(LocalExecutorTest, ClosedStdoutPipeDoesNotKillTheLauncherOrTheJob) {
