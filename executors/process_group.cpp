@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -57,12 +58,19 @@ struct Running {
   int fd;  // read end of the rank's output pipe, -1 once closed
   std::string partial;
   bool exited = false;
+  std::chrono::steady_clock::time_point exited_at{};
 };
 
-[[noreturn]] void exec_child(const RankSpec& spec, int out_fd, pid_t pgid) {
+// How long a rank's pipe is still read after the rank exited. The end of a rank is its exit,
+// not EOF on its pipe: a daemon it started (`setsid ... &`) may hold the pipe open forever.
+constexpr std::chrono::seconds kDrainAfterExit{2};
+
+[[noreturn]] void exec_child(const RankSpec& spec, int out_fd, pid_t pgid, pid_t launcher) {
   setpgid(0, pgid);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a SIGKILLed launcher leaves no orphaned rank
-  if (getppid() == 1) _exit(127);
+  // The launcher died before PDEATHSIG was armed. (Not `getppid() == 1`: the launcher itself
+  // may be PID 1, as a container's entrypoint.)
+  if (getppid() != launcher) _exit(127);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   int devnull = open("/dev/null", O_RDONLY);
@@ -108,6 +116,7 @@ class GroupRunner {
       result_.spawn_error = std::string("pipe: ") + strerror(errno);
       return false;
     }
+    pid_t launcher = getpid();
     pid_t pid = fork();
     if (pid < 0) {
       result_.spawn_error = std::string("fork: ") + strerror(errno);
@@ -115,7 +124,7 @@ class GroupRunner {
       close(fds[1]);
       return false;
     }
-    if (pid == 0) exec_child(s, fds[1], pgid_);
+    if (pid == 0) exec_child(s, fds[1], pgid_, launcher);
     if (pgid_ == 0) pgid_ = pid;
     setpgid(pid, pgid_);  // also in the parent: no race with an early kill
     close(fds[1]);
@@ -178,6 +187,7 @@ class GroupRunner {
       pid_t got = waitpid(r.pid, &status, WNOHANG);
       if (got != r.pid) continue;
       r.exited = true;
+      r.exited_at = Clock::now();
       RankOutcome o{r.rank, 0, 0, false};
       if (WIFSIGNALED(status)) {
         o.signaled = true;
@@ -203,13 +213,17 @@ class GroupRunner {
       kill(-pgid_, SIGKILL);
       killed_ = true;
     }
-    // Processes that left the group's pipes open (daemons) must not keep us alive forever.
-    if (killed_ && now - shutdown_at_ > options_.grace + std::chrono::seconds(2))
-      for (auto& r : running_)
-        if (r.exited && r.fd >= 0) {
-          close(r.fd);
-          r.fd = -1;
-        }
+    // Processes that left the group's pipes open (daemons) must not keep us alive forever:
+    // a rank's pipe is read for a short while after its exit, then closed.
+    for (auto& r : running_) {
+      bool drained = r.exited && now - r.exited_at > kDrainAfterExit;
+      bool after_kill = killed_ && now - shutdown_at_ > options_.grace + kDrainAfterExit;
+      if (r.fd >= 0 && r.exited && (drained || after_kill)) {
+        flush_partial(r);
+        close(r.fd);
+        r.fd = -1;
+      }
+    }
   }
 
   void begin_shutdown(int sig) {

@@ -115,6 +115,43 @@ TEST_F(LocalExecutorTest, ExpandedSecretIsNeverInAnyProcessArguments) {
   EXPECT_EQ(seen, 0) << "the secret was visible in /proc/*/cmdline";
 }
 
+// The end of a rank is its exit, not EOF on its pipe: a daemon that a rank started and that
+// holds the rank's stdout (`setsid ... &`) must not hang the launcher.
+TEST_F(LocalExecutorTest, DaemonHoldingARanksOutputDoesNotHangTheLauncher) {
+  const std::string marker = "daemon-holds-pipe-" + std::to_string(getpid());
+  std::string text =
+      "name: daemon\ncluster: {num_gpus: 1}\n"
+      "runtime:\n  adapter: none\n  command: [/bin/sh, -c, 'setsid /bin/sh -c "
+      "\"sleep 30; : " +
+      marker +
+      "\" & echo rank done']\n"
+      "executor:\n  local: {job_dir: " +
+      (dir_ / "jobs").string() + ", grace_period: 1, timeout: 60}\n";
+  fs::path p = dir_ / "daemon.yaml";
+  std::ofstream(p) << text;
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = launch({p.string()});
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (pid_t pid : processes_with(marker)) kill(pid, SIGKILL);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("rank done"));
+  EXPECT_LT(seconds, 15.0) << "the launcher waited for the daemon";
+}
+
+// bridge-launch as a container's entrypoint (PID 1 of a PID namespace) starts its ranks
+// like anywhere else (a "parent died" check once compared the parent's pid with 1).
+TEST_F(LocalExecutorTest, RunsAsPidOneOfAPidNamespace) {
+  if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
+    GTEST_SKIP() << "needs root and unshare (util-linux) for a PID namespace";
+  std::string path = recipe("pid1", ", --steps, '2'");
+  for (int run = 0; run < 3; ++run) {
+    CommandResult r = run_command(
+        {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", BRIDGE_LAUNCH_BIN, path}, env_);
+    ASSERT_EQ(r.exit_code, 0) << "run " << run << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("bridge-probe: OK"));
+  }
+}
+
 // A reader that goes away (`bridge-launch ... | head -c 1`) must not kill the launcher: the
 // job runs to its end and its final state is recorded.
 TEST_F(LocalExecutorTest, ClosedStdoutPipeDoesNotKillTheLauncherOrTheJob) {
