@@ -11,15 +11,16 @@
 #include "runtime/probe_error.h"
 
 namespace bridge::probe {
-namespace {
 
-std::optional<int64_t> ToInt(std::string_view text) {
+std::optional<int64_t> ParseInt64(std::string_view text) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto result = std::from_chars(text.data(), end, value);
   if (text.empty() || result.ec != std::errc() || result.ptr != end) return std::nullopt;
   return value;
 }
+
+namespace {
 
 std::optional<double> ToDouble(std::string_view text) {
   double value = 0;
@@ -32,7 +33,7 @@ std::optional<double> ToDouble(std::string_view text) {
 }
 
 int64_t IntFlag(std::string_view name, std::string_view text, int64_t min, int64_t max) {
-  const auto value = ToInt(text);
+  const auto value = ParseInt64(text);
   if (!value || *value < min || *value > max) {
     throw ProbeError(kExitUsage, StrPrintf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
                                            static_cast<int>(name.size()), name.data(),
@@ -69,7 +70,7 @@ std::optional<EnvInt> FirstIntEnv(std::initializer_list<const char*> names) {
   for (const char* name : names) {
     const auto text = Env(name);
     if (!text) continue;
-    const auto value = ToInt(*text);
+    const auto value = ParseInt64(*text);
     if (!value) {
       throw ProbeError(kExitUsage, StrPrintf("%s='%s' is not an integer", name, text->c_str()));
     }
@@ -333,7 +334,7 @@ Identity ReadIdentity() {
   }
   if (addr) id.master_addr = *addr;
   if (port_text) {
-    const auto port = ToInt(*port_text);
+    const auto port = ParseInt64(*port_text);
     if (!port || *port < 1 || *port > 65535) {
       throw ProbeError(kExitUsage, "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
     }
@@ -342,7 +343,7 @@ Identity ReadIdentity() {
   id.rendezvous_port = id.master_port;
   id.rendezvous_port_source = "MASTER_PORT";
   if (const auto probe_port = Env("BRIDGE_PROBE_PORT")) {
-    const auto port = ToInt(*probe_port);
+    const auto port = ParseInt64(*probe_port);
     if (!port || *port < 1 || *port > 65535) {
       throw ProbeError(kExitUsage,
                        "BRIDGE_PROBE_PORT='" + *probe_port + "' is not a TCP port (1-65535)");

@@ -65,6 +65,9 @@ struct Identity {
   std::string world_size_source;       // The variable world_size came from, e.g. "WORLD_SIZE".
 };
 
+// A whole decimal integer (optional '-'), nullopt otherwise; the probe's one number parser.
+std::optional<int64_t> ParseInt64(std::string_view text);
+
 Options ParseOptions(int argc, char** argv);
 // The value of the last `key=value` override for `key`, if any.
 std::optional<std::string> OverrideValue(const std::vector<std::string>& overrides,

@@ -10,20 +10,13 @@
 #include <utility>
 
 #include "runtime/env_hash.h"
+#include "runtime/options.h"
 #include "runtime/probe_error.h"
 
 namespace bridge::probe {
 namespace {
 
 constexpr std::string_view kNumGpus = "cluster.num_gpus";
-
-std::optional<int64_t> ParseInt(std::string_view text) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto result = std::from_chars(text.data(), end, value);
-  if (text.empty() || result.ec != std::errc() || result.ptr != end) return std::nullopt;
-  return value;
-}
 
 std::optional<std::string> PlannedValue(const ExpectedPlan& plan, std::string_view key) {
   for (const PlanEntry& entry : plan.entries) {
@@ -62,7 +55,7 @@ PlanRow KeyRow(const PlanEntry& entry, const Options& options) {
 
 PlanRow WorldRow(const std::string& planned, const Identity& identity) {
   return PlanRow{"world size (" + identity.world_size_source + ")", planned,
-                 std::to_string(identity.world_size), ParseInt(planned) == identity.world_size};
+                 std::to_string(identity.world_size), ParseInt64(planned) == identity.world_size};
 }
 
 struct Dp {
@@ -74,7 +67,7 @@ struct Dp {
 std::optional<int64_t> Factor(const std::optional<std::string>& text, int64_t fallback,
                               std::string& error) {
   if (!text || *text == "null") return fallback;
-  const auto value = ParseInt(*text);
+  const auto value = ParseInt64(*text);
   if (value && *value > 0) return value;
   error = "'" + *text + "' is not a positive integer";
   return std::nullopt;
@@ -120,7 +113,7 @@ PlanRow DpRow(const ExpectedPlan& plan, const Options& options, const Identity& 
 PlanRow ProbeValueRow(const std::string& field, const std::string& planned, int64_t value,
                       const std::string& source) {
   return PlanRow{field, planned, std::to_string(value) + " (" + source + ")",
-                 ParseInt(planned) == value};
+                 ParseInt64(planned) == value};
 }
 
 void PrintLocalMismatches(const std::vector<PlanRow>& rows, int rank) {
