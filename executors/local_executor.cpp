@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -205,14 +206,24 @@ class LocalExecutor : public Executor {
     std::vector<RankSpec> specs = rank_specs(plan, port);
     std::map<int, std::ofstream> logs;
     std::map<int, std::deque<std::string>> tails;
-    for (const auto& s : specs) logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
+    // The first write error per rank log (a full disk): a log that silently ends early would
+    // make a job look complete when its output is not.
+    std::map<int, std::string> log_errors;
+    for (const auto& s : specs) {
+      logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
+      if (!logs[s.rank]) log_errors[s.rank] = std::strerror(errno);
+    }
     spdlog::info("launching `{}`: {} process{} on this machine, logs in {}",
                  *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
                  dir.string());
     bool quiet = options.verbosity < 0;
     LineSink sink = [&](int rank, const std::string& line) {
-      logs[rank] << line << '\n';
-      logs[rank].flush();
+      std::ofstream& log = logs[rank];
+      if (log) {
+        log << line << '\n';
+        log.flush();
+        if (!log) log_errors.emplace(rank, std::strerror(errno));
+      }
       auto& tail = tails[rank];
       tail.push_back(line);
       if (tail.size() > 10) tail.pop_front();
@@ -223,6 +234,7 @@ class LocalExecutor : public Executor {
     go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
     GroupResult result = run_process_group(specs, go, sink);
     report(plan, result, tails, dir, diags, sr);
+    report_log_errors(log_errors, dir, diags, sr);
     return sr;
   }
 
@@ -291,6 +303,24 @@ class LocalExecutor : public Executor {
       specs.push_back(std::move(s));
     }
     return specs;
+  }
+
+  // A job whose output was not fully saved is not a clean success.
+  static void report_log_errors(const std::map<int, std::string>& log_errors, const fs::path& dir,
+                                Diagnostics& diags, SubmitResult& sr) {
+    if (log_errors.empty()) return;
+    std::string which;
+    for (const auto& [rank, why] : log_errors)
+      which += fmt::format("{}rank{}.log ({})", which.empty() ? "" : ", ", rank, why);
+    diags.error("rank-log-incomplete", "", {},
+                fmt::format("the ranks' output could not be saved completely in {}: {}",
+                            dir.string(), which),
+                "free space under the job dir (executor.local.job_dir) and run the job again");
+    if (sr.final_state == JobState::kSucceeded) {
+      sr.final_state = JobState::kFailed;
+      sr.exit_code = kExitFailed;
+      sr.state_detail = "the ranks exited 0, but their logs are incomplete (" + which + ")";
+    }
   }
 
   static void report(const Plan& plan, const GroupResult& result,

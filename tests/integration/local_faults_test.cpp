@@ -247,6 +247,26 @@ TEST_F(LocalFaultsTest, DiskFillingDuringTheRunIsAFailureThatNamesTheJob) {
   ASSERT_TRUE(jobs.is_array() && jobs.size() == 1u) << list.out << list.err;
 }
 
+// A job dir that fills up while the ranks write: the job is not reported as a success with a
+// silently truncated log (once: exit 0, SUCCEEDED, 1751 of 20001 lines).
+TEST_F(LocalFaultsTest, FullJobDirIsAFailureNotATruncatedSuccess) {
+  fs::path jobs = dir_ / "jobs";
+  TmpfsMount mnt(jobs, "size=64k,mode=0755");
+  if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
+  std::string recipe = write("chatty.yaml",
+                             "name: chatty\ncluster: {num_gpus: 1}\n"
+                             "runtime:\n  command: [/bin/sh, -c, 'seq 1 20000']\n"
+                             "  adapter: none\nexecutor:\n  local: {job_dir: " +
+                                 jobs.string() + "}\n");
+  CommandResult r = launch({"-q", recipe});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank-log-incomplete"));
+  EXPECT_THAT(r.err, HasSubstr("rank0.log (No space left on device)"));
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"FAILED\"")) << list.out;
+  EXPECT_THAT(list.out, HasSubstr("logs are incomplete")) << list.out;
+}
+
 TEST_F(LocalFaultsTest, DiskWithRoomForAProbeButNotTheEntryRefusesTheLaunch) {
   TmpfsMount mnt(state_, "size=256k,mode=0755");
   if (!mnt.ok()) GTEST_SKIP() << "cannot mount a small tmpfs to fill (" << mnt.error() << ")";
