@@ -6,6 +6,7 @@
 #include <map>
 
 #include "executors/k8s_render.h"
+#include "launcher/json_limits.h"
 
 namespace bridge {
 
@@ -91,6 +92,10 @@ std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id) {
 }
 
 std::optional<std::vector<json>> parse_kubectl_items(const std::string& text, std::string* error) {
+  if (!json_depth_within(text)) {
+    if (error) *error = "kubectl printed JSON nested too deeply";
+    return std::nullopt;
+  }
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     if (error) *error = "kubectl did not print a JSON object";

@@ -15,6 +15,8 @@
 #include <random>
 #include <sstream>
 
+#include "launcher/json_limits.h"
+
 namespace bridge {
 
 namespace fs = std::filesystem;
@@ -160,7 +162,9 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
     std::ifstream in(p);
     std::stringstream text;
     text << in.rdbuf();
-    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    nlohmann::json j = json_depth_within(text.str())
+                           ? nlohmann::json::parse(text.str(), nullptr, false)
+                           : nlohmann::json(nlohmann::json::value_t::discarded);
     std::optional<JobRecord> r = j.is_discarded() ? std::nullopt : job_record_from_json(j);
     if (!r) {
       diags.warning("registry-corrupt-entry", "", {},

@@ -4,12 +4,18 @@
 #include "launcher/numbers.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
 #include "launcher/compare.h"
+#include "launcher/json_limits.h"
+#include "launcher/registry.h"
 
 namespace bridge {
 namespace {
@@ -47,6 +53,31 @@ TEST(ParseDecimalTest, VeryLongLogLinesAreSkippedNotACrash) {
   auto samples = parse_iteration_lines(log);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].iteration, 4);
+}
+
+// JSON from files and programs: deep nesting is refused before parsing (copying a parsed
+// million-level document recursed until the stack overflowed).
+TEST(JsonLimitsTest, DepthIsCountedOutsideStringsOnly) {
+  EXPECT_TRUE(json_depth_within(R"({"a": [1, {"b": "[[[[[["}]})", 3));
+  EXPECT_FALSE(json_depth_within(R"({"a": [1, {"b": "[[[[[["}]})", 2));
+  EXPECT_FALSE(json_depth_within("[[[1]]]", 2));
+  EXPECT_TRUE(json_depth_within(R"(["\"[[["])", 1));    // an escaped quote inside a string
+  EXPECT_FALSE(json_depth_within(R"(["\\"[[["])", 1));  // an escaped backslash, then the end
+}
+
+TEST(JsonLimitsTest, DeeplyNestedRegistryEntryAndKubectlOutputAreRefusedNotACrash) {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  std::string err;
+  EXPECT_FALSE(parse_kubectl_items(R"({"items": )" + deep + "}", &err).has_value());
+  EXPECT_EQ(err, "kubectl printed JSON nested too deeply");
+  auto dir = std::filesystem::temp_directory_path() / ("bl-deep-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "jobs");
+  std::ofstream(dir / "jobs" / "x-1.json")
+      << R"({"format": "bridge-launch-job/1", "id": "x-1", "name": "x", "plan": )" << deep << "}";
+  Diagnostics diags;
+  EXPECT_TRUE(JobRegistry(dir.string()).list(diags).empty());
+  EXPECT_TRUE(diags.has_code("registry-corrupt-entry"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
