@@ -47,6 +47,8 @@ const TemplateData::Value* TemplateData::find(const std::string& name) const {
 
 namespace {
 
+constexpr size_t kMaxSectionDepth = 64;
+
 struct Node {
   enum class Kind { kText, kVar, kSection, kInverted } kind = Kind::kText;
   std::string text;  // literal text, or the tag name
@@ -123,6 +125,12 @@ class Parser {
         case '^': {
           if (name.empty()) {
             error = {line, "a section tag needs a name"};
+            return false;
+          }
+          // Rendering and freeing the tree recurse per level: 50 000 nested sections once
+          // overflowed the stack. Real templates nest two or three levels.
+          if (stack.size() >= kMaxSectionDepth) {
+            error = {line, fmt::format("sections are nested deeper than {}", kMaxSectionDepth)};
             return false;
           }
           Node n;

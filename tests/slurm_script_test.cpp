@@ -470,6 +470,22 @@ std::string tmpl(const std::string& text, const TemplateData& data, Diagnostics&
   return render_template(text, data, "test", diags).value_or("<error>");
 }
 
+// 50 000 nested sections overflowed the stack (rendering recurses per level): nesting is
+// bounded at parse time, with an error naming the line.
+TEST(SlurmTemplate, DeeplyNestedSectionsAreAnErrorNotACrash) {
+  TemplateData d;
+  d.set_bool("a", true);
+  std::string deep;
+  for (int i = 0; i < 50000; ++i) deep += "{{#a}}";
+  for (int i = 0; i < 50000; ++i) deep += "{{/a}}";
+  Diagnostics diags;
+  EXPECT_EQ(tmpl(deep, d, diags), "<error>");
+  EXPECT_TRUE(diags.has_code("template-syntax"));
+  EXPECT_NE(diags.items().back().message.find("nested deeper than 64"), std::string::npos);
+  Diagnostics fine;
+  EXPECT_EQ(tmpl("{{#a}}{{#a}}x{{/a}}{{/a}}", d, fine), "x");
+}
+
 TEST(SlurmTemplate, VariablesSectionsAndStandaloneLines) {
   TemplateData d;
   d.set("name", "job");
