@@ -236,7 +236,14 @@ class SlurmExecutor : public Executor {
       return id.has_value();
     };
     CommandResult r = run_slurm_command(spec, nullptr, settled);
-    if (!id && r.ok()) id = parse_sbatch_id(r.out);
+    // An id on stdout is an accepted job, also when sbatch then exited non-zero.
+    if (!id) id = parse_sbatch_id(r.out);
+    if (id && !r.ok())
+      spdlog::warn("sbatch exited with code {} after printing job id {}; the job was accepted",
+                   r.exit_code, *id);
+    // A failed or killed sbatch (e.g. by the runner's own timeout) may have created the job
+    // all the same: look for it by its unique comment before deleting anything.
+    if (!id && !r.ok()) settled();
     if (!id) {
       remove_if_empty(created);
       std::string message =

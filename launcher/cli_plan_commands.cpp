@@ -1,5 +1,6 @@
 // validate, plan, plugins and the launch itself (submit, registry entry, --wait).
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -7,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "executors/executor.h"
@@ -23,6 +26,38 @@ namespace bridge {
 namespace {
 
 std::atomic<bool> g_wait_interrupted{false};
+
+// Ctrl-C or SIGTERM while a scheduler takes the job must not leave a job that runs but is
+// not recorded: the two signals are held back from before `sbatch`/`kubectl apply` until the
+// registry entry is written (bounded by the command runner's timeout), then taken. sbatch
+// inherits the blocked mask, so a terminal's Ctrl-C does not cut it off half-way either.
+class DeferredInterrupts {
+ public:
+  DeferredInterrupts() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~DeferredInterrupts() { release(); }
+  DeferredInterrupts(const DeferredInterrupts&) = delete;
+  DeferredInterrupts& operator=(const DeferredInterrupts&) = delete;
+
+  // Consumes a held-back SIGINT/SIGTERM and restores the mask; true when one arrived.
+  bool release() {
+    if (released_) return interrupted_;
+    released_ = true;
+    timespec no_wait{0, 0};
+    while (sigtimedwait(&set_, nullptr, &no_wait) > 0) interrupted_ = true;
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    return interrupted_;
+  }
+
+ private:
+  sigset_t set_{}, old_{};
+  bool released_ = false;
+  bool interrupted_ = false;
+};
 void on_wait_signal(int) { g_wait_interrupted = true; }
 
 // Follows a scheduler job until it ends. SIGINT stops the waiting only: the job keeps
@@ -249,8 +284,21 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
                          sr.scheduler_id);
     if (plan.executor != "local") c.out << rec.id << "\n";
   };
+  // Local ranks take Ctrl-C themselves (the process group stops them).
+  std::optional<DeferredInterrupts> deferred;
+  if (plan.executor != "local") deferred.emplace();
   SubmitResult sr = executor->submit(plan, job, so, c.out, submit_diags, on_accepted);
+  bool interrupted = deferred && deferred->release();
   if (!sr.accepted) reg.release_id(rec.id);
+  if (interrupted) {
+    print_diagnostics(submit_diags, c.err, c.color, false);
+    if (sr.accepted)
+      c.err << fmt::format(
+          "interrupted: job {} was submitted and recorded and keeps running "
+          "(bridge-launch status {}; bridge-launch cancel {})\n",
+          rec.id, rec.id, rec.id);
+    return kExitInterrupted;
+  }
   // Rewrite the entry only when the submission ended with news (a local run finished); a
   // scheduler's "pending" was already recorded on acceptance.
   bool changed = sr.final_state != rec.state || sr.state_detail != rec.state_detail ||

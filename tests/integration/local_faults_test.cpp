@@ -390,6 +390,34 @@ TEST_F(FakeSlurmTest, MissingSbatchIsAClearFailureWithNoRegistryEntry) {
   EXPECT_THAT(r.err, HasSubstr("sbatch"));
 }
 
+// Ctrl-C or SIGTERM while sbatch runs: the job Slurm accepts is recorded, never left running
+// unrecorded (the signals are held back until the registry entry is written).
+TEST_F(FakeSlurmTest, SignalDuringSbatchEndsWithTheJobRecorded) {
+  fake("sbatch", "cat >/dev/null\nsleep 2\necho 5151\n");
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    fs::remove_all(state_);
+    fs::path out = dir_ / ("during-" + std::to_string(sig) + ".txt");
+    pid_t pid = start_background({BRIDGE_LAUNCH_BIN, slurm_recipe("during")}, env_, out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));  // sbatch is sleeping
+    kill(pid, sig);
+    EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
+    EXPECT_THAT(slurp(out), HasSubstr("was submitted and recorded"));
+    CommandResult list = launch({"list", "--format", "json"});
+    EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"5151\"")) << list.out << slurp(out);
+  }
+}
+
+// sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
+TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
+  fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
+  CommandResult r = launch({slurm_recipe("idthenfail")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("after printing job id 6161"));
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"6161\"")) << list.out;
+}
+
 TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
   fake("sbatch", "cat >/dev/null\necho '4242;cluster'\n");
   // squeue answers RUNNING for our job id; every other query finds nothing.
