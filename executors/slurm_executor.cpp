@@ -241,9 +241,10 @@ class SlurmExecutor : public Executor {
     if (id && !r.ok())
       spdlog::warn("sbatch exited with code {} after printing job id {}; the job was accepted",
                    r.exit_code, *id);
-    // A failed or killed sbatch (e.g. by the runner's own timeout) may have created the job
-    // all the same: look for it by its unique comment before deleting anything.
-    if (!id && !r.ok()) settled();
+    // An sbatch that the runner's own timeout killed may have created the job all the same
+    // (the controller answered late): look for it by its unique comment before deleting
+    // anything. A definite refusal (controller down, bad option) needs no lookup.
+    if (!id && r.timed_out) settled();
     if (!id) {
       remove_if_empty(created);
       std::string message =

@@ -234,6 +234,34 @@ TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
   EXPECT_NE(diag_text(diags).find("Socket timed out"), std::string::npos);
 }
 
+// The runner's own timeout killed sbatch, but the controller had taken the job: it is found
+// by its comment and recorded, and its job dir is kept.
+TEST_F(SlurmExecutorTest, SbatchKilledByTheRunnersTimeoutIsLookedUpBeforeCleanup) {
+  TempDir dir;
+  std::string comment;
+  FakeRunner runner([&](const CommandSpec& s) {
+    if (s.argv[0] == "sbatch") {
+      for (const auto& a : s.argv)
+        if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+      CommandResult killed;
+      killed.started = true;
+      killed.timed_out = true;
+      killed.exit_code = -1;
+      return killed;
+    }
+    return ok("77|" + comment + "\n");  // squeue --format=%i|%k
+  });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.exit_code, 0) << diag_text(diags);
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(r.scheduler_id, "77");
+  EXPECT_EQ(runner.count("sbatch"), 1);
+}
+
 TEST_F(SlurmExecutorTest, TimedOutSubmissionThatCreatedTheJobIsNotSubmittedTwice) {
   TempDir dir;
   std::string comment;
