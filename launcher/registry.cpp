@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "launcher/json_limits.h"
 
@@ -23,14 +25,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Holds an exclusive flock on <dir>/lock for its lifetime.
+// Holds an exclusive flock on <dir>/lock for its lifetime. Another process holding the lock
+// (a stuck bridge-launch, a `flock` by hand) must not block a launch silently: after a second
+// it says that it waits, and after `timeout` it gives up (errno EWOULDBLOCK).
 class DirLock {
  public:
-  explicit DirLock(const fs::path& dir) {
+  DirLock(const fs::path& dir, std::chrono::milliseconds timeout) {
     fd_ = open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
-      close(fd_);
-      fd_ = -1;
+    if (fd_ < 0) return;
+    auto start = std::chrono::steady_clock::now();
+    bool said = false;
+    while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      auto waited = std::chrono::steady_clock::now() - start;
+      if ((errno != EWOULDBLOCK && errno != EINTR) || waited > timeout) {
+        int saved = errno;
+        close(fd_);
+        fd_ = -1;
+        errno = saved;
+        return;
+      }
+      if (!said && waited > std::chrono::seconds(1)) {
+        spdlog::warn("waiting for the job registry lock {} (held by another process)",
+                     (dir / "lock").string());
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
   ~DirLock() {
@@ -87,8 +106,8 @@ std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
     return std::nullopt;
   };
   if (ec) return fail(ec.message());
-  DirLock lock(dir_);
-  if (!lock.ok()) return fail(std::string("cannot lock: ") + std::strerror(errno));
+  DirLock lock(dir_, lock_timeout_);
+  if (!lock.ok()) return fail(lock_error());
   for (int attempt = 0; attempt < 64; ++attempt) {
     std::string id = new_job_id(name);
     if (fs::exists(jobs / (id + ".json"), ec)) continue;
@@ -106,6 +125,13 @@ std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
     return id;
   }
   return fail("no free job id after 64 attempts");
+}
+
+std::string JobRegistry::lock_error() const {
+  if (errno == EWOULDBLOCK)
+    return fmt::format("cannot lock: {}/lock is held by another process (waited {} ms)", dir_,
+                       lock_timeout_.count());
+  return std::string("cannot lock: ") + std::strerror(errno);
 }
 
 void JobRegistry::release_id(const std::string& id) const {
@@ -126,8 +152,8 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const
   };
   if (ec) return fail(ec.message());
   if (!valid_id(r.id)) return fail("invalid job id");
-  DirLock lock(dir_);
-  if (!lock.ok()) return fail(std::string("cannot lock: ") + std::strerror(errno));
+  DirLock lock(dir_, lock_timeout_);
+  if (!lock.ok()) return fail(lock_error());
   fs::path target = jobs / (r.id + ".json");
   // Under the lock, so no other bridge-launch can create the entry in between.
   if (create && fs::exists(target, ec))

@@ -7,6 +7,7 @@
 // foreign file is reported as a warning and skipped. Records never hold secret values.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,10 @@ namespace bridge {
 
 class JobRegistry {
  public:
-  explicit JobRegistry(std::string dir) : dir_(std::move(dir)) {}
+  // `lock_timeout`: how long a write waits for the registry lock before it gives up.
+  explicit JobRegistry(std::string dir,
+                       std::chrono::milliseconds lock_timeout = std::chrono::seconds(30))
+      : dir_(std::move(dir)), lock_timeout_(lock_timeout) {}
   static std::string default_dir(const HostEnvironment& env);
 
   const std::string& dir() const { return dir_; }
@@ -43,7 +47,9 @@ class JobRegistry {
   std::optional<JobRecord> find(const std::string& ref, Diagnostics& diags) const;
 
  private:
+  std::string lock_error() const;
   std::string dir_;
+  std::chrono::milliseconds lock_timeout_;
 };
 
 // A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique).

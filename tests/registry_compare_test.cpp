@@ -1,10 +1,13 @@
 // The job registry (atomic, lock-protected, damage-tolerant) and the experiment maths of
 // `compare` (iteration parsing, steady-state window statistics, knob differences).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +64,23 @@ TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
   EXPECT_TRUE(reg.list(diags).empty());
   reg.release_id(*ids.begin());
   EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *ids.begin() + ".reservation")));
+}
+
+// A lock held by another process (a stuck launch, `flock` by hand) does not block a launch
+// silently and forever: the write gives up after the timeout, naming the lock.
+TEST_F(RegistryTest, AHeldLockIsAClearErrorAfterTheTimeout) {
+  fs::create_directories(dir_);
+  int held = open((dir_ / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  JobRegistry reg(dir_.string(), std::chrono::milliseconds(200));
+  Diagnostics diags;
+  EXPECT_FALSE(reg.reserve_id("locked", "{}\n", diags).has_value());
+  ASSERT_TRUE(diags.has_errors());
+  EXPECT_THAT(diags.items()[0].message, HasSubstr("is held by another process (waited 200 ms)"));
+  close(held);
+  Diagnostics after;
+  EXPECT_TRUE(reg.reserve_id("locked", "{}\n", after).has_value());
 }
 
 TEST_F(RegistryTest, CreatingAnEntryNeverOverwritesAnExistingOne) {
