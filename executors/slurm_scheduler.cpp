@@ -101,7 +101,7 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   s.state = map_slurm_state(info.state);
   std::vector<std::string> notes;
   if (!info.reason.empty() && info.reason != "None" && info.reason != "(null)")
-    notes.push_back(info.reason);
+    notes.push_back(printable_text(info.reason, 200));  // shown in `status`: no raw escapes
   if (!info.exit_code.empty()) {
     notes.push_back("ExitCode=" + info.exit_code);
     auto parts = split(info.exit_code, ':');

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <string_view>
 
 namespace bridge {
 
@@ -103,6 +104,23 @@ const char* color_of(Severity s) {
 
 }  // namespace
 
+namespace {
+// Messages quote text from outside (plugin options, scheduler and kubectl output): a terminal
+// escape there must be shown, not executed. Line breaks and tabs stay (multi-line messages).
+std::string without_control_bytes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += ch;
+  }
+  return out;
+}
+}  // namespace
+
 std::string format_diagnostic(const Diagnostic& d, bool color) {
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
@@ -110,7 +128,7 @@ std::string format_diagnostic(const Diagnostic& d, bool color) {
   std::string out;
   if (!where.empty()) out += fmt::format("{}{}:{} ", bold, where, reset);
   out += fmt::format("{}{}:{} {}", color ? color_of(d.severity) : "", severity_name(d.severity),
-                     reset, d.message);
+                     reset, without_control_bytes(d.message));
   if (!d.code.empty()) out += fmt::format(" [{}]", d.code);
   out += "\n";
   if (d.loc.has_position()) {
@@ -126,7 +144,8 @@ std::string format_diagnostic(const Diagnostic& d, bool color) {
                          color ? color_of(d.severity) : "", reset);
     }
   }
-  if (!d.help.empty()) out += fmt::format("  {}help:{} {}\n", bold, reset, d.help);
+  if (!d.help.empty())
+    out += fmt::format("  {}help:{} {}\n", bold, reset, without_control_bytes(d.help));
   return out;
 }
 

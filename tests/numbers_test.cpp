@@ -14,6 +14,7 @@
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
 #include "launcher/compare.h"
+#include "launcher/diagnostics.h"
 #include "launcher/json_limits.h"
 #include "launcher/registry.h"
 
@@ -78,6 +79,20 @@ TEST(JsonLimitsTest, DeeplyNestedRegistryEntryAndKubectlOutputAreRefusedNotACras
   EXPECT_TRUE(JobRegistry(dir.string()).list(diags).empty());
   EXPECT_TRUE(diags.has_code("registry-corrupt-entry"));
   std::filesystem::remove_all(dir);
+}
+
+// Text from outside (scheduler reasons, plugin options, kubectl) reaches a terminal escaped.
+TEST(UntrustedTextTest, TerminalEscapesAreShownNotExecuted) {
+  Diagnostic d;
+  d.message = "bad value \x1b[31mred\x1b[0m\nsecond line\tok";
+  d.help = "fix \x07 it";
+  std::string shown = format_diagnostic(d, false);
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\x07'), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\\x1b[31mred"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\nsecond line\tok"), std::string::npos) << shown;
+  JobStatus st = to_job_status({"9", "PENDING", "evil\x1b]0;title\x07", ""});
+  EXPECT_EQ(st.detail.find('\x1b'), std::string::npos) << st.detail;
 }
 
 }  // namespace
