@@ -1,6 +1,6 @@
 // Kubernetes manifests: golden files for both APIs, a matrix of generated manifests through
-// the offline validator (../shared/tools/k8s-validate), MASTER_ADDR against the DNS name the
-// manifests produce, exact env values, secrets, and the render-time errors.
+// the development machines' offline validator (k8s-validate), MASTER_ADDR against the DNS
+// name the manifests produce, exact env values, secrets, and the render-time errors.
 #include "executors/k8s_render.h"
 
 #include <fmt/format.h>

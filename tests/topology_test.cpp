@@ -1,4 +1,4 @@
-// Topology rules T1-T6 of overlap-rules.md: the layout, dp and nodes computed from a recipe.
+// Topology rules T1-T6 (docs/overlap.md): the layout, dp and nodes computed from a recipe.
 #include "launcher/topology.h"
 
 #include <gmock/gmock.h>
