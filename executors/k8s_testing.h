@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -86,9 +87,12 @@ inline CommandResult failed_result(std::string err, int code = 1) {
   return r;
 }
 
-// The offline manifest validator of ../shared, or "" when it (or /usr/bin/python3) is absent.
+// The offline manifest validator of the development machines (outside the repository), or ""
+// when it (or /usr/bin/python3) is absent. BRIDGE_K8S_VALIDATE in the environment wins over
+// the build's default (CMake option BRIDGE_K8S_VALIDATE, see tests/CMakeLists.txt).
 inline std::string k8s_validator() {
-  std::string path = std::string(BRIDGE_SOURCE_DIR) + "/../shared/tools/k8s-validate";
+  const char* from_env = std::getenv("BRIDGE_K8S_VALIDATE");
+  std::string path = from_env && *from_env ? from_env : BRIDGE_K8S_VALIDATE_DEFAULT;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec) || !std::filesystem::exists("/usr/bin/python3", ec))
     return {};
@@ -96,8 +100,9 @@ inline std::string k8s_validator() {
 }
 
 inline constexpr const char* kNoValidator =
-    "k8s-validate not found at BRIDGE_SOURCE_DIR/../shared/tools/k8s-validate (or no "
-    "/usr/bin/python3): manifest validation skipped";
+    "k8s-validate not found (set BRIDGE_K8S_VALIDATE to its path; default: "
+    "the CMake option BRIDGE_K8S_VALIDATE) or no /usr/bin/python3: manifest validation "
+    "skipped";
 
 // YAML (as yaml-cpp reads it) -> JSON, with quoted scalars kept as strings and plain ones
 // typed (int, bool, null) as Kubernetes would read them.

@@ -234,23 +234,29 @@ TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
   EXPECT_NE(diag_text(diags).find("Socket timed out"), std::string::npos);
 }
 
+// A fake Slurm whose sbatch records the job's unique --comment and answers `sbatch_answer`;
+// squeue (the lookup by comment) answers `squeue_answer(comment)`.
+FakeRunner comment_tracking_slurm(std::string& comment, CommandResult sbatch_answer,
+                                  std::function<std::string(const std::string&)> squeue_answer) {
+  return FakeRunner([&comment, sbatch_answer, squeue_answer](const CommandSpec& s) {
+    if (s.argv[0] != "sbatch") return ok(squeue_answer(comment));
+    for (const auto& a : s.argv)
+      if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+    return sbatch_answer;
+  });
+}
+
 // The runner's own timeout killed sbatch, but the controller had taken the job: it is found
 // by its comment and recorded, and its job dir is kept.
 TEST_F(SlurmExecutorTest, SbatchKilledByTheRunnersTimeoutIsLookedUpBeforeCleanup) {
   TempDir dir;
   std::string comment;
-  FakeRunner runner([&](const CommandSpec& s) {
-    if (s.argv[0] == "sbatch") {
-      for (const auto& a : s.argv)
-        if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
-      CommandResult killed;
-      killed.started = true;
-      killed.timed_out = true;
-      killed.exit_code = -1;
-      return killed;
-    }
-    return ok("77|" + comment + "\n");  // squeue --format=%i|%k
-  });
+  CommandResult killed;
+  killed.started = true;
+  killed.timed_out = true;
+  killed.exit_code = -1;
+  FakeRunner runner = comment_tracking_slurm(
+      comment, killed, [](const std::string& c) { return "77|" + c + "\n"; });  // %i|%k
   install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
@@ -265,14 +271,9 @@ TEST_F(SlurmExecutorTest, SbatchKilledByTheRunnersTimeoutIsLookedUpBeforeCleanup
 TEST_F(SlurmExecutorTest, TimedOutSubmissionThatCreatedTheJobIsNotSubmittedTwice) {
   TempDir dir;
   std::string comment;
-  FakeRunner runner([&](const CommandSpec& s) {
-    if (s.argv[0] == "sbatch") {
-      for (const auto& a : s.argv)
-        if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
-      return fail("sbatch: error: Socket timed out on send/recv operation\n");
-    }
-    return ok("17|someone-else\n18|" + comment + "\n");  // squeue --format=%i|%k
-  });
+  FakeRunner runner = comment_tracking_slurm(
+      comment, fail("sbatch: error: Socket timed out on send/recv operation\n"),
+      [](const std::string& c) { return "17|someone-else\n18|" + c + "\n"; });  // %i|%k
   install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
