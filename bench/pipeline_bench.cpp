@@ -10,7 +10,7 @@
 
 #include "executors/executor.h"
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "launcher/recipe_loader.h"
 #include "plugins/plugin.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "launcher/recipe_loader.h"
 #include "launcher/topology.h"
 

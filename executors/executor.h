@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "launcher/diagnostics.h"
-#include "launcher/job_record.h"
-#include "launcher/plan.h"
+#include "launcher/jobs/job_record.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "launcher/diagnostics.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

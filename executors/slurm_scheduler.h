@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "launcher/command_runner.h"
-#include "launcher/job_record.h"
+#include "launcher/jobs/job_record.h"
 
 namespace bridge {
 

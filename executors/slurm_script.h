@@ -21,7 +21,7 @@
 
 #include "executors/slurm_template.h"
 #include "launcher/diagnostics.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

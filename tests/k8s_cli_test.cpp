@@ -12,8 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "executors/k8s_testing.h"
 #include "tests/integration/process_util.h"
+#include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
 
 namespace bridge {

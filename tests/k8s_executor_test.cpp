@@ -11,7 +11,7 @@
 #include "executors/executor.h"
 #include "executors/k8s_render.h"
 #include "executors/k8s_status.h"
-#include "executors/k8s_testing.h"
+#include "tests/support/k8s_testing.h"
 
 namespace bridge {
 namespace {

@@ -12,8 +12,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "executors/k8s_testing.h"
 #include "executors/rank_env.h"
+#include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
 
 namespace bridge {

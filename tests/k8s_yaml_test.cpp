@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "executors/k8s_testing.h"
+#include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
 
 namespace bridge {

@@ -15,8 +15,8 @@
 #include "executors/slurm_scheduler.h"
 #include "launcher/compare.h"
 #include "launcher/diagnostics.h"
+#include "launcher/jobs/registry.h"
 #include "launcher/json_limits.h"
-#include "launcher/registry.h"
 
 namespace bridge {
 namespace {

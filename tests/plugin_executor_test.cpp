@@ -1,7 +1,7 @@
 // preemption and fault_tolerance: runtime args and the executor changes they ask for.
 #include <gtest/gtest.h>
 
-#include "plugins/plugin_testing.h"
+#include "tests/support/plugin_testing.h"
 
 namespace bridge {
 namespace {

@@ -1,7 +1,7 @@
 // perf_env: one test per rule of the perf_env section of the plugins spec.
 #include <gtest/gtest.h>
 
-#include "plugins/plugin_testing.h"
+#include "tests/support/plugin_testing.h"
 
 namespace bridge {
 namespace {

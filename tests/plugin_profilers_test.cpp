@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "plugins/nsys_args.h"
-#include "plugins/plugin_testing.h"
+#include "tests/support/plugin_testing.h"
 
 namespace bridge {
 namespace {

@@ -1,7 +1,7 @@
 // wandb and comet: active only with their API key, which travels as a secret.
 #include <gtest/gtest.h>
 
-#include "plugins/plugin_testing.h"
+#include "tests/support/plugin_testing.h"
 
 namespace bridge {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plugins/plugin_options.h"
-#include "plugins/plugin_testing.h"
+#include "tests/support/plugin_testing.h"
 
 namespace bridge {
 namespace {

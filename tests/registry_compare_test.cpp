@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "launcher/compare.h"
-#include "launcher/registry.h"
+#include "launcher/jobs/registry.h"
 #include "test_util.h"
 
 namespace bridge {

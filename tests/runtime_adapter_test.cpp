@@ -1,7 +1,7 @@
-// Runtime adapters (launcher/runtime_adapter.h): golden argument vectors for each adapter,
+// Runtime adapters (launcher/plan/runtime_adapter.h): golden argument vectors for each adapter,
 // placeholders, contradictions between runtime.args and the plan, the GPU table (unknown
 // GPU, declared architecture, gn default), and effective retries.
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "launcher/gpu_table.h"
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 namespace {

@@ -15,7 +15,7 @@
 #include "executors/slurm_scheduler.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "test_util.h"
 
 namespace bridge {

@@ -18,7 +18,7 @@
 #include "executors/rank_env.h"
 #include "executors/slurm_template.h"
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "test_util.h"
 
 namespace bridge {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "launcher/diagnostics.h"
-#include "launcher/plan_output.h"
+#include "launcher/plan/plan_output.h"
 
 namespace bridge::fuzz {
 

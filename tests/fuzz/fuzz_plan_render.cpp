@@ -7,8 +7,8 @@
 #include <string>
 
 #include "executors/executor.h"
-#include "launcher/plan.h"
-#include "launcher/plan_output.h"
+#include "launcher/plan/plan.h"
+#include "launcher/plan/plan_output.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

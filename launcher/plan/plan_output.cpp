@@ -1,4 +1,4 @@
-#include "launcher/plan_output.h"
+#include "launcher/plan/plan_output.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,9 +1,9 @@
-#include "launcher/completion.h"
+#include "app/completion.h"
 
 #include <fmt/format.h>
 
 #include "launcher/gpu_table.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "plugins/plugin.h"
 
 namespace bridge {

@@ -4,10 +4,10 @@
 #include <ostream>
 #include <string>
 
-#include "launcher/cli_commands.h"
+#include "app/cli_commands.h"
 #include "launcher/diagnostics.h"
-#include "launcher/plan.h"
-#include "launcher/registry.h"
+#include "launcher/jobs/registry.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

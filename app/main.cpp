@@ -3,7 +3,7 @@
 #include <exception>
 #include <iostream>
 
-#include "launcher/cli.h"
+#include "app/cli.h"
 
 int main(int argc, char** argv) {
   // `bridge-launch recipe.yaml | head` must not kill the launcher (and with it the job's

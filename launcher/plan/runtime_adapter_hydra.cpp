@@ -4,7 +4,7 @@
 // devices, which the executor sets from the same plan.
 #include <fmt/format.h>
 
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 namespace bridge {
 

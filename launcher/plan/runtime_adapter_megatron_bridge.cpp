@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "launcher/gpu_table.h"
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 namespace bridge {
 

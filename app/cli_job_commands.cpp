@@ -6,13 +6,13 @@
 #include <map>
 #include <set>
 
+#include "app/cli_commands.h"
+#include "app/cli_support.h"
 #include "executors/executor.h"
-#include "launcher/cli_commands.h"
-#include "launcher/cli_support.h"
 #include "launcher/compare.h"
-#include "launcher/plan_output.h"
+#include "launcher/jobs/registry.h"
+#include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
-#include "launcher/registry.h"
 
 namespace bridge {
 

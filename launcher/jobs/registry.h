@@ -14,7 +14,7 @@
 
 #include "launcher/diagnostics.h"
 #include "launcher/host_env.h"
-#include "launcher/job_record.h"
+#include "launcher/jobs/job_record.h"
 
 namespace bridge {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "launcher/diagnostics.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge {
 

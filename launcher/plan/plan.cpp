@@ -1,4 +1,4 @@
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "launcher/expand.h"
+#include "launcher/plan/runtime_adapter.h"
 #include "launcher/recipe_loader.h"
-#include "launcher/runtime_adapter.h"
 #include "launcher/suggest.h"
 #include "plugins/plugin.h"
 

@@ -1,4 +1,4 @@
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

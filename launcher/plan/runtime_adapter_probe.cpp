@@ -1,7 +1,7 @@
 // The `probe` adapter: everything bridge-probe needs as Hydra overrides (it reads the
 // topology, sizes and steps from them), and the same plan values in BRIDGE_EXPECTED_PLAN so
 // that every rank can prove it received the plan (docs/probe.md, "plan check").
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 namespace bridge {
 

@@ -20,7 +20,7 @@
 
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace bridge::testing {
 

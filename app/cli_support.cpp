@@ -1,4 +1,4 @@
-#include "launcher/cli_support.h"
+#include "app/cli_support.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "launcher/registry.h"
+#include "launcher/jobs/registry.h"
 
 #include <fcntl.h>
 #include <fmt/chrono.h>

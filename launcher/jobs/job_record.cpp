@@ -1,4 +1,4 @@
-#include "launcher/job_record.h"
+#include "launcher/jobs/job_record.h"
 
 namespace bridge {
 

@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "launcher/runtime_adapter.h"
+#include "launcher/plan/runtime_adapter.h"
 
 namespace bridge {
 

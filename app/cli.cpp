@@ -1,4 +1,4 @@
-#include "launcher/cli.h"
+#include "app/cli.h"
 
 #include <fmt/format.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -11,8 +11,8 @@
 #include <iostream>
 #include <optional>
 
-#include "launcher/cli_commands.h"
-#include "launcher/completion.h"
+#include "app/cli_commands.h"
+#include "app/completion.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
