@@ -13,6 +13,7 @@
 
 #include "app/cli_commands.h"
 #include "app/completion.h"
+#include "app/services.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -32,8 +33,8 @@ class HelpFormatter : public CLI::Formatter {
 
 void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("-e,--executor", o.executor,
-                  "local, slurm or kubernetes (default: the "
-                  "recipe's executor.default, else local)");
+                  fmt::format("{} (default: the recipe's executor.default, else local)",
+                              fmt::join(executor_names(), ", ")));
   app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node (overrides cluster.gpus_per_node)");
@@ -63,8 +64,8 @@ void setup_logging(const Options& o, std::ostream& err) {
   spdlog::set_default_logger(logger);
 }
 
-bool want_color(const std::ostream& err) {
-  return &err == &std::cerr && isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+bool want_color(const std::ostream& err, const HostEnvironment& env) {
+  return &err == &std::cerr && isatty(STDERR_FILENO) && !env.get("NO_COLOR").has_value();
 }
 
 }  // namespace
@@ -157,7 +158,8 @@ std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
 }
 }  // namespace
 
-int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
+            const Services& services) {
   Options launch, validate, plan;
   int verbose = 0;
   bool quiet = false;
@@ -257,7 +259,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   std::vector<std::string> args =
       move_options_behind_subcommand(translate_short_options(raw_args), subcommand_names);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
-  Context ctx{out, err, want_color(err)};
+  Context ctx{out, err, want_color(err, services.env), services};
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {

@@ -21,6 +21,8 @@ std::vector<std::string> translate_short_options(const std::vector<std::string>&
 std::vector<std::string> move_options_behind_subcommand(
     const std::vector<std::string>& args, const std::vector<std::string>& subcommands);
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+struct Services;
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            const Services& services);
 
 }  // namespace bridge

@@ -46,10 +46,13 @@ struct AblateOptions {
   std::string window = "3:8";
 };
 
+struct Services;
+
 struct Context {
   std::ostream& out;
   std::ostream& err;
   bool color;
+  const Services& services;  // the composition root's seams (app/services.h)
 };
 
 int cmd_validate(const Options& o, const Context& c);

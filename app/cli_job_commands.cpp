@@ -8,6 +8,7 @@
 
 #include "app/cli_commands.h"
 #include "app/cli_support.h"
+#include "app/services.h"
 #include "executors/executor.h"
 #include "launcher/compare.h"
 #include "launcher/jobs/registry.h"
@@ -19,11 +20,6 @@ namespace bridge {
 namespace fs = std::filesystem;
 
 namespace {
-
-JobRegistry registry() {
-  ProcessEnvironment env;
-  return JobRegistry(JobRegistry::default_dir(env));
-}
 
 nlohmann::ordered_json record_summary(const JobRecord& r) {
   return {{"id", r.id},
@@ -54,12 +50,13 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
 }
 
 // Refreshes non-final records with one status query per executor and saves changes.
-void refresh(std::vector<JobRecord>& recs, const JobRegistry& reg, Diagnostics& diags) {
+void refresh(std::vector<JobRecord>& recs, const Context& c, Diagnostics& diags) {
+  const JobRegistry& reg = c.services.registry;
   std::map<std::string, std::vector<JobRecord*>> by_executor;
   for (auto& r : recs)
     if (!is_final(r.state)) by_executor[r.executor].push_back(&r);
   for (auto& [name, list] : by_executor) {
-    std::unique_ptr<Executor> ex = make_executor(name);
+    std::unique_ptr<Executor> ex = c.services.executor(name);
     if (!ex) continue;
     std::vector<JobRecord> query;
     for (auto* r : list) query.push_back(*r);
@@ -78,7 +75,7 @@ void refresh(std::vector<JobRecord>& recs, const JobRegistry& reg, Diagnostics& 
 
 std::optional<JobRecord> find_job(const std::string& ref, const Context& c) {
   Diagnostics diags;
-  auto rec = registry().find(ref, diags);
+  auto rec = c.services.registry.find(ref, diags);
   if (!rec) print_diagnostics(diags, c.err, c.color, false);
   return rec;
 }
@@ -112,14 +109,14 @@ std::optional<Series> load_series(const std::string& ref, const Context& c) {
 
 int cmd_list(const JobOptions& o, const Context& c) {
   Diagnostics diags;
-  auto recs = registry().list(diags);
+  auto recs = c.services.registry.list(diags);
   print_diagnostics(diags, c.err, c.color, false);
   print_records(recs, o.format, c);
   return kExitOk;
 }
 
 int cmd_status(const JobOptions& o, const Context& c) {
-  JobRegistry reg = registry();
+  const JobRegistry& reg = c.services.registry;
   Diagnostics diags;
   std::vector<JobRecord> recs;
   if (o.jobs.empty()) {
@@ -134,7 +131,7 @@ int cmd_status(const JobOptions& o, const Context& c) {
       return kExitUsage;
     }
   }
-  refresh(recs, reg, diags);
+  refresh(recs, c, diags);
   print_diagnostics(diags, c.err, c.color, false);
   print_records(recs, o.format, c);
   return kExitOk;
@@ -143,7 +140,7 @@ int cmd_status(const JobOptions& o, const Context& c) {
 int cmd_logs(const JobOptions& o, const Context& c) {
   auto rec = find_job(o.jobs.at(0), c);
   if (!rec) return kExitUsage;
-  std::unique_ptr<Executor> ex = make_executor(rec->executor);
+  std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
   Diagnostics diags;
   int rc = ex ? ex->logs(*rec, o.rank, o.follow, c.out, diags) : kExitRuntime;
   print_diagnostics(diags, c.err, c.color, false);
@@ -153,13 +150,13 @@ int cmd_logs(const JobOptions& o, const Context& c) {
 int cmd_cancel(const JobOptions& o, const Context& c) {
   auto rec = find_job(o.jobs.at(0), c);
   if (!rec) return kExitUsage;
-  std::unique_ptr<Executor> ex = make_executor(rec->executor);
+  std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
   Diagnostics diags;
   int rc = ex ? ex->cancel(*rec, diags) : kExitRuntime;
   if (rc == kExitOk) {
     rec->state = JobState::kCancelled;
     rec->state_detail = "cancelled by bridge-launch cancel";
-    registry().put(*rec, diags);
+    c.services.registry.put(*rec, diags);
     c.out << fmt::format("cancelled {} ({} id {})\n", rec->id, rec->executor, rec->scheduler_id);
   }
   print_diagnostics(diags, c.err, c.color, false);
@@ -306,14 +303,13 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
   auto variants = make_variants(vary, a.grid, base_inputs);
   // Validate every variant before submitting any.
-  ProcessEnvironment env;
   std::vector<Options> options;
   bool all_ok = true;
   for (const auto& extra : variants) {
     Options o = a.launch;
     o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
     Diagnostics diags(o.strict);
-    Plan plan = build_plan(make_request(o), env, diags);
+    Plan plan = build_plan(make_request(o), c.services.env, diags);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
       c.err << fmt::format("variant [{}] is invalid:\n",
@@ -333,11 +329,11 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   int worst = kExitOk;
   bool all_waited = true;
   for (auto& o : options) {
-    ProcessEnvironment e;
     Diagnostics diags(o.strict);
-    Plan plan = build_plan(make_request(o), e, diags);
+    Plan plan = build_plan(make_request(o), c.services.env, diags);
     std::string id;
-    all_waited = all_waited && (a.launch.wait || plan.executor == "local");
+    const ExecutorInfo* info = find_executor(plan.executor);
+    all_waited = all_waited && (a.launch.wait || (info && info->traits.runs_here));
     int rc = launch_planned(o, c, plan, diags, &id);
     if (!id.empty()) cmp.jobs.push_back(id);
     if (rc != kExitOk) worst = rc;

@@ -15,6 +15,7 @@
 
 #include "app/cli_commands.h"
 #include "app/cli_support.h"
+#include "app/services.h"
 #include "executors/executor.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan_output.h"
@@ -71,14 +72,14 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   sigaction(SIGTERM, &sa, &old_term);
   g_wait_interrupted = false;
   bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr;
-  auto start = std::chrono::steady_clock::now();
+  auto start = c.services.clock.steady_now();
   std::string last_line;
   int rc = kExitRuntime;
   for (;;) {
     Diagnostics diags;
     JobStatus st = executor.status({rec}, diags)[0];
     auto elapsed =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+        std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start)
             .count();
     std::string iteration = last_iteration_seen(rec.job_dir);
     std::string line = fmt::format(
@@ -101,7 +102,7 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
       break;
     }
     for (int i = 0; i < 10 && !g_wait_interrupted; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      c.services.sleeper.sleep_for(std::chrono::milliseconds(200));
     if (g_wait_interrupted) {
       if (tty) c.err << "\n";
       c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
@@ -140,7 +141,7 @@ std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) 
 }
 
 JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diags,
-                     const RenderedJob& job) {
+                     const PreparedJob& job) {
   JobRecord rec;
   rec.name = *plan.recipe->name.value;
   rec.executor = plan.executor;
@@ -150,7 +151,7 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   rec.nodes = static_cast<int>(plan.topology->nodes);
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
   rec.plan_json = plan_to_json(plan, diags);
-  rec.rendered = job.dry_run_text;
+  rec.rendered = job.dry_run_text();
   // `compare` diffs these knobs; a secret shows as <secret> (equal in every job).
   rec.knobs = plan.recipe->inputs;
   for (auto& [key, value] : rec.knobs)
@@ -164,10 +165,6 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
                                   : (eq == std::string::npos ? "" : e.substr(eq + 1));
   }
   rec.knobs["executor"] = plan.executor;
-  if (plan.executor == "kubernetes") {
-    rec.namespace_ = plan.recipe->executor.kubernetes.namespace_.get_or("");
-    rec.context = plan.recipe->executor.kubernetes.context.get_or("");
-  }
   return rec;
 }
 
@@ -175,12 +172,11 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
 // every refusal `--dry-run` or a submission would report for a reason bridge-launch can know
 // (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
 // reported by `validate` and `plan` too. validate ok implies --dry-run ok.
-Plan build_checked_plan(const Options& o, Diagnostics& diags) {
-  ProcessEnvironment env;
-  Plan plan = build_plan(make_request(o), env, diags);
+Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
+  Plan plan = build_plan(make_request(o), c.services.env, diags);
   if (!plan.complete || diags.has_errors()) return plan;
-  if (std::unique_ptr<Executor> executor = make_executor(plan.executor))
-    executor->render(plan, diags);
+  if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
+    executor->render(plan, dry_run_identity(plan), diags);
   plan.complete = !diags.has_errors();
   return plan;
 }
@@ -189,7 +185,7 @@ Plan build_checked_plan(const Options& o, Diagnostics& diags) {
 
 int cmd_validate(const Options& o, const Context& c) {
   Diagnostics diags(o.strict);
-  Plan plan = build_checked_plan(o, diags);
+  Plan plan = build_checked_plan(o, c, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
@@ -205,7 +201,7 @@ int cmd_validate(const Options& o, const Context& c) {
 
 int cmd_plan(const Options& o, const Context& c) {
   Diagnostics diags(o.strict);
-  Plan plan = build_checked_plan(o, diags);
+  Plan plan = build_checked_plan(o, c, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     c.out << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -219,7 +215,7 @@ int cmd_plan(const Options& o, const Context& c) {
 
 int cmd_plugins(const Context& c) {
   std::vector<std::vector<std::string>> rows{{"plugin", "description"}};
-  for (const auto& p : plugin_registry()) rows.push_back({p.name, p.description});
+  for (const auto& p : c.services.plugins) rows.push_back({p.name, p.description});
   c.out << format_table(rows, false);
   return kExitOk;
 }
@@ -236,23 +232,25 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     return code;
   };
   if (!plan.complete || diags.has_errors()) return fail(kExitUsage);
-  std::unique_ptr<Executor> executor = make_executor(plan.executor);
-  if (!executor) {
+  const ExecutorInfo* info = find_executor(plan.executor);
+  std::unique_ptr<Executor> executor = c.services.executor(plan.executor);
+  if (!executor || !info) {
     diags.error("executor-unavailable", "", {},
                 fmt::format("the {} executor is not available in this build", plan.executor));
     return fail(kExitUsage);
   }
-  RenderedJob job = executor->render(plan, diags);
-  if (diags.has_errors()) return fail(kExitUsage);
+  // The dry-run identity renders what --dry-run prints; a launch renders once more below
+  // with the reserved job id (render is pure, so both differ only in what the id names).
+  std::unique_ptr<PreparedJob> preview = executor->render(plan, dry_run_identity(plan), diags);
+  if (!preview || diags.has_errors()) return fail(kExitUsage);
   print_diagnostics(diags, c.err, c.color);  // warnings stay visible (E7)
   if (o.dry_run) {
-    c.out << job.dry_run_text;
+    c.out << preview->dry_run_text();
     return kExitOk;
   }
-  ProcessEnvironment env;
-  JobRegistry reg(JobRegistry::default_dir(env));
+  const JobRegistry& reg = c.services.registry;
   Diagnostics submit_diags;
-  JobRecord rec = new_record(o, plan, diags, job);
+  JobRecord rec = new_record(o, plan, diags, *preview);
   // The reservation holds the entry itself (plus room for the id, scheduler id and state
   // added later): a disk with room for a tiny file but not for the entry must also stop the
   // launch before anything runs, not leave a started job without a registry entry.
@@ -267,27 +265,34 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   }
   rec.id = *id;
   if (job_id) *job_id = rec.id;
+  std::unique_ptr<PreparedJob> job = executor->render(plan, SubmissionIdentity{rec.id}, diags);
+  if (!job) {  // cannot happen when the preview rendered; never submit without a render
+    reg.release_id(rec.id);
+    return fail(kExitUsage);
+  }
+  rec.rendered = job->dry_run_text();
+  const bool runs_here = info->traits.runs_here;
   SubmitOptions so;
-  so.wait = o.wait || plan.executor == "local";
+  so.wait = o.wait || runs_here;
   so.verbosity = o.quiet ? -1 : o.verbose;
-  so.template_path = o.template_path;
-  so.job_id = rec.id;
   bool recorded = true;  // every registry write since acceptance succeeded
   auto on_accepted = [&](const SubmitResult& sr) {
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
-    rec.state = plan.executor == "local" ? JobState::kRunning : JobState::kPending;
+    rec.context = sr.context;
+    rec.namespace_ = sr.namespace_;
+    rec.state = runs_here ? JobState::kRunning : JobState::kPending;
     if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
     recorded = reg.put(rec, submit_diags, /*create=*/true) && recorded;
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
-    if (plan.executor != "local") c.out << rec.id << "\n";
+    if (!runs_here) c.out << rec.id << "\n";
   };
   // Local ranks take Ctrl-C themselves (the process group stops them).
   std::optional<DeferredInterrupts> deferred;
-  if (plan.executor != "local") deferred.emplace();
-  SubmitResult sr = executor->submit(plan, job, so, c.out, submit_diags, on_accepted);
+  if (!runs_here) deferred.emplace();
+  SubmitResult sr = job->submit(so, c.out, submit_diags, on_accepted);
   bool interrupted = deferred && deferred->release();
   if (!sr.accepted) reg.release_id(rec.id);
   if (interrupted) {
@@ -319,15 +324,14 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
             "; `bridge-launch status` may show an out-of-date state for this job");
   print_diagnostics(submit_diags, c.err, c.color, false);
   if (sr.accepted && !recorded && sr.exit_code == 0) return kExitRuntime;
-  if (sr.accepted && o.wait && plan.executor != "local" && sr.exit_code == 0)
+  if (sr.accepted && o.wait && !runs_here && sr.exit_code == 0)
     return wait_for_job(*executor, rec, reg, c);
   return sr.exit_code;
 }
 
 int cmd_launch(const Options& o, const Context& c) {
-  ProcessEnvironment env;
   Diagnostics diags(o.strict);
-  Plan plan = build_plan(make_request(o), env, diags);
+  Plan plan = build_plan(make_request(o), c.services.env, diags);
   return launch_planned(o, c, plan, diags, nullptr);
 }
 

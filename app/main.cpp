@@ -1,9 +1,11 @@
-// bridge-launch entry point: all work happens in run_cli.
+// bridge-launch entry point: builds the real services (the composition root, app/services.h)
+// and hands them to run_cli, where all the work happens.
 #include <csignal>
 #include <exception>
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/services.h"
 
 int main(int argc, char** argv) {
   // `bridge-launch recipe.yaml | head` must not kill the launcher (and with it the job's
@@ -12,7 +14,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    return bridge::run_cli(args, std::cout, std::cerr);
+    bridge::RealServices real;
+    return bridge::run_cli(args, std::cout, std::cerr, real.services());
   } catch (const std::exception& e) {
     std::cerr << "bridge-launch: internal error: " << e.what() << "\n";
   } catch (...) {

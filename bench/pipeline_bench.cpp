@@ -13,6 +13,7 @@
 #include "launcher/plan/plan.h"
 #include "launcher/recipe_loader.h"
 #include "plugins/plugin.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -58,14 +59,16 @@ BENCHMARK(BM_RunPlugins)->Unit(benchmark::kMicrosecond);
 
 void BM_Render(benchmark::State& state, const std::string& executor) {
   Plan plan = plan_for(state.range(0), executor);
-  std::unique_ptr<Executor> ex = make_executor(executor);
+  bridge::testing::ForwardingRunner no_commands;  // render runs none
+  bridge::testing::TestServices seams(no_commands);
+  std::unique_ptr<Executor> ex = make_executor(executor, seams.services());
   if (!plan.complete || !ex) {
     state.SkipWithError("plan or executor unavailable");
     return;
   }
   for (auto _ : state) {
     Diagnostics diags;
-    benchmark::DoNotOptimize(ex->render(plan, diags));
+    benchmark::DoNotOptimize(ex->render(plan, dry_run_identity(plan), diags));
   }
   state.SetComplexityN(state.range(0));
 }

@@ -1,8 +1,15 @@
 // Executors: turn a Plan into something that runs.
 //
-// Each executor has a pure `render` (plan in, RenderedJob out: exactly what --dry-run
-// prints and golden tests compare) and a `submit` that performs side effects through the
-// seams it is given. Executors are listed in an explicit name -> factory table.
+// Contract:
+// - An executor is built with the seams it uses (ExecutorServices: command runner, host env,
+//   clock, sleeper, where bridge-probe lives); it reads no process globals.
+// - `render` is pure and deterministic: the plan and the SubmissionIdentity the CLI fixed
+//   once (job id; the Kubernetes name suffix derives from it) give the same bytes every
+//   time. It returns a typed PreparedJob: what --dry-run prints and golden tests compare,
+//   plus everything `submit` needs, so submit never renders again or parses text.
+// - `submit` performs the side effects through the seams; `status`, `logs` and `cancel`
+//   work on registry records. Executors are listed in one name -> factory table with traits,
+//   so callers ask a trait ("does it run here?") instead of comparing names.
 #pragma once
 
 #include <functional>
@@ -12,28 +19,34 @@
 #include <string>
 #include <vector>
 
+#include "launcher/clock.h"
+#include "launcher/command_runner.h"
 #include "launcher/diagnostics.h"
+#include "launcher/host_env.h"
 #include "launcher/jobs/job_record.h"
 #include "launcher/plan/plan.h"
 
 namespace bridge {
 
-struct RenderedFile {
-  std::string name;     // file name inside the job dir, e.g. "job.sbatch"
-  std::string content;  // never contains secret values
+// What executors may use from the outside world; built once in main.
+struct ExecutorServices {
+  CommandRunner& runner;
+  const HostEnvironment& env;
+  const Clock& clock;
+  Sleeper& sleeper;
+  // The directory holding the bridge-probe built with this bridge-launch ("" when none):
+  // a runtime command `bridge-probe` runs that binary.
+  std::string probe_dir;
 };
 
-struct RenderedJob {
-  std::string executor;
-  std::string dry_run_text;  // what --dry-run prints
-  std::vector<RenderedFile> files;
+// The per-submission inputs of render, fixed once by the CLI before anything is rendered.
+struct SubmissionIdentity {
+  std::string job_id;  // the registry id; "<name>-dry-run" for --dry-run, validate and plan
 };
 
 struct SubmitOptions {
   bool wait = true;  // local always waits; schedulers only with --wait
   int verbosity = 0;
-  std::string template_path;  // --template override ("" = embedded)
-  std::string job_id;         // the registry id chosen by the CLI
 };
 
 // What a submission produced. `accepted` means the scheduler took the job (or the local
@@ -46,17 +59,35 @@ struct SubmitResult {
   JobState final_state = JobState::kUnknown;  // when the executor waited for the end
   std::string state_detail;
   std::optional<int> exit_code_of_rank;  // the failing rank's code (128+N for signal N)
+  // Where status/logs/cancel find the job again (Kubernetes: kubeconfig context and
+  // namespace; "" elsewhere). The CLI copies them into the registry entry.
+  std::string context;
+  std::string namespace_;
+};
+
+using OnAccepted = std::function<void(const SubmitResult&)>;
+
+// A rendered job that submits itself. It refers to the Plan it was rendered from, which
+// must outlive it.
+class PreparedJob {
+ public:
+  virtual ~PreparedJob() = default;
+  const std::string& dry_run_text() const { return dry_run_text_; }
+  // Runs or submits the job. `on_accepted` is called once the scheduler accepted it (before
+  // any waiting), so the CLI can write the registry entry while the job runs.
+  virtual SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                              const OnAccepted& on_accepted) const = 0;
+
+ protected:
+  std::string dry_run_text_;  // exactly what --dry-run prints; never a secret value
 };
 
 class Executor {
  public:
   virtual ~Executor() = default;
-  virtual RenderedJob render(const Plan& plan, Diagnostics& diags) const = 0;
-  // Runs or submits the job. `on_accepted` is called once the scheduler accepted it (before
-  // any waiting), so the CLI can write the registry entry while the job runs.
-  virtual SubmitResult submit(
-      const Plan& plan, const RenderedJob& job, const SubmitOptions& options, std::ostream& out,
-      Diagnostics& diags, const std::function<void(const SubmitResult&)>& on_accepted) const = 0;
+  // nullptr, with the reasons in `diags`, when the plan cannot run on this executor.
+  virtual std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
+                                              Diagnostics& diags) const = 0;
   // States of many jobs of this executor with ONE scheduler query (not one per job).
   virtual std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
                                         Diagnostics& diags) const = 0;
@@ -66,13 +97,26 @@ class Executor {
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
 };
 
+// What the CLI needs to know about an executor without comparing its name.
+struct ExecutorTraits {
+  // The ranks are children of bridge-launch: submit waits for them, Ctrl-C goes to them,
+  // and stdout carries their output (schedulers print the job id there instead).
+  bool runs_here = false;
+};
+
 struct ExecutorInfo {
   const char* name;
   const char* description;
-  std::unique_ptr<Executor> (*make)();
+  ExecutorTraits traits;
+  std::unique_ptr<Executor> (*make)(const ExecutorServices& services);
 };
 
+// The table of executors, in the order `--executor` documents them.
 const std::vector<ExecutorInfo>& executor_registry();
-std::unique_ptr<Executor> make_executor(const std::string& name);
+const ExecutorInfo* find_executor(const std::string& name);
+std::unique_ptr<Executor> make_executor(const std::string& name, const ExecutorServices& services);
+
+// The identity --dry-run, validate and plan render with (no registry id is reserved).
+SubmissionIdentity dry_run_identity(const Plan& plan);
 
 }  // namespace bridge

@@ -1,9 +1,10 @@
 // The Kubernetes executor: manifests from k8s_render.h, applied and followed with kubectl
 // through the CommandRunner seam (the user's kubeconfig, context and auth plugins unchanged).
 //
-// - render: the manifests with a fresh 4-hex name suffix and secret values redacted.
-// - submit: `kubectl [--context C] [--namespace N] apply -f -` with the same names (the
-//   suffix is read back from the rendered header) and the real secret values on stdin.
+// - render: the manifests, every name ending in a 4-hex suffix derived from the job id the CLI
+//   fixed (k8s_names.h), secret values redacted in what --dry-run shows. The same render
+//   keeps the text with the real values, which only `kubectl apply` reads.
+// - submit: `kubectl [--context C] [--namespace N] apply -f -` with that text on stdin.
 //   If apply fails, or reports that one of our objects already existed, the objects it
 //   reported as created are deleted again (`kubectl delete --ignore-not-found -f -`, the
 //   redacted manifests of exactly those objects) and the job is not accepted (exit 1, with
@@ -25,7 +26,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "executors/executor.h"
 #include "executors/k8s_names.h"
@@ -46,7 +46,7 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr std::chrono::milliseconds kApplyTimeout{180000};
 constexpr std::chrono::milliseconds kQueryTimeout{60000};
-constexpr std::chrono::seconds kFollowInterval{2};
+constexpr std::chrono::milliseconds kFollowInterval{2000};
 
 std::vector<std::string> kubectl(const std::string& context, const std::string& ns,
                                  std::initializer_list<std::string> rest) {
@@ -55,16 +55,6 @@ std::vector<std::string> kubectl(const std::string& context, const std::string& 
   if (!ns.empty()) argv.insert(argv.end(), {"--namespace", ns});
   argv.insert(argv.end(), rest);
   return argv;
-}
-
-CommandResult run(std::vector<std::string> argv, std::string stdin_text = {},
-                  std::chrono::milliseconds timeout = kQueryTimeout) {
-  CommandSpec spec;
-  spec.argv = std::move(argv);
-  spec.stdin_text = std::move(stdin_text);
-  spec.timeout = timeout;
-  spdlog::debug("running: {}", fmt::join(spec.argv, " "));
-  return default_command_runner().run(spec);
 }
 
 std::string trim(std::string s) {
@@ -200,43 +190,62 @@ struct LogCursor {
   std::multiset<std::string> at;  // lines printed with exactly that timestamp
 };
 
+class KubernetesExecutor;
+
+// The rendered Kubernetes job: the manifests as shown (secrets redacted; what --dry-run
+// prints) and as applied (real secret values; never printed or stored).
+class KubernetesJob : public PreparedJob {
+ public:
+  KubernetesJob(const KubernetesExecutor& executor, const Plan& plan, K8sManifests shown,
+                std::string applied_yaml)
+      : executor_(executor),
+        plan_(plan),
+        shown_(std::move(shown)),
+        applied_yaml_(std::move(applied_yaml)) {
+    dry_run_text_ = shown_.yaml;
+  }
+  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                      const OnAccepted& on_accepted) const override;
+
+ private:
+  const KubernetesExecutor& executor_;
+  const Plan& plan_;
+  K8sManifests shown_;
+  std::string applied_yaml_;
+};
+
 class KubernetesExecutor : public Executor {
  public:
-  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
-    RenderedJob job;
-    job.executor = "kubernetes";
+  explicit KubernetesExecutor(const ExecutorServices& services) : services_(services) {}
+
+  std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
+                                      Diagnostics& diags) const override {
     K8sRenderOptions opts;
-    opts.suffix = new_submission_suffix();
-    if (auto m = render_k8s_manifests(plan, opts, diags)) job.dry_run_text = m->yaml;
-    return job;
+    opts.suffix = k8s_submission_suffix(identity.job_id);
+    auto shown = render_k8s_manifests(plan, opts, diags);
+    if (!shown) return nullptr;
+    opts.reveal_secrets = true;
+    Diagnostics same_checks;  // the render above already reported them
+    auto applied = render_k8s_manifests(plan, opts, same_checks);
+    if (!applied) return nullptr;
+    return std::make_unique<KubernetesJob>(*this, plan, std::move(*shown),
+                                           std::move(applied->yaml));
   }
 
-  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&, std::ostream&,
-                      Diagnostics& diags,
-                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+  SubmitResult apply(const Plan& plan, const K8sManifests& shown, const std::string& applied_yaml,
+                     Diagnostics& diags, const OnAccepted& on_accepted) const {
     SubmitResult res;
     res.exit_code = kExitFailed;
-    K8sRenderOptions opts;
-    opts.suffix = k8s_suffix_of(job.dry_run_text);
-    if (opts.suffix.empty()) opts.suffix = new_submission_suffix();
-    auto shown = render_k8s_manifests(plan, opts, diags);
-    opts.reveal_secrets = true;
-    Diagnostics ignored;  // the same checks already reported above
-    auto real = shown ? render_k8s_manifests(plan, opts, ignored) : std::nullopt;
-    if (!shown || !real) {
-      res.exit_code = kExitUsage;
-      return res;
-    }
     const auto& kx = plan.recipe->executor.kubernetes;
     std::string ctx = kx.context.get_or(""), ns = kx.namespace_.get_or("");
     std::vector<std::string> secrets = secret_values(plan);
 
-    CommandResult r = run(kubectl(ctx, ns, {"apply", "-f", "-"}), real->yaml, kApplyTimeout);
-    std::vector<ordered_json> existing = reported(r.out, shown->docs, "configured");
-    for (auto& d : reported(r.out, shown->docs, "unchanged")) existing.push_back(std::move(d));
+    CommandResult r = run(kubectl(ctx, ns, {"apply", "-f", "-"}), applied_yaml, kApplyTimeout);
+    std::vector<ordered_json> existing = reported(r.out, shown.docs, "configured");
+    for (auto& d : reported(r.out, shown.docs, "unchanged")) existing.push_back(std::move(d));
     if (!r.ok() || !existing.empty()) {
       std::vector<ordered_json> created =
-          r.timed_out ? shown->docs : reported(r.out, shown->docs, "created");
+          r.timed_out ? shown.docs : reported(r.out, shown.docs, "created");
       std::string why =
           r.ok() ? fmt::format("{} already existed (a name collision); nothing new was started",
                                object_list(existing))
@@ -250,7 +259,9 @@ class KubernetesExecutor : public Executor {
       spdlog::info("kubectl: {}", line);
     res.exit_code = kExitOk;
     res.accepted = true;
-    res.scheduler_id = shown->scheduler_id;
+    res.scheduler_id = shown.scheduler_id;
+    res.context = ctx;
+    res.namespace_ = ns;
     res.job_dir = plan.job_dir;
     if (on_accepted) on_accepted(res);
     return res;
@@ -341,6 +352,16 @@ class KubernetesExecutor : public Executor {
   }
 
  private:
+  CommandResult run(std::vector<std::string> argv, std::string stdin_text = {},
+                    std::chrono::milliseconds timeout = kQueryTimeout) const {
+    CommandSpec spec;
+    spec.argv = std::move(argv);
+    spec.stdin_text = std::move(stdin_text);
+    spec.timeout = timeout;
+    spdlog::debug("running: {}", fmt::join(spec.argv, " "));
+    return services_.runner.run(spec);
+  }
+
   static std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -349,8 +370,8 @@ class KubernetesExecutor : public Executor {
   }
 
   // Deletes what a failed apply created; returns a sentence for the error message.
-  static std::string clean_up(const std::string& ctx, const std::string& ns,
-                              const std::vector<ordered_json>& created) {
+  std::string clean_up(const std::string& ctx, const std::string& ns,
+                       const std::vector<ordered_json>& created) const {
     if (created.empty()) return "; nothing had been created";
     CommandResult d =
         run(kubectl(ctx, ns, {"delete", "--ignore-not-found", "--wait=false", "-f", "-"}),
@@ -492,15 +513,22 @@ class KubernetesExecutor : public Executor {
         print_new_lines(r.out, prefix ? fmt::format("[node {}] ", p.index) : "", cur, out);
       }
       if (done) return kExitOk;
-      std::this_thread::sleep_for(kFollowInterval);
+      services_.sleeper.sleep_for(kFollowInterval);
     }
   }
+
+  ExecutorServices services_;
 };
+
+SubmitResult KubernetesJob::submit(const SubmitOptions&, std::ostream&, Diagnostics& diags,
+                                   const OnAccepted& on_accepted) const {
+  return executor_.apply(plan_, shown_, applied_yaml_, diags, on_accepted);
+}
 
 }  // namespace
 
-std::unique_ptr<Executor> make_kubernetes_executor() {
-  return std::make_unique<KubernetesExecutor>();
+std::unique_ptr<Executor> make_kubernetes_executor(const ExecutorServices& services) {
+  return std::make_unique<KubernetesExecutor>(services);
 }
 
 }  // namespace bridge

@@ -42,14 +42,7 @@ std::string k8s_short_hash(const std::string& text) {
   return fmt::format("{:04x}", (h ^ (h >> 16) ^ (h >> 32) ^ (h >> 48)) & 0xffff);
 }
 
-std::string new_submission_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  std::string seed =
-      fmt::format("{}-{}-{}", std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
-                  getpid(), counter++);
-  return k8s_short_hash(seed);
-}
+std::string k8s_submission_suffix(const std::string& job_id) { return k8s_short_hash(job_id); }
 
 size_t decimal_digits(int64_t n) {
   size_t d = 1;

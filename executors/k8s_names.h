@@ -16,8 +16,9 @@
 //   subdomain `<jobset>` (the JobSet default, which we do not override).
 // - Indexed Job + headless Service: attempt 0 is `<base>`, attempt k is `<base>-r<k>`; the
 //   Service has the Job's name; pod hostnames are `<job>-<index>`.
-// - new_submission_suffix() is 4 lowercase hex digits derived from the clock and the pid
-//   (not deterministic: it makes repeated submissions of one recipe distinct objects).
+// - k8s_submission_suffix(job_id) is 4 lowercase hex digits derived from the registry job id
+//   the CLI fixed for this submission: the same id always renders the same names (so a
+//   render is deterministic), and each new submission, which gets a new id, new objects.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ std::string sanitize_k8s_name(const std::string& recipe_name);
 // and machines).
 std::string k8s_short_hash(const std::string& text);
 
-std::string new_submission_suffix();
+std::string k8s_submission_suffix(const std::string& job_id);
 
 size_t decimal_digits(int64_t n);  // of a non-negative number; 1 for 0
 

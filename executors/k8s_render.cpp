@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 #include <set>
 #include <string_view>
 
@@ -336,13 +335,6 @@ std::string k8s_escape_dollars(const std::string& s) {
   return out;
 }
 
-std::string k8s_suffix_of(const std::string& rendered_yaml) {
-  static const std::regex kSuffix("\\(name suffix ([a-z0-9]+)");
-  std::smatch m;
-  std::string head = rendered_yaml.substr(0, rendered_yaml.find("\n---"));
-  return std::regex_search(head, m, kSuffix) ? m[1].str() : std::string();
-}
-
 std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRenderOptions& options,
                                                  Diagnostics& diags) {
   if (!plan.recipe || !plan.topology) return std::nullopt;
@@ -397,8 +389,8 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
       fmt::format("bridge-launch: Kubernetes manifests, api: {} ({}), {} node{} x {} GPU{}", in.api,
                   in.api == "job" ? "Indexed Job + headless Service" : "JobSet", in.nodes,
                   in.nodes == 1 ? "" : "s", in.gpus_per_node, in.gpus_per_node == 1 ? "" : "s"),
-      fmt::format("object: {} (name suffix {}: new for every submission)", m.scheduler_id,
-                  options.suffix),
+      fmt::format("object: {} (name suffix {}: from the job id, new for every submission)",
+                  m.scheduler_id, options.suffix),
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
   if (in.api == "job" && m.attempts > 1)
     header.push_back(

@@ -50,9 +50,6 @@ struct K8sManifests {
 std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRenderOptions& options,
                                                  Diagnostics& diags);
 
-// The suffix named in a rendered text's header, "" when absent (e.g. not our output).
-std::string k8s_suffix_of(const std::string& rendered_yaml);
-
 // Label keys and values shared with the executor's queries.
 inline constexpr const char* kK8sManagedByKey = "app.kubernetes.io/managed-by";
 inline constexpr const char* kK8sManagedBy = "bridge-launch";

@@ -1,5 +1,4 @@
 // The local executor: every rank of the job as a process on this machine.
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -21,8 +20,6 @@
 #include "executors/rank_logs.h"
 #include "launcher/numbers.h"
 
-extern char** environ;
-
 namespace bridge {
 
 namespace {
@@ -32,15 +29,10 @@ namespace fs = std::filesystem;
 constexpr int kExitFailed = 1;
 constexpr int kExitInterrupted = 130;
 
-// bridge-probe is looked up next to bridge-launch first, so a build tree runs its own probe.
-std::string resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path sibling = self.parent_path() / name;
-    if (fs::exists(sibling, ec)) return sibling.string();
-  }
+// `bridge-probe` is the one built with this bridge-launch (so a build tree runs its own
+// probe); any other program is found on PATH by the rank.
+std::string resolve_program(const std::string& name, const std::string& probe_dir) {
+  if (name == "bridge-probe" && !probe_dir.empty()) return probe_dir + "/" + name;
   return name;
 }
 
@@ -69,7 +61,8 @@ bool uses_torchrun(const Plan& plan) {
   return plan.recipe->runtime.launcher.get_or("direct") == "torchrun";
 }
 
-std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port) {
+std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port,
+                                       const std::string& probe_dir) {
   std::vector<std::string> argv;
   if (uses_torchrun(plan)) {
     argv = plan.executor_changes.launcher_wrapper;
@@ -81,7 +74,7 @@ std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port
     argv.push_back("--no-python");  // runtime.command names the program, e.g. [python, x.py]
   }
   std::vector<std::string> cmd = rank_command(plan);
-  if (!cmd.empty()) cmd[0] = resolve_program(cmd[0]);
+  if (!cmd.empty()) cmd[0] = resolve_program(cmd[0], probe_dir);
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   return argv;
 }
@@ -117,13 +110,11 @@ std::string free_port() {
 }
 
 // The submitting environment minus anything the job sets itself.
-std::vector<std::string> base_environment(const std::map<std::string, std::string>& job) {
+std::vector<std::string> base_environment(const HostEnvironment& host,
+                                          const std::map<std::string, std::string>& job) {
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('='));
-    if (!job.count(name)) env.push_back(entry);
-  }
+  for (const auto& [name, value] : host.all())
+    if (!job.count(name)) env.push_back(name + "=" + value);
   return env;
 }
 
@@ -141,11 +132,31 @@ bool launcher_alive(const std::string& pid_text) {
 // node's GPU count, and below the usual 1024-descriptor limit.
 constexpr int64_t kMaxLocalRanks = 256;
 
+class LocalExecutor;
+
+// The rendered local job: the description --dry-run prints; submit starts the ranks.
+class LocalJob : public PreparedJob {
+ public:
+  LocalJob(const LocalExecutor& executor, const Plan& plan, SubmissionIdentity identity,
+           std::string text)
+      : executor_(executor), plan_(plan), identity_(std::move(identity)) {
+    dry_run_text_ = std::move(text);
+  }
+  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                      const OnAccepted& on_accepted) const override;
+
+ private:
+  const LocalExecutor& executor_;
+  const Plan& plan_;
+  SubmissionIdentity identity_;
+};
+
 class LocalExecutor : public Executor {
  public:
-  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
-    RenderedJob job;
-    job.executor = "local";
+  explicit LocalExecutor(const ExecutorServices& services) : services_(services) {}
+
+  std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
+                                      Diagnostics& diags) const override {
     const Topology& t = *plan.topology;
     if (t.nodes != 1) {
       diags.error("local-needs-one-node", "cluster.num_gpus", plan.recipe->cluster.num_gpus.loc,
@@ -153,7 +164,7 @@ class LocalExecutor : public Executor {
                               "({} GPUs, {} per node)",
                               t.nodes, t.num_gpus, t.gpus_per_node),
                   "set -ng equal to -gn, or use --executor slurm/kubernetes");
-      return job;
+      return nullptr;
     }
     if (t.gpus_per_node > kMaxLocalRanks) {
       diags.error("local-too-many-ranks", "cluster.gpus_per_node",
@@ -163,11 +174,11 @@ class LocalExecutor : public Executor {
                               t.gpus_per_node, kMaxLocalRanks),
                   "lower -gn (one rank per GPU of this machine), or use --executor "
                   "slurm/kubernetes");
-      return job;
+      return nullptr;
     }
     std::string text = fmt::format(
         "# local job `{}`: {} rank{} on this machine; MASTER_PORT is a free port picked at "
-        "launch\n# job dir: {}/<timestamp>\n",
+        "launch\n# job dir: {}/<job id>\n",
         *plan.recipe->name.value, t.gpus_per_node, t.gpus_per_node == 1 ? "" : "s", plan.job_dir);
     text += "env of every process (values exactly as the ranks receive them):\n";
     for (const auto& v : plan.env.vars)
@@ -175,7 +186,8 @@ class LocalExecutor : public Executor {
                           v.expand ? "  (expanded by the shell on the rank)" : "");
     for (auto& [k, v] : bridge_check_vars(plan)) text += fmt::format("  {}={}\n", k, v);
     std::string cmd;
-    for (const auto& a : launcher_argv(plan, "<auto>")) cmd += " " + shell_quote(a);
+    for (const auto& a : launcher_argv(plan, "<auto>", services_.probe_dir))
+      cmd += " " + shell_quote(a);
     if (uses_torchrun(plan)) {
       text += "one torchrun process starts the ranks:\n  command:" + cmd + "\n";
     } else {
@@ -185,15 +197,14 @@ class LocalExecutor : public Executor {
         text += "\n  command:" + cmd + "\n";
       }
     }
-    job.dry_run_text = text;
-    return job;
+    return std::make_unique<LocalJob>(*this, plan, identity, std::move(text));
   }
 
-  SubmitResult submit(const Plan& plan, const RenderedJob&, const SubmitOptions& options,
-                      std::ostream& out, Diagnostics& diags,
-                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+  SubmitResult run(const Plan& plan, const SubmissionIdentity& identity,
+                   const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                   const OnAccepted& on_accepted) const {
     SubmitResult sr;
-    fs::path dir = make_run_dir(plan, options.job_id, diags);
+    fs::path dir = make_run_dir(plan, identity.job_id, diags);
     if (dir.empty()) {
       sr.exit_code = kExitFailed;
       return sr;
@@ -272,11 +283,8 @@ class LocalExecutor : public Executor {
 
  private:
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
-    std::string leaf = job_id;
-    if (leaf.empty()) {
-      auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-      leaf = fmt::format("{:%Y%m%d-%H%M%S}-{}", fmt::localtime(now), getpid());
-    }
+    // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
+    std::string leaf = job_id.empty() ? "run" : job_id;
     fs::path dir = fs::path(plan.job_dir) / leaf;
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -289,16 +297,17 @@ class LocalExecutor : public Executor {
     return dir;
   }
 
-  static std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port) {
+  std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port) const {
     std::vector<RankSpec> specs;
     int processes = uses_torchrun(plan) ? 1 : static_cast<int>(plan.topology->gpus_per_node);
-    std::vector<std::string> argv = wrap_expanded(plan, launcher_argv(plan, port));
+    std::vector<std::string> argv =
+        wrap_expanded(plan, launcher_argv(plan, port, services_.probe_dir));
     for (int r = 0; r < processes; ++r) {
       std::map<std::string, std::string> vars;
       for (auto& [k, v] : job_vars(plan)) vars[k] = v;
       if (!uses_torchrun(plan))
         for (auto& [k, v] : rendezvous_vars(plan, r, port)) vars[k] = v;
-      RankSpec s{r, argv, base_environment(vars)};
+      RankSpec s{r, argv, base_environment(services_.env, vars)};
       for (auto& [k, v] : vars) s.env.push_back(k + "=" + v);
       specs.push_back(std::move(s));
     }
@@ -366,10 +375,19 @@ class LocalExecutor : public Executor {
     sr.exit_code = 0;
     sr.final_state = JobState::kSucceeded;
   }
+
+  ExecutorServices services_;
 };
+
+SubmitResult LocalJob::submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                              const OnAccepted& on_accepted) const {
+  return executor_.run(plan_, identity_, options, out, diags, on_accepted);
+}
 
 }  // namespace
 
-std::unique_ptr<Executor> make_local_executor() { return std::make_unique<LocalExecutor>(); }
+std::unique_ptr<Executor> make_local_executor(const ExecutorServices& services) {
+  return std::make_unique<LocalExecutor>(services);
+}
 
 }  // namespace bridge

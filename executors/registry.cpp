@@ -2,24 +2,39 @@
 
 namespace bridge {
 
-std::unique_ptr<Executor> make_local_executor();
-std::unique_ptr<Executor> make_slurm_executor();
-std::unique_ptr<Executor> make_kubernetes_executor();
+std::unique_ptr<Executor> make_local_executor(const ExecutorServices& services);
+std::unique_ptr<Executor> make_slurm_executor(const ExecutorServices& services);
+std::unique_ptr<Executor> make_kubernetes_executor(const ExecutorServices& services);
 
 const std::vector<ExecutorInfo>& executor_registry() {
   static const std::vector<ExecutorInfo> kExecutors{
-      {"local", "every rank as a process on this machine (ng must equal gn)", make_local_executor},
-      {"slurm", "one sbatch script per job; srun starts the ranks", make_slurm_executor},
-      {"kubernetes", "manifests applied with kubectl: a JobSet (or Indexed Job + headless Service)",
+      {"local",
+       "every rank as a process on this machine (ng must equal gn)",
+       {.runs_here = true},
+       make_local_executor},
+      {"slurm", "one sbatch script per job; srun starts the ranks", {}, make_slurm_executor},
+      {"kubernetes",
+       "manifests applied with kubectl: a JobSet (or Indexed Job + headless Service)",
+       {},
        make_kubernetes_executor},
   };
   return kExecutors;
 }
 
-std::unique_ptr<Executor> make_executor(const std::string& name) {
+const ExecutorInfo* find_executor(const std::string& name) {
   for (const auto& e : executor_registry())
-    if (name == e.name) return e.make();
+    if (name == e.name) return &e;
   return nullptr;
+}
+
+std::unique_ptr<Executor> make_executor(const std::string& name, const ExecutorServices& services) {
+  const ExecutorInfo* info = find_executor(name);
+  return info ? info->make(services) : nullptr;
+}
+
+SubmissionIdentity dry_run_identity(const Plan& plan) {
+  std::string name = plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job";
+  return SubmissionIdentity{name + "-dry-run"};
 }
 
 }  // namespace bridge

@@ -4,14 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
@@ -27,11 +26,6 @@ namespace fs = std::filesystem;
 constexpr int kExitFailed = 1;
 constexpr auto kPollInterval = std::chrono::milliseconds(1000);
 constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
-
-std::string random_token() {
-  std::random_device rd;
-  return fmt::format("{:08x}{:08x}", rd(), rd());
-}
 
 std::string join_ids(const std::vector<std::string>& ids) {
   return fmt::format("{}", fmt::join(ids, ","));
@@ -179,33 +173,48 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
   }
 }
 
+class SlurmExecutor;
+
+// The rendered Slurm job: the sbatch script (what --dry-run prints); submit pipes it to sbatch.
+class SlurmJob : public PreparedJob {
+ public:
+  SlurmJob(const SlurmExecutor& executor, const Plan& plan, SubmissionIdentity identity,
+           std::string script)
+      : executor_(executor), plan_(plan), identity_(std::move(identity)) {
+    dry_run_text_ = std::move(script);
+  }
+  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                      const OnAccepted& on_accepted) const override;
+
+ private:
+  const SlurmExecutor& executor_;
+  const Plan& plan_;
+  SubmissionIdentity identity_;
+};
+
 class SlurmExecutor : public Executor {
  public:
-  RenderedJob render(const Plan& plan, Diagnostics& diags) const override {
-    RenderedJob job;
-    job.executor = "slurm";
+  SlurmExecutor(const ExecutorServices& services, SlurmRetryPolicy policy)
+      : services_(services), slurm_(services.runner, services.sleeper, policy) {}
+
+  // The script itself does not use the identity (its files are named after Slurm's id, %j);
+  // submit tags the job with it (--comment) to find a job that a lost answer did create.
+  std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
+                                      Diagnostics& diags) const override {
     SlurmRenderOptions options;
-    options.probe_dir = slurm_probe_dir();
+    options.probe_dir = services_.probe_dir;
     auto script = render_sbatch_script(plan, options, diags);
-    if (!script) return job;
-    job.dry_run_text = script->text;
-    job.files.push_back({"job.sbatch", script->text});
-    return job;
+    if (!script) return nullptr;
+    return std::make_unique<SlurmJob>(*this, plan, identity, std::move(script->text));
   }
 
   // Never waits: with --wait the CLI follows the job through status() (the same for every
   // scheduler), so stdout keeps only what the CLI prints (the job id).
-  SubmitResult submit(const Plan& plan, const RenderedJob& job, const SubmitOptions&, std::ostream&,
-                      Diagnostics& diags,
-                      const std::function<void(const SubmitResult&)>& on_accepted) const override {
+  SubmitResult submit_script(const Plan& plan, const SubmissionIdentity& identity,
+                             const std::string& script, Diagnostics& diags,
+                             const OnAccepted& on_accepted) const {
     SubmitResult result;
     result.exit_code = kExitFailed;
-    auto file = std::find_if(job.files.begin(), job.files.end(),
-                             [](const RenderedFile& f) { return f.name == "job.sbatch"; });
-    if (file == job.files.end() || !plan.recipe) {
-      diags.error("slurm-nothing-rendered", "", {}, "no sbatch script was rendered");
-      return result;
-    }
     std::map<std::string, std::string> secrets;
     for (const auto& v : plan.env.vars)
       if (v.secret) secrets[v.name] = v.value;
@@ -223,10 +232,12 @@ class SlurmExecutor : public Executor {
     }
 
     std::string name = slurm_job_name(*plan.recipe->name.value);
-    std::string comment = "bridge-launch:" + random_token();
+    // The registry id is unique by construction (JobRegistry::reserve_id), so it tells our
+    // job apart from any other of the same name.
+    std::string comment = "bridge-launch:" + identity.job_id;
     CommandSpec spec;
     spec.argv = {"sbatch", "--parsable", "--comment=" + comment};
-    spec.stdin_text = file->content;
+    spec.stdin_text = script;
     spec.extra_env = secrets;
     std::optional<std::string> id;
     // Before retrying a transient failure: did the "failed" try create the job after all?
@@ -235,7 +246,7 @@ class SlurmExecutor : public Executor {
       if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
       return id.has_value();
     };
-    CommandResult r = run_slurm_command(spec, nullptr, settled);
+    CommandResult r = slurm_.run(spec, nullptr, settled);
     // An id on stdout is an accepted job, also when sbatch then exited non-zero.
     if (!id) id = parse_sbatch_id(r.out);
     if (id && !r.ok())
@@ -345,12 +356,12 @@ class SlurmExecutor : public Executor {
         failures = 0;
       }
       if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // last writes land
+        services_.sleeper.sleep_for(std::chrono::milliseconds(200));  // last writes land
         refresh();
         for (auto* s : ordered()) pump(*s, prefix, true, out);
         return 0;
       }
-      std::this_thread::sleep_for(kPollInterval);
+      services_.sleeper.sleep_for(kPollInterval);
     }
   }
 
@@ -373,7 +384,7 @@ class SlurmExecutor : public Executor {
     }
     CommandSpec spec;
     spec.argv = {"scancel", job.scheduler_id};
-    CommandResult r = run_slurm_command(spec);
+    CommandResult r = slurm_.run(spec);
     if (!r.ok()) {
       std::string message = slurm_error_text("scancel", r);
       diags.error("slurm-cancel-failed", "", {},
@@ -387,8 +398,8 @@ class SlurmExecutor : public Executor {
 
  private:
   // Fills `known` for `ids`; returns "" or the error that made the query impossible.
-  static std::string query(const std::vector<std::string>& ids,
-                           std::map<std::string, SlurmJobInfo>& known) {
+  std::string query(const std::vector<std::string>& ids,
+                    std::map<std::string, SlurmJobInfo>& known) const {
     auto keep = [&](const std::vector<SlurmJobInfo>& infos) {
       for (const auto& i : infos)
         if (std::find(ids.begin(), ids.end(), i.id) != ids.end() && !known.count(i.id))
@@ -403,13 +414,13 @@ class SlurmExecutor : public Executor {
     CommandSpec sq;
     sq.argv = {"squeue", "--noheader", "--states=all", "--jobs=" + join_ids(ids),
                "--format=%i|%T|%r"};
-    CommandResult r = run_slurm_command(sq);
+    CommandResult r = slurm_.run(sq);
     if (r.ok())
       keep(parse_squeue(r.out));
     else if (r.err.find("Invalid job id specified") == std::string::npos)
       return slurm_error_text("squeue", r);
 
-    if (!missing().empty() && !slurm_accounting_disabled()) {
+    if (!missing().empty() && !accounting_disabled_.load()) {
       CommandSpec sa;
       sa.argv = {"sacct",
                  "--noheader",
@@ -417,11 +428,11 @@ class SlurmExecutor : public Executor {
                  "--allocations",
                  "--jobs=" + join_ids(missing()),
                  "--format=JobIDRaw,State,ExitCode"};
-      CommandResult a = run_slurm_command(sa);
+      CommandResult a = slurm_.run(sa);
       if (a.ok()) {
         keep(parse_sacct(a.out));
       } else if ((a.err + a.out).find("accounting storage is disabled") != std::string::npos) {
-        set_slurm_accounting_disabled(true);
+        accounting_disabled_.store(true);
       } else {
         spdlog::debug("sacct failed: {}", slurm_error_text("sacct", a));
       }
@@ -432,7 +443,7 @@ class SlurmExecutor : public Executor {
       CommandSpec sc;
       sc.argv = {"scontrol", "--oneliner", "show", "job"};
       if (rest.size() == 1) sc.argv.push_back(rest.front());
-      CommandResult c = run_slurm_command(sc);
+      CommandResult c = slurm_.run(sc);
       if (c.ok())
         keep(parse_scontrol_jobs(c.out));
       else if (c.err.find("Invalid job id specified") == std::string::npos)
@@ -442,28 +453,37 @@ class SlurmExecutor : public Executor {
   }
 
   // The id of our own job `name` carrying `comment`, if the controller has it.
-  static std::optional<std::string> find_by_comment(const std::string& name,
-                                                    const std::string& comment) {
+  std::optional<std::string> find_by_comment(const std::string& name,
+                                             const std::string& comment) const {
     CommandSpec spec;
     spec.argv = {"squeue", "--noheader", "--states=all", "--name=" + name, "--format=%i|%k"};
-    CommandResult r = run_slurm_command(spec);
+    CommandResult r = slurm_.run(spec);
     if (!r.ok()) return std::nullopt;
     for (const auto& info : parse_squeue(r.out))
       if (info.state == comment) return info.id;
     return std::nullopt;
   }
+
+  ExecutorServices services_;
+  SlurmClient slurm_;
+  // Once sacct said "accounting storage is disabled", status stops asking it.
+  mutable std::atomic<bool> accounting_disabled_{false};
 };
+
+SubmitResult SlurmJob::submit(const SubmitOptions&, std::ostream&, Diagnostics& diags,
+                              const OnAccepted& on_accepted) const {
+  return executor_.submit_script(plan_, identity_, dry_run_text_, diags, on_accepted);
+}
 
 }  // namespace
 
-std::string slurm_probe_dir() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  fs::path dir = self.parent_path();
-  return fs::exists(dir / "bridge-probe", ec) ? dir.string() : "";
+std::unique_ptr<Executor> make_slurm_executor(const ExecutorServices& services,
+                                              SlurmRetryPolicy policy) {
+  return std::make_unique<SlurmExecutor>(services, policy);
 }
 
-std::unique_ptr<Executor> make_slurm_executor() { return std::make_unique<SlurmExecutor>(); }
+std::unique_ptr<Executor> make_slurm_executor(const ExecutorServices& services) {
+  return make_slurm_executor(services, SlurmRetryPolicy{});
+}
 
 }  // namespace bridge

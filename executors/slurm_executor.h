@@ -3,7 +3,7 @@
 // the per-rank files on the shared file system, cancelled with scancel.
 //
 // Contract (docs/executors/slurm.md has the user-facing version):
-// - render: pure; RenderedJob::dry_run_text is the exact script, files = {"job.sbatch"}.
+// - render: pure; the PreparedJob's dry_run_text is the exact script sbatch receives.
 // - submit: creates `<plan.job_dir>` (sbatch writes slurm-<id>.out/.err there; the script
 //   itself creates `<plan.job_dir>/<id>/`), runs `sbatch --parsable` with the script on stdin
 //   and the secrets in sbatch's environment only, calls on_accepted exactly once when Slurm
@@ -16,22 +16,23 @@
 // - logs: `<job_dir>/rank<N>.log` (srun launcher) or `node<N>.log` (torchrun), plus the batch
 //   script's slurm-<id>.out/.err; `follow` polls until the job is final.
 // - cancel: `scancel <id>`.
-// All scheduler commands go through default_command_runner() (launcher/command_runner.h);
-// tests install a fake there.
+// All scheduler commands go through the CommandRunner of ExecutorServices and waits through
+// its Sleeper; tests pass fakes of both (and a shorter SlurmRetryPolicy).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "executors/executor.h"
+#include "executors/slurm_scheduler.h"
 
 namespace bridge {
 
-std::unique_ptr<Executor> make_slurm_executor();
-
-// The directory of the running binary when it holds a `bridge-probe`, else "": a runtime
-// command `bridge-probe` is rendered with this absolute path so the cluster runs the probe
-// built alongside bridge-launch (the job dir and build tree are on a shared file system).
-std::string slurm_probe_dir();
+// A runtime command `bridge-probe` is rendered with ExecutorServices::probe_dir, so the
+// cluster runs the probe built alongside bridge-launch (job dir and build tree are on a
+// shared file system).
+std::unique_ptr<Executor> make_slurm_executor(const ExecutorServices& services);
+std::unique_ptr<Executor> make_slurm_executor(const ExecutorServices& services,
+                                              SlurmRetryPolicy policy);
 
 }  // namespace bridge

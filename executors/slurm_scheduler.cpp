@@ -4,11 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "launcher/numbers.h"
 #include "launcher/yaml_tree.h"
@@ -70,10 +67,6 @@ std::string field(const std::string& record, const std::string& key) {
   size_t end = record.find(' ', start);
   return record.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
-
-std::mutex g_policy_mutex;
-SlurmRetryPolicy g_policy;
-std::atomic<bool> g_accounting_disabled{false};
 
 }  // namespace
 
@@ -180,41 +173,27 @@ std::string slurm_error_text(const std::string& program, const CommandResult& r)
   return joined;
 }
 
-SlurmRetryPolicy slurm_retry_policy() {
-  std::lock_guard<std::mutex> lock(g_policy_mutex);
-  return g_policy;
-}
-
-void set_slurm_retry_policy(const SlurmRetryPolicy& policy) {
-  std::lock_guard<std::mutex> lock(g_policy_mutex);
-  g_policy = policy;
-}
-
-CommandResult run_slurm_command(CommandSpec spec, int* attempts_made,
-                                const std::function<bool()>& settled) {
-  SlurmRetryPolicy policy = slurm_retry_policy();
-  spec.timeout = policy.timeout;
-  auto backoff = policy.first_backoff;
+CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
+                               const std::function<bool()>& settled) const {
+  spec.timeout = policy_.timeout;
+  auto backoff = policy_.first_backoff;
   CommandResult r;
   int attempt = 0;
   while (true) {
     ++attempt;
     spdlog::debug("running {}", fmt::join(spec.argv, " "));
-    r = default_command_runner().run(spec);
-    if (r.ok() || !r.started || r.timed_out || attempt >= policy.attempts ||
+    r = runner_.run(spec);
+    if (r.ok() || !r.started || r.timed_out || attempt >= policy_.attempts ||
         !is_transient_slurm_error(r.err + r.out))
       break;
     spdlog::warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
-                 slurm_error_text(spec.argv[0], r), backoff.count(), attempt + 1, policy.attempts);
-    std::this_thread::sleep_for(backoff);
+                 slurm_error_text(spec.argv[0], r), backoff.count(), attempt + 1, policy_.attempts);
+    sleeper_.sleep_for(backoff);
     backoff *= 2;
     if (settled && settled()) break;
   }
   if (attempts_made) *attempts_made = attempt;
   return r;
 }
-
-bool slurm_accounting_disabled() { return g_accounting_disabled.load(); }
-void set_slurm_accounting_disabled(bool disabled) { g_accounting_disabled.store(disabled); }
 
 }  // namespace bridge

@@ -1,8 +1,8 @@
 // Talking to Slurm's client commands: parsing what sbatch/squeue/sacct/scontrol print,
 // mapping Slurm job states onto JobState, and running commands with bounded retries.
 //
-// Pure functions except run_slurm_command, which goes through default_command_runner() (tests
-// install a fake with set_default_command_runner) and sleeps between retries.
+// Pure functions except SlurmClient::run, which runs commands through the CommandRunner and
+// waits through the Sleeper it was built with (tests pass fakes of both).
 // Transient errors (see is_transient_slurm_error) are retried; "Unable to contact slurm
 // controller" is NOT transient here: the client already retried for MessageTimeout seconds,
 // so a stopped controller fails once, in bounded time, with Slurm's own message.
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/clock.h"
 #include "launcher/command_runner.h"
 #include "launcher/jobs/job_record.h"
 
@@ -58,19 +59,23 @@ struct SlurmRetryPolicy {
   std::chrono::milliseconds first_backoff{1000};  // doubled after each try
   std::chrono::milliseconds timeout{60000};       // per command
 };
-SlurmRetryPolicy slurm_retry_policy();
-void set_slurm_retry_policy(const SlurmRetryPolicy& policy);  // tests shorten the backoff
 
-// Runs `spec` (its timeout replaced by the policy's), retrying transient failures with
-// backoff. `attempts_made` (optional) receives the number of runs. Before each retry,
-// `settled` (optional) may look around and return true to stop retrying (sbatch uses it to
-// find a job that a timed-out submission did create).
-CommandResult run_slurm_command(CommandSpec spec, int* attempts_made = nullptr,
-                                const std::function<bool()>& settled = {});
+// Runs Slurm client commands with the retry policy.
+class SlurmClient {
+ public:
+  SlurmClient(CommandRunner& runner, Sleeper& sleeper, SlurmRetryPolicy policy = {})
+      : runner_(runner), sleeper_(sleeper), policy_(policy) {}
+  // Runs `spec` (its timeout replaced by the policy's), retrying transient failures with
+  // backoff. `attempts_made` (optional) receives the number of runs. Before each retry,
+  // `settled` (optional) may look around and return true to stop retrying (sbatch uses it
+  // to find a job that a timed-out submission did create).
+  CommandResult run(CommandSpec spec, int* attempts_made = nullptr,
+                    const std::function<bool()>& settled = {}) const;
 
-// Whether sacct is known to be unusable here ("Slurm accounting storage is disabled" was
-// seen); process-wide, so status stops asking once it knows.
-bool slurm_accounting_disabled();
-void set_slurm_accounting_disabled(bool disabled);
+ private:
+  CommandRunner& runner_;
+  Sleeper& sleeper_;
+  SlurmRetryPolicy policy_;
+};
 
 }  // namespace bridge

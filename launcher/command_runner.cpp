@@ -64,15 +64,4 @@ CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
   return result;
 }
 
-namespace {
-CommandRunner* g_runner = nullptr;
-}
-
-CommandRunner& default_command_runner() {
-  static BoostCommandRunner real;
-  return g_runner ? *g_runner : real;
-}
-
-void set_default_command_runner(CommandRunner* runner) { g_runner = runner; }
-
 }  // namespace bridge

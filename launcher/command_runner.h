@@ -1,10 +1,11 @@
 // CommandRunner: the one seam through which bridge-launch runs scheduler commands (sbatch,
 // squeue, sacct, scontrol, scancel, kubectl) and waits for them.
 //
-// BoostCommandRunner runs the real program with Boost.Process (stdin text in, stdout and
-// stderr captured, an optional time limit); tests substitute a recording fake. A program
-// that cannot be started is reported as `started == false` with the reason in `err`,
-// never as an exception.
+// main builds the one real runner (app/services.h) and hands it to the executors; nothing
+// reaches for a process-wide runner. BoostCommandRunner runs the real program with Boost.Process
+// (stdin text in, stdout and stderr captured, an optional time limit); tests substitute a recording
+// fake. A program that cannot be started is reported as `started == false` with the reason in
+// `err`, never as an exception.
 #pragma once
 
 #include <chrono>
@@ -41,9 +42,5 @@ class BoostCommandRunner : public CommandRunner {
  public:
   CommandResult run(const CommandSpec& spec) override;
 };
-
-// The runner executors use unless a test installed another one.
-CommandRunner& default_command_runner();
-void set_default_command_runner(CommandRunner* runner);  // nullptr restores the real one
 
 }  // namespace bridge

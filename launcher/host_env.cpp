@@ -2,12 +2,25 @@
 
 #include <cstdlib>
 
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
+
 namespace bridge {
 
 std::optional<std::string> ProcessEnvironment::get(const std::string& name) const {
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
   return std::string(v);
+}
+
+std::vector<std::pair<std::string, std::string>> ProcessEnvironment::all() const {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;  // not NAME=VALUE: nothing to pass on
+    vars.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return vars;
 }
 
 std::optional<std::string> MapEnvironment::get(const std::string& name) const {

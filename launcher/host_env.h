@@ -1,5 +1,6 @@
-// HostEnvironment: the one seam through which the planner reads the submitting host's
-// environment (`${VAR}` expansion, API keys that activate trackers, $HOME for job dirs).
+// HostEnvironment: the one seam through which bridge-launch reads the submitting host's
+// environment (`${VAR}` expansion, API keys that activate trackers, $HOME for job dirs, and
+// the environment local ranks inherit). Built once in main (app/services.h) and passed down.
 //
 // ProcessEnvironment reads the real process environment; MapEnvironment is the test double.
 #pragma once
@@ -7,6 +8,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace bridge {
 
@@ -14,11 +17,14 @@ class HostEnvironment {
  public:
   virtual ~HostEnvironment() = default;
   virtual std::optional<std::string> get(const std::string& name) const = 0;
+  // Every variable, in the order the environment holds them (local ranks inherit these).
+  virtual std::vector<std::pair<std::string, std::string>> all() const = 0;
 };
 
 class ProcessEnvironment : public HostEnvironment {
  public:
   std::optional<std::string> get(const std::string& name) const override;
+  std::vector<std::pair<std::string, std::string>> all() const override;
 };
 
 class MapEnvironment : public HostEnvironment {
@@ -26,6 +32,9 @@ class MapEnvironment : public HostEnvironment {
   MapEnvironment() = default;
   explicit MapEnvironment(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {}
   std::optional<std::string> get(const std::string& name) const override;
+  std::vector<std::pair<std::string, std::string>> all() const override {
+    return {vars_.begin(), vars_.end()};
+  }
   void set(const std::string& name, const std::string& value) { vars_[name] = value; }
 
  private:

@@ -465,7 +465,7 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
 
 void read_executor(MapReader& top, ExecutorSpec& x) {
   MapReader r(top.section("executor"), "executor", top.diags());
-  r.read_enum("default", x.default_executor, {"local", "slurm", "kubernetes"});
+  r.read_enum("default", x.default_executor, executor_names());
   {
     MapReader l(r.section("local"), "executor.local", top.diags());
     l.read("job_dir", x.local.job_dir);
@@ -753,7 +753,7 @@ std::vector<RecipeKeyDoc> recipe_key_reference() {
     YamlNode section;
     section.kind = YamlNode::Kind::kMap;
     if (std::string(s) == "executor")
-      for (const char* x : {"local", "slurm", "kubernetes"})
+      for (const std::string& x : executor_names())
         section.entries.push_back(YamlEntry{x, {}, empty});
     empty.entries.push_back(YamlEntry{s, {}, section});
   }

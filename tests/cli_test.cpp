@@ -99,6 +99,19 @@ TEST_F(CliTest, VersionPrintsVersionAndCommit) {
                                   "([0-9a-f]{12}|unknown)\\)\n"));
 }
 
+// Two --dry-runs of the same inputs print the same bytes (Kubernetes: tests/k8s_cli_test.cpp).
+TEST_F(CliTest, DryRunIsByteIdenticalAcrossRunsForLocalAndSlurm) {
+  for (const char* executor : {"local", "slurm"}) {
+    std::vector<std::string> args{"--dry-run", "--executor", executor,
+                                  std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml"};
+    CommandResult first = run(args);
+    CommandResult second = run(args);
+    ASSERT_EQ(first.exit_code, 0) << executor << ": " << first.err;
+    EXPECT_FALSE(first.out.empty());
+    EXPECT_EQ(first.out, second.out) << executor;
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // -ng / -gn exactly as written.
 

@@ -48,15 +48,5 @@ TEST(CommandRunnerTest, NotFoundTimeoutAndIgnoredStdin) {
   EXPECT_TRUE(res.ok());
 }
 
-TEST(CommandRunnerTest, TestFakesWin) {
-  struct Fake : CommandRunner {
-    CommandResult run(const CommandSpec&) override { return {}; }
-  } fake;
-  EXPECT_NE(dynamic_cast<BoostCommandRunner*>(&default_command_runner()), nullptr);
-  set_default_command_runner(&fake);
-  EXPECT_EQ(&default_command_runner(), &fake);
-  set_default_command_runner(nullptr);
-}
-
 }  // namespace
 }  // namespace bridge

@@ -146,6 +146,16 @@ TEST_F(K8sCli, DryRunPrintsValidManifestsAndCallsNothing) {
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
 }
 
+// --dry-run shows what a submission of the same inputs applies: two runs, the same bytes.
+TEST_F(K8sCli, DryRunIsByteIdenticalAcrossRuns) {
+  std::vector<std::string> args{"--executor", "kubernetes", "--dry-run", "-ng",
+                                "16",         "-gn",        "8",         recipe_};
+  CommandResult first = run(args);
+  CommandResult second = run(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+}
+
 TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   std::string id = submit_ok();
   auto cs = calls();

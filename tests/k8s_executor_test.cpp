@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "executors/executor.h"
+#include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
 #include "executors/k8s_status.h"
 #include "tests/support/k8s_testing.h"
@@ -23,7 +24,7 @@ using testing::FakeRunner;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ok_result;
-using testing::ScopedRunner;
+using testing::TestServices;
 
 constexpr const char* kMarker = "EXEC-SECRET-MARKER-91d2";
 
@@ -58,15 +59,19 @@ struct Submitted {
 Submitted submit(FakeRunner& fake, std::vector<std::string> overrides = {}) {
   auto p = testing::k8s_plan(kRecipe, std::move(overrides));
   EXPECT_TRUE(p->plan->complete);
-  auto ex = make_executor("kubernetes");
+  TestServices use(fake);
+  auto ex = make_executor("kubernetes", use.services());
   EXPECT_NE(ex, nullptr);
   Submitted s;
-  RenderedJob job = ex->render(*p->plan, s.diags);
-  s.rendered = job.dry_run_text;
-  ScopedRunner use(fake);
+  auto job = ex->render(*p->plan, SubmissionIdentity{"exec-demo-20261130-120000-ab12"}, s.diags);
+  if (!job) {
+    ADD_FAILURE() << "render failed";
+    return s;
+  }
+  s.rendered = job->dry_run_text();
   std::ostringstream out;
-  s.result = ex->submit(*p->plan, job, SubmitOptions{}, out, s.diags,
-                        [&](const SubmitResult&) { ++s.accepted_calls; });
+  s.result =
+      job->submit(SubmitOptions{}, out, s.diags, [&](const SubmitResult&) { ++s.accepted_calls; });
   return s;
 }
 
@@ -84,7 +89,9 @@ CommandResult apply_all_created(const CommandSpec& spec) {
 }
 
 TEST(K8sExecutor, IsRegistered) {
-  auto ex = make_executor("kubernetes");
+  FakeRunner fake;
+  TestServices use(fake);
+  auto ex = make_executor("kubernetes", use.services());
   ASSERT_NE(ex, nullptr);
   bool listed = false;
   for (const auto& e : executor_registry()) listed = listed || std::string(e.name) == "kubernetes";
@@ -102,9 +109,11 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   EXPECT_EQ(s.result.exit_code, 0);
   EXPECT_TRUE(s.result.accepted);
   EXPECT_EQ(s.accepted_calls, 1);
-  // The same names as the dry-run text, and the secret only here, in the Secret.
-  std::string suffix = k8s_suffix_of(s.rendered);
+  // The names derive from the job id the CLI fixed (and so match the rendered text); the
+  // secret is only here, in the Secret.
+  std::string suffix = k8s_submission_suffix("exec-demo-20261130-120000-ab12");
   ASSERT_EQ(suffix.size(), 4u);
+  EXPECT_THAT(s.rendered, HasSubstr("exec-demo-" + suffix));
   EXPECT_EQ(s.result.scheduler_id, "jobset/exec-demo-" + suffix);
   auto docs = testing::parse_yaml_docs(apply.stdin_text);
   ASSERT_EQ(docs.size(), 2u);
@@ -307,7 +316,7 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
           R"({"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded",
               "message":"Job has reached the specified backoff limit"}]})")};
   fake.respond = [&](const CommandSpec&) { return ok_result(list_of(items)); };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   std::vector<JobRecord> recs;
   for (std::string id :
        {"jobset/js-ok", "jobset/js-failed", "jobset/js-running", "jobset/js-pending",
@@ -315,7 +324,7 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
     recs.push_back(record(id));
   recs.push_back(record("bogus"));
   Diagnostics diags;
-  auto st = make_executor("kubernetes")->status(recs, diags);
+  auto st = make_executor("kubernetes", use.services())->status(recs, diags);
   ASSERT_EQ(fake.calls.size(), 1u) << "one kubectl get for all jobs";
   EXPECT_EQ(fake.calls[0].argv,
             (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a",
@@ -345,9 +354,9 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
 TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
   FakeRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
-  make_executor("kubernetes")
+  make_executor("kubernetes", use.services())
       ->status({record("job/a", "ns1", ""), record("job/b", "ns1", ""), record("job/c", "ns2", "")},
                diags);
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -363,9 +372,9 @@ TEST(K8sExecutor, StatusReportsKubectlFailure) {
   fake.respond = [](const CommandSpec&) {
     return failed_result("The connection to the server 10.0.0.1:6443 was refused");
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
-  auto st = make_executor("kubernetes")->status({record("jobset/x")}, diags);
+  auto st = make_executor("kubernetes", use.services())->status({record("jobset/x")}, diags);
   EXPECT_EQ(st[0].state, JobState::kUnknown);
   EXPECT_THAT(st[0].detail, HasSubstr("was refused"));
   EXPECT_TRUE(diags.has_code("kubectl-failed"));
@@ -382,9 +391,9 @@ TEST(K8sExecutor, JobApiFailedAttemptStartsTheNextOne) {
     if (contains_seq(spec.argv, {"patch"})) return ok_result("job.batch/demo-ab12-r1 patched\n");
     return ok_result(list_of(items));
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
-  auto ex = make_executor("kubernetes");
+  auto ex = make_executor("kubernetes", use.services());
   auto st = ex->status({record("job/demo-ab12")}, diags);
   EXPECT_EQ(st[0].state, JobState::kPending);
   EXPECT_THAT(st[0].detail, HasSubstr("attempt 2/3 starting"));
@@ -452,10 +461,11 @@ TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
                                 pod("x-node-0-1-old00", 1, 0, "Failed")}));
     return ok_result("hello from " + spec.argv[6] + "\n");
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out;
-  int rc = make_executor("kubernetes")->logs(record("jobset/x"), 11, false, out, diags);
+  int rc =
+      make_executor("kubernetes", use.services())->logs(record("jobset/x"), 11, false, out, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "hello from x-node-0-1-bbbbb\n");
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -470,10 +480,11 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
       return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
     return ok_result("line of " + spec.argv[6] + "\n");
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out;
-  EXPECT_EQ(make_executor("kubernetes")->logs(record("jobset/x"), std::nullopt, false, out, diags),
+  EXPECT_EQ(make_executor("kubernetes", use.services())
+                ->logs(record("jobset/x"), std::nullopt, false, out, diags),
             0);
   EXPECT_EQ(out.str(), "[node 0] line of a\n[node 1] line of b\n");
 }
@@ -481,10 +492,10 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
 TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
   FakeRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out;
-  auto ex = make_executor("kubernetes");
+  auto ex = make_executor("kubernetes", use.services());
   EXPECT_EQ(ex->logs(record("jobset/x"), 16, false, out, diags), 2);
   EXPECT_EQ(ex->logs(record("jobset/x"), 0, false, out, diags), 1);
   EXPECT_TRUE(diags.has_code("k8s-no-pods"));
@@ -509,10 +520,11 @@ TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
     EXPECT_EQ(since, "2026-01-01T00:00:02.25Z");
     return ok_result("2026-01-01T00:00:02.25Z second\n2026-01-01T00:00:02.250000001Z third\n");
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out;
-  int rc = make_executor("kubernetes")->logs(record("jobset/x"), 0, true, out, diags);
+  int rc =
+      make_executor("kubernetes", use.services())->logs(record("jobset/x"), 0, true, out, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "first\nsecond\nthird\n");
 }
@@ -520,9 +532,9 @@ TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
 TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
   FakeRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result("jobset deleted\n"); };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
-  auto ex = make_executor("kubernetes");
+  auto ex = make_executor("kubernetes", use.services());
   EXPECT_EQ(ex->cancel(record("jobset/x-ab12"), diags), 0);
   EXPECT_EQ(ex->cancel(record("job/y-ab12", "", ""), diags), 0);
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -542,9 +554,9 @@ TEST(K8sExecutor, CancelFailureShowsKubectlsMessage) {
   fake.respond = [](const CommandSpec&) {
     return failed_result("Error from server (Forbidden): jobsets is forbidden");
   };
-  ScopedRunner use(fake);
+  TestServices use(fake);
   Diagnostics diags;
-  EXPECT_EQ(make_executor("kubernetes")->cancel(record("jobset/x"), diags), 1);
+  EXPECT_EQ(make_executor("kubernetes", use.services())->cancel(record("jobset/x"), diags), 1);
   ASSERT_TRUE(diags.has_code("kubectl-delete-failed"));
   EXPECT_THAT(diags.items().back().message, HasSubstr("jobsets is forbidden"));
 }

@@ -2,6 +2,7 @@
 // a stable hash when truncated, and MASTER_ADDR built from the same functions.
 #include "executors/k8s_names.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -61,14 +62,16 @@ TEST(K8sNames, MasterAddrIsPodZerosDnsName) {
   EXPECT_EQ(job_master_addr(job_attempt_name("demo-ab12", 2)), "demo-ab12-r2-0.demo-ab12-r2");
 }
 
-TEST(K8sNames, SubmissionSuffixesAreHexAndVary) {
+TEST(K8sNames, SubmissionSuffixesAreHexStablePerJobIdAndVaryAcrossIds) {
   std::set<std::string> seen;
   for (int i = 0; i < 50; ++i) {
-    std::string s = new_submission_suffix();
+    std::string id = fmt::format("demo-20261130-141500-{:04x}", i * 7919);
+    std::string s = k8s_submission_suffix(id);
     EXPECT_TRUE(std::regex_match(s, std::regex("[0-9a-f]{4}"))) << s;
+    EXPECT_EQ(s, k8s_submission_suffix(id)) << "same job id, same names";
     seen.insert(s);
   }
-  EXPECT_GT(seen.size(), 40u);
+  EXPECT_GT(seen.size(), 45u);
 }
 
 TEST(K8sNames, Validators) {

@@ -376,10 +376,12 @@ TEST(K8sRender, MasterAddrIsTheDnsNameTheManifestsProduce) {
   }
 }
 
-TEST(K8sRender, SuffixIsReadBackFromTheHeader) {
+TEST(K8sRender, SameSuffixSameBytesAndTheHeaderNamesIt) {
   auto p = golden_plan();
-  EXPECT_EQ(k8s_suffix_of(render_ok(*p, "9f0e").yaml), "9f0e");
-  EXPECT_EQ(k8s_suffix_of("apiVersion: v1\n"), "");
+  std::string first = render_ok(*p, "9f0e").yaml;
+  EXPECT_EQ(render_ok(*p, "9f0e").yaml, first);
+  EXPECT_THAT(first, HasSubstr("(name suffix 9f0e: from the job id"));
+  EXPECT_NE(render_ok(*p, "0a1b").yaml, first);
 }
 
 TEST(K8sRender, FaultToleranceUsesFtLauncherAndItsRetries) {

@@ -2,6 +2,9 @@
 // sbatch's environment, errors with Slurm's own message, transient retries, no duplicate
 // job), status (one squeue for all jobs, sacct/scontrol fallbacks, state mapping), logs and
 // cancel.
+#include "executors/slurm_executor.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -17,6 +20,7 @@
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
 #include "test_util.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -70,18 +74,12 @@ class SlurmExecutorTest : public ::testing::Test {
   void SetUp() override {
     SlurmRetryPolicy p;
     p.first_backoff = std::chrono::milliseconds(1);
-    set_slurm_retry_policy(p);
-    set_slurm_accounting_disabled(false);
-    executor = make_executor("slurm");
+    executor = make_slurm_executor(seams.services(), p);
     ASSERT_NE(executor, nullptr);
   }
-  void TearDown() override {
-    set_default_command_runner(nullptr);
-    set_slurm_retry_policy(SlurmRetryPolicy{});
-    set_slurm_accounting_disabled(false);
-  }
 
-  void install(FakeRunner& r) { set_default_command_runner(&r); }
+  // The executor's commands go to `r` from now on.
+  void install(FakeRunner& r) { forward.target = &r; }
 
   Plan plan(const std::string& job_dir) {
     MapEnvironment env({{"HOME", "/home/alice"}, {"WANDB_API_KEY", kMarker}});
@@ -102,11 +100,12 @@ class SlurmExecutorTest : public ::testing::Test {
   }
 
   SubmitResult submit(const Plan& p, Diagnostics& diags, int* accepted_calls) {
-    RenderedJob job = executor->render(p, diags);
+    auto job = executor->render(p, SubmissionIdentity{"unit-20261130-120000-ab12"}, diags);
     EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
+    if (!job) return SubmitResult{};
     std::ostringstream out;
-    return executor->submit(p, job, SubmitOptions{}, out, diags,
-                            [&](const SubmitResult&) { ++*accepted_calls; });
+    return job->submit(SubmitOptions{}, out, diags,
+                       [&](const SubmitResult&) { ++*accepted_calls; });
   }
 
   JobRecord record(const std::string& id, const std::string& job_dir = "/nonexistent") {
@@ -121,6 +120,8 @@ class SlurmExecutorTest : public ::testing::Test {
   }
 
   Diagnostics plan_diags;
+  testing::ForwardingRunner forward;
+  testing::TestServices seams{forward};
   std::unique_ptr<Executor> executor;
 };
 
@@ -532,6 +533,36 @@ TEST_F(SlurmLogsTest, TorchrunNodeLogsServeTheirRanks) {
   std::ostringstream out;
   EXPECT_EQ(executor->logs(record("78", d), 3, false, out, diags), 0);  // 2 ranks per node
   EXPECT_EQ(out.str(), "node one\n");
+}
+
+// Transient errors are retried with doubling backoff through the Sleeper seam (no real
+// waiting here); a definite error is not retried.
+TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
+  int calls = 0;
+  FakeRunner runner([&](const CommandSpec&) {
+    return ++calls < 3 ? fail("sbatch: error: Socket timed out on send/recv operation")
+                       : ok("42\n");
+  });
+  testing::RecordingSleeper sleeper;
+  SlurmRetryPolicy policy;
+  policy.attempts = 3;
+  policy.first_backoff = std::chrono::milliseconds(100);
+  SlurmClient client(runner, sleeper, policy);
+  CommandSpec spec;
+  spec.argv = {"sbatch", "--parsable"};
+  int attempts = 0;
+  CommandResult r = client.run(spec, &attempts);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(attempts, 3);
+  EXPECT_THAT(sleeper.waits, ::testing::ElementsAre(std::chrono::milliseconds(100),
+                                                    std::chrono::milliseconds(200)));
+
+  FakeRunner refusing([](const CommandSpec&) { return fail("sbatch: error: invalid partition"); });
+  testing::RecordingSleeper no_waits;
+  SlurmClient once(refusing, no_waits, policy);
+  EXPECT_FALSE(once.run(spec, &attempts).ok());
+  EXPECT_EQ(attempts, 1);
+  EXPECT_TRUE(no_waits.waits.empty());
 }
 
 }  // namespace

@@ -13,11 +13,6 @@
 
 namespace bridge {
 
-const std::vector<std::string>& executor_names() {
-  static const std::vector<std::string> kNames{"local", "slurm", "kubernetes"};
-  return kNames;
-}
-
 std::vector<std::string> runtime_argv(const Plan& plan) {
   std::vector<std::string> argv = plan.recipe->runtime.command.get_or({"bridge-probe"});
   argv.insert(argv.end(), plan.user_args.begin(), plan.user_args.end());
@@ -44,7 +39,7 @@ std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics
       diags.error(
           "unknown-executor", "", {},
           fmt::format("unknown executor `{}`{}", req.executor, did_you_mean(req.executor, names)),
-          "choose local, slurm or kubernetes");
+          fmt::format("choose one of: {}", fmt::join(executor_names(), ", ")));
       return {};
     }
     return req.executor;

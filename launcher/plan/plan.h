@@ -48,8 +48,6 @@ struct Plan {
   bool complete = false;  // every stage ran and no error was recorded
 };
 
-const std::vector<std::string>& executor_names();
-
 // The argument vector every rank's runtime process starts with: runtime.command, runtime.args
 // (placeholders expanded), what the adapter forwards, then plugin arguments. A launcher
 // wrapper (torchrun, ft_launcher) or a command prefix (nsys) is not part of it.

@@ -10,6 +10,7 @@
 #include "launcher/plan/plan.h"
 #include "launcher/plan/plan_output.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/support/fake_services.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
@@ -27,11 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)bridge::plan_to_json(plan, diags).dump(2);
     if (plan.complete) {
       (void)bridge::plan_to_text(plan, false);
-      std::unique_ptr<bridge::Executor> executor = bridge::make_executor(info.name);
+      bridge::testing::ForwardingRunner no_commands;  // render runs none
+      bridge::testing::TestServices seams(no_commands);
+      std::unique_ptr<bridge::Executor> executor =
+          bridge::make_executor(info.name, seams.services());
       if (!executor) bridge::fuzz::fail(std::string("registered but not made: ") + info.name);
-      bridge::RenderedJob job = executor->render(plan, diags);
-      if (job.dry_run_text.empty() && !diags.has_errors())
+      auto job = executor->render(plan, bridge::dry_run_identity(plan), diags);
+      if ((!job || job->dry_run_text().empty()) && !diags.has_errors())
         bridge::fuzz::fail(std::string("empty rendering without an error: ") + info.name);
+      if (job && !seams.sleeper.waits.empty())
+        bridge::fuzz::fail(std::string("render waited: ") + info.name);
     }
     bridge::fuzz::render_diagnostics(diags);
     if (!plan.recipe) break;  // the recipe itself is invalid: the same for every executor

@@ -65,7 +65,7 @@ class SlurmCluster : public ::testing::Test {
 
   void SetUp() override {
     if (!g_skip_reason.empty()) GTEST_SKIP() << g_skip_reason;
-    executor = make_executor("slurm");
+    executor = make_executor("slurm", {real_runner, real_env, real_clock, real_sleeper, ""});
     ASSERT_NE(executor, nullptr);
     jobs_dir = tmp.path() + "/slurm jobs";  // a blank in the path, on purpose
     state_dir = tmp.path() + "/state";
@@ -170,6 +170,11 @@ class SlurmCluster : public ::testing::Test {
     return text;
   }
 
+  // The real seams, as main builds them: the tests follow jobs through the real Slurm.
+  BoostCommandRunner real_runner;
+  ProcessEnvironment real_env;
+  SystemClock real_clock;
+  ThreadSleeper real_sleeper;
   std::unique_ptr<Executor> executor;
   TempDir tmp;
   std::string jobs_dir, state_dir;

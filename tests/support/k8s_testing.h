@@ -21,6 +21,7 @@
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge::testing {
 
@@ -64,14 +65,6 @@ class FakeRunner : public CommandRunner {
         }
     return hits;
   }
-};
-
-class ScopedRunner {
- public:
-  explicit ScopedRunner(CommandRunner& r) { set_default_command_runner(&r); }
-  ~ScopedRunner() { set_default_command_runner(nullptr); }
-  ScopedRunner(const ScopedRunner&) = delete;
-  ScopedRunner& operator=(const ScopedRunner&) = delete;
 };
 
 inline CommandResult ok_result(std::string out = {}) {

@@ -1,0 +1,26 @@
+#include "app/services.h"
+
+#include <filesystem>
+
+namespace bridge {
+
+std::string probe_dir_next_to_self() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path dir = self.parent_path();
+  return fs::exists(dir / "bridge-probe", ec) ? dir.string() : "";
+}
+
+RealServices::RealServices()
+    : services_{env_,
+                runner_,
+                clock_,
+                sleeper_,
+                probe_dir_next_to_self(),
+                executor_registry(),
+                plugin_registry(),
+                JobRegistry(JobRegistry::default_dir(env_))} {}
+
+}  // namespace bridge

@@ -1,0 +1,60 @@
+// Services: the composition root. main builds the real seams once (RealServices) and every
+// command receives them through Context; nothing below app/ reaches for a process global.
+//
+//   host env      -> the planner (${VAR}, tracker keys), the registry dir, local ranks' env
+//   command runner, clock, sleeper, probe dir -> the executors (ExecutorServices)
+//   executor table, plugin table              -> `--executor`, `plugins`, completion
+//   job registry                              -> launch, list, status, logs, cancel, compare
+//
+// Tests build a Services from fakes (MapEnvironment, a recording CommandRunner, a Sleeper
+// that returns at once) and call the commands directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "executors/executor.h"
+#include "launcher/clock.h"
+#include "launcher/command_runner.h"
+#include "launcher/host_env.h"
+#include "launcher/jobs/registry.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+struct Services {
+  const HostEnvironment& env;
+  CommandRunner& runner;
+  const Clock& clock;
+  Sleeper& sleeper;
+  std::string probe_dir;  // where the bridge-probe built with this binary is ("" when none)
+  const std::vector<ExecutorInfo>& executors;
+  const std::vector<PluginInfo>& plugins;
+  JobRegistry registry;
+
+  ExecutorServices executor_services() const { return {runner, env, clock, sleeper, probe_dir}; }
+  std::unique_ptr<Executor> executor(const std::string& name) const {
+    return make_executor(name, executor_services());
+  }
+};
+
+// The real seams, owned by main for the life of the process.
+class RealServices {
+ public:
+  RealServices();
+  RealServices(const RealServices&) = delete;  // services_ refers to the members
+  RealServices& operator=(const RealServices&) = delete;
+  const Services& services() const { return services_; }
+
+ private:
+  ProcessEnvironment env_;
+  BoostCommandRunner runner_;
+  SystemClock clock_;
+  ThreadSleeper sleeper_;
+  Services services_;
+};
+
+// The directory of the running binary when it holds a `bridge-probe`, else "".
+std::string probe_dir_next_to_self();
+
+}  // namespace bridge

@@ -1,0 +1,84 @@
+// "--dry-run shows exactly what is submitted" needs a render that is a function of its
+// inputs: every executor, rendered twice from the same plan and SubmissionIdentity, gives
+// the same bytes, runs no command and waits for nothing; another job id changes only what
+// the id names (Kubernetes object names), never the Slurm script or the local description.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "executors/executor.h"
+#include "launcher/host_env.h"
+#include "launcher/plan/plan.h"
+#include "tests/support/fake_services.h"
+
+namespace bridge {
+namespace {
+
+constexpr const char* kRecipe = R"(name: determinism
+cluster: {gpu: h100, num_gpus: 2, gpus_per_node: 2}
+model: {tensor_model_parallel_size: 2, num_layers: 4, hidden_size: 256, num_attention_heads: 8}
+runtime: {command: [bridge-probe], container_image: "nvcr.io/nvidia/nemo:25.04"}
+env:
+  NCCL_DEBUG: WARN
+  TOKEN: {value: "s3cr3t-value", secret: true}
+)";
+
+class RecordingRunner : public CommandRunner {
+ public:
+  int calls = 0;
+  CommandResult run(const CommandSpec&) override {
+    ++calls;
+    return {};
+  }
+};
+
+TEST(RenderDeterminism, EveryExecutorRendersTheSameBytesTwiceWithoutSideEffects) {
+  for (const auto& info : executor_registry()) {
+    SCOPED_TRACE(info.name);
+    MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/test"}});
+    PlanRequest req;
+    req.recipe_path = "determinism.yaml";
+    req.executor = info.name;
+    Diagnostics diags;
+    Plan plan = build_plan_from_text(kRecipe, req, env, diags);
+    ASSERT_TRUE(plan.complete) << info.name;
+    RecordingRunner runner;
+    testing::TestServices seams(runner);
+    auto executor = make_executor(info.name, seams.services());
+    ASSERT_NE(executor, nullptr);
+    SubmissionIdentity id{"determinism-20261130-120000-ab12"};
+    auto first = executor->render(plan, id, diags);
+    auto second = executor->render(plan, id, diags);
+    ASSERT_TRUE(first && second) << info.name;
+    EXPECT_FALSE(first->dry_run_text().empty());
+    EXPECT_EQ(first->dry_run_text(), second->dry_run_text());
+    EXPECT_THAT(first->dry_run_text(), ::testing::Not(::testing::HasSubstr("s3cr3t-value")));
+    EXPECT_EQ(runner.calls, 0) << "render ran a command";
+    EXPECT_TRUE(seams.sleeper.waits.empty()) << "render waited";
+
+    auto other =
+        executor->render(plan, SubmissionIdentity{"determinism-20261130-120001-cd34"}, diags);
+    ASSERT_TRUE(other);
+    if (std::string(info.name) == "kubernetes")
+      EXPECT_NE(other->dry_run_text(), first->dry_run_text()) << "new job id, new object names";
+    else
+      EXPECT_EQ(other->dry_run_text(), first->dry_run_text());
+  }
+}
+
+TEST(RenderDeterminism, TheExecutorTableMatchesTheNamesRecipesUse) {
+  std::vector<std::string> table;
+  for (const auto& info : executor_registry()) table.emplace_back(info.name);
+  EXPECT_EQ(table, executor_names());
+  ASSERT_NE(find_executor("local"), nullptr);
+  EXPECT_TRUE(find_executor("local")->traits.runs_here);
+  EXPECT_FALSE(find_executor("slurm")->traits.runs_here);
+  EXPECT_FALSE(find_executor("kubernetes")->traits.runs_here);
+  EXPECT_EQ(find_executor("slurmm"), nullptr);
+}
+
+}  // namespace
+}  // namespace bridge
