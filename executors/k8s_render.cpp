@@ -29,19 +29,6 @@ const std::set<std::string>& rendezvous_names() {
   return kNames;
 }
 
-// No std::regex on values a user controls: its recursion overflows the stack on long input
-// (a 100 000-digit shm_size once crashed `--dry-run`). Plain character checks instead.
-bool all_of_chars(std::string_view s, std::string_view extra) {
-  return std::all_of(s.begin(), s.end(), [&](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
-  });
-}
-
-// A shell word: as is when it cannot be misread, else single-quoted.
-std::string sh_word(const std::string& s) {
-  return !s.empty() && all_of_chars(s, "_./=:@+,-") ? s : shell_quote(s);
-}
-
 // A Kubernetes quantity as used for shm sizes: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
 bool valid_quantity(std::string_view s) {
   auto digits = [](std::string_view d) {
@@ -203,14 +190,14 @@ std::string entrypoint_script(const Inputs& in) {
   s += "  fi\n";
   s += fmt::format("  sleep {}\n", kDnsWaitSeconds);
   s += "done\n";
-  s += fmt::format("mkdir -p {} 2>/dev/null || true\n", sh_word(plan.job_dir));
+  s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(plan.job_dir));
   for (const auto& v : plan.env.vars)
     if (v.expand && !v.secret) s += fmt::format("export {}=\"{}\"\n", v.name, v.value);
   for (const auto& step : plan.setup_steps) s += step.command + "\n";
   std::vector<std::string> launcher = plan.executor_changes.launcher_wrapper;
   if (launcher.empty()) launcher.push_back("torchrun");
   s += "exec";
-  for (const auto& w : launcher) s += " " + sh_word(w);
+  for (const auto& w : launcher) s += " " + shell_word(w);
   s += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
   s += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
   s += " --master-port=\"$MASTER_PORT\" --no-python \"$@\"\n";

@@ -11,59 +11,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// Decodes one UTF-8 sequence at s[i]; returns the code point and advances i. Invalid input
-// yields U+FFFD and advances one byte. `ok` is cleared on invalid input.
-uint32_t decode(const std::string& s, size_t& i, bool& ok) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (len == 1) {
-    ++i;
-    return c;
-  }
-  if (len == 0 || i + static_cast<size_t>(len) > s.size()) {
-    ok = false;
-    ++i;
-    return 0xfffd;
-  }
-  uint32_t cp = c & (0x7f >> len);
-  for (int k = 1; k < len; ++k) {
-    unsigned char cc = byte(i + static_cast<size_t>(k));
-    if ((cc & 0xc0) != 0x80) {
-      ok = false;
-      ++i;
-      return 0xfffd;
-    }
-    cp = (cp << 6) | (cc & 0x3f);
-  }
-  static constexpr std::array<uint32_t, 5> kMin{0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[static_cast<size_t>(len)] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-    ok = false;
-    ++i;
-    return 0xfffd;
-  }
-  i += static_cast<size_t>(len);
-  return cp;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
 // Characters YAML parsers refuse raw, or read as line breaks or byte-order marks.
 bool needs_escape(uint32_t cp) {
   return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
@@ -72,9 +19,10 @@ bool needs_escape(uint32_t cp) {
 
 std::string double_quoted(const std::string& s) {
   std::string out = "\"";
-  bool ok = true;
   for (size_t i = 0; i < s.size();) {
-    uint32_t cp = decode(s, i, ok);
+    Utf8Char c = decode_utf8(s, i);
+    i += c.length;
+    uint32_t cp = c.code_point;  // U+FFFD for a byte that is not UTF-8
     switch (cp) {
       case '"':
         out += "\\\"";
@@ -223,12 +171,6 @@ void emit_sequence(std::string& out, const ordered_json& arr, int indent) {
 }
 
 }  // namespace
-
-bool is_valid_utf8(const std::string& s) {
-  bool ok = true;
-  for (size_t i = 0; i < s.size() && ok;) decode(s, i, ok);
-  return ok;
-}
 
 std::string yaml_scalar(const std::string& s) { return is_plain_safe(s) ? s : double_quoted(s); }
 

@@ -11,7 +11,8 @@
 //   written as a literal block (`|` / `|-`); everything else is double-quoted with escapes
 //   (`\"`, `\\`, `\n`, `\t`, `\uXXXX` for control characters, C1 controls, U+2028/U+2029,
 //   U+FEFF and U+FFFE/U+FFFF). Other non-ASCII characters are kept as UTF-8.
-// - Strings must be valid UTF-8 (see is_valid_utf8); invalid bytes are written as U+FFFD,
+// - Strings must be valid UTF-8 (is_valid_utf8, launcher/utf8.h); invalid bytes are written as
+// U+FFFD,
 //   so callers check values first and report them.
 // - to_yaml_stream joins documents with `---` lines (a leading `---` before each document),
 //   after optional `# ` comment lines.
@@ -21,9 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace bridge {
+#include "launcher/utf8.h"
 
-bool is_valid_utf8(const std::string& s);
+namespace bridge {
 
 // The scalar as YAML would print it in a block mapping value (plain, or double-quoted).
 // Multi-line strings are double-quoted here; to_yaml may choose a literal block instead.

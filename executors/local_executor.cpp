@@ -266,7 +266,7 @@ class LocalExecutor : public Executor {
 
   int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
            Diagnostics& diags) const override {
-    return print_rank_logs(job.job_dir, rank, follow, out, diags, [&] {
+    return print_rank_logs(job.job_dir, rank, follow, out, diags, services_.sleeper, [&] {
       return !is_final(status({job}, diags)[0].state) && launcher_alive(job.scheduler_id);
     });
   }

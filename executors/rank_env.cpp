@@ -38,15 +38,4 @@ std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& p
   return vars;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 }  // namespace bridge

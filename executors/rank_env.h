@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/plan/plan.h"
+#include "launcher/shell_quote.h"  // shell_quote, shell_word: used with these vars
 
 namespace bridge {
 
@@ -26,8 +27,5 @@ std::vector<std::string> rank_command(const Plan& plan);
 // plus BRIDGE_EXPECTED_ENV, BRIDGE_OVERLAP_GRAD_REDUCE and (probe adapter) BRIDGE_EXPECTED_PLAN:
 // what every rank gets verbatim.
 std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& plan);
-
-// Single-quotes `s` for POSIX shells ('\'' for embedded quotes); safe for any bytes.
-std::string shell_quote(const std::string& s);
 
 }  // namespace bridge

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <thread>
 
+#include "executors/log_tail.h"
 #include "launcher/numbers.h"
 
 namespace bridge {
@@ -31,27 +31,12 @@ std::map<int, fs::path> rank_files(const fs::path& dir) {
   return files;
 }
 
-// Prints complete new lines of `file` from `offset` on; returns the new offset.
-std::streamoff print_new(const fs::path& file, std::streamoff offset, const std::string& prefix,
-                         std::ostream& out) {
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(offset);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (in.eof()) break;  // partial last line: wait for its newline
-    out << prefix << line << '\n';
-    offset = in.tellg();
-  }
-  out.flush();
-  return offset;
-}
-
 }  // namespace
 
 int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
-                    std::ostream& out, Diagnostics& diags,
+                    std::ostream& out, Diagnostics& diags, Sleeper& sleeper,
                     const std::function<bool()>& still_running) {
-  std::map<int, std::streamoff> offsets;
+  std::map<int, LogTail> tails;
   bool any = false;
   for (;;) {
     bool running = follow && still_running();
@@ -65,11 +50,11 @@ int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool fo
     for (const auto& [r, path] : files) {
       if (rank && r != *rank) continue;
       any = true;
-      std::string prefix = rank ? "" : fmt::format("[rank {}] ", r);
-      offsets[r] = print_new(path, offsets[r], prefix, out);
+      auto tail = tails.try_emplace(r, fmt::format("rank {}", r), path).first;
+      tail->second.pump(out, /*prefix=*/!rank, /*final=*/!running);
     }
     if (!running) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    sleeper.sleep_for(std::chrono::milliseconds(500));
   }
   if (!any) {
     diags.error("no-log", "", {}, fmt::format("no rank logs in {}", job_dir));

@@ -3,7 +3,8 @@
 //
 // With `rank` only that file is printed; otherwise every rank's file, each line prefixed
 // "[rank N] ". With `follow`, new lines are printed as they arrive until `still_running`
-// returns false (checked about twice a second), then the remainder is drained.
+// returns false (checked about twice a second, waiting through `sleeper`), then the
+// remainder is drained, an unterminated last line included (executors/log_tail.h).
 #pragma once
 
 #include <functional>
@@ -11,12 +12,13 @@
 #include <ostream>
 #include <string>
 
+#include "launcher/clock.h"
 #include "launcher/diagnostics.h"
 
 namespace bridge {
 
 int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
-                    std::ostream& out, Diagnostics& diags,
+                    std::ostream& out, Diagnostics& diags, Sleeper& sleeper,
                     const std::function<bool()>& still_running);
 
 }  // namespace bridge

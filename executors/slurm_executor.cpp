@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 
+#include "executors/log_tail.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
 #include "launcher/numbers.h"
@@ -63,15 +64,6 @@ void remove_if_empty(const std::vector<fs::path>& created) {
     if (fs::is_directory(*it, ec) && fs::is_empty(*it, ec)) fs::remove(*it, ec);
 }
 
-// A log file being read incrementally.
-struct LogSource {
-  LogSource(std::string l, fs::path p) : label(std::move(l)), path(std::move(p)) {}
-  std::string label;  // "rank 3", "node 1", "batch", "batch stderr"
-  fs::path path;
-  std::streamoff offset = 0;
-  std::string partial;
-};
-
 int number_in(const std::string& filename, const std::string& prefix) {
   // "rank12.log" -> 12; -1 when it does not match.
   if (filename.rfind(prefix, 0) != 0 || filename.size() <= prefix.size() + 4) return -1;
@@ -83,7 +75,7 @@ int number_in(const std::string& filename, const std::string& prefix) {
 }
 
 // The files of `job` to show: one rank's (or its node's, under torchrun) or all of them.
-std::vector<LogSource> discover_logs(const JobRecord& job, std::optional<int> rank) {
+std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank) {
   fs::path dir(job.job_dir);
   std::error_code ec;
   std::map<int, fs::path> ranks, nodes;
@@ -94,7 +86,7 @@ std::vector<LogSource> discover_logs(const JobRecord& job, std::optional<int> ra
       if (int n = number_in(f, "node"); n >= 0) nodes[n] = e.path();
     }
   }
-  std::vector<LogSource> out;
+  std::vector<LogTail> out;
   if (rank) {
     if (nodes.empty() || ranks.count(*rank)) {
       out.emplace_back(fmt::format("rank {}", *rank), dir / fmt::format("rank{}.log", *rank));
@@ -113,36 +105,6 @@ std::vector<LogSource> discover_logs(const JobRecord& job, std::optional<int> ra
     if (fs::exists(p, ec)) out.emplace_back(label, p);
   }
   return out;
-}
-
-// Prints what was appended to `src` since the last call: whole lines, or also the unfinished
-// last line when `flush`. `prefix` adds "[label] " to each line.
-void pump(LogSource& src, bool prefix, bool flush, std::ostream& out) {
-  std::ifstream in(src.path, std::ios::binary);
-  if (in) {
-    in.seekg(0, std::ios::end);
-    std::streamoff size = in.tellg();
-    if (size < src.offset) src.offset = 0;  // truncated: start over
-    in.seekg(src.offset);
-    std::string chunk(static_cast<size_t>(size - src.offset), '\0');
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<size_t>(in.gcount()));
-    src.offset += static_cast<std::streamoff>(chunk.size());
-    src.partial += chunk;
-  }
-  size_t start = 0, nl;
-  while ((nl = src.partial.find('\n', start)) != std::string::npos) {
-    if (prefix) out << '[' << src.label << "] ";
-    out.write(src.partial.data() + start, static_cast<std::streamsize>(nl - start + 1));
-    start = nl + 1;
-  }
-  src.partial.erase(0, start);
-  if (flush && !src.partial.empty()) {
-    if (prefix) out << '[' << src.label << "] ";
-    out << src.partial << '\n';
-    src.partial.clear();
-  }
-  out.flush();
 }
 
 // srun's own account of the first failing task, from the batch stderr file:
@@ -321,14 +283,14 @@ class SlurmExecutor : public Executor {
           fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
       return kExitFailed;
     }
-    std::map<fs::path, LogSource> sources;
+    std::map<fs::path, LogTail> sources;
     auto refresh = [&]() {
       for (auto& s : discover_logs(job, rank))
-        if (!sources.count(s.path)) sources.emplace(s.path, s);
+        if (!sources.count(s.path())) sources.emplace(s.path(), s);
     };
     auto ordered = [&]() {
-      std::vector<LogSource*> v;
-      for (auto& s : discover_logs(job, rank)) v.push_back(&sources.at(s.path));
+      std::vector<LogTail*> v;
+      for (auto& s : discover_logs(job, rank)) v.push_back(&sources.at(s.path()));
       return v;
     };
     bool prefix = !rank;
@@ -338,13 +300,13 @@ class SlurmExecutor : public Executor {
       if (!fs::is_directory(job.job_dir, ec))
         diags.warning("no-logs-yet", "", {},
                       fmt::format("no logs in {} yet (the job may still be pending)", job.job_dir));
-      for (auto* s : ordered()) pump(*s, prefix, true, out);
+      for (auto* s : ordered()) s->pump(out, prefix, /*final=*/true);
       return 0;
     }
     int failures = 0;
     while (true) {
       refresh();
-      for (auto* s : ordered()) pump(*s, prefix, false, out);
+      for (auto* s : ordered()) s->pump(out, prefix, /*final=*/false);
       Diagnostics quiet;
       JobStatus st = status({job}, quiet).front();
       if (quiet.has_errors()) {
@@ -358,7 +320,7 @@ class SlurmExecutor : public Executor {
       if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
         services_.sleeper.sleep_for(std::chrono::milliseconds(200));  // last writes land
         refresh();
-        for (auto* s : ordered()) pump(*s, prefix, true, out);
+        for (auto* s : ordered()) s->pump(out, prefix, /*final=*/true);
         return 0;
       }
       services_.sleeper.sleep_for(kPollInterval);

@@ -291,14 +291,6 @@ std::string slurm_job_name(const std::string& name) {
   return out.empty() ? "bridge-job" : out;
 }
 
-std::string shell_word(const std::string& s) {
-  bool bare = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
-  });
-  return bare ? s : shell_quote(s);
-}
-
 int slurm_master_port(long long job_id) {
   return kMasterPortBase + static_cast<int>(job_id % kMasterPortSpan);
 }

@@ -22,6 +22,7 @@
 #include "executors/slurm_template.h"
 #include "launcher/diagnostics.h"
 #include "launcher/plan/plan.h"
+#include "launcher/shell_quote.h"
 
 namespace bridge {
 
@@ -52,10 +53,6 @@ std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
 // Slurm job names: printable ASCII without blanks or shell/directive-hostile characters;
 // everything else becomes '_'. Never empty.
 std::string slurm_job_name(const std::string& name);
-
-// A word for the shell: `s` itself when it only holds characters that need no quoting
-// ([A-Za-z0-9_@%+=:,./-]), else shell_quote(s).
-std::string shell_word(const std::string& s);
 
 // The MASTER_PORT a job gets: 20000 + job id % 10000 (matches the script's arithmetic).
 int slurm_master_port(long long job_id);

@@ -209,50 +209,6 @@ std::string reason(const YAML::Exception& e) {
 
 }  // namespace
 
-size_t first_invalid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    size_t len = b < 0x80           ? 1
-                 : (b >> 5) == 0x6  ? 2
-                 : (b >> 4) == 0xE  ? 3
-                 : (b >> 3) == 0x1E ? 4
-                                    : 0;
-    if (len == 0 || i + len > s.size()) return i;
-    uint32_t cp = len == 1 ? b : b & (0x7F >> len);
-    for (size_t k = 1; k < len; ++k) {
-      auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8 either.
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-std::string printable_text(std::string_view s, size_t max_bytes) {
-  std::string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    if (out.size() >= max_bytes) return out + "...";
-    auto b = static_cast<unsigned char>(s[i]);
-    size_t bad = first_invalid_utf8(s.substr(i, 4));
-    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : 4;
-    if (b < 0x20 || b == 0x7F || (b >= 0x80 && bad == 0)) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += std::string("\\x") + kHex[b >> 4] + kHex[b & 0xF];
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, len));
-    i += len;
-  }
-  return out;
-}
-
 const YamlNode* YamlNode::find(std::string_view key) const {
   for (const auto& e : entries)
     if (e.key == key) return &e.value;

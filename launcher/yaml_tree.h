@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/diagnostics.h"
+#include "launcher/utf8.h"  // first_invalid_utf8, printable_text
 
 namespace bridge {
 
@@ -44,13 +45,6 @@ struct YamlEntry {
 // Parses a whole document. On failure appends an error (with the parser's position and a
 // one-line reason) and returns a null node. `file` is used for locations only.
 YamlNode parse_yaml_document(std::string_view text, const std::string& file, Diagnostics& diags);
-
-// Byte offset of the first byte in `s` that is not part of well-formed UTF-8, or npos.
-size_t first_invalid_utf8(std::string_view s);
-
-// `s` for a message: control characters and bytes that are not UTF-8 become `\xNN`, and
-// text past `max_bytes` becomes "..." (never cutting a character in half).
-std::string printable_text(std::string_view s, size_t max_bytes);
 
 // Parses the value part of a KEY=VALUE override (a YAML scalar or flow sequence/map).
 // Locations in the result point at the override argument.

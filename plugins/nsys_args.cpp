@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "launcher/shell_quote.h"
 #include "plugins/plugin_util.h"
 
 namespace bridge {
@@ -123,7 +124,7 @@ bool has_gpu_metrics_option(const std::vector<std::string>& args) {
 
 std::vector<std::string> gpu_metrics_wrapper(const std::vector<std::string>& nsys_argv) {
   std::vector<std::string> quoted;
-  for (const auto& a : nsys_argv) quoted.push_back(shell_quote(a));
+  for (const auto& a : nsys_argv) quoted.push_back(shell_word(a));
   std::string script =
       "if [ \"${LOCAL_RANK:-${SLURM_LOCALID:-0}}\" = 0 ]; then "
       "set -- --gpu-metrics-devices=all \"$@\"; fi; exec " +

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "launcher/shell_quote.h"
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_options.h"
 #include "plugins/plugin_util.h"
@@ -160,8 +161,8 @@ void add_setup_steps(const PluginContext& ctx, PluginOptions& o, const PerfEnvOp
   if (p.enable_vboost && slurm)
     add_setup(out,
               fmt::format("sudo nvidia-smi boost-slider --vboost 1 > {} 2> {}",
-                          shell_quote(ctx.job_dir + "/vboost.out"),
-                          shell_quote(ctx.job_dir + "/vboost.err")),
+                          shell_word(ctx.job_dir + "/vboost.out"),
+                          shell_word(ctx.job_dir + "/vboost.err")),
               "enable_vboost: raise the GPU voltage boost slider once per node");
   if (p.lock_gpu_freq && !slurm) skip("lock_gpu_freq");
   if (p.lock_gpu_freq && slurm)

@@ -5,15 +5,6 @@
 
 namespace bridge {
 
-namespace {
-
-bool shell_safe(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("_-+./:,=@%").find(c) != std::string_view::npos;
-}
-
-}  // namespace
-
 void add_env(PluginContribution& out, std::string name, std::string value, std::string reason,
              bool secret) {
   out.env.push_back(EnvVar{std::move(name), std::move(value), "", std::move(reason), secret});
@@ -21,18 +12,6 @@ void add_env(PluginContribution& out, std::string name, std::string value, std::
 
 void add_setup(PluginContribution& out, std::string command, std::string reason) {
   out.setup.push_back(SetupStep{std::move(command), "", std::move(reason)});
-}
-
-std::string shell_quote(std::string_view word) {
-  if (!word.empty() && std::all_of(word.begin(), word.end(), shell_safe)) return std::string(word);
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
 }
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {

@@ -21,8 +21,6 @@ void add_env(PluginContribution& out, std::string name, std::string value, std::
              bool secret = false);
 void add_setup(PluginContribution& out, std::string command, std::string reason);
 
-// POSIX-shell single quoting; words made only of safe characters are returned unchanged.
-std::string shell_quote(std::string_view word);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
 // Both read the GPU table's entry for the plan's GPU (launcher/gpu_table.h), or the

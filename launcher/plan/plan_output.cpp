@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "launcher/shell_quote.h"
 #include "plugins/plugin_util.h"
 
 namespace bridge {
@@ -260,7 +261,7 @@ std::string plan_to_text(const Plan& p, bool color) {
     out += format_table(arows, color);
     heading(fmt::format("runtime command line (adapter {}; every rank)", p.adapter));
     std::vector<std::string> words;
-    for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_quote(w)));
+    for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_word(w)));
     out += fmt::format("  {}\n", fmt::join(words, " "));
     const Field<std::string>& image = p.recipe->runtime.container_image;
     out += fmt::format("container image: {}\n",

@@ -1,13 +1,14 @@
-// libFuzzer target: shell_quote (executors/rank_env.h) must produce one POSIX shell word
-// that a shell turns back into exactly the input bytes, for any bytes. Running bash per
-// input is far too slow for fuzzing, so this file carries a small, strict POSIX word reader
-// for the only forms a quoted word may use: '...' (no escapes inside) and \x outside quotes.
+// libFuzzer target: shell_quote and shell_word (launcher/shell_quote.h) must each produce one
+// POSIX shell word that a shell turns back into exactly the input bytes, for any bytes.
+// Running bash per input is far too slow for fuzzing, so this file carries a small, strict
+// POSIX word reader for the only forms a word may use: '...' (no escapes inside), \x outside
+// quotes, and the characters no shell interprets ([A-Za-z0-9_@%+=:,./-]).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "executors/rank_env.h"
+#include "launcher/shell_quote.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
@@ -29,8 +30,12 @@ std::optional<std::string> unquote(const std::string& word) {
       if (i + 1 >= word.size() || word[i + 1] == '\n') return std::nullopt;  // line join
       out += word[i + 1];
       i += 2;
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               std::string("_@%+=:,./-").find(c) != std::string::npos) {
+      out += c;  // literal for every POSIX shell: no expansion, splitting or globbing
+      ++i;
     } else {
-      return std::nullopt;  // an unquoted character: not safe for arbitrary input
+      return std::nullopt;  // any other unquoted character may be interpreted
     }
   }
   return out;
@@ -48,5 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Quoting twice must also round-trip (a word inside `bash -c '...'`).
   std::optional<std::string> twice = unquote(bridge::shell_quote(quoted));
   if (!twice || *twice != quoted) bridge::fuzz::fail("double quoting does not round-trip");
+  std::string word = bridge::shell_word(input);
+  std::optional<std::string> word_back = unquote(word);
+  if (!word_back || *word_back != input)
+    bridge::fuzz::fail("shell_word changed the bytes: " + word);
   return 0;
 }
