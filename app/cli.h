@@ -1,7 +1,7 @@
 // The command-line interface: argument parsing, command dispatch, output and exit codes.
 //
 // run_cli is everything `main` does: it never throws (third-party exceptions are caught
-// here) and returns the process exit code of cli.md: 0 success, 1 runtime failure, 2 usage
+// here) and returns the process exit code: 0 success, 1 runtime failure, 2 usage
 // error or invalid recipe, 130 interrupted. Results go to `out`, diagnostics and logs to
 // `err`.
 #pragma once

@@ -1,5 +1,6 @@
 // The commands behind the CLI (internal to launcher/): each takes parsed options and a
-// Context with the output streams, and returns the process exit code of cli.md.
+// Context with the output streams, and returns the process exit code (0 ok, 1 runtime failure, 2 usage or invalid recipe, 130
+// interrupted; README.md lists them).
 #pragma once
 
 #include <optional>

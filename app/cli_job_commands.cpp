@@ -11,6 +11,7 @@
 #include "app/services.h"
 #include "executors/executor.h"
 #include "launcher/compare.h"
+#include "launcher/jobs/job_lifecycle.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
@@ -51,7 +52,7 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
 
 // Refreshes non-final records with one status query per executor and saves changes.
 void refresh(std::vector<JobRecord>& recs, const Context& c, Diagnostics& diags) {
-  const JobRegistry& reg = c.services.registry;
+  JobLifecycle lifecycle(c.services.registry);
   std::map<std::string, std::vector<JobRecord*>> by_executor;
   for (auto& r : recs)
     if (!is_final(r.state)) by_executor[r.executor].push_back(&r);
@@ -61,15 +62,8 @@ void refresh(std::vector<JobRecord>& recs, const Context& c, Diagnostics& diags)
     std::vector<JobRecord> query;
     for (auto* r : list) query.push_back(*r);
     std::vector<JobStatus> st = ex->status(query, diags);
-    for (size_t i = 0; i < list.size() && i < st.size(); ++i) {
-      JobRecord& r = *list[i];
-      if (st[i].state == JobState::kUnknown) continue;
-      if (st[i].state == r.state && st[i].detail == r.state_detail) continue;
-      r.state = st[i].state;
-      r.state_detail = st[i].detail;
-      if (st[i].exit_code) r.exit_code = st[i].exit_code;
-      reg.put(r, diags);
-    }
+    for (size_t i = 0; i < list.size() && i < st.size(); ++i)
+      lifecycle.observe(*list[i], st[i], diags);
   }
 }
 
@@ -154,9 +148,7 @@ int cmd_cancel(const JobOptions& o, const Context& c) {
   Diagnostics diags;
   int rc = ex ? ex->cancel(*rec, diags) : kExitRuntime;
   if (rc == kExitOk) {
-    rec->state = JobState::kCancelled;
-    rec->state_detail = "cancelled by bridge-launch cancel";
-    c.services.registry.put(*rec, diags);
+    JobLifecycle(c.services.registry).cancelled(*rec, diags);
     c.out << fmt::format("cancelled {} ({} id {})\n", rec->id, rec->executor, rec->scheduler_id);
   }
   print_diagnostics(diags, c.err, c.color, false);

@@ -17,6 +17,7 @@
 #include "app/cli_support.h"
 #include "app/services.h"
 #include "executors/executor.h"
+#include "launcher/jobs/job_lifecycle.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
@@ -93,11 +94,8 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
     last_line = line;
     if (is_final(st.state)) {
       if (tty) c.err << "\n";
-      rec.state = st.state;
-      rec.state_detail = st.detail;
-      rec.exit_code = st.exit_code;
-      Diagnostics ignored;
-      reg.put(rec, ignored);
+      Diagnostics ignored;  // a stale entry is refreshed by the next `status`
+      JobLifecycle(reg).observe(rec, st, ignored);
       rc = st.state == JobState::kSucceeded ? kExitOk : kExitRuntime;
       break;
     }
@@ -276,6 +274,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   so.wait = o.wait || runs_here;
   so.verbosity = o.quiet ? -1 : o.verbose;
   bool recorded = true;  // every registry write since acceptance succeeded
+  JobLifecycle lifecycle(reg);
   auto on_accepted = [&](const SubmitResult& sr) {
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
@@ -284,7 +283,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     rec.state = runs_here ? JobState::kRunning : JobState::kPending;
     if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
-    recorded = reg.put(rec, submit_diags, /*create=*/true) && recorded;
+    recorded = lifecycle.accepted(rec, submit_diags) && recorded;
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
     if (!runs_here) c.out << rec.id << "\n";
@@ -304,16 +303,12 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
           rec.id, rec.id, rec.id);
     return kExitInterrupted;
   }
-  // Rewrite the entry only when the submission ended with news (a local run finished); a
-  // scheduler's "pending" was already recorded on acceptance.
-  bool changed = sr.final_state != rec.state || sr.state_detail != rec.state_detail ||
-                 sr.exit_code_of_rank != rec.exit_code;
-  if (sr.accepted && sr.final_state != JobState::kUnknown && changed) {
-    rec.state = sr.final_state;
-    rec.state_detail = sr.state_detail;
-    rec.exit_code = sr.exit_code_of_rank;
-    recorded = reg.put(rec, submit_diags) && recorded;
-  }
+  // A local run ends inside submit: its outcome is news (a scheduler's "pending" was
+  // recorded on acceptance and observe writes nothing for it).
+  if (sr.accepted)
+    recorded = lifecycle.observe(rec, {sr.final_state, sr.state_detail, sr.exit_code_of_rank},
+                                 submit_diags) &&
+               recorded;
   // A job whose outcome is not on record must not look like a clean success to a script.
   if (sr.accepted && !recorded)
     submit_diags.error(

@@ -2,8 +2,7 @@
 # slurm-test-cluster.sh — a real local Slurm cluster for tests and development.
 #
 # One slurmctld plus two emulated nodes (node1, node2), each declaring 8 fake GPUs,
-# all on this machine, run as root without systemd. See docs/slurm-test-cluster.md
-# and the spec section "The local Slurm test cluster" (shared/spec/executors.md).
+# all on this machine, run as root without systemd. See docs/slurm-test-cluster.md.
 #
 # Usage: scripts/slurm-test-cluster.sh up|down|status|stop-controller|start-controller
 #

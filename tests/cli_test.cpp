@@ -1,4 +1,4 @@
-// The command line (cli.md), exercised through the real bridge-launch binary: option
+// The command line, exercised through the real bridge-launch binary: option
 // parsing (-ng/-gn exactly as written), exit codes, where output goes, the JSON contract,
 // and the bad-input list of the foundation issue (each: exit 2, the problem and its position).
 #include "app/cli.h"

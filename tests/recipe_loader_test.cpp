@@ -1,5 +1,5 @@
 // Recipe loading (recipe.md): schema, types, unknown keys, error collection and positions,
-// hostile YAML, the key reference, and KEY=VALUE overrides (cli.md).
+// hostile YAML, the key reference, and KEY=VALUE overrides.
 #include "launcher/recipe_loader.h"
 
 #include <gmock/gmock.h>

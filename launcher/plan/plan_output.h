@@ -1,4 +1,4 @@
-// Printing a plan: the stable JSON contract of cli.md and the aligned text tables.
+// Printing a plan: the stable JSON of `plan --format json` (docs/recipe.md) and the aligned text tables.
 //
 // Both are pure functions of (Plan, Diagnostics). Secret env values are never printed: JSON
 // has value null and "secret": true, text shows <secret>.
