@@ -8,10 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "launcher/diagnostics.h"
@@ -30,10 +30,26 @@ struct Resolved {
   std::string rule;  // e.g. "M2" when source == kRule (or the rule that turned a request off)
 };
 
+// One setting of a userbuffers layer; the value keeps its type (method: a name; num_sm,
+// cga_size, num_splits: positive integers; the flags: booleans), so the Hydra override and
+// the plan JSON show the same value the runtime reads.
+struct UserbuffersSetting {
+  std::string key;
+  std::variant<std::string, int64_t, bool> value;
+  bool operator==(const UserbuffersSetting&) const = default;
+};
+struct UserbuffersLayer {
+  std::string name;  // one of userbuffers_layer_names()
+  std::vector<UserbuffersSetting> settings;
+  bool operator==(const UserbuffersLayer&) const = default;
+};
+// A per-layer tp_comm_overlap_cfg: layers and keys in canonical order, null layers dropped.
+using UserbuffersConfig = std::vector<UserbuffersLayer>;
+
 struct ResolvedOverlap {
   Resolved<bool> tp_comm_overlap;
-  Resolved<nlohmann::ordered_json> tp_comm_overlap_cfg;  // per-layer mapping or null
-  std::string tp_comm_overlap_preset;                    // preset name when one was used
+  Resolved<UserbuffersConfig> tp_comm_overlap_cfg;  // per-layer mapping or null
+  std::string tp_comm_overlap_preset;               // preset name when one was used
   Resolved<std::string> tp_comm_bootstrap_backend;
   Resolved<bool> overlap_p2p_comm;
   Resolved<bool> batch_p2p_comm;
@@ -77,7 +93,7 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
 // The 19 userbuffers presets by name, and one expanded (null layers dropped); nullopt when
 // the name is unknown.
 const std::vector<std::string>& userbuffers_preset_names();
-std::optional<nlohmann::ordered_json> expand_userbuffers_preset(const std::string& name);
+std::optional<UserbuffersConfig> expand_userbuffers_preset(const std::string& name);
 
 // What a preset's name says it was tuned for, e.g. userbuffers_bf16_h100_h12288_tp4_mbs1_
 // seqlen2048 -> {bf16, h100, 12288, tp 4, cp 1, mbs 1, seq 2048}. nullopt when the name does
@@ -105,12 +121,12 @@ const std::vector<std::string>& userbuffers_layer_names();
 // the layer's `method`, value types) and returns it normalized: layers and keys in canonical
 // order, null layers dropped. Problems are errors at the offending node; nullopt on error.
 // `path` is the dotted path of the mapping, e.g. "comm_overlap.tp_comm_overlap_cfg".
-std::optional<nlohmann::ordered_json> read_userbuffers_mapping(const YamlNode& node,
-                                                               const std::string& path,
-                                                               Diagnostics& diags);
+std::optional<UserbuffersConfig> read_userbuffers_mapping(const YamlNode& node,
+                                                          const std::string& path,
+                                                          Diagnostics& diags);
 
 // A per-layer mapping as one Hydra override value: {qkv_dgrad:{method:bulk,num_sm:4},...}.
-std::string userbuffers_hydra_value(const nlohmann::ordered_json& cfg);
+std::string userbuffers_hydra_value(const UserbuffersConfig& cfg);
 
 // A PEP 440 version, the ordering the runtime's own minimum-version checks use
 // (packaging.version): "2.6.0a0+ecf3bae40a.nv25.01" is release {2,6,0}, pre-release a0, local

@@ -28,7 +28,6 @@ const char* value_source_name(ValueSource s) {
 
 namespace {
 
-using nlohmann::ordered_json;
 using overlap_detail::take_user;
 
 template <class T>
@@ -44,7 +43,7 @@ Resolved<T> by_rule(T value, const char* rule) {
 // M0: the runtime's defaults before any rule; the remaining fields start null.
 void apply_defaults(ResolvedOverlap& o) {
   o.tp_comm_overlap = m0<bool>(false);
-  o.tp_comm_overlap_cfg = m0<ordered_json>(std::nullopt);
+  o.tp_comm_overlap_cfg = m0<UserbuffersConfig>(std::nullopt);
   o.tp_comm_bootstrap_backend = m0<std::string>("nccl");
   o.overlap_p2p_comm = m0<bool>(std::nullopt);
   o.batch_p2p_comm = m0<bool>(std::nullopt);
@@ -128,8 +127,8 @@ void check_bootstrap_backend(const CommOverlapSpec& u, Diagnostics& diags) {
 
 // A preset name or an inline mapping, validated whether or not TP overlap ends up on: a typo
 // is worth fixing before the day the overlap is switched on.
-std::optional<ordered_json> read_tp_config(const YamlNode& node, std::string& preset,
-                                           Diagnostics& diags) {
+std::optional<UserbuffersConfig> read_tp_config(const YamlNode& node, std::string& preset,
+                                                Diagnostics& diags) {
   const std::string path = "comm_overlap.tp_comm_overlap_cfg";
   if (node.is_map()) return read_userbuffers_mapping(node, path, diags);
   if (node.is_scalar()) {
@@ -169,12 +168,12 @@ void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, Resolv
                        Diagnostics& diags) {
   const CommOverlapSpec& u = r.comm_overlap;
   check_bootstrap_backend(u, diags);
-  std::optional<ordered_json> cfg;
+  std::optional<UserbuffersConfig> cfg;
   if (u.tp_comm_overlap_cfg.is_set())
     cfg = read_tp_config(*u.tp_comm_overlap_cfg.value, o.tp_comm_overlap_preset, diags);
   if (!o.tp_comm_overlap.value.value_or(false)) {
     if (!u.tp_comm_overlap_cfg.is_set()) return;
-    o.tp_comm_overlap_cfg = Resolved<ordered_json>{std::nullopt, ValueSource::kRule, "M6"};
+    o.tp_comm_overlap_cfg = Resolved<UserbuffersConfig>{std::nullopt, ValueSource::kRule, "M6"};
     if (!tp_gated)  // the M1 warning already explains a gated request
       diags.warning("tp-overlap-cfg-unused", "comm_overlap.tp_comm_overlap_cfg",
                     u.tp_comm_overlap_cfg.loc,
@@ -187,7 +186,7 @@ void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, Resolv
     warn_no_preset(r, t, diags);
     return;
   }
-  o.tp_comm_overlap_cfg = Resolved<ordered_json>{std::move(cfg), ValueSource::kUser, "M6"};
+  o.tp_comm_overlap_cfg = Resolved<UserbuffersConfig>{std::move(cfg), ValueSource::kUser, "M6"};
   // Only a preset that takes effect is compared with the plan: an unused one already has
   // its tp-overlap-cfg-unused warning.
   if (!o.tp_comm_overlap_preset.empty())

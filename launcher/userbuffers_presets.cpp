@@ -1,4 +1,4 @@
-// The 19 userbuffers presets as data, their expansion into per-layer JSON, what each preset's
+// The 19 userbuffers presets as data, their expansion into per-layer settings, what each preset's
 // name says it was tuned for, and validation of inline per-layer mappings (rule M6).
 //
 // The table keeps one compact cell per layer so a reviewer can compare it row by row with
@@ -18,7 +18,7 @@ namespace bridge {
 
 namespace {
 
-using nlohmann::ordered_json;
+using Settings = std::vector<UserbuffersSetting>;
 
 // One cell of the preset table: the layer's method and variant (docs/overlap.md lists the
 // fields each method expands to).
@@ -87,24 +87,34 @@ constexpr std::array<Preset, 19> kPresets{{
 }};
 // clang-format on
 
-ordered_json bulk(const Layer& l) {
-  return {
-      {"method", "bulk"}, {"num_sm", l.num_sm}, {"cga_size", l.cga_size}, {"set_sm_margin", false}};
+Settings bulk(const Layer& l) {
+  return {{"method", std::string("bulk")},
+          {"num_sm", int64_t{l.num_sm}},
+          {"cga_size", int64_t{l.cga_size}},
+          {"set_sm_margin", false}};
 }
 
-ordered_json pipeline(const Layer& l, bool fp8_buf) {
-  return {{"method", "pipeline"}, {"num_sm", l.num_sm},    {"cga_size", l.cga_size},
-          {"num_splits", 4},      {"set_sm_margin", true}, {"fp8_buf", fp8_buf},
+Settings pipeline(const Layer& l, bool fp8_buf) {
+  return {{"method", std::string("pipeline")},
+          {"num_sm", int64_t{l.num_sm}},
+          {"cga_size", int64_t{l.cga_size}},
+          {"num_splits", int64_t{4}},
+          {"set_sm_margin", true},
+          {"fp8_buf", fp8_buf},
           {"atomic_gemm", false}};
 }
 
-ordered_json ring(const Layer& l, bool aggregate, bool sm_margin, bool fp8_buf) {
-  return {{"method", "ring_exchange"}, {"aggregate", aggregate},     {"num_sm", l.num_sm},
-          {"cga_size", l.cga_size},    {"set_sm_margin", sm_margin}, {"fp8_buf", fp8_buf},
+Settings ring(const Layer& l, bool aggregate, bool sm_margin, bool fp8_buf) {
+  return {{"method", std::string("ring_exchange")},
+          {"aggregate", aggregate},
+          {"num_sm", int64_t{l.num_sm}},
+          {"cga_size", int64_t{l.cga_size}},
+          {"set_sm_margin", sm_margin},
+          {"fp8_buf", fp8_buf},
           {"atomic_gemm", false}};
 }
 
-ordered_json expand_layer(const Layer& l) {
+Settings expand_layer(const Layer& l) {
   switch (l.cell) {
     case Cell::kBulk:
       return bulk(l);
@@ -123,7 +133,7 @@ ordered_json expand_layer(const Layer& l) {
     case Cell::kNull:
       break;
   }
-  return nullptr;
+  return {};
 }
 
 // ---- inline mappings ----
@@ -182,34 +192,38 @@ std::optional<int64_t> scalar_positive_int(const YamlNode& n) {
   return v > 0 ? std::optional<int64_t>(v) : std::nullopt;
 }
 
-// Reads one layer's mapping; returns null JSON (and records errors) when it is invalid.
+// Reads one layer's mapping; returns nullopt (and records errors) when it is invalid.
 class LayerReader {
  public:
   LayerReader(const YamlNode& node, std::string path, Diagnostics& diags)
       : node_(node), path_(std::move(path)), diags_(diags) {}
 
-  ordered_json read() {
+  std::optional<Settings> read() {
     if (!node_.is_map()) {
       diags_.error("bad-userbuffers-value", path_, node_.loc,
                    fmt::format("`{}` must be a mapping of overlap settings, got {}", path_,
                                node_.kind_name()),
                    "write e.g. {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}, "
                    "or null to drop the layer");
-      return nullptr;
+      return std::nullopt;
     }
     std::optional<std::string> method = read_method();
-    if (!method) return nullptr;
+    if (!method) return std::nullopt;
     const auto& keys = keys_of(*method);
     bool ok = check_keys(*method, keys);
-    ordered_json out = ordered_json::object();
+    Settings out;
     for (const auto& k : keys) {
       const YamlNode* v = node_.find(k.name);
       if (!v || v->is_null()) continue;
-      ordered_json value = read_value(k, *v);
-      if (value.is_null()) ok = false;
-      out[k.name] = std::move(value);
+      auto value = read_value(k, *v);
+      if (!value) {
+        ok = false;
+        continue;
+      }
+      out.push_back({k.name, std::move(*value)});
     }
-    return ok ? out : ordered_json(nullptr);
+    if (!ok) return std::nullopt;
+    return out;
   }
 
  private:
@@ -249,7 +263,8 @@ class LayerReader {
     return ok;
   }
 
-  ordered_json read_value(const KeySpec& k, const YamlNode& v) {
+  std::optional<std::variant<std::string, int64_t, bool>> read_value(const KeySpec& k,
+                                                                     const YamlNode& v) {
     std::string path = path_ + "." + k.name;
     if (k.type == KeyType::kMethod) return v.scalar;
     if (k.type == KeyType::kBool) {
@@ -258,14 +273,14 @@ class LayerReader {
                    fmt::format("`{}` must be a boolean, got {}", path,
                                v.is_scalar() ? "`" + v.scalar + "`" : v.kind_name()),
                    "write true or false (unquoted)");
-      return nullptr;
+      return std::nullopt;
     }
     if (auto i = scalar_positive_int(v)) return *i;
     diags_.error("bad-userbuffers-value", path, v.loc,
                  fmt::format("`{}` must be a positive integer, got {}", path,
                              v.is_scalar() ? "`" + v.scalar + "`" : v.kind_name()),
                  fmt::format("write a whole number, e.g. `{}: 2`", k.name));
-    return nullptr;
+    return std::nullopt;
   }
 
   const YamlNode& node_;
@@ -296,10 +311,11 @@ std::vector<std::string_view> split_underscores(std::string_view s) {
   }
 }
 
-// One Hydra override value for a scalar JSON value (all preset values are simple).
-std::string hydra_scalar(const ordered_json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+// One Hydra override value for a setting (names, integers and booleans only).
+std::string hydra_scalar(const std::variant<std::string, int64_t, bool>& v) {
+  if (const auto* text = std::get_if<std::string>(&v)) return *text;
+  if (const auto* flag = std::get_if<bool>(&v)) return *flag ? "true" : "false";
+  return std::to_string(std::get<int64_t>(v));
 }
 
 }  // namespace
@@ -320,15 +336,15 @@ const std::vector<std::string>& userbuffers_preset_names() {
   return kNames;
 }
 
-std::optional<ordered_json> expand_userbuffers_preset(const std::string& name) {
+std::optional<UserbuffersConfig> expand_userbuffers_preset(const std::string& name) {
   auto it = std::find_if(kPresets.begin(), kPresets.end(),
                          [&](const Preset& p) { return name == p.name; });
   if (it == kPresets.end()) return std::nullopt;
   const auto& layers = userbuffers_layer_names();
-  ordered_json out = ordered_json::object();
+  UserbuffersConfig out;
   for (size_t i = 0; i < it->layers.size(); ++i) {
     if (it->layers[i].cell == Cell::kNull) continue;  // M6: null layers are dropped
-    out[layers[i]] = expand_layer(it->layers[i]);
+    out.push_back({layers[i], expand_layer(it->layers[i])});
   }
   return out;
 }
@@ -364,8 +380,9 @@ std::optional<UserbuffersPresetTarget> userbuffers_preset_target(std::string_vie
   return out;
 }
 
-std::optional<ordered_json> read_userbuffers_mapping(const YamlNode& node, const std::string& path,
-                                                     Diagnostics& diags) {
+std::optional<UserbuffersConfig> read_userbuffers_mapping(const YamlNode& node,
+                                                          const std::string& path,
+                                                          Diagnostics& diags) {
   const auto& layers = userbuffers_layer_names();
   bool ok = true;
   for (const auto& e : node.entries) {
@@ -375,25 +392,28 @@ std::optional<ordered_json> read_userbuffers_mapping(const YamlNode& node, const
                 fmt::format("unknown userbuffers layer `{}`{}", e.key, did_you_mean(e.key, layers)),
                 fmt::format("layers are: {}", fmt::join(layers, ", ")));
   }
-  ordered_json out = ordered_json::object();
+  UserbuffersConfig out;
   for (const auto& layer : layers) {  // canonical order, whatever the YAML order
     const YamlNode* v = node.find(layer);
     if (!v || v->is_null()) continue;
-    ordered_json cfg = LayerReader(*v, path + "." + layer, diags).read();
-    if (cfg.is_null()) ok = false;
-    out[layer] = std::move(cfg);
+    std::optional<Settings> settings = LayerReader(*v, path + "." + layer, diags).read();
+    if (!settings) {
+      ok = false;
+      continue;
+    }
+    out.push_back({layer, std::move(*settings)});
   }
   if (!ok) return std::nullopt;
   return out;
 }
 
-std::string userbuffers_hydra_value(const ordered_json& cfg) {
+std::string userbuffers_hydra_value(const UserbuffersConfig& cfg) {
   std::vector<std::string> layers;
-  for (const auto& [layer, settings] : cfg.items()) {
+  for (const auto& layer : cfg) {
     std::vector<std::string> kv;
-    for (const auto& [key, value] : settings.items())
-      kv.push_back(fmt::format("{}:{}", key, hydra_scalar(value)));
-    layers.push_back(fmt::format("{}:{{{}}}", layer, fmt::join(kv, ",")));
+    for (const auto& setting : layer.settings)
+      kv.push_back(fmt::format("{}:{}", setting.key, hydra_scalar(setting.value)));
+    layers.push_back(fmt::format("{}:{{{}}}", layer.name, fmt::join(kv, ",")));
   }
   return fmt::format("{{{}}}", fmt::join(layers, ","));
 }

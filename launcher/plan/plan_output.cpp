@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "launcher/shell_quote.h"
 #include "plugins/plugin_util.h"
@@ -12,11 +13,28 @@ namespace bridge {
 
 using nlohmann::ordered_json;
 
+ordered_json userbuffers_to_json(const UserbuffersConfig& cfg) {
+  ordered_json out = ordered_json::object();
+  for (const auto& layer : cfg) {
+    ordered_json settings = ordered_json::object();
+    for (const auto& s : layer.settings)
+      std::visit([&](const auto& v) { settings[s.key] = v; }, s.value);
+    out[layer.name] = std::move(settings);
+  }
+  return out;
+}
+
 namespace {
 
 template <class T>
+ordered_json value_json(const T& v) {
+  return ordered_json(v);
+}
+ordered_json value_json(const UserbuffersConfig& cfg) { return userbuffers_to_json(cfg); }
+
+template <class T>
 ordered_json opt_json(const std::optional<T>& v) {
-  return v ? ordered_json(*v) : ordered_json(nullptr);
+  return v ? value_json(*v) : ordered_json(nullptr);
 }
 
 template <class T>
