@@ -5,7 +5,8 @@
 //   K8sPlan p = k8s_plan(kRecipe);                      // executor "kubernetes"
 //   auto m = render_k8s_manifests(*p.plan, {"a1b2"}, p.diags);
 //   FakeRunner fake;  fake.respond = [](const CommandSpec& s) { ... };
-//   ScopedRunner use(fake);                              // default_command_runner() = fake
+//   TestServices use(fake);                              // fake_services.h
+//   auto ex = make_executor("kubernetes", use.services()); // commands go to the fake
 #pragma once
 
 #include <yaml-cpp/yaml.h>
