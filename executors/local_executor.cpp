@@ -19,6 +19,7 @@
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
 #include "launcher/numbers.h"
+#include "launcher/utf8.h"
 
 namespace bridge {
 
@@ -118,14 +119,20 @@ std::vector<std::string> base_environment(const HostEnvironment& host,
   return env;
 }
 
-bool launcher_alive(const std::string& pid_text) {
-  char* end = nullptr;
-  long pid = std::strtol(pid_text.c_str(), &end, 10);
-  if (pid <= 0 || *end) return false;
-  std::ifstream cmdline("/proc/" + pid_text + "/cmdline");
-  std::string argv0;
-  std::getline(cmdline, argv0, '\0');
-  return kill(static_cast<pid_t>(pid), 0) == 0 && argv0.find("bridge-launch") != std::string::npos;
+// Whether `pid_text` is the live launcher of the job in `job_dir`. A pid alone may have been
+// reused by any process since (even another bridge-launch): the launcher is recognized by
+// holding the job's own rank logs open (it writes them until the ranks are gone), which
+// only that process does. Not readable (another user's process) means not ours.
+bool launcher_alive(const std::string& pid_text, const std::string& job_dir) {
+  auto pid = parse_decimal<int>(pid_text);
+  if (!pid || *pid <= 0 || job_dir.empty() || kill(static_cast<pid_t>(*pid), 0) != 0) return false;
+  std::error_code ec;
+  const std::string prefix = fs::path(job_dir).lexically_normal().string() + "/";
+  for (const auto& fd : fs::directory_iterator("/proc/" + pid_text + "/fd", ec)) {
+    fs::path target = fs::read_symlink(fd.path(), ec);
+    if (!ec && target.string().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 // One process (and three file descriptors in the launcher) per rank: well above any real
@@ -211,8 +218,6 @@ class LocalExecutor : public Executor {
     }
     sr.job_dir = dir.string();
     sr.scheduler_id = std::to_string(getpid());
-    sr.accepted = true;
-    if (on_accepted) on_accepted(sr);
     std::string port = free_port();
     std::vector<RankSpec> specs = rank_specs(plan, port);
     std::map<int, std::ofstream> logs;
@@ -224,6 +229,10 @@ class LocalExecutor : public Executor {
       logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
       if (!logs[s.rank]) log_errors[s.rank] = std::strerror(errno);
     }
+    // Accepted (and recorded) only now: `status` recognizes a live launcher by the rank
+    // logs it holds open (launcher_alive), so they are open before the entry exists.
+    sr.accepted = true;
+    if (on_accepted) on_accepted(sr);
     spdlog::info("launching `{}`: {} process{} on this machine, logs in {}",
                  *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
                  dir.string());
@@ -244,6 +253,9 @@ class LocalExecutor : public Executor {
     go.grace = std::chrono::seconds(plan.recipe->executor.local.grace_period.get_or(5));
     go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
     GroupResult result = run_process_group(specs, go, sink);
+    if (result.leftovers_stopped > 0)
+      spdlog::warn("stopped {} process{} the ranks had left running outside the job (daemons)",
+                   result.leftovers_stopped, result.leftovers_stopped == 1 ? "" : "es");
     report(plan, result, tails, dir, diags, sr);
     report_log_errors(log_errors, dir, diags, sr);
     return sr;
@@ -253,11 +265,13 @@ class LocalExecutor : public Executor {
     std::vector<JobStatus> out;
     for (const auto& j : jobs) {
       JobStatus s{j.state, j.state_detail, j.exit_code};
-      if (!is_final(j.state) && !launcher_alive(j.scheduler_id)) {
+      if (!is_final(j.state) && !launcher_alive(j.scheduler_id, j.job_dir)) {
         s.state = JobState::kFailed;
+        // Only what is known: the ranks themselves got SIGKILL with the launcher
+        // (PR_SET_PDEATHSIG); what they started in other process groups is not tracked.
         s.detail = "the launcher process " + j.scheduler_id +
-                   " is gone (killed?); its ranks "
-                   "were stopped with it";
+                   " is gone (killed?); its rank processes were killed with it, processes "
+                   "they started themselves may still run";
       }
       out.push_back(std::move(s));
     }
@@ -267,16 +281,17 @@ class LocalExecutor : public Executor {
   int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
            Diagnostics& diags) const override {
     return print_rank_logs(job.job_dir, rank, follow, out, diags, services_.sleeper, [&] {
-      return !is_final(status({job}, diags)[0].state) && launcher_alive(job.scheduler_id);
+      return !is_final(status({job}, diags)[0].state) &&
+             launcher_alive(job.scheduler_id, job.job_dir);
     });
   }
 
   int cancel(const JobRecord& job, Diagnostics& diags) const override {
-    if (is_final(job.state) || !launcher_alive(job.scheduler_id)) {
+    if (is_final(job.state) || !launcher_alive(job.scheduler_id, job.job_dir)) {
       diags.error("job-not-running", "", {}, fmt::format("job {} is not running", job.id));
       return kExitFailed;
     }
-    // launcher_alive checked that the id is a live bridge-launch process of this user.
+    // launcher_alive checked that the id is the live launcher of this very job.
     kill(static_cast<pid_t>(parse_decimal<int>(job.scheduler_id).value_or(0)), SIGTERM);
     return 0;
   }
@@ -355,7 +370,8 @@ class LocalExecutor : public Executor {
           f.signaled ? fmt::format("was killed by signal {} ({})", f.signal, strsignal(f.signal))
                      : fmt::format("exited with code {}", f.exit_code);
       std::string tail;
-      for (const auto& l : tails[f.rank]) tail += "\n    " + l;
+      // Bounded and terminal-safe: a rank may print anything, in lines of any length.
+      for (const auto& l : tails[f.rank]) tail += "\n    " + printable_text(l, 300);
       sr.state_detail = fmt::format("rank {} {}", f.rank, how);
       sr.exit_code_of_rank = f.signaled ? 128 + f.signal : f.exit_code;
       diags.error("rank-failed", "", {},

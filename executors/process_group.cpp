@@ -9,8 +9,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+
+#include "executors/log_tail.h"  // kMaxLineBytes
 
 namespace bridge {
 
@@ -51,6 +56,53 @@ class SignalGuard {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
+
+// Processes a job leaves behind outside its process group (`setsid daemon &`) must not
+// outlive it. While ranks run, the launcher is a child subreaper (PR_SET_CHILD_SUBREAPER):
+// an orphaned descendant is re-parented to the launcher instead of to init, so when the
+// ranks are gone every remaining child of the launcher is a leftover of this job.
+class SubreaperGuard {
+ public:
+  SubreaperGuard() {
+    prctl(PR_GET_CHILD_SUBREAPER, &was_);
+    active_ = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  }
+  ~SubreaperGuard() {
+    if (active_ && was_ == 0) prctl(PR_SET_CHILD_SUBREAPER, 0);
+  }
+  SubreaperGuard(const SubreaperGuard&) = delete;
+  SubreaperGuard& operator=(const SubreaperGuard&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  int was_ = 0;
+  bool active_ = false;
+};
+
+// The live (not zombie) children of `parent`, from /proc/<pid>/stat.
+std::vector<pid_t> live_children_of(pid_t parent) {
+  std::vector<pid_t> kids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    size_t close_paren = stat.rfind(')');  // the command name may hold spaces and parens
+    if (close_paren == std::string::npos || close_paren + 4 > stat.size()) continue;
+    char state = stat[close_paren + 2];
+    long ppid = std::strtol(stat.c_str() + close_paren + 4, nullptr, 10);
+    if (ppid == parent && state != 'Z' && state != 'X')
+      kids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return kids;
+}
+
+void reap_any_children() {
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
 
 struct Running {
   int rank;
@@ -104,6 +156,7 @@ class GroupRunner {
       enforce_deadlines();
     }
     for (auto& r : running_) flush_partial(r);
+    if (options_.subreaper) stop_leftovers();
     return std::move(result_);
   }
 
@@ -167,11 +220,20 @@ class GroupRunner {
       r.fd = -1;
       return;
     }
+    // Linear in the output: only the new bytes are searched for newlines, and a "line" that
+    // never ends is passed on in pieces of kMaxLineBytes (memory stays bounded).
+    size_t searched = r.partial.size();
     r.partial.append(buf, static_cast<size_t>(n));
-    size_t pos;
-    while ((pos = r.partial.find('\n')) != std::string::npos) {
-      sink_(r.rank, r.partial.substr(0, pos));
-      r.partial.erase(0, pos + 1);
+    size_t start = 0;
+    for (size_t pos = r.partial.find('\n', searched); pos != std::string::npos;
+         pos = r.partial.find('\n', start)) {
+      sink_(r.rank, r.partial.substr(start, pos - start));
+      start = pos + 1;
+    }
+    r.partial.erase(0, start);
+    while (r.partial.size() >= kMaxLineBytes) {
+      sink_(r.rank, r.partial.substr(0, kMaxLineBytes));
+      r.partial.erase(0, kMaxLineBytes);
     }
   }
 
@@ -249,6 +311,25 @@ class GroupRunner {
     return true;
   }
 
+  // After the ranks: every live child left is a process the job started outside its group
+  // (re-parented here by the subreaper). SIGTERM, then SIGKILL after a short grace; a
+  // killed parent's own children arrive next round, so this repeats until none is left.
+  void stop_leftovers() {
+    const pid_t self = getpid();
+    auto term_deadline = Clock::now() + std::chrono::seconds(1);
+    for (int round = 0; round < 200; ++round) {
+      reap_any_children();
+      std::vector<pid_t> kids = live_children_of(self);
+      if (kids.empty()) return;
+      bool still_terminating = Clock::now() < term_deadline;
+      for (pid_t kid : kids) {
+        if (round == 0) ++result_.leftovers_stopped;
+        kill(kid, still_terminating ? SIGTERM : SIGKILL);
+      }
+      poll(nullptr, 0, 20);
+    }
+  }
+
   const GroupOptions& options_;
   const LineSink& sink_;
   GroupResult result_;
@@ -266,8 +347,16 @@ class GroupRunner {
 GroupResult run_process_group(const std::vector<RankSpec>& ranks, const GroupOptions& options,
                               const LineSink& sink) {
   SignalGuard guard;
-  GroupRunner runner(options, sink);
-  return runner.run(ranks);
+  std::optional<SubreaperGuard> subreaper;
+  GroupOptions effective = options;
+  if (options.subreaper) {
+    subreaper.emplace();
+    effective.subreaper = subreaper->active();
+  }
+  GroupRunner runner(effective, sink);
+  GroupResult result = runner.run(ranks);
+  result.leftovers_tracked = effective.subreaper;
+  return result;
 }
 
 }  // namespace bridge

@@ -4,7 +4,12 @@
 // stdout+stderr read through one pipe, split into lines and handed to a LineSink with the
 // rank number (so output is never interleaved within a line). When a rank fails, or the
 // launcher gets SIGINT/SIGTERM, the whole group gets the signal, then SIGKILL after the
-// grace period; run() returns only when every process of the group is gone.
+// grace period; run() returns only when every process of the group is gone. With
+// `subreaper` (the default) the launcher is a child subreaper while the ranks run, so
+// processes they started outside the group (`setsid daemon &`) are re-parented to it and
+// stopped when the ranks are done (SIGTERM, SIGKILL after 1 s); none outlives the job.
+// What this cannot hold: descendants of a launcher that is itself SIGKILLed (only the ranks
+// get SIGKILL then, through PR_SET_PDEATHSIG).
 // Why not Boost.Process: a job needs setpgid, group-wide signals and one poll() loop over
 // all rank pipes plus a signal self-pipe; Boost.Process 1.74 offers none of these directly.
 #pragma once
@@ -37,7 +42,9 @@ struct GroupResult {
   bool interrupted = false;                  // SIGINT/SIGTERM reached the launcher
   int interrupt_signal = 0;
   bool timed_out = false;
-  std::string spawn_error;  // exec/fork failure, "" when every rank started
+  std::string spawn_error;         // exec/fork failure, "" when every rank started
+  int leftovers_stopped = 0;       // processes outside the group stopped after the ranks
+  bool leftovers_tracked = false;  // the launcher could become a child subreaper
 };
 
 using LineSink = std::function<void(int rank, const std::string& line)>;
@@ -45,6 +52,7 @@ using LineSink = std::function<void(int rank, const std::string& line)>;
 struct GroupOptions {
   std::chrono::milliseconds grace{5000};
   std::chrono::milliseconds timeout{0};  // 0 = none
+  bool subreaper = true;  // stop what the ranks left running outside the group (see above)
 };
 
 GroupResult run_process_group(const std::vector<RankSpec>& ranks, const GroupOptions& options,

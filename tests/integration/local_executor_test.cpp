@@ -132,10 +132,36 @@ TEST_F(LocalExecutorTest, DaemonHoldingARanksOutputDoesNotHangTheLauncher) {
   auto start = std::chrono::steady_clock::now();
   CommandResult r = launch({p.string()});
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (pid_t pid : processes_with(marker)) kill(pid, SIGKILL);
+  std::vector<pid_t> survivors = processes_with(marker);
+  for (pid_t pid : survivors) kill(pid, SIGKILL);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("rank done"));
   EXPECT_LT(seconds, 15.0) << "the launcher waited for the daemon";
+  // ... and the daemon does not outlive the job (the launcher is a child subreaper).
+  EXPECT_TRUE(survivors.empty()) << "a process the rank started outlived the job";
+  EXPECT_THAT(r.err, HasSubstr("stopped 1 process the ranks had left running"));
+}
+
+// A setsid'ed grandchild that ignores SIGTERM, left by a rank when another rank fails, is
+// stopped too (SIGKILL after the grace).
+TEST_F(LocalExecutorTest, TermIgnoringDaemonOfAFailedJobIsStopped) {
+  const std::string marker = "term-ignoring-daemon-" + std::to_string(getpid());
+  std::string text =
+      "name: stubborn\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+      "runtime:\n  adapter: none\n  command: [/bin/sh, -c, 'if [ \"$RANK\" = 0 ]; then "
+      "setsid /bin/sh -c \"trap \\\"\\\" TERM; sleep 60; : " +
+      marker +
+      "\" </dev/null >/dev/null 2>&1 & sleep 30; else sleep 1; exit 3; fi']\n"
+      "executor:\n  local: {job_dir: " +
+      (dir_ / "jobs").string() + ", grace_period: 1, timeout: 60}\n";
+  fs::path p = dir_ / "stubborn.yaml";
+  std::ofstream(p) << text;
+  CommandResult r = launch({p.string()});
+  std::vector<pid_t> survivors = processes_with(marker);
+  for (pid_t pid : survivors) kill(pid, SIGKILL);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 1 exited with code 3"));
+  EXPECT_TRUE(survivors.empty()) << "a TERM-ignoring daemon outlived the failed job";
 }
 
 // bridge-launch as a container's entrypoint (PID 1 of a PID namespace) starts its ranks
@@ -306,6 +332,33 @@ TEST_F(LocalExecutorTest, SigkillOfTheLauncherLeavesNoRankBehind) {
   ASSERT_EQ(st.exit_code, 0) << st.err;
   EXPECT_THAT(st.out, HasSubstr("\"state\": \"FAILED\""));
   EXPECT_THAT(st.out, HasSubstr("is gone"));
+}
+
+// `cancel` signals only the launcher of that very job: a registry entry whose pid now
+// belongs to another process (pid reuse, or an edited entry), even one named
+// "bridge-launch", is refused and that process is left alone.
+TEST_F(LocalExecutorTest, CancelNeverSignalsAProcessThatIsNotTheJobsLauncher) {
+  std::string path = recipe("finished", "");
+  CommandResult done = launch({path});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  fs::path imposter = dir_ / "bridge-launch-imposter";
+  fs::copy_file("/bin/sleep", imposter);
+  pid_t other = start_background({imposter.string(), "30"}, {}, dir_ / "imposter.out");
+  fs::path entry;
+  for (const auto& e : fs::directory_iterator(dir_ / "state" / "jobs"))
+    if (e.path().extension() == ".json") entry = e.path();
+  ASSERT_FALSE(entry.empty());
+  std::string json = read_file(entry);
+  json = std::regex_replace(json, std::regex(R"("state": "[A-Z]+")"), R"("state": "RUNNING")");
+  json = std::regex_replace(json, std::regex(R"("scheduler_id": "[0-9]+")"),
+                            "\"scheduler_id\": \"" + std::to_string(other) + "\"");
+  std::ofstream(entry) << json;
+  CommandResult cancel = launch({"cancel", "finished"});
+  EXPECT_NE(cancel.exit_code, 0) << cancel.out;
+  EXPECT_THAT(cancel.err, HasSubstr("is not running"));
+  EXPECT_EQ(kill(other, 0), 0) << "cancel signalled a process that is not the job's launcher";
+  kill(other, SIGKILL);
+  wait_exit(other, 5);
 }
 
 TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
