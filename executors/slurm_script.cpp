@@ -332,7 +332,9 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
                                          : plan.executor_changes.launcher_wrapper.front())
                                   : "srun";
   data.set("launcher", launcher);
-  data.set("job_dir", plan.job_dir);
+  // Shell-quoted like every user-controlled value: a custom template may put {{job_dir}}
+  // anywhere, and a job dir may hold blanks, `$(...)` or a newline.
+  data.set("job_dir", shell_quote(plan.job_dir));
   data.set("job_dir_q", shell_quote(plan.job_dir));
   data.set("master_port_base", std::to_string(kMasterPortBase));
   data.set("master_port_span", std::to_string(kMasterPortSpan));

@@ -6,6 +6,7 @@
 //   UPDATE_GOLDENS=1 build/tests/unit_tests --gtest_filter='SlurmGolden*'
 #include "executors/slurm_script.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -698,4 +699,22 @@ echo "$*" >> "$FAKE_OUT/scontrol.log"
 }
 
 }  // namespace
+// A custom template may write {{job_dir}} anywhere; what the user controls in it (blanks,
+// `$(...)`, `;`) reaches the script as one quoted word, never as shell code (line breaks are
+// refused earlier: an #SBATCH line cannot carry them).
+TEST(SlurmScript, JobDirInACustomTemplateIsAlwaysOneQuotedWord) {
+  TempDir dir;
+  std::string tmpl =
+      dir.write("custom.mustache", "#!/bin/bash\ncd {{job_dir}} && {{task_command}}\n");
+  Diagnostics diags;
+  Plan plan = make_plan(recipe("name: demo\ncluster: {gpu: h100, num_gpus: 8, gpus_per_node: 8}\n",
+                               "executor:\n  slurm:\n    template: " + tmpl +
+                                   "\n    job_dir: \"/tmp/a b$(touch /tmp/pwned);rm -rf x\"\n"),
+                        diags);
+  ASSERT_TRUE(plan.complete) << diag_text(diags);
+  std::string script = render(plan, diags);
+  ASSERT_FALSE(script.empty()) << diag_text(diags);
+  EXPECT_THAT(script, ::testing::HasSubstr("cd '/tmp/a b$(touch /tmp/pwned);rm -rf x/demo' && "));
+}
+
 }  // namespace bridge
