@@ -26,10 +26,18 @@ bool is_identifier(std::string_view s) {
   });
 }
 
+// A form YAML readers disagree on: `010` is 8 to YAML 1.1 readers (PyYAML, OmegaConf) and 10
+// to YAML 1.2 ones; `+1` is no integer to some. Refused with a hint rather than guessed.
+bool ambiguous_integer(const std::string& s) {
+  size_t digits = (!s.empty() && s[0] == '-') ? 1 : 0;
+  return (!s.empty() && s[0] == '+') || (s.size() > digits + 1 && s[digits] == '0');
+}
+
 std::optional<int64_t> parse_int(const YamlNode& n) {
   if (!n.is_scalar() || n.quoted || n.scalar.empty()) return std::nullopt;
   const std::string& s = n.scalar;
-  size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (ambiguous_integer(s)) return std::nullopt;
+  size_t i = s[0] == '-' ? 1 : 0;
   if (i == s.size() || !std::all_of(s.begin() + static_cast<long>(i), s.end(),
                                     [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
@@ -85,6 +93,15 @@ class MapReader {
     const YamlNode* v = lookup(key, "integer");
     if (!v) return;
     auto i = parse_int(*v);
+    if (!i && v->is_scalar() && !v->quoted && looks_like_integer(v->scalar) &&
+        ambiguous_integer(v->scalar)) {
+      diags_.error("ambiguous-integer", join(key), v->loc,
+                   fmt::format("`{}` is written {}, which YAML readers disagree on (a leading "
+                               "zero is octal to YAML 1.1, a leading `+` is not an integer to all)",
+                               join(key), shown(*v)),
+                   "write the number plainly, without a leading `+` or `0`, e.g. `10`");
+      return;
+    }
     if (!i && v->is_scalar() && !v->quoted && looks_like_integer(v->scalar)) {
       diags_.error("out-of-range", join(key), v->loc,
                    fmt::format("`{}` is out of range: {}", join(key), shown(*v)));

@@ -149,7 +149,15 @@ struct Converter {
           return out;
         }
         out.scalar = n.Scalar();
-        out.quoted = n.Tag() == "!";
+        // A quoted scalar (tag "!") and an explicit `!!str` are strings, never numbers or
+        // booleans; other explicit tags are refused below instead of being ignored.
+        out.quoted = n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str";
+        if (!out.quoted && n.Tag() != "?" && n.Tag() != "tag:yaml.org,2002:int" &&
+            n.Tag() != "tag:yaml.org,2002:bool" && n.Tag() != "tag:yaml.org,2002:float" &&
+            n.Tag() != "tag:yaml.org,2002:null")
+          diags.error("yaml-tag", "", out.loc,
+                      "unsupported YAML tag `" + printable_text(n.Tag(), 60) + "`",
+                      "remove the tag; quote the value (or write !!str) to make it a string");
         // YAML is Unicode text; other bytes would reach messages, JSON and job records.
         if (first_invalid_utf8(out.scalar) != std::string::npos)
           diags.error("yaml-not-utf8", "", out.loc,
