@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
 constexpr int kExitInterrupted = 130;
 
 // `bridge-probe` is the one built with this bridge-launch (so a build tree runs its own
@@ -280,6 +281,12 @@ class LocalExecutor : public Executor {
 
   int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
            Diagnostics& diags) const override {
+    if (rank && (*rank < 0 || (job.ranks > 0 && *rank >= job.ranks))) {
+      diags.error(
+          "bad-rank", "", {},
+          fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
+      return kExitUsage;  // a usage error, the same on every executor
+    }
     return print_rank_logs(job.job_dir, rank, follow, out, diags, services_.sleeper, [&] {
       return !is_final(status({job}, diags)[0].state) &&
              launcher_alive(job.scheduler_id, job.job_dir);

@@ -25,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
 constexpr auto kPollInterval = std::chrono::milliseconds(1000);
 constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
 
@@ -281,7 +282,7 @@ class SlurmExecutor : public Executor {
       diags.error(
           "bad-rank", "", {},
           fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
-      return kExitFailed;
+      return kExitUsage;  // a usage error, the same on every executor
     }
     std::map<fs::path, LogTail> sources;
     auto refresh = [&]() {

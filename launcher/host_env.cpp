@@ -1,6 +1,7 @@
 #include "launcher/host_env.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
@@ -21,6 +22,12 @@ std::vector<std::pair<std::string, std::string>> ProcessEnvironment::all() const
     vars.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
   }
   return vars;
+}
+
+std::string ProcessEnvironment::current_directory() const {
+  std::error_code ec;
+  std::filesystem::path cwd = std::filesystem::current_path(ec);
+  return ec ? std::string("/") : cwd.string();
 }
 
 std::optional<std::string> MapEnvironment::get(const std::string& name) const {

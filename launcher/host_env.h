@@ -19,12 +19,15 @@ class HostEnvironment {
   virtual std::optional<std::string> get(const std::string& name) const = 0;
   // Every variable, in the order the environment holds them (local ranks inherit these).
   virtual std::vector<std::pair<std::string, std::string>> all() const = 0;
+  // The directory relative paths of the command line and recipe are taken from.
+  virtual std::string current_directory() const = 0;
 };
 
 class ProcessEnvironment : public HostEnvironment {
  public:
   std::optional<std::string> get(const std::string& name) const override;
   std::vector<std::pair<std::string, std::string>> all() const override;
+  std::string current_directory() const override;
 };
 
 class MapEnvironment : public HostEnvironment {
@@ -34,6 +37,11 @@ class MapEnvironment : public HostEnvironment {
   std::optional<std::string> get(const std::string& name) const override;
   std::vector<std::pair<std::string, std::string>> all() const override {
     return {vars_.begin(), vars_.end()};
+  }
+  // $PWD of the map, else "/".
+  std::string current_directory() const override {
+    auto it = vars_.find("PWD");
+    return it == vars_.end() ? "/" : it->second;
   }
   void set(const std::string& name, const std::string& value) { vars_[name] = value; }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -68,7 +69,13 @@ std::string job_base_dir(const Recipe& r, const std::string& executor, const Hos
     diags.error("empty-job-dir", "executor." + executor + ".job_dir", f->loc,
                 fmt::format("executor.{}.job_dir is empty", executor),
                 fmt::format("set a directory, or drop the key for the default {}", fallback));
-  return expanded.value_or(raw);
+  std::string dir = expanded.value_or(raw);
+  // Local and Slurm job dirs are paths of the submitting host: a relative one is taken from
+  // where bridge-launch runs and recorded absolute, so `logs` works from anywhere later.
+  // (A Kubernetes job dir is a path inside the container and stays as written.)
+  if (executor != "kubernetes" && !dir.empty() && dir.front() != '/')
+    dir = (std::filesystem::path(env.current_directory()) / dir).lexically_normal().string();
+  return dir;
 }
 
 // The recipe name as one path component: a name is free text, but `..`, `/`, `:` (it

@@ -361,6 +361,27 @@ TEST_F(LocalExecutorTest, CancelNeverSignalsAProcessThatIsNotTheJobsLauncher) {
   wait_exit(other, 5);
 }
 
+// Job dirs of the submitting host are recorded absolute (a relative one is taken from where
+// bridge-launch ran), so `logs` works from any directory; a --rank outside the job is a
+// usage error (exit 2), as on Slurm and Kubernetes.
+TEST_F(LocalExecutorTest, RelativeJobDirIsRecordedAbsoluteAndABadRankIsAUsageError) {
+  fs::path recipe_path = dir_ / "rel.yaml";
+  std::ofstream(recipe_path) << "name: rel\ncluster: {num_gpus: 1}\n"
+                                "runtime: {command: [/bin/echo, hello-from-rank], adapter: none}\n"
+                                "executor: {local: {job_dir: relative-jobs}}\n";
+  std::string cmd = "cd '" + dir_.string() + "' && exec '" + BRIDGE_LAUNCH_BIN + "' rel.yaml";
+  CommandResult r = run_command({"/bin/sh", "-c", cmd}, env_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"job_dir\": \"" + (dir_ / "relative-jobs/rel/").string()));
+  CommandResult logs = launch({"logs", "rel"});  // from the test's cwd, not dir_
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("hello-from-rank"));
+  CommandResult bad = launch({"logs", "--rank", "5", "rel"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("there is no rank 5"));
+}
+
 TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
   std::string marker = "cancel-marker-" + std::to_string(getpid());
   std::string path = recipe("cancelme", ", --steps, '1000', " + marker + "=1");
