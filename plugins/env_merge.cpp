@@ -43,11 +43,25 @@ bool is_known_secret_name(const std::string& name) {
   return name == "WANDB_API_KEY" || name == "COMET_API_KEY";
 }
 
-void set_explicit(LaunchEnv& env, EnvVar var) {
+EnvIndex::EnvIndex(LaunchEnv& env) : env_(env) {
+  for (size_t i = 0; i < env.vars.size(); ++i) positions_.emplace(env.vars[i].name, i);
+}
+
+EnvVar* EnvIndex::find(const std::string& name) {
+  auto it = positions_.find(name);
+  return it == positions_.end() ? nullptr : &env_.vars[it->second];
+}
+
+void EnvIndex::append(EnvVar var) {
+  positions_.emplace(var.name, env_.vars.size());
+  env_.vars.push_back(std::move(var));
+}
+
+void set_explicit(EnvIndex& env, EnvVar var) {
   var.secret = var.secret || is_known_secret_name(var.name);
   EnvVar* old = env.find(var.name);
   if (!old) {
-    env.vars.push_back(std::move(var));
+    env.append(std::move(var));
     return;
   }
   var.reason += overridden_note(*old);
@@ -55,7 +69,8 @@ void set_explicit(LaunchEnv& env, EnvVar var) {
   *old = std::move(var);
 }
 
-void apply_recipe_env(const PluginContext& ctx, LaunchEnv& env, Diagnostics& diags) {
+void apply_recipe_env(const PluginContext& ctx, LaunchEnv& launch_env, Diagnostics& diags) {
+  EnvIndex env(launch_env);
   for (const auto& e : ctx.recipe.env) {
     std::string value = e.value;
     std::string reason = "set in env:";
@@ -72,7 +87,9 @@ void apply_recipe_env(const PluginContext& ctx, LaunchEnv& env, Diagnostics& dia
   }
 }
 
-void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& env, Diagnostics& diags) {
+void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& launch_env,
+                   Diagnostics& diags) {
+  EnvIndex env(launch_env);
   for (const auto& kv : cli_env) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "launcher/diagnostics.h"
@@ -19,8 +20,22 @@ namespace bridge {
 bool is_env_name(const std::string& name);
 bool is_known_secret_name(const std::string& name);
 
+// Name -> position in a LaunchEnv's vars, so that merging n variables costs O(n) rather than
+// a linear search per variable (150 000 env keys once took 25 s to validate). Valid while
+// only it appends to `env`.
+class EnvIndex {
+ public:
+  explicit EnvIndex(LaunchEnv& env);
+  EnvVar* find(const std::string& name);
+  void append(EnvVar var);
+
+ private:
+  LaunchEnv& env_;
+  std::unordered_map<std::string, size_t> positions_;
+};
+
 // Replaces or appends `var` (source "recipe env" or "-E").
-void set_explicit(LaunchEnv& env, EnvVar var);
+void set_explicit(EnvIndex& env, EnvVar var);
 
 // recipe env: entries, `${VAR}` expanded from ctx.host_env unless `expand: true` (then the
 // rank's shell expands the value and it is kept verbatim).

@@ -199,6 +199,9 @@ TEST(RegistryIds, NewIdsAreSafeAndDistinct) {
   EXPECT_EQ(a.find(' '), std::string::npos);
   EXPECT_THAT(a, ::testing::StartsWith("my-job----x-"));
   EXPECT_NE(a, b);
+  // An id never looks like an option on the command line.
+  EXPECT_THAT(new_job_id("-rf"), ::testing::StartsWith("job-rf-"));
+  EXPECT_THAT(new_job_id("--all"), ::testing::StartsWith("job--all-"));
 }
 
 std::vector<IterationSample> samples_of(const std::string& file) {

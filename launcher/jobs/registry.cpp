@@ -239,6 +239,9 @@ std::string new_job_id(const std::string& name) {
   auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::string safe;
   for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '-';
+  // An id is typed as a command-line argument (`status ID`): one that starts with '-' would
+  // be read as an option.
+  if (safe.empty() || safe.front() == '-') safe = "job" + safe;
   return fmt::format("{}-{:%Y%m%d-%H%M%S}-{:04x}", safe, fmt::localtime(now), rd() & 0xffff);
 }
 

@@ -1,0 +1,58 @@
+// Inputs that once took seconds: the time must grow linearly with their size (the fitted
+// complexity Google Benchmark reports should be O(N)).
+//
+// BM_ManyEnvKeys/N: a recipe with N env keys planned end to end (the env merge once searched
+// linearly per key: 150 000 keys took 25 s). BM_ExpandManyDollarBraces/N: `${` repeated N
+// times with no `}` (each `${` once searched to the end of the text: a million took 10 s).
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+
+#include "launcher/expand.h"
+#include "launcher/host_env.h"
+#include "launcher/plan/plan.h"
+
+namespace {
+
+void BM_ManyEnvKeys(benchmark::State& state) {
+  std::string text =
+      "name: many\ncluster: {num_gpus: 1}\nruntime: {command: [bridge-probe]}\nenv:\n";
+  for (int64_t i = 0; i < state.range(0); ++i) text += "  K" + std::to_string(i) + ": v\n";
+  bridge::MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/bench"}});
+  bridge::PlanRequest request;
+  request.recipe_path = "bench.yaml";
+  for (auto _ : state) {
+    bridge::Diagnostics diags;
+    bridge::Plan plan = bridge::build_plan_from_text(text, request, env, diags);
+    if (!plan.complete) {
+      state.SkipWithError("the benchmark recipe does not plan");
+      break;
+    }
+    benchmark::DoNotOptimize(plan);
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_ManyEnvKeys)
+    ->RangeMultiplier(8)
+    ->Range(512, 32768)
+    ->Complexity()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_ExpandManyDollarBraces(benchmark::State& state) {
+  std::string text;
+  for (int64_t i = 0; i < state.range(0); ++i) text += "${";
+  bridge::MapEnvironment env;
+  for (auto _ : state) {
+    bridge::Diagnostics diags;
+    benchmark::DoNotOptimize(bridge::expand_vars(text, env, "env.X", {}, diags));
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_ExpandManyDollarBraces)
+    ->RangeMultiplier(8)
+    ->Range(1024, 1 << 20)
+    ->Complexity()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
