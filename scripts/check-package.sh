@@ -7,7 +7,13 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-${BUILD_DIR:-build}}
 (cd "$BUILD_DIR" && cpack -G DEB >/dev/null)
 deb=$(ls -t "$BUILD_DIR"/bridge-launch_*.deb | head -n1)
-echo "check-package: built $deb"
+size=$(stat -c %s "$deb")
+echo "check-package: built $deb ($((size / 1024)) KiB)"
+# Stripped binaries (CPACK_STRIP_FILES): an unstripped package was 99 MB.
+if ((size > 10 * 1024 * 1024)); then
+  echo "check-package: the package is larger than 10 MiB; are the binaries stripped?"
+  exit 1
+fi
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/bridge-launch ./usr/bin/bridge-probe ./usr/share/man/man1/bridge-launch.1 \
          ./usr/share/bash-completion/completions/bridge-launch ./usr/share/bridge-launch/templates; do
