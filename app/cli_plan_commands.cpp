@@ -16,6 +16,7 @@
 #include "app/cli_commands.h"
 #include "app/cli_support.h"
 #include "app/services.h"
+#include "app/wait_schedule.h"
 #include "executors/executor.h"
 #include "launcher/jobs/job_lifecycle.h"
 #include "launcher/jobs/registry.h"
@@ -76,9 +77,24 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   auto start = c.services.clock.steady_now();
   std::string last_line;
   int rc = kExitRuntime;
+  int polls = 0;
   for (;;) {
+    // Adaptive polling (app/wait_schedule.h): the job was just accepted, so the first query
+    // waits too; Ctrl-C is still noticed within 200 ms.
+    auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        c.services.clock.steady_now() - start);
+    auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
+    while (!g_wait_interrupted && c.services.clock.steady_now() < next_poll)
+      c.services.sleeper.sleep_for(std::chrono::milliseconds(200));
+    if (g_wait_interrupted) {
+      if (tty) c.err << "\n";
+      c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
+                           rec.id, rec.id);
+      rc = kExitInterrupted;
+      break;
+    }
     Diagnostics diags;
-    JobStatus st = executor.status({rec}, diags)[0];
+    JobStatus st = executor.poll(rec, diags);
     auto elapsed =
         std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start)
             .count();
@@ -97,15 +113,6 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
       Diagnostics ignored;  // a stale entry is refreshed by the next `status`
       JobLifecycle(reg).observe(rec, st, ignored);
       rc = st.state == JobState::kSucceeded ? kExitOk : kExitRuntime;
-      break;
-    }
-    for (int i = 0; i < 10 && !g_wait_interrupted; ++i)
-      c.services.sleeper.sleep_for(std::chrono::milliseconds(200));
-    if (g_wait_interrupted) {
-      if (tty) c.err << "\n";
-      c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
-                           rec.id, rec.id);
-      rc = kExitInterrupted;
       break;
     }
   }

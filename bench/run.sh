@@ -83,6 +83,29 @@ else
   row "Slurm submission" "-" "-" "-" "skipped: no Slurm cluster (scripts/slurm-test-cluster.sh up)"
 fi
 
+# 2b. `--wait` on a 60-second job: controller query RPCs (sdiag, reset before) and how late
+# the end is noticed (the job's EndTime from scontrol vs the moment --wait returned).
+if sinfo -h >/dev/null 2>&1 && command -v sdiag >/dev/null 2>&1; then
+  cat >"$TMP/sleep60.yaml" <<YAML
+name: wait60
+cluster: {num_gpus: 8, gpus_per_node: 8}
+runtime: {command: [sleep, "60"], adapter: none}
+executor: {slurm: {partition: debug, job_dir: $TMP/jobs}}
+YAML
+  sdiag -r >/dev/null
+  "$BL" -q --executor slurm --wait "$TMP/sleep60.yaml" >"$TMP/wait.out" 2>"$TMP/wait.err" || true
+  returned=$(date +%s)
+  queries=$(sdiag | sed -n '/by message type/,/by user/p' |
+    awk '/REQUEST_/ && /INFO/ && !/STATS_INFO/ {sub("count:", "", $4); n += $4} END {print n + 0}')
+  sid=$(sed -n 's/.*slurm id \([0-9]*\).*/\1/p' "$TMP/wait.err" | head -n1)
+  end=$(scontrol show job "$sid" 2>/dev/null | sed -n 's/.*EndTime=\([^ ]*\).*/\1/p')
+  late="n/a"
+  [ -n "$end" ] && late=$((returned - $(date -d "$end" +%s)))
+  row "--wait on a 60 s Slurm job" "-" "-" "-" "$queries controller query RPCs (target <= 30); end noticed ${late} s late (target <= 6)"
+else
+  row "--wait on a 60 s Slurm job" "-" "-" "-" "skipped: no Slurm cluster or no sdiag"
+fi
+
 # 3. 64-rank local launch of a trivial command vs a shell loop spawning 64.
 cat >"$TMP/r64.yaml" <<YAML
 name: local-64

@@ -91,6 +91,11 @@ class Executor {
   // States of many jobs of this executor with ONE scheduler query (not one per job).
   virtual std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
                                         Diagnostics& diags) const = 0;
+  // The state of one job by the cheapest query the scheduler offers: what --wait asks,
+  // possibly every few seconds for days. The same answer as status({job}).
+  virtual JobStatus poll(const JobRecord& job, Diagnostics& diags) const {
+    return status({job}, diags).front();
+  }
   // Prints a job's logs (one rank, or all), optionally following until the job ends.
   virtual int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
                    Diagnostics& diags) const = 0;

@@ -29,6 +29,14 @@ constexpr int kExitUsage = 2;
 constexpr auto kPollInterval = std::chrono::milliseconds(1000);
 constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
 
+// Slurm ids are digits, with `_N` for an array task. The id comes from a file the user can
+// edit: `--user=root` there must never become an option of a Slurm command.
+bool is_slurm_job_id(const std::string& id) {
+  return !id.empty() && id.front() != '_' && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 std::string join_ids(const std::vector<std::string>& ids) {
   return fmt::format("{}", fmt::join(ids, ","));
 }
@@ -244,8 +252,9 @@ class SlurmExecutor : public Executor {
   std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
                                 Diagnostics& diags) const override {
     std::vector<std::string> ids;
-    for (const auto& j : jobs)
-      if (!j.scheduler_id.empty() && std::find(ids.begin(), ids.end(), j.scheduler_id) == ids.end())
+    for (const auto& j : jobs)  // a damaged id is reported unknown, never passed to Slurm
+      if (is_slurm_job_id(j.scheduler_id) &&
+          std::find(ids.begin(), ids.end(), j.scheduler_id) == ids.end())
         ids.push_back(j.scheduler_id);
     std::map<std::string, SlurmJobInfo> known;
     std::string error;
@@ -274,6 +283,25 @@ class SlurmExecutor : public Executor {
       out.push_back(s);
     }
     return out;
+  }
+
+  // `scontrol show job ID` costs the controller two RPCs, squeue three (it also loads the
+  // partitions): --wait polls through here. A job scontrol does not know (gone past
+  // MinJobAge) or an error goes the full way of status() (squeue, sacct, scontrol).
+  JobStatus poll(const JobRecord& job, Diagnostics& diags) const override {
+    if (is_slurm_job_id(job.scheduler_id)) {
+      CommandSpec spec;
+      spec.argv = {"scontrol", "--oneliner", "show", "job", job.scheduler_id};
+      CommandResult r = slurm_.run(spec);
+      if (r.ok())
+        for (const auto& info : parse_scontrol_jobs(r.out))
+          if (info.id == job.scheduler_id) {
+            JobStatus st = to_job_status(info);
+            if (st.state == JobState::kFailed) add_failing_task(job, st);
+            return st;
+          }
+    }
+    return status({job}, diags).front();
   }
 
   int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
@@ -333,12 +361,7 @@ class SlurmExecutor : public Executor {
       diags.error("slurm-cancel-failed", "", {}, "no Slurm job id recorded for " + job.id);
       return kExitFailed;
     }
-    // The id comes from a file the user can edit: `--user=root` there must not become an
-    // option of scancel. Slurm ids are digits, with `_N` for an array task.
-    bool id_ok = std::all_of(job.scheduler_id.begin(), job.scheduler_id.end(),
-                             [](char c) { return (c >= '0' && c <= '9') || c == '_'; }) &&
-                 job.scheduler_id.front() != '_';
-    if (!id_ok) {
+    if (!is_slurm_job_id(job.scheduler_id)) {
       diags.error("slurm-cancel-failed", "", {},
                   fmt::format("job {} has no valid Slurm job id in the registry (`{}`)", job.id,
                               printable_text(job.scheduler_id, 40)),

@@ -359,6 +359,31 @@ TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
             (std::vector<std::string>{"scontrol", "--oneliner", "show", "job", "103"}));
 }
 
+// --wait polls one job with `scontrol show job` (two controller RPCs; squeue costs three),
+// and falls back to the full status query when scontrol no longer knows the job.
+TEST_F(SlurmExecutorTest, PollAsksScontrolAndFallsBackToStatus) {
+  FakeRunner runner([](const CommandSpec& s) {
+    if (s.argv[0] == "scontrol" && s.argv.back() == "61")
+      return ok("JobId=61 JobName=x JobState=RUNNING Reason=None ExitCode=0:0\n");
+    if (s.argv[0] == "scontrol") return fail("slurm_load_jobs error: Invalid job id specified\n");
+    if (s.argv[0] == "squeue") return ok("62|COMPLETED|None\n");
+    return fail("unexpected");
+  });
+  install(runner);
+  Diagnostics diags;
+  EXPECT_EQ(executor->poll(record("61"), diags).state, JobState::kRunning);
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0].argv,
+            (std::vector<std::string>{"scontrol", "--oneliner", "show", "job", "61"}));
+  runner.calls.clear();
+  EXPECT_EQ(executor->poll(record("62"), diags).state, JobState::kSucceeded);
+  EXPECT_EQ(runner.count("squeue"), 1);
+  // A damaged id is never handed to scontrol as an option.
+  runner.calls.clear();
+  executor->poll(record("--user=root"), diags);
+  EXPECT_EQ(runner.count("scontrol"), 0);
+}
+
 TEST_F(SlurmExecutorTest, StatusUsesSacctWhenAccountingWorks) {
   FakeRunner runner([](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return fail("slurm_load_jobs error: Invalid job id specified\n");
