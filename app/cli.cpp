@@ -35,9 +35,12 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("-e,--executor", o.executor,
                   fmt::format("{} (default: the recipe's executor.default, else local)",
                               fmt::join(executor_names(), ", ")));
-  app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)");
+  // Kept as text (the planner reports a bad number with its position), shown as numbers.
+  app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)")
+      ->type_name("N");
   app->add_option("--gpus-per-node", o.gpus_per_node,
-                  "GPUs per node (overrides cluster.gpus_per_node)");
+                  "GPUs per node (overrides cluster.gpus_per_node)")
+      ->type_name("N");
   app->add_option("-g,--gpu", o.gpu,
                   "GPU type (h100, h200, b200, gb200, ...; sets the default -gn)");
   app->add_option("-E,--env", o.env, "extra launch env KEY=VALUE (repeatable; wins over plugins)")
@@ -192,7 +195,10 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   if (mentioned(raw_args, "plan")) add_plan_options(plan_cmd, plan, false);
   plan_cmd->footer("Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml");
   CLI::App* plugins_cmd = app.add_subcommand("plugins", "list the launch plugins");
-  plugins_cmd->footer("Example: bridge-launch plugins");
+  std::string plugins_format = "text";
+  plugins_cmd->add_option("--format", plugins_format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  plugins_cmd->footer("Example: bridge-launch plugins --format json");
 
   JobOptions list_o, status_o, logs_o, cancel_o, compare_o;
   CLI::App* list_cmd = app.add_subcommand("list", "recent jobs from the local registry");
@@ -291,7 +297,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   }
   if (validate_cmd->parsed()) return cmd_validate(validate, ctx);
   if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
-  if (plugins_cmd->parsed()) return cmd_plugins(ctx);
+  if (plugins_cmd->parsed()) return cmd_plugins(plugins_format, ctx);
   if (completion_cmd->parsed()) {
     out << *completion_script(shell);
     return kExitOk;

@@ -1,6 +1,6 @@
 // The commands behind the CLI (internal to launcher/): each takes parsed options and a
-// Context with the output streams, and returns the process exit code (0 ok, 1 runtime failure, 2 usage or invalid recipe, 130
-// interrupted; README.md lists them).
+// Context with the output streams, and returns the process exit code (0 ok, 1 runtime failure, 2
+// usage or invalid recipe, 130 interrupted; README.md lists them).
 #pragma once
 
 #include <optional>
@@ -59,7 +59,7 @@ struct Context {
 int cmd_validate(const Options& o, const Context& c);
 int cmd_plan(const Options& o, const Context& c);
 int cmd_launch(const Options& o, const Context& c);
-int cmd_plugins(const Context& c);
+int cmd_plugins(const std::string& format, const Context& c);
 int cmd_list(const JobOptions& o, const Context& c);
 int cmd_status(const JobOptions& o, const Context& c);
 int cmd_logs(const JobOptions& o, const Context& c);

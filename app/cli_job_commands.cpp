@@ -42,6 +42,10 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
     c.out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
+  if (recs.empty()) {  // a bare header reads like a broken command
+    c.out << "no jobs in the registry yet (bridge-launch RECIPE.yaml submits one)\n";
+    return;
+  }
   std::vector<std::vector<std::string>> rows{
       {"job", "executor", "scheduler id", "state", "submitted", "detail"}};
   for (const auto& r : recs)

@@ -218,7 +218,14 @@ int cmd_plan(const Options& o, const Context& c) {
   return ok ? kExitOk : kExitUsage;
 }
 
-int cmd_plugins(const Context& c) {
+int cmd_plugins(const std::string& format, const Context& c) {
+  if (format == "json") {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& p : c.services.plugins)
+      list.push_back({{"name", p.name}, {"description", p.description}});
+    c.out << list.dump(2) << "\n";
+    return kExitOk;
+  }
   std::vector<std::vector<std::string>> rows{{"plugin", "description"}};
   for (const auto& p : c.services.plugins) rows.push_back({p.name, p.description});
   c.out << format_table(rows, false);

@@ -416,6 +416,22 @@ TEST_F(CliTest, PluginsListsTheRegistry) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("perf_env"));
   EXPECT_THAT(r.out, HasSubstr("preemption"));
+  CommandResult as_json = run({"plugins", "--format", "json"});
+  EXPECT_EQ(as_json.exit_code, 0) << as_json.err;
+  auto list = nlohmann::json::parse(as_json.out);
+  ASSERT_TRUE(list.is_array());
+  bool perf_env = false;
+  for (const auto& p : list) perf_env = perf_env || p.at("name") == "perf_env";
+  EXPECT_TRUE(perf_env) << as_json.out;
+}
+
+TEST_F(CliTest, EmptyListSaysSoAndHelpTypesGpuCountsAsNumbers) {
+  CommandResult list = run({"list"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/empty-state"}});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("no jobs in the registry yet"));
+  CommandResult help = run({"--help"});
+  EXPECT_THAT(help.out, HasSubstr("-ng, --num-gpus N"));
+  EXPECT_THAT(help.out, HasSubstr("-gn, --gpus-per-node N"));
 }
 
 TEST_F(CliTest, ExamplesValidate) {
