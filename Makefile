@@ -59,7 +59,7 @@ CLANG_BUILD_DIR ?= build-clang
 ASAN_BUILD_DIR ?= $(CLANG_BUILD_DIR)
 FUZZ_BUILD_DIR ?= $(CLANG_BUILD_DIR)
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render
+FUZZ_TARGETS ?= fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render fuzz_slurm_template fuzz_scheduler_output fuzz_registry_entry
 CLANG_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
                      -DBRIDGE_SANITIZE=ON -DBRIDGE_FUZZ=ON -DBRIDGE_WERROR=ON \
                      -DBRIDGE_BUILD_BENCH=OFF

@@ -26,6 +26,24 @@ int64_t int_at(const json& j, const json::json_pointer& p) {
   return v.is_number_integer() ? v.get<int64_t>() : 0;
 }
 
+// kubectl's JSON is read defensively: a field of an unexpected type reads as absent (the
+// `value()` accessor would throw), and counts are bounded (a huge or negative number is
+// nonsense for a pod count and must not overflow a sum).
+std::string field(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int64_t count_field(const json& obj, const char* key) {
+  constexpr int64_t kMaxCount = 1'000'000'000;
+  if (!obj.is_object()) return 0;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return 0;
+  if (it->is_number_unsigned()) return std::min<uint64_t>(it->get<uint64_t>(), kMaxCount);
+  return std::clamp<int64_t>(it->get<int64_t>(), 0, kMaxCount);
+}
+
 std::optional<int64_t> parse_int(const std::string& s) {
   if (s.empty() || s.size() > 18) return std::nullopt;
   int64_t v = 0;
@@ -64,8 +82,8 @@ std::optional<Condition> true_condition(const json& obj, const std::string& type
   const json::json_pointer p("/status/conditions");
   if (!obj.contains(p) || !obj.at(p).is_array()) return std::nullopt;
   for (const auto& c : obj.at(p)) {
-    if (!c.is_object() || c.value("type", "") != type || c.value("status", "") != "True") continue;
-    return Condition{c.value("reason", ""), c.value("message", "")};
+    if (field(c, "type") != type || field(c, "status") != "True") continue;
+    return Condition{field(c, "reason"), field(c, "message")};
   }
   return std::nullopt;
 }
@@ -78,7 +96,7 @@ std::string describe(const std::string& word, const Condition& c) {
   return d;
 }
 
-std::string kind_of(const json& obj) { return obj.is_object() ? obj.value("kind", "") : ""; }
+std::string kind_of(const json& obj) { return field(obj, "kind"); }
 std::string name_of(const json& obj) { return str_at(obj, json::json_pointer("/metadata/name")); }
 
 }  // namespace
@@ -131,8 +149,9 @@ JobStatus jobset_status(const json& js) {
     const json::json_pointer p("/status/replicatedJobsStatus");
     if (js.contains(p) && js.at(p).is_array())
       for (const auto& r : js.at(p)) {
-        ready += r.is_object() ? r.value("ready", int64_t{0}) : 0;
-        active += r.is_object() ? r.value("active", int64_t{0}) : 0;
+        // Each term is at most 10^9, so even a list of millions cannot overflow.
+        ready += count_field(r, "ready");
+        active += count_field(r, "active");
       }
     if (terminal == "Completed") {
       st.state = JobState::kSucceeded;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "launcher/utf8.h"
+
 namespace bridge {
 
 void TemplateData::set(const std::string& name, std::string text) {
@@ -209,11 +211,23 @@ class Parser {
   int line_ = 1;
 };
 
+// Bounds on one rendering: nested list sections multiply (22 nested sections over a
+// 3-item list are 3^22 passes), so the work and the output are capped, and a template that
+// reaches a cap is an error instead of a hang. A real sbatch script is a few KiB.
+constexpr size_t kMaxRenderSteps = 1'000'000;
+constexpr size_t kMaxRenderedBytes = 16 << 20;
+
 class Renderer {
  public:
   bool render(const std::vector<Node>& nodes, std::vector<const TemplateData*>& stack,
               std::string& out, TemplateError& error) {
     for (const Node& n : nodes) {
+      if (++steps_ > kMaxRenderSteps || out.size() > kMaxRenderedBytes) {
+        error = {n.line, fmt::format("the template does more than {} steps or writes more than "
+                                     "{} MiB (nested list sections multiply)",
+                                     kMaxRenderSteps, kMaxRenderedBytes >> 20)};
+        return false;
+      }
       if (n.kind == Node::Kind::kText) {
         out += n.text;
         continue;
@@ -261,6 +275,8 @@ class Renderer {
       if (const auto* v = (*it)->find(name)) return v;
     return nullptr;
   }
+
+  size_t steps_ = 0;
 };
 
 }  // namespace
@@ -270,15 +286,18 @@ std::optional<std::string> render_template(const std::string& text, const Templa
   std::vector<Node> tree;
   TemplateError error;
   if (!Parser(text).parse(tree, error)) {
+    // Messages quote tag names from the template: escaped, since it may hold any bytes.
     diags.error("template-syntax", "executor.slurm.template", {},
-                fmt::format("template {} line {}: {}", template_name, error.line, error.message));
+                fmt::format("template {} line {}: {}", printable_text(template_name, 200),
+                            error.line, printable_text(error.message, 300)));
     return std::nullopt;
   }
   std::string out;
   std::vector<const TemplateData*> stack{&data};
   if (!Renderer().render(tree, stack, out, error)) {
     diags.error("template-render", "executor.slurm.template", {},
-                fmt::format("template {} line {}: {}", template_name, error.line, error.message),
+                fmt::format("template {} line {}: {}", printable_text(template_name, 200),
+                            error.line, printable_text(error.message, 300)),
                 "the variables a template can use are listed in docs/executors/slurm.md");
     return std::nullopt;
   }

@@ -417,6 +417,25 @@ TEST(K8sExecutor, JobApiFailedAttemptStartsTheNextOne) {
   EXPECT_EQ(fake.with("patch").size(), 1u);
 }
 
+// Found by fuzz_scheduler_output: kubectl JSON with fields of unexpected types or absurd
+// counts reads as absent or bounded, never as an exception or undefined behaviour.
+TEST(K8sStatus, FieldsOfAnotherTypeAndHugeCountsAreSafe) {
+  auto items = parse_kubectl_items(R"({"items": [
+    {"kind": 1, "metadata": {"name": "x"}},
+    {"kind": "JobSet", "metadata": {"name": "y"}, "status": {
+      "conditions": [{"type": 1, "status": true, "reason": [], "message": {}}],
+      "replicatedJobsStatus": [{"ready": "1", "active": 1e300},
+                               {"ready": 9223372036854775807, "active": 9223372036854775807},
+                               {"ready": 9223372036854775807, "active": -5}]}}]})",
+                                   nullptr);
+  ASSERT_TRUE(items.has_value());
+  for (const auto& item : *items) {
+    EXPECT_NO_THROW((void)jobset_status(item));
+    EXPECT_NO_THROW((void)job_status(item));
+  }
+  EXPECT_EQ(jobset_status((*items)[1]).state, JobState::kRunning);
+}
+
 TEST(K8sStatus, PureMappings) {
   EXPECT_EQ(jobset_status(jobset("a", "[]")).state, JobState::kPending);
   EXPECT_EQ(jobset_status(jobset("a", "[]", R"(,"terminalState":"Completed")")).state,

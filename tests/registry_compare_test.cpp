@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "launcher/compare.h"
+#include "launcher/jobs/job_record.h"
 #include "launcher/jobs/registry.h"
 #include "test_util.h"
 
@@ -191,6 +192,15 @@ TEST_F(RegistryTest, UnwritableRegistryIsAnErrorNotACrash) {
   Diagnostics diags;
   EXPECT_FALSE(reg.put(record("x", "2026"), diags));
   EXPECT_TRUE(diags.has_code("registry-write"));
+}
+
+// Found by fuzz_registry_entry: a field of another type is a damaged entry (skipped with a
+// warning by `list`), never an exception.
+TEST(RegistryEntries, FieldsOfAnotherTypeAreADamagedEntryNotACrash) {
+  EXPECT_FALSE(job_record_from_json(nlohmann::json::parse(R"({"format": 1})")).has_value());
+  EXPECT_FALSE(
+      job_record_from_json(nlohmann::json::parse(R"({"format": "bridge-launch-job/1", "id": 7})"))
+          .has_value());
 }
 
 TEST(RegistryIds, NewIdsAreSafeAndDistinct) {

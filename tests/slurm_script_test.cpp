@@ -473,6 +473,26 @@ std::string tmpl(const std::string& text, const TemplateData& data, Diagnostics&
 
 // 50 000 nested sections overflowed the stack (rendering recurses per level): nesting is
 // bounded at parse time, with an error naming the line.
+// Found by fuzz_slurm_template: nested list sections multiply (3 items, 22 levels: 3^22
+// passes); the renderer stops with an error instead of hanging. And tag names are quoted
+// escaped in messages (a tag may hold any bytes).
+TEST(SlurmTemplate, ListBombsStopAndTagNamesAreEscapedInErrors) {
+  TemplateData d;
+  for (const char* item : {"a", "b", "c"}) d.add_text_item("xs", item);
+  std::string bomb;
+  for (int i = 0; i < 22; ++i) bomb += "{{#xs}}";
+  bomb += "{{.}}";
+  for (int i = 0; i < 22; ++i) bomb += "{{/xs}}";
+  Diagnostics diags;
+  EXPECT_EQ(tmpl(bomb, d, diags), "<error>");
+  EXPECT_TRUE(diags.has_code("template-render"));
+  EXPECT_NE(diags.items().back().message.find("more than 1000000 steps"), std::string::npos);
+  Diagnostics raw;
+  EXPECT_EQ(tmpl("{{bad\x1b[31m\xff}}", d, raw), "<error>");
+  EXPECT_NE(raw.items().back().message.find("bad\\x1b[31m\\xff"), std::string::npos)
+      << raw.items().back().message;
+}
+
 TEST(SlurmTemplate, DeeplyNestedSectionsAreAnErrorNotACrash) {
   TemplateData d;
   d.set_bool("a", true);

@@ -52,7 +52,12 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r) {
 }
 
 std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
-  if (!j.is_object() || j.value("format", "") != "bridge-launch-job/1") return std::nullopt;
+  // Every field is type-checked before use: an entry is a file a user (or a bad disk) may
+  // have changed, and `value()` throws on a field of another type.
+  if (!j.is_object()) return std::nullopt;
+  auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "bridge-launch-job/1")
+    return std::nullopt;
   auto str = [&](const char* k) -> std::optional<std::string> {
     auto it = j.find(k);
     if (it == j.end() || !it->is_string()) return std::nullopt;

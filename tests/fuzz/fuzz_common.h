@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "launcher/diagnostics.h"
 #include "launcher/plan/plan_output.h"
+#include "launcher/utf8.h"
 
 namespace bridge::fuzz {
 
@@ -25,6 +27,17 @@ inline void render_diagnostics(const Diagnostics& diags) {
     (void)format_diagnostic(d, false);
   }
   (void)diagnostics_to_json(diags).dump(2);
+}
+
+// True when `s` is safe to print on a terminal in the sense of printable_text
+// (launcher/utf8.h): well-formed UTF-8 without control characters (U+0000..U+001F, U+007F).
+inline bool is_printable_safe(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    Utf8Char c = decode_utf8(s, i);
+    if (!c.valid || c.code_point < 0x20 || c.code_point == 0x7F) return false;
+    i += c.length;
+  }
+  return true;
 }
 
 }  // namespace bridge::fuzz
