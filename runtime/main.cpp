@@ -1,4 +1,5 @@
-// bridge-probe: the built-in overlap runtime of bridge-launch (docs/probe.md describes what it checks and prints).
+// bridge-probe: the built-in overlap runtime of bridge-launch (docs/probe.md describes what it
+// checks and prints).
 //
 // Order of work on every rank: flags and identity, BRIDGE_EXPECTED_ENV and BRIDGE_EXPECTED_PLAN
 // parsing (and the optional --dump-env-dir), rendezvous into a ring, the collective env check,
