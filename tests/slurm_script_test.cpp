@@ -631,6 +631,9 @@ cluster: {gpu: h100, num_gpus: 6, gpus_per_node: 3}
     env["SLURM_JOB_NUM_NODES"] = "2";
     env["FAKE_SRUN_TASKS"] = "2";
     env["FAKE_OUT"] = out_dir;
+    // Each iteration is a requeue of job 4242 (a first attempt would refuse the files the
+    // previous iteration left: see SlurmProperty.AReusedJobIdDoesNotMixLogs).
+    env["SLURM_RESTART_COUNT"] = std::to_string(iteration);
     auto r = run_command({"/bin/bash", file}, env);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     for (int task = 0; task < 2; ++task) {
@@ -658,6 +661,37 @@ cluster: {gpu: h100, num_gpus: 6, gpus_per_node: 3}
   }
   // The script keeps a copy of itself in the job dir.
   EXPECT_TRUE(fs::exists(dir.path() + "/jobs/prop/4242/job.sbatch"));
+}
+
+// A controller whose state was reset hands out old job ids again: the first attempt of a
+// job that finds an earlier job's files in its directory stops instead of mixing logs; a
+// requeue of the same job (SLURM_RESTART_COUNT > 0) goes on.
+TEST(SlurmProperty, AReusedJobIdDoesNotMixLogs) {
+  TempDir dir;
+  write_fakes(dir.path() + "/bin");
+  Diagnostics diags;
+  Plan plan = make_plan(recipe("name: reuse\ncluster: {gpu: h100, num_gpus: 2, gpus_per_node: 2}\n",
+                               "runtime:\n  command: [/bin/true]\n  adapter: none\n"
+                               "executor:\n  slurm: {job_dir: " +
+                                   dir.path() + "/jobs}\n"),
+                        diags);
+  ASSERT_TRUE(plan.complete) << diag_text(diags);
+  std::string file = dir.write("job.sbatch", render(plan, diags));
+  std::map<std::string, std::string> env{
+      {"PATH", dir.path() + "/bin:" + std::string(std::getenv("PATH"))},
+      {"SLURM_JOB_ID", "9"},
+      {"SLURM_JOB_NODELIST", "nodeA"},
+      {"SLURM_JOB_NUM_NODES", "1"},
+      {"FAKE_SRUN_TASKS", "2"},
+      {"FAKE_OUT", dir.path()}};
+  auto first = run_command({"/bin/bash", file}, env);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto reused = run_command({"/bin/bash", file}, env);
+  EXPECT_EQ(reused.exit_code, 1);
+  EXPECT_THAT(reused.err, ::testing::HasSubstr("reused the id"));
+  env["SLURM_RESTART_COUNT"] = "1";
+  auto requeued = run_command({"/bin/bash", file}, env);
+  EXPECT_EQ(requeued.exit_code, 0) << requeued.out << requeued.err;
 }
 
 TEST(SlurmProperty, MissingSecretFailsTheJobEarly) {
