@@ -1,14 +1,47 @@
 // The only file that uses Boost.Process; its exceptions stop here.
 #include "launcher/command_runner.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 #include <csignal>
 #include <future>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern char** environ;  // POSIX
 
 namespace bridge {
 
 namespace bp = boost::process;
+
+namespace {
+
+// The inherited environment plus `extra` (which wins). Boost.Process 1.74 looks a name up by
+// comparing `NAME=` with std::equal against every entry, which reads past the end of an
+// entry shorter than that (AddressSanitizer: heap-buffer-overflow). So the environment is
+// built from an empty one, longest entries first: every entry present is then at least as
+// long as the `NAME=` of each entry added after it, and no comparison leaves its entry.
+bp::environment child_environment(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  for (const auto& [name, value] : extra) vars[name] = value;
+  std::vector<std::pair<std::string, std::string>> longest_first(vars.begin(), vars.end());
+  std::stable_sort(longest_first.begin(), longest_first.end(), [](const auto& a, const auto& b) {
+    return a.first.size() + a.second.size() > b.first.size() + b.second.size();
+  });
+  bp::environment env;
+  for (const auto& [name, value] : longest_first) env[name] = value;
+  return env;
+}
+
+}  // namespace
 
 CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
   CommandResult result;
@@ -26,8 +59,7 @@ CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
       result.err = spec.argv[0] + ": command not found";
       return result;
     }
-    bp::environment env = boost::this_process::environment();
-    for (const auto& [k, v] : spec.extra_env) env[k] = v;
+    bp::environment env = child_environment(spec.extra_env);
     std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
     boost::asio::io_context io;
     std::future<std::string> out, err;
