@@ -69,20 +69,23 @@ std::string shown(const YamlNode& n) {
   return n.kind_name();
 }
 
-// Collects the keys of the schema reference the first time the loader runs in "describe"
-// mode; see recipe_key_reference().
-std::vector<RecipeKeyDoc>* g_reference = nullptr;
-
 // Reads one mapping section; remembers which keys the schema knows so that finish() can
 // reject the rest with a suggestion.
 class MapReader {
  public:
-  MapReader(const YamlNode* node, std::string path, Diagnostics& diags)
-      : node_(node), path_(std::move(path)), diags_(diags) {}
+  // `reference`, when set, collects every key the schema reads (recipe_key_reference()).
+  MapReader(const YamlNode* node, std::string path, Diagnostics& diags,
+            std::vector<RecipeKeyDoc>* reference = nullptr)
+      : node_(node), path_(std::move(path)), diags_(diags), reference_(reference) {}
+
+  // A reader for a nested section; it reports to the same diagnostics and reference.
+  MapReader child(const YamlNode* node, std::string path) const {
+    return MapReader(node, std::move(path), diags_, reference_);
+  }
 
   const YamlNode* lookup(std::string_view key, const char* type) {
     known_.emplace_back(key);
-    if (g_reference) g_reference->push_back({join(key), type});
+    if (reference_) reference_->push_back({join(key), type});
     if (!node_ || !node_->is_map()) return nullptr;
     const YamlNode* v = node_->find(key);
     return (v && !v->is_null()) ? v : nullptr;
@@ -237,6 +240,7 @@ class MapReader {
   const YamlNode* node_;
   std::string path_;
   Diagnostics& diags_;
+  std::vector<RecipeKeyDoc>* reference_;
   std::vector<std::string> known_;
 };
 
@@ -246,7 +250,7 @@ constexpr int64_t kMaxRetries = 1000;
 constexpr int64_t kMaxSeconds = int64_t{366} * 24 * 3600;  // a year
 
 void read_cluster(MapReader& top, ClusterSpec& c) {
-  MapReader r(top.section("cluster"), "cluster", top.diags());
+  MapReader r = top.child(top.section("cluster"), "cluster");
   r.read("gpu", c.gpu);
   r.read_enum("gpu_arch", c.gpu_arch, {"ampere", "hopper", "blackwell", "rubin"});
   r.read("num_gpus", c.num_gpus, 1);
@@ -255,7 +259,7 @@ void read_cluster(MapReader& top, ClusterSpec& c) {
 }
 
 void read_model(MapReader& top, ModelSpec& m) {
-  MapReader r(top.section("model"), "model", top.diags());
+  MapReader r = top.child(top.section("model"), "model");
   r.read("family", m.family);
   r.read("recipe", m.recipe);
   r.read("seq_length", m.seq_length, 1);
@@ -313,7 +317,7 @@ bool is_env_like_overlap_key(const std::string& k) {
 }
 
 void read_comm_overlap(MapReader& top, CommOverlapSpec& c) {
-  MapReader r(top.section("comm_overlap"), "comm_overlap", top.diags());
+  MapReader r = top.child(top.section("comm_overlap"), "comm_overlap");
   r.read("tp_comm_overlap", c.tp_comm_overlap);
   r.read_node("tp_comm_overlap_cfg", c.tp_comm_overlap_cfg, "preset name or per-layer mapping");
   r.read("tp_comm_bootstrap_backend", c.tp_comm_bootstrap_backend);
@@ -346,7 +350,7 @@ void read_comm_overlap(MapReader& top, CommOverlapSpec& c) {
 }
 
 void read_ddp(MapReader& top, DdpSpec& d) {
-  MapReader r(top.section("ddp"), "ddp", top.diags());
+  MapReader r = top.child(top.section("ddp"), "ddp");
   r.read("use_distributed_optimizer", d.use_distributed_optimizer);
   r.read("overlap_grad_reduce", d.overlap_grad_reduce);
   r.read("overlap_param_gather", d.overlap_param_gather);
@@ -370,19 +374,19 @@ void read_ddp(MapReader& top, DdpSpec& d) {
 
 void read_small_sections(MapReader& top, Recipe& rec) {
   {
-    MapReader r(top.section("optimizer"), "optimizer", top.diags());
+    MapReader r = top.child(top.section("optimizer"), "optimizer");
     r.read("overlap_param_gather_with_optimizer_step",
            rec.optimizer.overlap_param_gather_with_optimizer_step);
     r.finish();
   }
   {
-    MapReader r(top.section("mixed_precision"), "mixed_precision", top.diags());
+    MapReader r = top.child(top.section("mixed_precision"), "mixed_precision");
     r.read("grad_reduce_in_fp32", rec.mixed_precision.grad_reduce_in_fp32);
     r.read("fp8_param_gather", rec.mixed_precision.fp8_param_gather);
     r.finish();
   }
   {
-    MapReader r(top.section("train"), "train", top.diags());
+    MapReader r = top.child(top.section("train"), "train");
     r.read("global_batch_size", rec.train.global_batch_size, 1);
     r.read("micro_batch_size", rec.train.micro_batch_size, 1);
     r.read("max_steps", rec.train.max_steps, 1);
@@ -392,7 +396,7 @@ void read_small_sections(MapReader& top, Recipe& rec) {
 }
 
 void read_runtime(MapReader& top, RuntimeSpec& rt) {
-  MapReader r(top.section("runtime"), "runtime", top.diags());
+  MapReader r = top.child(top.section("runtime"), "runtime");
   r.read_enum("launcher", rt.launcher, {"srun", "torchrun", "direct"});
   r.read_enum("adapter", rt.adapter, {"megatron_bridge", "hydra", "probe", "none"});
   r.read("command", rt.command);
@@ -454,7 +458,7 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
     if (e.value.is_scalar()) {
       entry.value = e.value.scalar;
     } else if (e.value.is_map()) {
-      MapReader r(&e.value, path, top.diags());
+      MapReader r = top.child(&e.value, path);
       Field<std::string> value;
       Field<bool> secret, expand;
       r.read("value", value);
@@ -481,10 +485,10 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
 }
 
 void read_executor(MapReader& top, ExecutorSpec& x) {
-  MapReader r(top.section("executor"), "executor", top.diags());
+  MapReader r = top.child(top.section("executor"), "executor");
   r.read_enum("default", x.default_executor, executor_names());
   {
-    MapReader l(r.section("local"), "executor.local", top.diags());
+    MapReader l = top.child(r.section("local"), "executor.local");
     l.read("job_dir", x.local.job_dir);
     // Seconds; bounded so that the conversion to a deadline cannot overflow (a timeout of
     // 9223372037 s once stopped the job at once).
@@ -493,7 +497,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     l.finish();
   }
   {
-    MapReader s(r.section("slurm"), "executor.slurm", top.diags());
+    MapReader s = top.child(r.section("slurm"), "executor.slurm");
     auto& sl = x.slurm;
     s.read("account", sl.account);
     s.read("partition", sl.partition);
@@ -511,7 +515,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.finish();
   }
   {
-    MapReader k(r.section("kubernetes"), "executor.kubernetes", top.diags());
+    MapReader k = top.child(r.section("kubernetes"), "executor.kubernetes");
     auto& ku = x.kubernetes;
     k.read("namespace", ku.namespace_);
     k.read("context", ku.context);
@@ -537,8 +541,11 @@ const std::vector<std::string>& recipe_sections() {
   return kSections;
 }
 
-std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
-                                  Diagnostics& diags) {
+namespace {
+
+// read_recipe, optionally collecting the schema's keys into `reference`.
+std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& file,
+                                       Diagnostics& diags, std::vector<RecipeKeyDoc>* reference) {
   size_t errors_before = diags.count(Severity::kError);
   if (root.is_null()) {
     diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe is empty",
@@ -553,7 +560,7 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
   }
   Recipe rec;
   rec.file = file;
-  MapReader top(&root, "", diags);
+  MapReader top(&root, "", diags, reference);
   top.read("name", rec.name);
   top.read("description", rec.description);
   read_cluster(top, rec.cluster);
@@ -581,6 +588,13 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
                 "use a shorter name; `description` can hold the rest");
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
   return rec;
+}
+
+}  // namespace
+
+std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
+                                  Diagnostics& diags) {
+  return read_recipe_into(root, file, diags, nullptr);
 }
 
 void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
@@ -760,7 +774,6 @@ std::map<std::string, std::string> flatten_recipe_inputs(
 
 std::vector<RecipeKeyDoc> recipe_key_reference() {
   std::vector<RecipeKeyDoc> ref;
-  g_reference = &ref;
   Diagnostics ignored;
   YamlNode empty;
   empty.kind = YamlNode::Kind::kMap;
@@ -774,8 +787,7 @@ std::vector<RecipeKeyDoc> recipe_key_reference() {
         section.entries.push_back(YamlEntry{x, {}, empty});
     empty.entries.push_back(YamlEntry{s, {}, section});
   }
-  read_recipe(empty, "<reference>", ignored);
-  g_reference = nullptr;
+  read_recipe_into(empty, "<reference>", ignored, &ref);
   ref.erase(std::remove_if(ref.begin(), ref.end(),
                            [](const RecipeKeyDoc& d) { return d.type == "section"; }),
             ref.end());
