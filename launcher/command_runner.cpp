@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-extern char** environ;  // POSIX
+#include "launcher/host_env.h"
 
 namespace bridge {
 
@@ -26,11 +26,7 @@ namespace {
 // long as the `NAME=` of each entry added after it, and no comparison leaves its entry.
 bp::environment child_environment(const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> vars;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string entry(*e);
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos && eq > 0) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
+  for (auto& [name, value] : ProcessEnvironment().all()) vars.emplace(name, value);
   for (const auto& [name, value] : extra) vars[name] = value;
   std::vector<std::pair<std::string, std::string>> longest_first(vars.begin(), vars.end());
   std::stable_sort(longest_first.begin(), longest_first.end(), [](const auto& a, const auto& b) {
