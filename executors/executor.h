@@ -82,6 +82,24 @@ class PreparedJob {
   std::string dry_run_text_;  // exactly what --dry-run prints; never a secret value
 };
 
+// A PreparedJob whose submit calls back into the executor that rendered it, with what the
+// render bound (the plan, the identity, the rendered artifacts). Every executor uses it.
+class BoundJob : public PreparedJob {
+ public:
+  using SubmitFn = std::function<SubmitResult(const SubmitOptions&, std::ostream&, Diagnostics&,
+                                              const OnAccepted&)>;
+  BoundJob(std::string dry_run_text, SubmitFn submit) : submit_(std::move(submit)) {
+    dry_run_text_ = std::move(dry_run_text);
+  }
+  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
+                      const OnAccepted& on_accepted) const override {
+    return submit_(options, out, diags, on_accepted);
+  }
+
+ private:
+  SubmitFn submit_;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;

@@ -190,30 +190,6 @@ struct LogCursor {
   std::multiset<std::string> at;  // lines printed with exactly that timestamp
 };
 
-class KubernetesExecutor;
-
-// The rendered Kubernetes job: the manifests as shown (secrets redacted; what --dry-run
-// prints) and as applied (real secret values; never printed or stored).
-class KubernetesJob : public PreparedJob {
- public:
-  KubernetesJob(const KubernetesExecutor& executor, const Plan& plan, K8sManifests shown,
-                std::string applied_yaml)
-      : executor_(executor),
-        plan_(plan),
-        shown_(std::move(shown)),
-        applied_yaml_(std::move(applied_yaml)) {
-    dry_run_text_ = shown_.yaml;
-  }
-  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
-                      const OnAccepted& on_accepted) const override;
-
- private:
-  const KubernetesExecutor& executor_;
-  const Plan& plan_;
-  K8sManifests shown_;
-  std::string applied_yaml_;
-};
-
 class KubernetesExecutor : public Executor {
  public:
   explicit KubernetesExecutor(const ExecutorServices& services) : services_(services) {}
@@ -228,8 +204,15 @@ class KubernetesExecutor : public Executor {
     Diagnostics same_checks;  // the render above already reported them
     auto applied = render_k8s_manifests(plan, opts, same_checks);
     if (!applied) return nullptr;
-    return std::make_unique<KubernetesJob>(*this, plan, std::move(*shown),
-                                           std::move(applied->yaml));
+    std::string text = shown->yaml;
+    // The applied text (real secret values) lives only in the closure, never in the output.
+    return std::make_unique<BoundJob>(
+        std::move(text),
+        [this, &plan, manifests = std::move(*shown), applied_yaml = std::move(applied->yaml)](
+            const SubmitOptions&, std::ostream&, Diagnostics& submit_diags,
+            const OnAccepted& accepted) {
+          return apply(plan, manifests, applied_yaml, submit_diags, accepted);
+        });
   }
 
   SubmitResult apply(const Plan& plan, const K8sManifests& shown, const std::string& applied_yaml,
@@ -519,11 +502,6 @@ class KubernetesExecutor : public Executor {
 
   ExecutorServices services_;
 };
-
-SubmitResult KubernetesJob::submit(const SubmitOptions&, std::ostream&, Diagnostics& diags,
-                                   const OnAccepted& on_accepted) const {
-  return executor_.apply(plan_, shown_, applied_yaml_, diags, on_accepted);
-}
 
 }  // namespace
 

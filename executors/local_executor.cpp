@@ -140,25 +140,6 @@ bool launcher_alive(const std::string& pid_text, const std::string& job_dir) {
 // node's GPU count, and below the usual 1024-descriptor limit.
 constexpr int64_t kMaxLocalRanks = 256;
 
-class LocalExecutor;
-
-// The rendered local job: the description --dry-run prints; submit starts the ranks.
-class LocalJob : public PreparedJob {
- public:
-  LocalJob(const LocalExecutor& executor, const Plan& plan, SubmissionIdentity identity,
-           std::string text)
-      : executor_(executor), plan_(plan), identity_(std::move(identity)) {
-    dry_run_text_ = std::move(text);
-  }
-  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
-                      const OnAccepted& on_accepted) const override;
-
- private:
-  const LocalExecutor& executor_;
-  const Plan& plan_;
-  SubmissionIdentity identity_;
-};
-
 class LocalExecutor : public Executor {
  public:
   explicit LocalExecutor(const ExecutorServices& services) : services_(services) {}
@@ -205,7 +186,12 @@ class LocalExecutor : public Executor {
         text += "\n  command:" + cmd + "\n";
       }
     }
-    return std::make_unique<LocalJob>(*this, plan, identity, std::move(text));
+    return std::make_unique<BoundJob>(
+        std::move(text),
+        [this, &plan, identity](const SubmitOptions& options, std::ostream& out,
+                                Diagnostics& submit_diags, const OnAccepted& accepted) {
+          return run(plan, identity, options, out, submit_diags, accepted);
+        });
   }
 
   SubmitResult run(const Plan& plan, const SubmissionIdentity& identity,
@@ -401,11 +387,6 @@ class LocalExecutor : public Executor {
 
   ExecutorServices services_;
 };
-
-SubmitResult LocalJob::submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
-                              const OnAccepted& on_accepted) const {
-  return executor_.run(plan_, identity_, options, out, diags, on_accepted);
-}
 
 }  // namespace
 

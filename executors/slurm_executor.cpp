@@ -144,25 +144,6 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
   }
 }
 
-class SlurmExecutor;
-
-// The rendered Slurm job: the sbatch script (what --dry-run prints); submit pipes it to sbatch.
-class SlurmJob : public PreparedJob {
- public:
-  SlurmJob(const SlurmExecutor& executor, const Plan& plan, SubmissionIdentity identity,
-           std::string script)
-      : executor_(executor), plan_(plan), identity_(std::move(identity)) {
-    dry_run_text_ = std::move(script);
-  }
-  SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
-                      const OnAccepted& on_accepted) const override;
-
- private:
-  const SlurmExecutor& executor_;
-  const Plan& plan_;
-  SubmissionIdentity identity_;
-};
-
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(const ExecutorServices& services, SlurmRetryPolicy policy)
@@ -176,7 +157,13 @@ class SlurmExecutor : public Executor {
     options.probe_dir = services_.probe_dir;
     auto script = render_sbatch_script(plan, options, diags);
     if (!script) return nullptr;
-    return std::make_unique<SlurmJob>(*this, plan, identity, std::move(script->text));
+    std::string text = script->text;
+    return std::make_unique<BoundJob>(
+        std::move(text), [this, &plan, identity, sbatch = std::move(script->text)](
+                             const SubmitOptions&, std::ostream&, Diagnostics& submit_diags,
+                             const OnAccepted& accepted) {
+          return submit_script(plan, identity, sbatch, submit_diags, accepted);
+        });
   }
 
   // Never waits: with --wait the CLI follows the job through status() (the same for every
@@ -455,11 +442,6 @@ class SlurmExecutor : public Executor {
   // Once sacct said "accounting storage is disabled", status stops asking it.
   mutable std::atomic<bool> accounting_disabled_{false};
 };
-
-SubmitResult SlurmJob::submit(const SubmitOptions&, std::ostream&, Diagnostics& diags,
-                              const OnAccepted& on_accepted) const {
-  return executor_.submit_script(plan_, identity_, dry_run_text_, diags, on_accepted);
-}
 
 }  // namespace
 
