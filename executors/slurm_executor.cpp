@@ -83,6 +83,16 @@ int number_in(const std::string& filename, const std::string& prefix) {
   return parse_decimal<int>(digits).value_or(-1);
 }
 
+// sbatch's own output file (--output/--error, `slurm-<id><suffix>`): in the submission's
+// directory; older records kept it one level up, next to a directory named after the Slurm id.
+std::optional<fs::path> batch_file(const JobRecord& job, const char* suffix) {
+  std::string name = fmt::format("slurm-{}{}", job.scheduler_id, suffix);
+  std::error_code ec;
+  for (const fs::path& dir : {fs::path(job.job_dir), fs::path(job.job_dir).parent_path()})
+    if (fs::exists(dir / name, ec)) return dir / name;
+  return std::nullopt;
+}
+
 // The files of `job` to show: one rank's (or its node's, under torchrun) or all of them.
 std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank) {
   fs::path dir(job.job_dir);
@@ -108,11 +118,8 @@ std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank
   }
   for (auto& [n, p] : ranks) out.emplace_back(fmt::format("rank {}", n), p);
   for (auto& [n, p] : nodes) out.emplace_back(fmt::format("node {}", n), p);
-  fs::path base = dir.parent_path();
-  for (auto [suffix, label] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}}) {
-    fs::path p = base / fmt::format("slurm-{}{}", job.scheduler_id, suffix);
-    if (fs::exists(p, ec)) out.emplace_back(label, p);
-  }
+  for (auto [suffix, label] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}})
+    if (auto p = batch_file(job, suffix)) out.emplace_back(label, *p);
   return out;
 }
 
@@ -120,9 +127,9 @@ std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank
 // "srun: error: node1: task 3: Exited with exit code 17" -> "rank 3 exited with code 17".
 // Under torchrun a task is a node. Adds it to `st` (detail, exit code) when found.
 void add_failing_task(const JobRecord& job, JobStatus& st) {
-  fs::path err =
-      fs::path(job.job_dir).parent_path() / fmt::format("slurm-{}.err", job.scheduler_id);
-  std::ifstream in(err);
+  auto err = batch_file(job, ".err");
+  if (!err) return;
+  std::ifstream in(*err);
   static const std::regex kTask(R"(srun: error: \S+: task (\d+): (.*))");
   static const std::regex kExit(R"(Exited with exit code (\d+))");
   std::error_code ec;
@@ -149,12 +156,13 @@ class SlurmExecutor : public Executor {
   SlurmExecutor(const ExecutorServices& services, SlurmRetryPolicy policy)
       : services_(services), slurm_(services.runner, services.sleeper, policy) {}
 
-  // The script itself does not use the identity (its files are named after Slurm's id, %j);
-  // submit tags the job with it (--comment) to find a job that a lost answer did create.
+  // The identity names the job's directory (<job_dir>/<id>/) and tags the job (--comment), to
+  // find a job that a lost answer did create.
   std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
                                       Diagnostics& diags) const override {
     SlurmRenderOptions options;
     options.probe_dir = services_.probe_dir;
+    options.submission_id = identity.job_id;
     auto script = render_sbatch_script(plan, options, diags);
     if (!script) return nullptr;
     std::string text = script->text;
@@ -177,14 +185,15 @@ class SlurmExecutor : public Executor {
     for (const auto& v : plan.env.vars)
       if (v.secret) secrets[v.name] = v.value;
 
-    // sbatch opens slurm-<id>.out/.err in the job's base dir before the script runs.
-    std::vector<fs::path> created = missing_dirs(plan.job_dir);
+    // sbatch opens slurm-<id>.out/.err in the submission's directory before the script runs.
+    std::string files_dir = slurm_submission_dir(plan, identity.job_id);
+    std::vector<fs::path> created = missing_dirs(files_dir);
     std::error_code ec;
-    fs::create_directories(plan.job_dir, ec);
+    fs::create_directories(files_dir, ec);
     if (ec) {
       diags.error("slurm-job-dir", "executor.slurm.job_dir",
                   plan.recipe->executor.slurm.job_dir.loc,
-                  fmt::format("cannot create job dir {}: {}", plan.job_dir, ec.message()),
+                  fmt::format("cannot create job dir {}: {}", files_dir, ec.message()),
                   "set executor.slurm.job_dir to a writable directory on the shared file system");
       return result;
     }
@@ -227,7 +236,7 @@ class SlurmExecutor : public Executor {
     result.exit_code = 0;
     result.accepted = true;
     result.scheduler_id = *id;
-    result.job_dir = plan.job_dir + "/" + *id;
+    result.job_dir = files_dir;
     result.final_state = JobState::kPending;
     result.state_detail = "submitted";
     if (on_accepted) on_accepted(result);

@@ -222,8 +222,9 @@ int64_t retries(const Plan& plan, Diagnostics& diags) {
   return effective_retries(plan);
 }
 
-std::vector<std::string> directives(const Plan& plan, bool per_node, int64_t n_retries,
-                                    const std::vector<std::string>& secrets, Checker& check) {
+std::vector<std::string> directives(const Plan& plan, const std::string& files_dir, bool per_node,
+                                    int64_t n_retries, const std::vector<std::string>& secrets,
+                                    Checker& check) {
   const Recipe& r = *plan.recipe;
   const SlurmExecutorSpec& s = r.executor.slurm;
   const Topology& t = *plan.topology;
@@ -244,8 +245,8 @@ std::vector<std::string> directives(const Plan& plan, bool per_node, int64_t n_r
   opt("qos", s.qos, "qos");
   if (s.exclusive.get_or(false)) d.push_back("--exclusive");
   opt("mem", s.mem, "mem");
-  d.push_back("--output=" + directive_value(plan.job_dir + "/slurm-%j.out"));
-  d.push_back("--error=" + directive_value(plan.job_dir + "/slurm-%j.err"));
+  d.push_back("--output=" + directive_value(files_dir + "/slurm-%j.out"));
+  d.push_back("--error=" + directive_value(files_dir + "/slurm-%j.err"));
   d.push_back("--open-mode=append");
   if (plan.executor_changes.preempt_signal_seconds)
     d.push_back(fmt::format("--signal=TERM@{}", *plan.executor_changes.preempt_signal_seconds));
@@ -289,6 +290,14 @@ std::string slurm_job_name(const std::string& name) {
     out += keep ? c : '_';
   }
   return out.empty() ? "bridge-job" : out;
+}
+
+std::string slurm_submission_dir(const Plan& plan, const std::string& submission_id) {
+  std::string id = submission_id;
+  if (id.empty())
+    id = (plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job") + "-dry-run";
+  // Registry ids are already [A-Za-z0-9-]; the dry-run id holds the raw recipe name.
+  return plan.job_dir + "/" + slurm_job_name(id);
 }
 
 int slurm_master_port(long long job_id) {
@@ -336,6 +345,9 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
   // anywhere, and a job dir may hold blanks, `$(...)` or a newline.
   data.set("job_dir", shell_quote(plan.job_dir));
   data.set("job_dir_q", shell_quote(plan.job_dir));
+  std::string files_dir = slurm_submission_dir(plan, options.submission_id);
+  data.set("submission_dir", shell_quote(files_dir));
+  data.set("submission_dir_q", shell_quote(files_dir));
   data.set("master_port_base", std::to_string(kMasterPortBase));
   data.set("master_port_span", std::to_string(kMasterPortSpan));
 
@@ -372,7 +384,7 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
   for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "BRIDGE_JOB_DIR"}) env_names.push_back(v);
 
   int64_t n_retries = retries(plan, diags);
-  for (auto& d : directives(plan, per_node, n_retries, secrets, check))
+  for (auto& d : directives(plan, files_dir, per_node, n_retries, secrets, check))
     data.add_text_item("directives", std::move(d));
 
   data.ensure_list("setup_steps");

@@ -30,6 +30,10 @@ struct SlurmRenderOptions {
   // Directory holding the bridge-probe to run: a runtime command `bridge-probe` (no slash) is
   // rendered as `<probe_dir>/bridge-probe`. "" leaves the name to the PATH of the ranks.
   std::string probe_dir;
+  // The registry's job id of this submission (unique by construction): the job's files go to
+  // <job_dir>/<submission_id>/, so two submissions never share a directory, not even when a
+  // reset controller hands out a Slurm id again. "" renders the dry-run id `<name>-dry-run`.
+  std::string submission_id;
 };
 
 struct SbatchScript {
@@ -53,6 +57,10 @@ std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
 // Slurm job names: printable ASCII without blanks or shell/directive-hostile characters;
 // everything else becomes '_'. Never empty.
 std::string slurm_job_name(const std::string& name);
+
+// <job_dir>/<submission id>: where the batch output, the script copy and the rank logs of
+// one submission go (the id sanitized as a single path component).
+std::string slurm_submission_dir(const Plan& plan, const std::string& submission_id);
 
 // The MASTER_PORT a job gets: 20000 + job id % 10000 (matches the script's arithmetic).
 int slurm_master_port(long long job_id);

@@ -64,6 +64,8 @@ TEST(RenderDeterminism, EveryExecutorRendersTheSameBytesTwiceWithoutSideEffects)
     ASSERT_TRUE(other);
     if (std::string(info.name) == "kubernetes")
       EXPECT_NE(other->dry_run_text(), first->dry_run_text()) << "new job id, new object names";
+    else if (std::string(info.name) == "slurm")
+      EXPECT_NE(other->dry_run_text(), first->dry_run_text()) << "new job id, new job dir";
     else
       EXPECT_EQ(other->dry_run_text(), first->dry_run_text());
   }

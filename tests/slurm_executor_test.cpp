@@ -99,8 +99,9 @@ class SlurmExecutorTest : public ::testing::Test {
     return p;
   }
 
-  SubmitResult submit(const Plan& p, Diagnostics& diags, int* accepted_calls) {
-    auto job = executor->render(p, SubmissionIdentity{"unit-20261130-120000-ab12"}, diags);
+  SubmitResult submit(const Plan& p, Diagnostics& diags, int* accepted_calls,
+                      const std::string& job_id = "unit-20261130-120000-ab12") {
+    auto job = executor->render(p, SubmissionIdentity{job_id}, diags);
     EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
     if (!job) return SubmitResult{};
     std::ostringstream out;
@@ -139,7 +140,7 @@ TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironmen
   EXPECT_TRUE(r.accepted);
   EXPECT_EQ(accepted, 1);
   EXPECT_EQ(r.scheduler_id, "4711");
-  EXPECT_EQ(r.job_dir, dir.path() + "/jobs/unit/4711");
+  EXPECT_EQ(r.job_dir, dir.path() + "/jobs/unit/unit-20261130-120000-ab12");
   ASSERT_EQ(runner.calls.size(), 1u);
   const CommandSpec& c = runner.calls[0];
   ASSERT_GE(c.argv.size(), 2u);
@@ -150,7 +151,35 @@ TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironmen
   for (const auto& a : c.argv) EXPECT_EQ(a.find(kMarker), std::string::npos);
   ASSERT_EQ(c.extra_env.count("WANDB_API_KEY"), 1u);
   EXPECT_EQ(c.extra_env.at("WANDB_API_KEY"), kMarker);
-  EXPECT_TRUE(fs::is_directory(dir.path() + "/jobs/unit"));  // sbatch writes slurm-%j.* there
+  // sbatch writes slurm-%j.* there, so it exists before the job starts.
+  EXPECT_TRUE(fs::is_directory(r.job_dir));
+  EXPECT_THAT(c.stdin_text,
+              ::testing::HasSubstr("#SBATCH --output=" + r.job_dir + "/slurm-%j.out\n"));
+}
+
+// A controller whose state was reset hands out old Slurm ids again: two submissions that get
+// the same id still have a directory each (named after the registry id), so neither the batch
+// output nor the rank logs of the two jobs mix.
+TEST_F(SlurmExecutorTest, TwoSubmissionsGivenTheSameSlurmIdKeepTheirOwnDirectories) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("9\n"); });
+  install(runner);
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult first = submit(p, diags, &accepted, "unit-20261130-120000-0001");
+  SubmitResult second = submit(p, diags, &accepted, "unit-20261130-120000-0002");
+  ASSERT_EQ(accepted, 2) << diag_text(diags);
+  EXPECT_EQ(first.scheduler_id, second.scheduler_id);
+  EXPECT_NE(first.job_dir, second.job_dir);
+  ASSERT_EQ(runner.calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string& d = i == 0 ? first.job_dir : second.job_dir;
+    EXPECT_TRUE(fs::is_directory(d));
+    EXPECT_THAT(runner.calls[i].stdin_text,
+                ::testing::HasSubstr("#SBATCH --output=" + d + "/slurm-%j.out"));
+    EXPECT_THAT(runner.calls[i].stdin_text, ::testing::HasSubstr("BRIDGE_JOB_DIR='" + d + "'\n"));
+  }
 }
 
 TEST_F(SlurmExecutorTest, SchedulerErrorIsReportedVerbatimAndLeavesNothingBehind) {

@@ -277,7 +277,8 @@ TEST_F(SlurmRender, SrunModeMapsRanksPerTask) {
   std::string s = render_case("srun");
   EXPECT_TRUE(contains(s, "#SBATCH --ntasks-per-node=8\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --gpus-per-node=8\n"));
-  EXPECT_TRUE(contains(s, "#SBATCH --output=/lustre/jobs/llama-srun/slurm-%j.out\n"));
+  EXPECT_TRUE(
+      contains(s, "#SBATCH --output=/lustre/jobs/llama-srun/llama-srun-dry-run/slurm-%j.out\n"));
   EXPECT_TRUE(contains(s, "--kill-on-bad-exit=1"));
   EXPECT_TRUE(contains(s, "--wait=60"));
   // Single-quoted, so the batch shell does not expand the rank variables: each task does.
@@ -299,7 +300,9 @@ TEST_F(SlurmRender, TorchrunModeOneTaskPerNode) {
   EXPECT_TRUE(contains(s, "#SBATCH --job-name=llama_torchrun\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --ntasks-per-node=1\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --gpus-per-node=4\n"));
-  EXPECT_TRUE(contains(s, "#SBATCH --output=\"/lustre/my jobs/llama torchrun/slurm-%j.out\"\n"));
+  EXPECT_TRUE(contains(
+      s,
+      "#SBATCH --output=\"/lustre/my jobs/llama torchrun/llama_torchrun-dry-run/slurm-%j.out\"\n"));
   EXPECT_TRUE(contains(s, "--cpu-bind=none"));
   EXPECT_TRUE(contains(s,
                        "exec torchrun --nnodes=2 --nproc-per-node=4 "
@@ -650,7 +653,7 @@ cluster: {gpu: h100, num_gpus: 6, gpus_per_node: 3}
       EXPECT_EQ(got["NODE_RANK"], "0");
       EXPECT_EQ(got["MASTER_ADDR"], "nodeA");
       EXPECT_EQ(got["MASTER_PORT"], std::to_string(slurm_master_port(4242)));
-      EXPECT_EQ(got["BRIDGE_JOB_DIR"], dir.path() + "/jobs/prop/4242");
+      EXPECT_EQ(got["BRIDGE_JOB_DIR"], dir.path() + "/jobs/prop/prop-dry-run");
     }
     for (const auto& [name, value] : secrets) {
       if (value.size() > 3) {
@@ -660,12 +663,12 @@ cluster: {gpu: h100, num_gpus: 6, gpus_per_node: 3}
     if (::testing::Test::HasFailure()) break;
   }
   // The script keeps a copy of itself in the job dir.
-  EXPECT_TRUE(fs::exists(dir.path() + "/jobs/prop/4242/job.sbatch"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/jobs/prop/prop-dry-run/job.sbatch"));
 }
 
-// A controller whose state was reset hands out old job ids again: the first attempt of a
-// job that finds an earlier job's files in its directory stops instead of mixing logs; a
-// requeue of the same job (SLURM_RESTART_COUNT > 0) goes on.
+// A controller whose state was reset hands out old job ids again: the files of a submission
+// live in a directory named after its registry id, so a second job with the same Slurm id
+// writes next to, never into, the first one's; a requeue (same submission) appends to its own.
 TEST(SlurmProperty, AReusedJobIdDoesNotMixLogs) {
   TempDir dir;
   write_fakes(dir.path() + "/bin");
@@ -676,7 +679,6 @@ TEST(SlurmProperty, AReusedJobIdDoesNotMixLogs) {
                                    dir.path() + "/jobs}\n"),
                         diags);
   ASSERT_TRUE(plan.complete) << diag_text(diags);
-  std::string file = dir.write("job.sbatch", render(plan, diags));
   std::map<std::string, std::string> env{
       {"PATH", dir.path() + "/bin:" + std::string(std::getenv("PATH"))},
       {"SLURM_JOB_ID", "9"},
@@ -684,14 +686,18 @@ TEST(SlurmProperty, AReusedJobIdDoesNotMixLogs) {
       {"SLURM_JOB_NUM_NODES", "1"},
       {"FAKE_SRUN_TASKS", "2"},
       {"FAKE_OUT", dir.path()}};
-  auto first = run_command({"/bin/bash", file}, env);
-  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
-  auto reused = run_command({"/bin/bash", file}, env);
-  EXPECT_EQ(reused.exit_code, 1);
-  EXPECT_THAT(reused.err, ::testing::HasSubstr("reused the id"));
-  env["SLURM_RESTART_COUNT"] = "1";
-  auto requeued = run_command({"/bin/bash", file}, env);
-  EXPECT_EQ(requeued.exit_code, 0) << requeued.out << requeued.err;
+  for (const char* id : {"reuse-20261130-120000-0001", "reuse-20261130-120000-0002"}) {
+    SlurmRenderOptions options;
+    options.submission_id = id;
+    auto script = render_sbatch_script(plan, options, diags);
+    ASSERT_TRUE(script) << diag_text(diags);
+    std::string file = dir.write(std::string(id) + ".sbatch", script->text);
+    auto run = run_command({"/bin/bash", file}, env);
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, ::testing::HasSubstr(dir.path() + "/jobs/reuse/" + id));
+    EXPECT_TRUE(fs::exists(dir.path() + "/jobs/reuse/" + id + "/job.sbatch")) << id;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() + "/jobs/reuse/9"));
 }
 
 TEST(SlurmProperty, MissingSecretFailsTheJobEarly) {

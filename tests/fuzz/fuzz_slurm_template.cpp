@@ -30,6 +30,8 @@ bridge::TemplateData make_data() {
   d.set("launcher", "torchrun");
   d.set("job_dir", "'/scratch/fuzz/jobs/fuzz-job'");
   d.set("job_dir_q", "'/scratch/fuzz/jobs/fuzz-job'");
+  d.set("submission_dir", "'/scratch/fuzz/jobs/fuzz-job/fuzz-job-20261130-120000-ab12'");
+  d.set("submission_dir_q", "'/scratch/fuzz/jobs/fuzz-job/fuzz-job-20261130-120000-ab12'");
   d.set("master_port_base", "29500");
   d.set("master_port_span", "1000");
   d.set("layout", "2 node(s) x 8 rank(s)");

@@ -123,7 +123,7 @@ class SlurmCluster : public ::testing::Test {
     r.id = l.job_id;
     r.executor = "slurm";
     r.scheduler_id = l.scheduler_id;
-    r.job_dir = jobs_dir + "/probe-slurm/" + l.scheduler_id;
+    r.job_dir = jobs_dir + "/probe-slurm/" + l.job_id;  // one directory per submission
     r.nodes = 2;
     r.ranks = 16;
     return r;
