@@ -200,7 +200,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
       ->check(CLI::IsMember({"text", "json"}));
   plugins_cmd->footer("Example: bridge-launch plugins --format json");
 
-  JobOptions list_o, status_o, logs_o, cancel_o, compare_o;
+  JobOptions list_o, status_o, logs_o, why_o, cancel_o, compare_o;
   CLI::App* list_cmd = app.add_subcommand("list", "recent jobs from the local registry");
   list_cmd->add_option("--format", list_o.format, "output format")
       ->check(CLI::IsMember({"text", "json"}));
@@ -215,6 +215,11 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
   logs_cmd->add_option("--rank", logs_o.rank, "only this rank")->check(CLI::NonNegativeNumber);
   logs_cmd->footer("Example: bridge-launch logs demo-2026 --rank 0 -f");
+  CLI::App* why_cmd = app.add_subcommand("why", "which rank of a failed job failed first, and why");
+  why_cmd->add_option("job", why_o.jobs, "job id or unique prefix")->required()->expected(1);
+  why_cmd->add_option("--format", why_o.format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  why_cmd->footer("Example: bridge-launch why demo-2026");
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
   cancel_cmd->add_option("job", cancel_o.jobs, "job id or unique prefix")->required()->expected(1);
   cancel_cmd->footer("Example: bridge-launch cancel demo-2026");
@@ -246,7 +251,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
       ->check(CLI::IsMember({"bash", "zsh"}));
   completion_cmd->footer("Example: source <(bridge-launch completion bash)");
   for (CLI::App* sub : {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd,
-                        cancel_cmd, compare_cmd, ablate_cmd, completion_cmd})
+                        why_cmd, cancel_cmd, compare_cmd, ablate_cmd, completion_cmd})
     sub->fallthrough();
 
   // Arguments end up in messages, JSON output and registry records, which are UTF-8 text
@@ -305,6 +310,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   if (list_cmd->parsed()) return cmd_list(list_o, ctx);
   if (status_cmd->parsed()) return cmd_status(status_o, ctx);
   if (logs_cmd->parsed()) return cmd_logs(logs_o, ctx);
+  if (why_cmd->parsed()) return cmd_why(why_o, ctx);
   if (cancel_cmd->parsed()) return cmd_cancel(cancel_o, ctx);
   if (compare_cmd->parsed()) return cmd_compare(compare_o, ctx);
   if (ablate_cmd->parsed()) {

@@ -63,6 +63,7 @@ int cmd_plugins(const std::string& format, const Context& c);
 int cmd_list(const JobOptions& o, const Context& c);
 int cmd_status(const JobOptions& o, const Context& c);
 int cmd_logs(const JobOptions& o, const Context& c);
+int cmd_why(const JobOptions& o, const Context& c);
 int cmd_cancel(const JobOptions& o, const Context& c);
 int cmd_compare(const JobOptions& o, const Context& c);
 int cmd_ablate(const AblateOptions& o, const Context& c);

@@ -11,8 +11,10 @@
 #include "app/services.h"
 #include "executors/executor.h"
 #include "launcher/compare.h"
+#include "launcher/jobs/failure_triage.h"
 #include "launcher/jobs/job_lifecycle.h"
 #include "launcher/jobs/registry.h"
+#include "launcher/jobs/triage_output.h"
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
 
@@ -132,6 +134,27 @@ int cmd_status(const JobOptions& o, const Context& c) {
   refresh(recs, c, diags);
   print_diagnostics(diags, c.err, c.color, false);
   print_records(recs, o.format, c);
+  // One job asked for by name and it failed: say why, in one screen.
+  if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")
+    if (auto ex = c.services.executor(recs[0].executor)) print_failure_summary(*ex, recs[0], c.out);
+  return kExitOk;
+}
+
+int cmd_why(const JobOptions& o, const Context& c) {
+  auto rec = find_job(o.jobs.at(0), c);
+  if (!rec) return kExitUsage;
+  std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
+  if (!ex) return kExitRuntime;
+  Diagnostics diags;
+  std::vector<JobRecord> one{*rec};
+  refresh(one, c, diags);
+  Triage t = triage(ex->failure_evidence(one[0], diags));
+  print_diagnostics(diags, c.err, c.color, false);
+  if (o.format == "json")
+    c.out << triage_to_json(one[0], t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
+  else
+    c.out << triage_to_text(one[0], t, /*excerpt=*/true);
   return kExitOk;
 }
 

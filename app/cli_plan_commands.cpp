@@ -113,6 +113,9 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
       Diagnostics ignored;  // a stale entry is refreshed by the next `status`
       JobLifecycle(reg).observe(rec, st, ignored);
       rc = st.state == JobState::kSucceeded ? kExitOk : kExitRuntime;
+      rec.state = st.state;
+      rec.state_detail = st.detail;
+      print_failure_summary(executor, rec, c.err);
       break;
     }
   }

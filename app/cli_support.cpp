@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "launcher/compare.h"
+#include "launcher/jobs/failure_triage.h"
+#include "launcher/jobs/triage_output.h"
 
 namespace bridge {
 
@@ -59,6 +61,15 @@ std::string last_iteration_seen(const std::string& job_dir) {
       return fmt::format("{}/{}", samples.back().iteration, samples.back().total);
   }
   return {};
+}
+
+void print_failure_summary(const Executor& executor, const JobRecord& job, std::ostream& out) {
+  if (job.state != JobState::kFailed) return;
+  Diagnostics ignored;  // a summary that cannot be gathered leaves the state line alone
+  Triage t = triage(executor.failure_evidence(job, ignored));
+  if (!t.first && t.job_level.empty()) return;
+  out << triage_to_text(job, t, /*excerpt=*/false)
+      << fmt::format("(bridge-launch why {} shows the log excerpt)\n", job.id);
 }
 
 }  // namespace bridge

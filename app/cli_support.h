@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/cli_commands.h"
+#include "executors/executor.h"
 #include "launcher/diagnostics.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan.h"
@@ -19,6 +20,10 @@ void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
 
 // "3/8" from the newest Megatron iteration line in the job's rank logs, "" if none yet.
 std::string last_iteration_seen(const std::string& job_dir);
+
+// The one-screen failure summary of a finished job (`why` without the log excerpt), printed
+// after `--wait` and `status JOB` end on a failure. Prints nothing for other states.
+void print_failure_summary(const Executor& executor, const JobRecord& job, std::ostream& out);
 
 // Plans and launches; `job_id` (optional) receives the registry id once chosen.
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,

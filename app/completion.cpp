@@ -28,7 +28,7 @@ _bridge_launch() {{
   COMPREPLY=()
   cur="${{COMP_WORDS[COMP_CWORD]}}"
   prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  local commands="validate plan plugins list status logs cancel compare ablate completion"
+  local commands="validate plan plugins list status logs why cancel compare ablate completion"
   local launch_opts="-e --executor -ng --num-gpus -gn --gpus-per-node -g --gpu -E --env --strict --format --template --dry-run --wait -v --verbose -q --quiet --help --version"
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -42,7 +42,7 @@ _bridge_launch() {{
     --rank|--window|-ng|--num-gpus|-gn|--gpus-per-node|-E|--env|--vary) return 0 ;;
   esac
   case "$cmd" in
-    status|logs|cancel|compare)
+    status|logs|why|cancel|compare)
       if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "--format -f --follow --rank --window --help" -- "$cur"))
       else

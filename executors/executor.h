@@ -23,6 +23,7 @@
 #include "launcher/command_runner.h"
 #include "launcher/diagnostics.h"
 #include "launcher/host_env.h"
+#include "launcher/jobs/failure_triage.h"
 #include "launcher/jobs/job_record.h"
 #include "launcher/plan/plan.h"
 
@@ -118,6 +119,9 @@ class Executor {
   virtual int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
                    Diagnostics& diags) const = 0;
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
+  // What `why` reads: per rank (or node/pod) how it ended, where, in which order the
+  // scheduler saw the failures, and the last lines of its log. Never waits for the job.
+  virtual FailureEvidence failure_evidence(const JobRecord& job, Diagnostics& diags) const = 0;
 };
 
 // What the CLI needs to know about an executor without comparing its name.

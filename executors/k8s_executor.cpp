@@ -313,6 +313,42 @@ class KubernetesExecutor : public Executor {
     return follow_logs(job, *ref, node, out, diags);
   }
 
+  // One unit per pod (a pod is a node: torchrun starts its ranks), ordered by the time its
+  // container ended; the pod's node and the container's exit code or signal come from the
+  // pod objects, the lines from `kubectl logs --tail`.
+  FailureEvidence failure_evidence(const JobRecord& job, Diagnostics& diags) const override {
+    FailureEvidence e;
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref) return e;
+    auto pods = list_pods(job, *ref, std::nullopt, diags);
+    if (!pods) return e;
+    std::vector<std::pair<std::string, size_t>> ended;  // (finishedAt, unit)
+    for (const auto& p : *pods) {
+      RankEvidence u;
+      u.label = fmt::format("node {}", p.index);
+      u.node = static_cast<int>(p.index);
+      u.host = p.node_name;
+      u.log_path = "pod " + p.name;
+      if (p.exit_code) u.exit_code = static_cast<int>(*p.exit_code);
+      if (p.signal) u.signal = static_cast<int>(*p.signal);
+      if (!p.reason.empty() && p.reason != "Completed" && p.reason != "Error")
+        e.scheduler_lines.push_back(
+            fmt::format("pod {} ({}): {}{}", p.name, u.label, p.reason,
+                        p.exit_code ? fmt::format(", exit code {}", *p.exit_code) : ""));
+      CommandResult r = run(kubectl(
+          job.context, job.namespace_,
+          {"logs", p.name, "-c", kK8sContainer, fmt::format("--tail={}", kTriageTailLines)}));
+      if (r.ok()) u.lines = split_lines(r.out);
+      if (u.failed()) ended.emplace_back(p.finished_at, e.units.size());
+      e.units.push_back(std::move(u));
+    }
+    std::stable_sort(ended.begin(), ended.end());
+    for (size_t i = 0; i < ended.size(); ++i)
+      e.units[ended[i].second].failure_order = static_cast<int>(i);
+    if (!ended.empty()) e.order_source = "the pods' container finish times";
+    return e;
+  }
+
   int cancel(const JobRecord& job, Diagnostics& diags) const override {
     auto ref = parse_k8s_scheduler_id(job.scheduler_id);
     if (!ref) {

@@ -245,6 +245,34 @@ const json* find_jobset(const std::string& name, const std::vector<json>& items)
   return nullptr;
 }
 
+namespace {
+
+// The runtime container's (else the first container's) state.terminated.
+void add_terminated_state(const json& pod, K8sPod& p) {
+  const json::json_pointer where("/status/containerStatuses");
+  if (!pod.contains(where) || !pod.at(where).is_array()) return;
+  const json* chosen = nullptr;
+  for (const auto& c : pod.at(where)) {
+    if (!c.is_object()) continue;
+    if (!chosen || field(c, "name") == kK8sContainer) chosen = &c;
+  }
+  const json::json_pointer term("/state/terminated");
+  if (!chosen || !chosen->contains(term) || !chosen->at(term).is_object()) return;
+  const json& t = chosen->at(term);
+  auto number = [&](const char* key) -> std::optional<int64_t> {
+    auto it = t.find(key);
+    if (it == t.end() || !it->is_number_integer()) return std::nullopt;
+    return std::clamp<int64_t>(it->get<int64_t>(), -1'000'000, 1'000'000);
+  };
+  p.exit_code = number("exitCode");
+  p.signal = number("signal");
+  if (p.signal && *p.signal == 0) p.signal.reset();
+  p.reason = field(t, "reason");
+  p.finished_at = field(t, "finishedAt");
+}
+
+}  // namespace
+
 std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
   std::vector<K8sPod> pods;
   for (const auto& obj : items) {
@@ -258,6 +286,8 @@ std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
     if (attempt.empty()) attempt = label(obj, "jobset.sigs.k8s.io/restart-attempt");
     p.attempt = parse_int(attempt).value_or(0);
     p.phase = str_at(obj, json::json_pointer("/status/phase"));
+    p.node_name = str_at(obj, json::json_pointer("/spec/nodeName"));
+    add_terminated_state(obj, p);
     if (!p.name.empty() && p.index >= 0) pods.push_back(std::move(p));
   }
   int64_t newest = 0;

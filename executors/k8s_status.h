@@ -55,9 +55,15 @@ const nlohmann::json* find_jobset(const std::string& name,
 
 struct K8sPod {
   std::string name;
-  int64_t index = -1;   // completion index = node index
-  int64_t attempt = 0;  // JobSet restart attempt or Job API attempt
-  std::string phase;    // Pending | Running | Succeeded | Failed | Unknown
+  int64_t index = -1;     // completion index = node index
+  int64_t attempt = 0;    // JobSet restart attempt or Job API attempt
+  std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
+  std::string node_name;  // spec.nodeName, "" before it is scheduled
+  // The runtime container's state.terminated, when it has ended:
+  std::optional<int64_t> exit_code;
+  std::optional<int64_t> signal;
+  std::string reason;       // "Error", "OOMKilled", ...
+  std::string finished_at;  // RFC 3339, sorts in time order
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "executors/executor.h"
 #include "executors/process_group.h"
@@ -243,6 +244,7 @@ class LocalExecutor : public Executor {
     if (result.leftovers_stopped > 0)
       spdlog::warn("stopped {} process{} the ranks had left running outside the job (daemons)",
                    result.leftovers_stopped, result.leftovers_stopped == 1 ? "" : "es");
+    write_exits(dir, result);
     report(plan, result, tails, dir, diags, sr);
     report_log_errors(log_errors, dir, diags, sr);
     return sr;
@@ -279,6 +281,35 @@ class LocalExecutor : public Executor {
     });
   }
 
+  FailureEvidence failure_evidence(const JobRecord& job, Diagnostics&) const override {
+    FailureEvidence e;
+    e.units = job_dir_evidence(job.job_dir);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::map<int, RankEvidence*> by_rank;
+    for (auto& u : e.units) {
+      u.host = host;
+      if (u.rank) by_rank[*u.rank] = &u;
+    }
+    std::ifstream in(fs::path(job.job_dir) / kExitsFile);
+    std::string line;
+    int order = 0;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#' || line.size() > 64) continue;
+      std::istringstream fields(line);
+      std::string rank, code, sig;
+      fields >> rank >> code >> sig;
+      auto r = parse_decimal<int>(rank);
+      if (!r || !by_rank.count(*r)) continue;
+      RankEvidence& u = *by_rank[*r];
+      if (auto c = parse_decimal<int>(code)) u.exit_code = *c;
+      if (auto g = parse_decimal<int>(sig)) u.signal = *g;
+      if (u.failed()) u.failure_order = order++;
+    }
+    if (order > 0) e.order_source = "the order in which the launcher saw the ranks exit";
+    return e;
+  }
+
   int cancel(const JobRecord& job, Diagnostics& diags) const override {
     if (is_final(job.state) || !launcher_alive(job.scheduler_id, job.job_dir)) {
       diags.error("job-not-running", "", {}, fmt::format("job {} is not running", job.id));
@@ -290,6 +321,18 @@ class LocalExecutor : public Executor {
   }
 
  private:
+  static constexpr const char* kExitsFile = "exits.tsv";
+
+  // How each rank ended, in the order the launcher saw them end: what `why` reads to name
+  // the first failure. "rank<TAB>exit code<TAB>signal", `-` for the one that does not apply.
+  static void write_exits(const fs::path& dir, const GroupResult& result) {
+    std::ofstream out(dir / kExitsFile);
+    out << "# rank\texit_code\tsignal (in the order the ranks ended)\n";
+    for (const auto& r : result.ranks)
+      out << r.rank << '\t' << (r.signaled ? "-" : std::to_string(r.exit_code)) << '\t'
+          << (r.signaled ? std::to_string(r.signal) : "-") << '\n';
+  }
+
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
     // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
     std::string leaf = job_id.empty() ? "run" : job_id;

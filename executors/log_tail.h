@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace bridge {
 
@@ -40,5 +41,12 @@ class LogTail {
   std::streamoff offset_ = 0;
   std::string partial_;  // the start of a line whose '\n' has not been written yet
 };
+
+// The last `max_lines` lines of a file, read from at most its last `max_bytes` (a partial
+// first line of that window is dropped, lines longer than 4 KiB are cut). `first_line_number`
+// gets the 1-based number of the first returned line when the whole file was read, else 0.
+// A missing file gives no lines.
+std::vector<std::string> read_last_lines(const std::filesystem::path& path, size_t max_lines,
+                                         size_t max_bytes, size_t& first_line_number);
 
 }  // namespace bridge

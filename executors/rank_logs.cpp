@@ -17,9 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::map<int, fs::path> rank_files(const fs::path& dir) {
+std::map<int, fs::path> numbered_files(const fs::path& dir, const std::regex& kName) {
   std::map<int, fs::path> files;
-  static const std::regex kName(R"(rank(\d+)\.log)");
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
@@ -31,7 +30,36 @@ std::map<int, fs::path> rank_files(const fs::path& dir) {
   return files;
 }
 
+std::map<int, fs::path> rank_files(const fs::path& dir) {
+  static const std::regex kName(R"(rank(\d+)\.log)");
+  return numbered_files(dir, kName);
+}
+
+RankEvidence unit_from_file(const fs::path& path, std::string label) {
+  RankEvidence u;
+  u.label = std::move(label);
+  u.log_path = path.string();
+  // 256 KiB per unit: a traceback and what led to it, while 4096 ranks stay under 1 GiB read.
+  u.lines = read_last_lines(path, kTriageTailLines, 256 * 1024, u.first_line_number);
+  return u;
+}
+
 }  // namespace
+
+std::vector<RankEvidence> job_dir_evidence(const std::string& job_dir) {
+  std::vector<RankEvidence> units;
+  for (const auto& [r, path] : rank_files(job_dir)) {
+    units.push_back(unit_from_file(path, fmt::format("rank {}", r)));
+    units.back().rank = r;
+  }
+  if (!units.empty()) return units;
+  static const std::regex kNode(R"(node(\d+)\.log)");
+  for (const auto& [n, path] : numbered_files(job_dir, kNode)) {
+    units.push_back(unit_from_file(path, fmt::format("node {}", n)));
+    units.back().node = n;
+  }
+  return units;
+}
 
 int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
                     std::ostream& out, Diagnostics& diags, Sleeper& sleeper,

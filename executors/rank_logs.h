@@ -14,11 +14,17 @@
 
 #include "launcher/clock.h"
 #include "launcher/diagnostics.h"
+#include "launcher/jobs/failure_triage.h"
 
 namespace bridge {
 
 int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
                     std::ostream& out, Diagnostics& diags, Sleeper& sleeper,
                     const std::function<bool()>& still_running);
+
+// The evidence a job dir holds for `why`: one unit per rank<N>.log (or node<N>.log under a
+// per-node launcher), with the last kTriageTailLines lines of each. Exit codes, hosts and
+// the failure order are the executor's to add.
+std::vector<RankEvidence> job_dir_evidence(const std::string& job_dir);
 
 }  // namespace bridge

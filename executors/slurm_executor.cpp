@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "executors/log_tail.h"
+#include "executors/rank_logs.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
 #include "launcher/numbers.h"
@@ -123,32 +123,34 @@ std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank
   return out;
 }
 
+// The batch stderr's last lines: srun's task reports and slurmstepd's messages are there.
+std::vector<std::string> batch_stderr_lines(const JobRecord& job) {
+  auto err = batch_file(job, ".err");
+  size_t first_line = 0;
+  return err ? read_last_lines(*err, 4000, 1 << 20, first_line) : std::vector<std::string>{};
+}
+
 // srun's own account of the first failing task, from the batch stderr file:
 // "srun: error: node1: task 3: Exited with exit code 17" -> "rank 3 exited with code 17".
 // Under torchrun a task is a node. Adds it to `st` (detail, exit code) when found.
 void add_failing_task(const JobRecord& job, JobStatus& st) {
-  auto err = batch_file(job, ".err");
-  if (!err) return;
-  std::ifstream in(*err);
-  static const std::regex kTask(R"(srun: error: \S+: task (\d+): (.*))");
-  static const std::regex kExit(R"(Exited with exit code (\d+))");
   std::error_code ec;
   bool per_node = fs::exists(fs::path(job.job_dir) / "node0.log", ec);
-  std::string line;
-  while (std::getline(in, line)) {
-    // srun's lines are short; a 200 KB line would overflow std::regex's recursion (`status`).
-    if (line.size() > 4096) continue;
-    std::smatch m;
-    if (!std::regex_search(line, m, kTask) || m[2] == "Terminated") continue;
-    std::string what = m[2];
-    std::smatch e;
-    if (std::regex_search(what, e, kExit)) {
-      st.exit_code = parse_decimal<int>(e[1].str());
-      what = "exited with code " + e[1].str();
-    }
-    st.detail += fmt::format("; {} {} {}", per_node ? "node" : "rank", m[1].str(), what);
-    return;
+  // srun reports tasks that ended alike in one line, and not in time order; a task reported
+  // on its own ("task 3: Exited with exit code 17") is the likelier cause than a group.
+  const SrunTaskReport* chosen = nullptr;
+  auto reports = parse_srun_task_reports(batch_stderr_lines(job));
+  for (const auto& r : reports) {
+    if (r.text == "Terminated" || r.tasks.empty()) continue;  // stopped because another failed
+    if (!chosen || (r.tasks.size() == 1 && chosen->tasks.size() > 1)) chosen = &r;
   }
+  if (!chosen) return;
+  std::string what = printable_text(chosen->text, 200);
+  if (chosen->exit_code) {
+    st.exit_code = *chosen->exit_code;
+    what = fmt::format("exited with code {}", *chosen->exit_code);
+  }
+  st.detail += fmt::format("; {} {} {}", per_node ? "node" : "rank", chosen->tasks.front(), what);
 }
 
 class SlurmExecutor : public Executor {
@@ -350,6 +352,41 @@ class SlurmExecutor : public Executor {
       }
       services_.sleeper.sleep_for(kPollInterval);
     }
+  }
+
+  FailureEvidence failure_evidence(const JobRecord& job, Diagnostics&) const override {
+    FailureEvidence e;
+    e.units = job_dir_evidence(job.job_dir);
+    std::vector<std::string> err = batch_stderr_lines(job);
+    bool per_node = !e.units.empty() && e.units.front().node.has_value();
+    std::map<int, size_t> by_task;  // srun task (a rank, or a node under torchrun) -> unit
+    for (size_t i = 0; i < e.units.size(); ++i)
+      by_task[per_node ? *e.units[i].node : e.units[i].rank.value_or(-1)] = i;
+    int order = 0;
+    for (const auto& r : parse_srun_task_reports(err)) {
+      for (int task : r.tasks) {
+        if (!by_task.count(task)) {  // failed before it wrote a line: still a failed unit
+          RankEvidence u;
+          u.label = fmt::format("{} {}", per_node ? "node" : "rank", task);
+          (per_node ? u.node : u.rank) = task;
+          e.units.push_back(std::move(u));
+          by_task[task] = e.units.size() - 1;
+        }
+        RankEvidence& u = e.units[by_task[task]];
+        if (u.failure_order) continue;
+        u.host = r.host;
+        u.exit_code = r.exit_code;
+        u.signal = r.signal;
+        if (!r.exit_code && !r.signal) u.ended = r.text;  // srun's words we do not know
+        u.failure_order = order;
+      }
+      ++order;
+    }
+    if (order > 0)
+      e.order_source = fmt::format("srun's task reports in slurm-{}.err", job.scheduler_id);
+    for (auto& line : err)
+      if (line.rfind("srun: error: ", 0) != 0) e.scheduler_lines.push_back(std::move(line));
+    return e;
   }
 
   int cancel(const JobRecord& job, Diagnostics& diags) const override {

@@ -196,4 +196,72 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
   return r;
 }
 
+namespace {
+
+// "0-7,9" -> {0..7, 9}; nullopt when it is not such a list.
+std::optional<std::vector<int>> parse_task_list(const std::string& text) {
+  std::vector<int> tasks;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t dash = part.find('-');
+    auto first = parse_decimal<int>(part.substr(0, dash));
+    auto last = dash == std::string::npos ? first : parse_decimal<int>(part.substr(dash + 1));
+    if (!first || !last || *last < *first) return std::nullopt;
+    for (int t = *first; t <= *last && tasks.size() < 65536; ++t) tasks.push_back(t);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return tasks;
+}
+
+std::optional<int> signal_named(const std::string& text) {
+  static const std::pair<const char*, int> kNames[] = {
+      {"Terminated", 15},         {"Killed", 9},
+      {"Segmentation fault", 11}, {"Aborted", 6},
+      {"Bus error", 7},           {"Hangup", 1},
+      {"Interrupt", 2},           {"Floating point exception", 8}};
+  for (auto [name, sig] : kNames)
+    if (text.rfind(name, 0) == 0) return sig;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<SrunTaskReport> parse_srun_task_reports(const std::vector<std::string>& lines) {
+  static const std::string kPrefix = "srun: error: ";
+  std::vector<SrunTaskReport> out;
+  for (const auto& line : lines) {
+    if (line.size() > 4096 || line.rfind(kPrefix, 0) != 0) continue;
+    // "<host>: task<s> <list>: <text>"
+    size_t host_end = line.find(": ", kPrefix.size());
+    if (host_end == std::string::npos) continue;
+    size_t t = host_end + 2;
+    size_t list_start;
+    if (line.compare(t, 5, "task ") == 0)
+      list_start = t + 5;
+    else if (line.compare(t, 6, "tasks ") == 0)
+      list_start = t + 6;
+    else
+      continue;
+    size_t list_end = line.find(": ", list_start);
+    if (list_end == std::string::npos) continue;
+    auto tasks = parse_task_list(line.substr(list_start, list_end - list_start));
+    if (!tasks) continue;
+    SrunTaskReport r;
+    r.host = line.substr(kPrefix.size(), host_end - kPrefix.size());
+    r.tasks = std::move(*tasks);
+    r.text = line.substr(list_end + 2);
+    static const std::string kExited = "Exited with exit code ";
+    if (r.text.rfind(kExited, 0) == 0)
+      r.exit_code = parse_decimal<int>(r.text.substr(kExited.size()));
+    else
+      r.signal = signal_named(r.text);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace bridge

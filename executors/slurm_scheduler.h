@@ -50,6 +50,19 @@ std::vector<SlurmJobInfo> parse_sacct(const std::string& out);
 // `scontrol --oneliner show job` records (one per line).
 std::vector<SlurmJobInfo> parse_scontrol_jobs(const std::string& out);
 
+// srun's report of tasks that ended badly, one per line of the batch stderr, in the order srun
+// printed them: "srun: error: node2: task 11: Exited with exit code 17",
+// "srun: error: node1: tasks 0-7,9: Terminated". Lines over 4 KiB or of another shape are
+// skipped; a task list is cut at 65536 tasks.
+struct SrunTaskReport {
+  std::string host;
+  std::vector<int> tasks;
+  std::optional<int> exit_code;  // "Exited with exit code N"
+  std::optional<int> signal;     // "Terminated", "Killed", "Segmentation fault", "Aborted", ...
+  std::string text;              // srun's words after the task list
+};
+std::vector<SrunTaskReport> parse_srun_task_reports(const std::vector<std::string>& lines);
+
 bool is_transient_slurm_error(const std::string& text);
 // The client's message: stderr (else stdout) with blank lines dropped, or why it did not run.
 std::string slurm_error_text(const std::string& program, const CommandResult& r);

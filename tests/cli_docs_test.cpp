@@ -15,7 +15,7 @@ namespace {
 using test::run_command;
 
 const std::vector<std::string> kCommands{"validate", "plan",   "plugins", "list",   "status",
-                                         "logs",     "cancel", "compare", "ablate", "completion"};
+                                         "logs",     "why",    "cancel", "compare", "ablate", "completion"};
 
 std::string man_page() {
   std::ifstream in(std::string(BRIDGE_SOURCE_DIR) + "/docs/man/bridge-launch.1");

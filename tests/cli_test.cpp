@@ -616,3 +616,65 @@ TEST_F(CliTest, ValidateRunsTheExecutorPreflight) {
 
 }  // namespace
 }  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// `why` on a local job: rank 2 fails with a CUDA error while the others lose their peer and
+// are stopped; `why` names rank 2 and shows the traceback, `status JOB` the short summary.
+TEST_F(CliTest, WhyNamesTheFirstFailingLocalRankAndItsTraceback) {
+  std::string recipe = home_.write("why.yaml", R"(name: why-local
+cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 4}
+runtime:
+  adapter: none
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$RANK" = 2 ]; then
+        sleep 0.5
+        echo "Traceback (most recent call last):"
+        echo '  File "train.py", line 10, in <module>'
+        echo "RuntimeError: CUDA error: an illegal memory access was encountered"
+        exit 17
+      fi
+      trap 'echo "[rank$RANK]: NCCL WARN NET/Socket : Connection closed by remote peer"; exit 1' TERM
+      sleep 30 & wait
+executor:
+  local: {grace_period: 5}
+)");
+  std::map<std::string, std::string> env{{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/state"}};
+  CommandResult launch =
+      run({"-q", recipe, "executor.local.job_dir=" + home_.path() + "/jobs"}, env);
+  EXPECT_EQ(launch.exit_code, 1) << launch.err;
+
+  CommandResult why = run({"why", "why-local"}, env);
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_THAT(why.out, HasSubstr("first failure: rank 2 on "));
+  EXPECT_THAT(why.out, HasSubstr(", exit code 17"));
+  EXPECT_THAT(why.out, HasSubstr("| Traceback (most recent call last):"));
+  EXPECT_THAT(why.out, HasSubstr("| RuntimeError: CUDA error: an illegal memory access"));
+  EXPECT_THAT(why.out, HasSubstr("ranks 0, 1, 3 (3): lost its peer"));
+
+  json j = parse(run({"why", "why-local", "--format", "json"}, env).out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["first_failure"]["rank"], 2);
+  EXPECT_EQ(j["first_failure"]["exit_code"], 17);
+  EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
+  EXPECT_EQ(j["consequences"][0]["count"], 3);
+
+  CommandResult status = run({"status", "why-local"}, env);
+  EXPECT_THAT(status.out, HasSubstr("first failure: rank 2 on "));
+  EXPECT_THAT(status.out, HasSubstr("CUDA error: RuntimeError: CUDA error"));
+  EXPECT_THAT(status.out, Not(HasSubstr("| Traceback")));  // the excerpt is `why`'s
+}
+
+// A job id that is not in the registry is a usage error, like every job command.
+TEST_F(CliTest, WhyOfAnUnknownJobIsAUsageError) {
+  CommandResult r = run({"why", "no-such-job"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path()}});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace bridge

@@ -492,6 +492,55 @@ TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
   EXPECT_TRUE(contains_seq(fake.calls[1].argv, {"logs", "x-node-0-1-bbbbb", "-c", "trainer"}));
 }
 
+// `why` on Kubernetes: a unit per pod (node), its node name and exit code from the pod
+// object, ordered by the container's finish time; the lines come from `kubectl logs --tail`.
+TEST(K8sExecutor, FailureEvidenceOrdersPodsByFinishTimeAndReadsTheirLogs) {
+  auto terminated = [](json p, const std::string& node, int code, const std::string& reason,
+                       const std::string& finished) {
+    p["spec"] = {{"nodeName", node}};
+    p["status"]["containerStatuses"] = json::array(
+        {{{"name", "trainer"},
+          {"state",
+           {{"terminated", {{"exitCode", code}, {"reason", reason}, {"finishedAt", finished}}}}}}});
+    return p;
+  };
+  FakeRunner fake;
+  fake.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({terminated(pod("x-node-0-0-aaaaa", 0, 0, "Failed"), "gpu-a", 1,
+                                           "Error", "2026-11-30T10:00:05Z"),
+                                terminated(pod("x-node-0-1-bbbbb", 1, 0, "Failed"), "gpu-b", 137,
+                                           "OOMKilled", "2026-11-30T10:00:02Z")}));
+    if (contains_seq(spec.argv, {"logs", "x-node-0-1-bbbbb"}))
+      return ok_result("iteration 1/10\n[rank9]: torch.OutOfMemoryError: CUDA out of memory.\n");
+    return ok_result("[rank0]: NCCL WARN NET/Socket : Connection closed by remote peer\n");
+  };
+  TestServices use(fake);
+  Diagnostics diags;
+  FailureEvidence e =
+      make_executor("kubernetes", use.services())->failure_evidence(record("jobset/x"), diags);
+  EXPECT_FALSE(diags.has_errors());
+  ASSERT_EQ(e.units.size(), 2u);
+  EXPECT_EQ(e.units[1].label, "node 1");
+  EXPECT_EQ(e.units[1].host, "gpu-b");
+  EXPECT_EQ(e.units[1].exit_code, 137);
+  EXPECT_EQ(e.units[1].failure_order, 0);
+  EXPECT_EQ(e.units[0].failure_order, 1);
+  ASSERT_EQ(e.scheduler_lines.size(), 1u);
+  EXPECT_THAT(e.scheduler_lines[0], ::testing::HasSubstr("OOMKilled"));
+  EXPECT_TRUE(contains_seq(fake.calls[1].argv,
+                           {"logs", "x-node-0-0-aaaaa", "-c", "trainer", "--tail=400"}));
+  Triage t = triage(e);
+  ASSERT_TRUE(t.first);
+  EXPECT_EQ(t.first->label, "node 1");
+  ASSERT_TRUE(t.first->finding);
+  EXPECT_EQ(t.first->finding->signature, "cuda-oom");
+  ASSERT_EQ(t.job_level.size(), 1u);
+  EXPECT_EQ(t.job_level[0].signature, "host-oom");
+  ASSERT_EQ(t.consequences.size(), 1u);
+  EXPECT_EQ(t.consequences[0].units_text, "node 0");
+}
+
 TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
   FakeRunner fake;
   fake.respond = [](const CommandSpec& spec) {

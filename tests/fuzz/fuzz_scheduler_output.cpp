@@ -16,6 +16,7 @@
 
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
+#include "launcher/jobs/failure_triage.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
@@ -58,6 +59,41 @@ void check_slurm(const std::string& text) {
     check_slurm_job(info, "parse_scontrol_jobs");
   (void)bridge::map_slurm_state(text);
   (void)bridge::is_transient_slurm_error(text);
+
+  // The text as a batch stderr file: srun's task reports, then the triage of `why` over
+  // units whose logs are these lines. Task lists are bounded; what triage returns for
+  // display is printable.
+  std::vector<std::string> batch_lines;
+  for (size_t start = 0; start <= text.size();) {
+    size_t nl = text.find('\n', start);
+    batch_lines.push_back(
+        text.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  bridge::FailureEvidence evidence;
+  int order = 0;
+  for (const auto& r : bridge::parse_srun_task_reports(batch_lines)) {
+    if (r.tasks.size() > 65536) bridge::fuzz::fail("parse_srun_task_reports: unbounded task list");
+    bridge::RankEvidence u;
+    u.label = "rank " + std::to_string(r.tasks.front());
+    u.rank = r.tasks.front();
+    u.exit_code = r.exit_code;
+    u.signal = r.signal;
+    u.ended = r.text;
+    u.failure_order = order++;
+    u.lines = batch_lines;
+    evidence.units.push_back(std::move(u));
+    if (evidence.units.size() >= 8) break;
+  }
+  evidence.scheduler_lines = batch_lines;
+  bridge::Triage t = bridge::triage(evidence);
+  if (t.first) {
+    for (const auto& l : t.first->excerpt)
+      if (!bridge::fuzz::is_printable_safe(l)) bridge::fuzz::fail("triage: an unescaped excerpt");
+    if (t.first->finding && !bridge::fuzz::is_printable_safe(t.first->finding->line))
+      bridge::fuzz::fail("triage: an unescaped finding");
+  }
 
   // The text as a failed command's stderr (or stdout, when stderr is blank): at most 20
   // lines of at most ~2000 bytes each, control bytes escaped.

@@ -4,11 +4,13 @@
 //
 // Every test skips (with the reason) when `sinfo` is missing or the cluster is not up.
 // The controller-outage test stops slurmctld and always starts it again.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -24,6 +26,7 @@ using namespace std::chrono_literals;
 using test::read_file;
 using test::run_command;
 using test::TempDir;
+using ::testing::HasSubstr;
 
 constexpr const char* kMarker = "MARKER-slurm-it-5ec2e7-do-not-leak";
 const std::string kSource = BRIDGE_SOURCE_DIR;
@@ -250,6 +253,63 @@ TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
       << cli_logs.out << cli_logs.err;
   auto status = run_command({BRIDGE_LAUNCH_BIN, "status", l.job_id}, env());
   EXPECT_NE(status.out.find("FAILED"), std::string::npos) << status.out << status.err;
+  // srun reports the ranks that lost their peer (exit 5) in one line, often before rank 3's:
+  // `why` still names rank 3, whose log shows the cause; `status JOB` prints the same summary.
+  EXPECT_THAT(status.out, HasSubstr("first failure: rank 3 on node1, exit code 17"));
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", l.job_id}, env());
+  EXPECT_THAT(why.out, HasSubstr("first failure: rank 3 on node1, exit code 17"));
+  EXPECT_THAT(why.out, HasSubstr("injected failure at the start of step 2"));
+}
+
+// The issue's scenario: rank 11 (node2) hits a CUDA error and exits 17; the others print
+// NCCL's "connection closed" and are stopped by srun (--kill-on-bad-exit). `--wait` ends with the one-screen
+// summary and `why` names rank 11 first, with the traceback, and the rest as consequences.
+TEST_F(SlurmCluster, WhyNamesTheRankThatFailedFirstAndGroupsTheNcclNoise) {
+  std::string recipe = tmp.write("why.yaml", R"(name: why-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime:
+  adapter: none
+  command:
+    - bash
+    - -c
+    - |
+      echo "iteration        1/      10 | elapsed time per iteration (ms): 812.4"
+      if [ "$RANK" = 11 ]; then
+        sleep 1
+        echo "Traceback (most recent call last):"
+        echo '  File "pretrain_gpt.py", line 42, in <module>'
+        echo "RuntimeError: CUDA error: an illegal memory access was encountered"
+        sleep 2
+        exit 17
+      fi
+      # The others notice, as NCCL would, that their peer is gone, and are then stopped.
+      until grep -q "CUDA error" "$BRIDGE_JOB_DIR/rank11.log" 2>/dev/null; do sleep 0.1; done
+      echo "[rank$RANK]: NCCL WARN NET/Socket : Connection closed by remote peer node2<41862>"
+      trap 'exit 1' TERM
+      sleep 60 & wait
+)");
+  Launched l = launch(recipe, {"--wait"});
+  EXPECT_EQ(l.result.exit_code, 1) << l.result.err;
+  EXPECT_THAT(l.result.err, HasSubstr("first failure: rank 11 on node2, exit code 17"));
+  EXPECT_THAT(l.result.err,
+              HasSubstr("CUDA error: RuntimeError: CUDA error: an illegal memory access"));
+
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", l.job_id}, env());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_THAT(why.out, HasSubstr("first failure: rank 11 on node2, exit code 17"));
+  EXPECT_THAT(why.out, HasSubstr("| Traceback (most recent call last):"));
+  EXPECT_THAT(why.out, HasSubstr("consequences"));
+  EXPECT_THAT(why.out, HasSubstr("ranks 0-10, 12-15 (15): lost its peer"));
+
+  auto json = run_command({BRIDGE_LAUNCH_BIN, "why", l.job_id, "--format", "json"}, env());
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["first_failure"]["rank"], 11);
+  EXPECT_EQ(j["first_failure"]["host"], "node2");
+  EXPECT_EQ(j["first_failure"]["exit_code"], 17);
+  EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
+  ASSERT_EQ(j["consequences"].size(), 1u) << json.out;
+  EXPECT_EQ(j["consequences"][0]["count"], 15);
 }
 
 TEST_F(SlurmCluster, CancelStopsARunningJob) {
