@@ -2,7 +2,9 @@
 # Installs the Debian packages bridge-launch needs to build, test and lint. Idempotent:
 # packages already present are skipped, and apt-get runs only when something is missing.
 # Needs root (or sudo). The Slurm test cluster's packages are installed by
-# scripts/slurm-test-cluster.sh, which `make test` calls.
+# scripts/slurm-test-cluster.sh, which `make test` calls. The Kubernetes test control plane
+# (scripts/k8s-test-cluster.sh) needs openssl here, and Go with its module proxy for its
+# one-time build.
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   python3 python3-yaml python3-jsonschema
   procps iproute2 util-linux
+  openssl
 )
 
 missing=()

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the test suites of bridge-launch against an existing build (`make test` builds first).
-# SUITES selects a subset (space-separated): format unit integration slurm sanitize fuzz
+# SUITES selects a subset (space-separated): format unit integration slurm k8s sanitize fuzz
 # package tidy.
 # Prints a plain "N passed, N failed" line per suite and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 # sanitize and fuzz share one clang build (build-clang/), so fuzz comes right after sanitize.
-SUITES=${SUITES:-"format unit integration slurm sanitize fuzz package tidy"}
+SUITES=${SUITES:-"format unit integration slurm k8s sanitize fuzz package tidy"}
 failed=0
 
 run_suite() {
@@ -67,6 +67,15 @@ for s in $SUITES; do
       if ctest --test-dir "$BUILD_DIR" -N -L slurm 2>/dev/null | grep -q "Total Tests: [1-9]"; then
         run_suite "slurm cluster up" bash scripts/slurm-test-cluster.sh up
         run_suite "integration tests (slurm)" bash -c "cd '$BUILD_DIR' && ctest -L slurm --output-on-failure"
+      fi ;;
+    k8s)
+      # The control plane is built once per machine (about 20 minutes on 2 cores, cached under
+      # ~/.cache/bridge-launch), then starts in seconds; it is stopped after the suite.
+      if ctest --test-dir "$BUILD_DIR" -N -L k8s 2>/dev/null | grep -q "Total Tests: [1-9]"; then
+        run_suite "k8s control plane up" bash scripts/k8s-test-cluster.sh up
+        run_suite "integration tests (kubernetes)" bash -c \
+          "eval \"\$(bash scripts/k8s-test-cluster.sh env)\" && cd '$BUILD_DIR' && ctest -L k8s --output-on-failure"
+        bash scripts/k8s-test-cluster.sh down >/dev/null 2>&1 || true
       fi ;;
     sanitize) run_suite "sanitizers (ASan+UBSan: unit suite + bad-input corpus)" \
                 make --no-print-directory test-sanitize ;;

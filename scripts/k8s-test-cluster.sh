@@ -1,0 +1,785 @@
+#!/usr/bin/env bash
+# k8s-test-cluster.sh — a real Kubernetes control plane for tests and development.
+#
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet controller
+# (with its CRD and admission webhooks) and kwok (fake GPU nodes that "run" pods by
+# writing their status), all built from upstream Go modules at the versions pinned in
+# tests/k8s-control-plane/*/go.mod, all listening on 127.0.0.1 only.
+# See docs/executors/k8s-test-cluster.md.
+#
+# Usage: scripts/k8s-test-cluster.sh up|down|status|build|env
+#
+# The binaries are built once (slow: Kubernetes is big) into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch/k8s-<versions>-<hash of the go.sum files>/
+# and reused by every later `up`, from any clone. The runtime state (certificates, etcd
+# data, logs, pid files, kubeconfig) lives in the state dir, by default
+#   ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>/
+# `up` prints the kubeconfig path as its last line of stdout; `env` prints shell exports
+# (KUBECONFIG, and PATH with the matching kubectl first).
+#
+# Environment (all optional):
+#   K8S_TEST_STATE_DIR   state dir (default ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>)
+#   K8S_TEST_CACHE_DIR   binary cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch)
+#   K8S_TEST_PORT_BASE   ports used are BASE+43 (API server), +44, +50, +57, +59, +79..81
+#                        (default 16400: API server on 127.0.0.1:16443; below the
+#                        kernel's ephemeral port range, so no outgoing connection holds them)
+#   K8S_TEST_NODES       number of fake GPU nodes (default 2)
+#   K8S_TEST_GPUS        nvidia.com/gpu capacity per node (default 8)
+#   K8S_TEST_UP_TIMEOUT  seconds each startup step may take (default 90)
+#   K8S_TEST_BUILD_NICE  niceness of the one-time build (default 19)
+set -euo pipefail
+
+readonly PROG="k8s-test-cluster"
+ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly ROOT_DIR
+readonly SRC_DIR="${ROOT_DIR}/tests/k8s-control-plane"
+readonly MODULES=(kubernetes jobset kwok)
+
+readonly STATE_DIR="${K8S_TEST_STATE_DIR:-${TMPDIR:-/tmp}/bridge-launch-k8s-$(id -u)}"
+readonly CACHE_ROOT="${K8S_TEST_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/bridge-launch}"
+readonly PORT_BASE="${K8S_TEST_PORT_BASE:-16400}"
+readonly NODE_COUNT="${K8S_TEST_NODES:-2}"
+readonly GPUS_PER_NODE="${K8S_TEST_GPUS:-8}"
+readonly UP_TIMEOUT="${K8S_TEST_UP_TIMEOUT:-90}"
+readonly BUILD_NICE="${K8S_TEST_BUILD_NICE:-19}"
+readonly STOP_TIMEOUT=15
+# Bump to rebuild the cache after changing how the binaries are built.
+readonly BUILD_REV=1
+
+readonly APISERVER_PORT=$((PORT_BASE + 43))
+readonly JOBSET_WEBHOOK_PORT=$((PORT_BASE + 44))
+readonly KWOK_PORT=$((PORT_BASE + 50))
+readonly KCM_PORT=$((PORT_BASE + 57))
+readonly SCHEDULER_PORT=$((PORT_BASE + 59))
+readonly ETCD_PORT=$((PORT_BASE + 79))
+readonly ETCD_PEER_PORT=$((PORT_BASE + 80))
+readonly JOBSET_HEALTH_PORT=$((PORT_BASE + 81))
+
+readonly PKI_DIR="${STATE_DIR}/pki"
+readonly RUN_DIR="${STATE_DIR}/run"
+readonly LOG_DIR="${STATE_DIR}/logs"
+readonly CONF_DIR="${STATE_DIR}/config"
+readonly ETCD_DATA="${STATE_DIR}/etcd"
+readonly POD_LOG_DIR="${STATE_DIR}/pod-logs"
+readonly KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
+readonly SERVICE_CIDR="10.96.0.0/16"
+readonly POD_CIDR="10.244.0.0/16"
+# Daemons, in start order (the binary of each has the same name).
+readonly DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler jobset kwok)
+
+log() { printf '%s: %s\n' "${PROG}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+  cat >&2 <<EOF
+usage: $0 up|down|status|build|env
+  up      build the binaries if not cached, start the control plane (idempotent);
+          the last line of stdout is the kubeconfig path
+  down    stop every component and drop the cluster's data (idempotent)
+  status  say what runs; exit 0 if the cluster is usable, 1 otherwise
+  build   only build (or find) the cached binaries; prints their directory
+  env     print 'export KUBECONFIG=...' and 'export PATH=<bin>:...' for eval
+EOF
+}
+
+# ---------------------------------------------------------------------------
+# versions and the binary cache
+
+# mod_version MODULE_DIR MODULE_PATH: the version MODULE_DIR/go.mod requires.
+mod_version() {
+  awk -v m="$2" '
+    $1 == "require" && $2 == m { print $3; exit }
+    $1 == m && $2 ~ /^v/ { print $2; exit }' "${SRC_DIR}/$1/go.mod"
+}
+
+for m in "${MODULES[@]}"; do
+  [[ -r ${SRC_DIR}/${m}/go.mod && -r ${SRC_DIR}/${m}/go.sum ]] ||
+    die "missing ${SRC_DIR}/${m}/go.mod or go.sum (run this script from a bridge-launch checkout)"
+done
+K8S_VERSION=$(mod_version kubernetes k8s.io/kubernetes)
+ETCD_VERSION=$(mod_version kubernetes go.etcd.io/etcd/server/v3)
+JOBSET_VERSION=$(mod_version jobset sigs.k8s.io/jobset)
+KWOK_VERSION=$(mod_version kwok sigs.k8s.io/kwok)
+readonly K8S_VERSION ETCD_VERSION JOBSET_VERSION KWOK_VERSION
+[[ -n ${K8S_VERSION} && -n ${ETCD_VERSION} && -n ${JOBSET_VERSION} && -n ${KWOK_VERSION} ]] ||
+  die "cannot read the pinned versions from ${SRC_DIR}/*/go.mod"
+
+build_hash() {
+  local m
+  {
+    printf 'rev %s\n' "${BUILD_REV}"
+    for m in "${MODULES[@]}"; do cat "${SRC_DIR}/${m}/go.mod" "${SRC_DIR}/${m}/go.sum"; done
+  } | sha256sum | cut -c1-12
+}
+
+CACHE_DIR="${CACHE_ROOT}/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}-jobset-${JOBSET_VERSION}-kwok-${KWOK_VERSION}-$(build_hash)"
+readonly CACHE_DIR
+readonly BIN_DIR="${CACHE_DIR}/bin"
+readonly MANIFEST_DIR="${CACHE_DIR}/manifests"
+
+# k8s_ldflags: what Kubernetes' own build stamps in, so that `kubectl version` and the
+# API server's /version report the pinned release instead of v0.0.0-master.
+k8s_ldflags() {
+  local v=${K8S_VERSION} minor pkg flags="-s -w"
+  minor=${v#v1.}
+  minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
+    flags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
+  done
+  printf '%s\n' "${flags}"
+}
+
+# go_build MODULE LDFLAGS: builds every `tool` of tests/k8s-control-plane/MODULE into
+# the staging bin dir. One `go build` at a time, niced: the machine is shared.
+go_build() {
+  local module=$1 ldflags=$2 t0=${SECONDS}
+  log "building ${module} tools (go build, nice ${BUILD_NICE}; the first build takes long)"
+  if ! (cd "${SRC_DIR}/${module}" &&
+    nice -n "${BUILD_NICE}" go build -mod=readonly -trimpath -ldflags "${ldflags}" \
+      -o "${STAGE_DIR}/bin/" tool) >>"${STAGE_DIR}/build.log" 2>&1; then
+    tail -n 40 "${STAGE_DIR}/build.log" >&2
+    die "go build in ${SRC_DIR}/${module} failed (log: ${STAGE_DIR}/build.log)"
+  fi
+  log "built ${module} in $((SECONDS - t0))s"
+}
+
+# module_dir MODULE_DIR MODULE_PATH: where the module's source is in GOMODCACHE.
+module_dir() {
+  local dir
+  dir=$(cd "${SRC_DIR}/$1" && go list -mod=readonly -m -f '{{.Dir}}' "$2") || return 1
+  [[ -n ${dir} && -d ${dir} ]] || return 1
+  printf '%s\n' "${dir}"
+}
+
+ensure_built() {
+  [[ -f ${CACHE_DIR}/.complete ]] && return 0
+  # The official Go install is not always on a non-login shell's PATH.
+  if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+    PATH="/usr/local/go/bin:${PATH}"
+  fi
+  command -v go >/dev/null 2>&1 ||
+    die "'go' not found: Go (>= 1.26) and the Go module proxy are needed once, to build ${CACHE_DIR}"
+  mkdir -p "${CACHE_ROOT}"
+  # Serialize builds (parallel CI jobs may all call `up`); fd 8, not the state lock's 9.
+  exec 8>"${CACHE_ROOT}/.build.lock"
+  if ! flock -n 8; then
+    log "another build holds ${CACHE_ROOT}/.build.lock; waiting (up to 2 h)"
+    flock -w 7200 8 || die "timed out waiting for ${CACHE_ROOT}/.build.lock"
+  fi
+  if [[ -f ${CACHE_DIR}/.complete ]]; then
+    exec 8>&-
+    return 0
+  fi
+  local t0=${SECONDS} jobset_src kwok_src
+  STAGE_DIR="${CACHE_DIR}.partial"
+  rm -rf "${STAGE_DIR}" "${CACHE_DIR}"
+  mkdir -p "${STAGE_DIR}/bin" "${STAGE_DIR}/manifests"
+  log "building the control plane once into ${CACHE_DIR}"
+  log "versions: kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}; $(go version)"
+  go_build kubernetes "$(k8s_ldflags)"
+  # The etcd server's main package is the module root go.etcd.io/etcd/server/v3.
+  if [[ -x ${STAGE_DIR}/bin/server ]]; then mv -f "${STAGE_DIR}/bin/server" "${STAGE_DIR}/bin/etcd"; fi
+  go_build jobset "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${JOBSET_VERSION}"
+  go_build kwok "-s -w"
+  jobset_src=$(module_dir jobset sigs.k8s.io/jobset) || die "cannot locate sigs.k8s.io/jobset in GOMODCACHE"
+  kwok_src=$(module_dir kwok sigs.k8s.io/kwok) || die "cannot locate sigs.k8s.io/kwok in GOMODCACHE"
+  cp "${jobset_src}/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" "${STAGE_DIR}/manifests/jobset-crd.yaml"
+  cp "${kwok_src}/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml" "${STAGE_DIR}/manifests/kwok-logs-crd.yaml"
+  chmod u+w "${STAGE_DIR}/manifests/"*.yaml
+  local b
+  for b in "${DAEMONS[@]}" kubectl; do
+    [[ -x ${STAGE_DIR}/bin/${b} ]] || die "build produced no ${b} (have: $(ls "${STAGE_DIR}/bin" | tr '\n' ' '))"
+  done
+  {
+    printf 'kubernetes %s\netcd %s\njobset %s\nkwok %s\n' "${K8S_VERSION}" "${ETCD_VERSION}" "${JOBSET_VERSION}" "${KWOK_VERSION}"
+    go version
+    printf 'built %s in %ss\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))"
+  } >"${STAGE_DIR}/versions.txt"
+  touch "${STAGE_DIR}/.complete"
+  mv "${STAGE_DIR}" "${CACHE_DIR}"
+  exec 8>&-
+  log "build complete ($((SECONDS - t0))s): ${CACHE_DIR}"
+}
+
+# ---------------------------------------------------------------------------
+# process helpers
+
+# pid_running PID: exists and is not a zombie.
+pid_running() {
+  local state
+  state=$(awk '/^State:/ { print $2; exit }' "/proc/$1/status" 2>/dev/null) || return 1
+  [[ -n ${state} && ${state} != Z ]]
+}
+
+# ours PID: a process of this cluster: a binary from the cache root whose command line
+# names the state dir (every daemon's flags do).
+ours() {
+  local pid=$1 exe
+  exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
+  [[ ${exe} == "${CACHE_ROOT}/"* ]] || return 1
+  tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF -- "${STATE_DIR}/" || return 1
+  pid_running "${pid}"
+}
+
+# daemon_pid NAME: the pid of daemon NAME if its pid file names a live process of ours
+# running the cached binary NAME.
+daemon_pid() {
+  local name=$1 pid exe
+  [[ -r ${RUN_DIR}/${name}.pid ]] || return 1
+  pid=$(tr -dc '0-9' <"${RUN_DIR}/${name}.pid")
+  [[ -n ${pid} ]] || return 1
+  exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
+  [[ ${exe##*/} == "${name}" ]] || return 1
+  ours "${pid}" || return 1
+  printf '%s\n' "${pid}"
+}
+
+# all_our_pids: every live process of this cluster, pid files or not.
+all_our_pids() {
+  local p pid
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    if ours "${pid}"; then printf '%s\n' "${pid}"; fi
+  done
+}
+
+# stop_pids WHAT PID...: SIGTERM, bounded wait, then SIGKILL.
+stop_pids() {
+  local what=$1 pid deadline alive
+  shift
+  [[ $# -gt 0 ]] || return 0
+  log "stopping ${what} (pid $*)"
+  kill -TERM "$@" 2>/dev/null || true
+  deadline=$((SECONDS + STOP_TIMEOUT))
+  while ((SECONDS < deadline)); do
+    alive=0
+    for pid in "$@"; do
+      if pid_running "${pid}"; then alive=1; fi
+    done
+    ((alive)) || return 0
+    sleep 0.2
+  done
+  log "${what} did not exit within ${STOP_TIMEOUT}s; sending SIGKILL"
+  kill -KILL "$@" 2>/dev/null || true
+  sleep 0.5
+}
+
+stop_all() {
+  local pids
+  mapfile -t pids < <(all_our_pids)
+  stop_pids "control plane" "${pids[@]}"
+  rm -f "${RUN_DIR}"/*.pid
+}
+
+# start_daemon NAME ARG...: starts the cached binary NAME in its own session, with its
+# output appended to logs/NAME.log; the daemon itself writes run/NAME.pid.
+start_daemon() {
+  local name=$1
+  shift
+  log "starting ${name}"
+  printf '\n==== %s: %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${name}" "$*" >>"${LOG_DIR}/${name}.log"
+  # setsid: not in the caller's process group, so a test harness killing its group on
+  # timeout does not take the cluster with it; 8>&- 9>&-: no inherited lock fds.
+  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "${RUN_DIR}/${name}.pid" \
+    "${BIN_DIR}/${name}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 8>&- 9>&- &
+}
+
+# log_tails [NAME...]: the last lines of the daemons' logs (default: all).
+log_tails() {
+  local name names=("$@")
+  [[ ${#names[@]} -gt 0 ]] || names=("${DAEMONS[@]}")
+  for name in "${names[@]}"; do
+    [[ -s ${LOG_DIR}/${name}.log ]] || continue
+    printf '%s: ---- tail of %s ----\n' "${PROG}" "${LOG_DIR}/${name}.log" >&2
+    tail -n 15 "${LOG_DIR}/${name}.log" >&2 || true
+  done
+}
+
+fail_with_logs() {
+  log "error: $1"
+  shift
+  log_tails "$@"
+  exit 1
+}
+
+# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# http_get PORT PATH: GET over plain HTTP on 127.0.0.1 (no curl needed); prints the body.
+http_get() {
+  local port=$1 path=$2 reply
+  reply=$(
+    exec 3<>"/dev/tcp/127.0.0.1/${port}" || exit 1
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "${path}" >&3
+    timeout 5 cat <&3
+  ) 2>/dev/null || return 1
+  [[ ${reply} == "HTTP/1."?" 200"* ]] || return 1
+  printf '%s\n' "${reply#*$'\r\n\r\n'}"
+}
+
+# wait_for WHAT DAEMON CHECK...: polls CHECK until it succeeds; fails if DAEMON exits
+# or after UP_TIMEOUT seconds.
+# A daemon counts as gone only when missing on 3 polls in a row (a just-started one may
+# not have written its pid file or exec'd its binary yet).
+wait_for() {
+  local what=$1 daemon=$2 deadline=$((SECONDS + UP_TIMEOUT)) misses=0
+  shift 2
+  while ((SECONDS < deadline)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    if [[ -n ${daemon} ]]; then
+      if daemon_pid "${daemon}" >/dev/null; then misses=0; else misses=$((misses + 1)); fi
+      ((misses < 3)) || fail_with_logs "${daemon} exited while waiting for ${what}" "${daemon}"
+    fi
+    sleep 0.3
+  done
+  fail_with_logs "timed out after ${UP_TIMEOUT}s waiting for ${what}" ${daemon:+"${daemon}"}
+}
+
+kc() { "${BIN_DIR}/kubectl" --kubeconfig "${KUBECONFIG_FILE}" --request-timeout=10s "$@"; }
+
+# ---------------------------------------------------------------------------
+# certificates, kubeconfig, configuration
+
+# new_cert NAME CN ORG SANS: a key and a certificate signed by the test CA, valid as
+# server and client (SANS: "IP:127.0.0.1,DNS:localhost" or empty).
+new_cert() {
+  local name=$1 cn=$2 org=$3 sans=$4 subj="/CN=$2"
+  [[ -n ${org} ]] && subj+="/O=${org}"
+  {
+    printf 'basicConstraints=critical,CA:FALSE\n'
+    printf 'keyUsage=critical,digitalSignature,keyEncipherment\n'
+    printf 'extendedKeyUsage=serverAuth,clientAuth\n'
+    [[ -n ${sans} ]] && printf 'subjectAltName=%s\n' "${sans}"
+  } >"${PKI_DIR}/${name}.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "${PKI_DIR}/${name}.key" -out "${PKI_DIR}/${name}.csr" -subj "${subj}" 2>/dev/null
+  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -CAcreateserial -days 3650 -sha256 -extfile "${PKI_DIR}/${name}.ext" \
+    -out "${PKI_DIR}/${name}.crt" 2>/dev/null
+  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
+}
+
+readonly PKI_REV=2
+ensure_pki() {
+  [[ "$(cat "${PKI_DIR}/.complete" 2>/dev/null)" == "${PKI_REV}" ]] && return 0
+  command -v openssl >/dev/null 2>&1 || die "'openssl' not found (Debian package openssl)"
+  log "creating a test CA and certificates in ${PKI_DIR}"
+  rm -rf "${PKI_DIR}"
+  mkdir -p "${PKI_DIR}"
+  chmod 0700 "${PKI_DIR}"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -sha256 \
+    -keyout "${PKI_DIR}/ca.key" -out "${PKI_DIR}/ca.crt" -subj "/CN=bridge-launch-test-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  new_cert apiserver kube-apiserver "" \
+    "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  new_cert admin bridge-launch-admin system:masters ""
+  new_cert front-proxy-client front-proxy-client "" ""
+  new_cert kwok kwok-kubelet "" "IP:127.0.0.1,DNS:localhost"
+  mkdir -p "${PKI_DIR}/jobset-webhook"
+  new_cert jobset-webhook jobset-webhook "" "IP:127.0.0.1,DNS:localhost"
+  mv "${PKI_DIR}/jobset-webhook.crt" "${PKI_DIR}/jobset-webhook/tls.crt"
+  mv "${PKI_DIR}/jobset-webhook.key" "${PKI_DIR}/jobset-webhook/tls.key"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI_DIR}/sa.key" 2>/dev/null
+  openssl pkey -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
+  chmod 0600 "${PKI_DIR}"/*.key "${PKI_DIR}"/jobset-webhook/tls.key
+  printf '%s\n' "${PKI_REV}" >"${PKI_DIR}/.complete"
+}
+
+write_kubeconfig() {
+  local tmp="${KUBECONFIG_FILE}.tmp.$$" k=("${BIN_DIR}/kubectl" config --kubeconfig "${KUBECONFIG_FILE}.tmp.$$")
+  rm -f "${tmp}"
+  "${k[@]}" set-cluster bridge-launch-test --server "https://127.0.0.1:${APISERVER_PORT}" \
+    --certificate-authority "${PKI_DIR}/ca.crt" --embed-certs=true >/dev/null
+  "${k[@]}" set-credentials bridge-launch-admin --client-certificate "${PKI_DIR}/admin.crt" \
+    --client-key "${PKI_DIR}/admin.key" --embed-certs=true >/dev/null
+  "${k[@]}" set-context bridge-launch-test --cluster bridge-launch-test \
+    --user bridge-launch-admin --namespace default >/dev/null
+  "${k[@]}" use-context bridge-launch-test >/dev/null
+  chmod 0600 "${tmp}"
+  mv -f "${tmp}" "${KUBECONFIG_FILE}"
+}
+
+write_configs() {
+  local ca_bundle i name
+  mkdir -p "${CONF_DIR}" "${POD_LOG_DIR}"
+  cat >"${CONF_DIR}/jobset.yaml" <<EOF
+# Generated by scripts/k8s-test-cluster.sh: the JobSet controller outside a cluster.
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+# The webhook certificate comes from this script's CA (pki/jobset-webhook), not from
+# the controller's in-cluster certificate rotator (which needs a Service and a Secret).
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: ${JOBSET_WEBHOOK_PORT}
+  certDir: ${PKI_DIR}/jobset-webhook
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:${JOBSET_HEALTH_PORT}
+EOF
+
+  # The JobSet webhooks as installed upstream (config/components/webhook, with its
+  # patches), but called by URL on loopback instead of through a Service.
+  ca_bundle=$(base64 -w0 <"${PKI_DIR}/ca.crt")
+  local url="https://127.0.0.1:${JOBSET_WEBHOOK_PORT}"
+  cat >"${CONF_DIR}/jobset-webhooks.yaml" <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: jobset-mutating-webhook-configuration
+webhooks:
+- name: mjobset.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: ${url}/mutate-jobset-x-k8s-io-v1alpha2-jobset
+    caBundle: ${ca_bundle}
+  failurePolicy: Fail
+  sideEffects: None
+  rules:
+  - apiGroups: [jobset.x-k8s.io]
+    apiVersions: [v1alpha2]
+    operations: [CREATE]
+    resources: [jobsets]
+- name: mpod.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: ${url}/mutate--v1-pod
+    caBundle: ${ca_bundle}
+  failurePolicy: Fail
+  sideEffects: None
+  objectSelector:
+    matchExpressions:
+    - {key: jobset.sigs.k8s.io/jobset-name, operator: Exists}
+  rules:
+  - apiGroups: [""]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [pods]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: jobset-validating-webhook-configuration
+webhooks:
+- name: vjobset.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: ${url}/validate-jobset-x-k8s-io-v1alpha2-jobset
+    caBundle: ${ca_bundle}
+  failurePolicy: Fail
+  sideEffects: None
+  rules:
+  - apiGroups: [jobset.x-k8s.io]
+    apiVersions: [v1alpha2]
+    operations: [CREATE, UPDATE]
+    resources: [jobsets]
+- name: vpod.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: ${url}/validate--v1-pod
+    caBundle: ${ca_bundle}
+  failurePolicy: Fail
+  sideEffects: None
+  objectSelector:
+    matchExpressions:
+    - {key: jobset.sigs.k8s.io/jobset-name, operator: Exists}
+  rules:
+  - apiGroups: [""]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [pods]
+EOF
+
+  # Logs of every pod's containers (kubectl logs), unless a kwok Logs object names the
+  # pod (see the docs). CRI log format: <RFC3339Nano time> <stream> <F|P> <text>.
+  cat >"${POD_LOG_DIR}/default.log" <<EOF
+1970-01-01T00:00:00.000000000Z stdout F kwok: this pod ran on a fake node; no container was started.
+EOF
+  cat >"${CONF_DIR}/kwok-logs.yaml" <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: default-pod-logs
+spec:
+  logs:
+  - logsFile: ${POD_LOG_DIR}/default.log
+EOF
+
+  : >"${CONF_DIR}/nodes.yaml"
+  for ((i = 0; i < NODE_COUNT; i++)); do
+    name="kwok-gpu-${i}"
+    cat >>"${CONF_DIR}/nodes.yaml" <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ${name}
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: ${name}
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    node.kubernetes.io/instance-type: kwok-gpu-${GPUS_PER_NODE}
+    nvidia.com/gpu.present: "true"
+    type: kwok
+status:
+  capacity: &resources
+    cpu: "128"
+    memory: 2Ti
+    ephemeral-storage: 10Ti
+    pods: "110"
+    nvidia.com/gpu: "${GPUS_PER_NODE}"
+    rdma/ib: "${GPUS_PER_NODE}"
+  allocatable: *resources
+EOF
+  done
+
+  cat >"${STATE_DIR}/env.sh" <<EOF
+# Generated by scripts/k8s-test-cluster.sh: source it to use the test cluster.
+export KUBECONFIG='${KUBECONFIG_FILE}'
+export PATH='${BIN_DIR}':"\${PATH}"
+EOF
+}
+
+# ---------------------------------------------------------------------------
+# checks
+
+apiserver_ready() { [[ "$(kc get --raw=/readyz 2>/dev/null)" == ok ]]; }
+etcd_healthy() { http_get "${ETCD_PORT}" /health | grep -q '"health":"true"'; }
+jobset_ready() { http_get "${JOBSET_HEALTH_PORT}" /readyz >/dev/null; }
+lease_held() {
+  local holder
+  holder=$(kc -n kube-system get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || return 1
+  [[ -n ${holder} ]]
+}
+# crd_established NAME (not `kubectl wait`: it fails at once on a CRD without conditions yet).
+crd_established() {
+  [[ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == True ]]
+}
+default_sa() { kc -n default get serviceaccount default -o name >/dev/null 2>&1; }
+
+# nodes_ready: every fake node is Ready and untainted (the node lifecycle controller
+# taints a node until kwok has reported it Ready).
+nodes_ready() {
+  local out want=${NODE_COUNT}
+  out=$(kc get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.taints}{"\n"}{end}' 2>/dev/null) || return 1
+  [[ $(grep -c ' True $' <<<"${out}") -eq ${want} ]]
+}
+
+# webhook_works: a server-side dry run of a JobSet passes the JobSet webhooks.
+webhook_works() {
+  kc create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: webhook-probe
+  namespace: default
+spec:
+  replicatedJobs:
+  - name: w
+    template:
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: c
+              image: none
+EOF
+}
+
+all_up() {
+  local d
+  [[ -f ${CACHE_DIR}/.complete && -s ${KUBECONFIG_FILE} ]] || return 1
+  for d in "${DAEMONS[@]}"; do daemon_pid "${d}" >/dev/null || return 1; done
+  apiserver_ready && jobset_ready && nodes_ready
+}
+
+check_ports_free() {
+  local p
+  for p in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" \
+    "${JOBSET_WEBHOOK_PORT}" "${JOBSET_HEALTH_PORT}" "${KWOK_PORT}"; do
+    if port_open "${p}"; then
+      die "127.0.0.1:${p} is in use by another program (set K8S_TEST_PORT_BASE to move this cluster's ports)"
+    fi
+  done
+}
+
+# ---------------------------------------------------------------------------
+# commands
+
+start_cluster() {
+  local k=${KUBECONFIG_FILE}
+  start_daemon etcd --name bridge-launch-test --data-dir "${ETCD_DATA}" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "bridge-launch-test=http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --unsafe-no-fsync --log-level warn
+  wait_for "etcd on 127.0.0.1:${ETCD_PORT}" etcd etcd_healthy
+
+  start_daemon kube-apiserver --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+    --secure-port "${APISERVER_PORT}" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --tls-cert-file "${PKI_DIR}/apiserver.crt" --tls-private-key-file "${PKI_DIR}/apiserver.key" \
+    --client-ca-file "${PKI_DIR}/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "${PKI_DIR}/sa.pub" \
+    --service-account-signing-key-file "${PKI_DIR}/sa.key" \
+    --service-cluster-ip-range "${SERVICE_CIDR}" \
+    --authorization-mode RBAC --allow-privileged=true \
+    --endpoint-reconciler-type none \
+    --kubelet-client-certificate "${PKI_DIR}/admin.crt" --kubelet-client-key "${PKI_DIR}/admin.key" \
+    --kubelet-certificate-authority "${PKI_DIR}/ca.crt" \
+    --kubelet-preferred-address-types InternalIP \
+    --requestheader-client-ca-file "${PKI_DIR}/ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "${PKI_DIR}/front-proxy-client.crt" \
+    --proxy-client-key-file "${PKI_DIR}/front-proxy-client.key" \
+    --profiling=false --v=1
+  wait_for "kube-apiserver on https://127.0.0.1:${APISERVER_PORT}" kube-apiserver apiserver_ready
+
+  # The CRDs go in before kube-controller-manager starts: its garbage collector learns
+  # the API's resources at startup and then only every 30 s, and until it knows JobSets
+  # it does not delete the Jobs, pods and Services of a deleted JobSet.
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${MANIFEST_DIR}/jobset-crd.yaml" -f "${MANIFEST_DIR}/kwok-logs-crd.yaml" >/dev/null ||
+    fail_with_logs "applying the JobSet and kwok CRDs failed" kube-apiserver
+  wait_for "the JobSet CRD" kube-apiserver crd_established jobsets.jobset.x-k8s.io
+  wait_for "the kwok Logs CRD" kube-apiserver crd_established logs.kwok.x-k8s.io
+
+  start_daemon kube-controller-manager --kubeconfig "${k}" \
+    --authentication-kubeconfig "${k}" --authorization-kubeconfig "${k}" \
+    --bind-address 127.0.0.1 --secure-port "${KCM_PORT}" \
+    --service-account-private-key-file "${PKI_DIR}/sa.key" --root-ca-file "${PKI_DIR}/ca.crt" \
+    --service-cluster-ip-range "${SERVICE_CIDR}" --cluster-name bridge-launch-test \
+    --profiling=false --v=1
+  start_daemon kube-scheduler --kubeconfig "${k}" \
+    --authentication-kubeconfig "${k}" --authorization-kubeconfig "${k}" \
+    --bind-address 127.0.0.1 --secure-port "${SCHEDULER_PORT}" --profiling=false --v=1
+
+  KUBECONFIG=${k} start_daemon jobset --config "${CONF_DIR}/jobset.yaml" --zap-log-level=info
+  start_daemon kwok --kubeconfig "${k}" \
+    --config "${SRC_DIR}/kwok-stages.yaml" --config "${CONF_DIR}/kwok-logs.yaml" \
+    --enable-crds Logs \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --node-ip 127.0.0.1 --node-port "${KWOK_PORT}" --server-address "127.0.0.1:${KWOK_PORT}" \
+    --tls-cert-file "${PKI_DIR}/kwok.crt" --tls-private-key-file "${PKI_DIR}/kwok.key" \
+    --cidr "${POD_CIDR}" --node-lease-duration-seconds 40
+
+  wait_for "the JobSet controller (readyz on 127.0.0.1:${JOBSET_HEALTH_PORT})" jobset jobset_ready
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${CONF_DIR}/jobset-webhooks.yaml" >/dev/null ||
+    fail_with_logs "applying the JobSet webhook configurations failed" kube-apiserver
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${CONF_DIR}/nodes.yaml" >/dev/null ||
+    fail_with_logs "creating the fake nodes failed" kube-apiserver kwok
+
+  wait_for "the kube-controller-manager lease" kube-controller-manager lease_held kube-controller-manager
+  wait_for "the kube-scheduler lease" kube-scheduler lease_held kube-scheduler
+  wait_for "${NODE_COUNT} Ready fake nodes" kwok nodes_ready
+  wait_for "the default ServiceAccount" kube-controller-manager default_sa
+  wait_for "the JobSet webhooks (server-side dry run)" jobset webhook_works
+}
+
+cmd_up() {
+  local t0=${SECONDS} c
+  for c in flock setsid openssl base64 sha256sum; do
+    command -v "${c}" >/dev/null 2>&1 || die "'${c}' not found"
+  done
+  ensure_built
+  lock
+  mkdir -p "${RUN_DIR}" "${LOG_DIR}" "${CONF_DIR}"
+  if all_up; then
+    log "already up"
+    printf '%s\n' "${KUBECONFIG_FILE}"
+    return 0
+  fi
+  # Anything left of an earlier cluster (a crashed component, a half-finished up) goes:
+  # each `up` starts from an empty etcd.
+  stop_all
+  rm -rf "${ETCD_DATA}"
+  check_ports_free
+  ensure_pki
+  write_kubeconfig
+  write_configs
+  start_cluster
+  log "up ($((SECONDS - t0))s): kubernetes ${K8S_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}; ${NODE_COUNT} nodes x ${GPUS_PER_NODE} nvidia.com/gpu; API https://127.0.0.1:${APISERVER_PORT}"
+  log "use: source ${STATE_DIR}/env.sh   (KUBECONFIG and the matching kubectl ${K8S_VERSION} first in PATH)"
+  printf '%s\n' "${KUBECONFIG_FILE}"
+}
+
+cmd_down() {
+  lock
+  stop_all
+  rm -rf "${ETCD_DATA}"
+  log "down"
+}
+
+cmd_status() {
+  local d pid ok=1
+  if [[ ! -f ${CACHE_DIR}/.complete ]]; then
+    log "not built yet: ${CACHE_DIR} (run: $0 up)"
+  fi
+  for d in "${DAEMONS[@]}"; do
+    if pid=$(daemon_pid "${d}"); then
+      printf '%-24s running (pid %s)\n' "${d}" "${pid}"
+    else
+      printf '%-24s not running\n' "${d}"
+      ok=0
+    fi
+  done
+  if ((ok)) && apiserver_ready; then
+    printf 'api server               https://127.0.0.1:%s ready (kubeconfig %s)\n' "${APISERVER_PORT}" "${KUBECONFIG_FILE}"
+    kc get nodes -o wide 2>&1 || ok=0
+    nodes_ready || { log "not every fake node is Ready"; ok=0; }
+    jobset_ready || { log "the JobSet controller is not ready"; ok=0; }
+  else
+    ok=0
+  fi
+  if ((ok)); then
+    log "cluster is up"
+    return 0
+  fi
+  if [[ -z "$(all_our_pids)" ]]; then log "cluster is down (run: $0 up)"; else log "cluster is not usable (run: $0 up to restart it)"; fi
+  return 1
+}
+
+cmd_env() {
+  printf "export KUBECONFIG='%s'\n" "${KUBECONFIG_FILE}"
+  printf "export PATH='%s':\"\${PATH}\"\n" "${BIN_DIR}"
+}
+
+# lock: serialize mutating commands (parallel CI jobs may all call `up`).
+lock() {
+  mkdir -p "${STATE_DIR}"
+  chmod 0700 "${STATE_DIR}"
+  exec 9>"${STATE_DIR}/.lock"
+  if ! flock -w 300 9; then die "another $0 is still running (lock ${STATE_DIR}/.lock)"; fi
+}
+
+main() {
+  [[ $# -eq 1 ]] || { usage; exit 2; }
+  case "$1" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    build) ensure_built; printf '%s\n' "${CACHE_DIR}" ;;
+    env) cmd_env ;;
+    -h | --help | help) usage ;;
+    *) usage; exit 2 ;;
+  esac
+}
+
+main "$@"

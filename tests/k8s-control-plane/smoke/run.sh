@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Smoke test of the test control plane (scripts/k8s-test-cluster.sh): a JobSet of 2 pods
+# x 8 GPUs is accepted under strict field validation, scheduled onto the fake nodes and
+# Completed; one with a pod failed by kwok ends Failed after its restart; kubectl logs
+# works (default log file and a per-pod kwok Logs object); an unknown field is rejected.
+#
+# Usage: tests/k8s-control-plane/smoke/run.sh   (brings the cluster up if it is down;
+#        leaves it up). KUBECTL=/usr/bin/kubectl runs it with another kubectl.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "${here}/../../.." && pwd)
+cluster="${root}/scripts/k8s-test-cluster.sh"
+
+KUBECONFIG=$("${cluster}" up | tail -n 1)
+export KUBECONFIG
+eval "$("${cluster}" env)"
+KUBECTL=${KUBECTL:-kubectl}
+state_dir=$(dirname "${KUBECONFIG}")
+
+say() { printf 'smoke: %s\n' "$*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+k() { "${KUBECTL}" "$@"; }
+
+say "kubectl: $(command -v "${KUBECTL}") ($(k version --client -o json | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | head -n 1))"
+say "server:  $(k version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -n 1)"
+
+k delete jobsets.jobset.x-k8s.io -l app.kubernetes.io/managed-by=k8s-test-cluster-smoke \
+  --ignore-not-found --cascade=foreground --wait=true >/dev/null
+
+# Strict server-side validation rejects an unknown field.
+if out=$(sed 's/^  failurePolicy:/  bogusField: 1\n  failurePolicy:/' "${here}/jobset-succeeds.yaml" |
+  k apply --server-side --validate=strict --dry-run=server -f - 2>&1); then
+  fail "an unknown field was accepted: ${out}"
+fi
+grep -q 'bogusField' <<<"${out}" || fail "unexpected error for an unknown field: ${out}"
+say "ok: unknown field rejected by server-side apply: ${out##*: }"
+# The same through a plain create with strict validation (fieldValidation=Strict).
+if out=$(sed 's/^  failurePolicy:/  bogusField: 1\n  failurePolicy:/' "${here}/jobset-succeeds.yaml" |
+  k create --validate=strict --dry-run=server -f - 2>&1); then
+  fail "an unknown field was accepted: ${out}"
+fi
+grep -q 'unknown field "spec.bogusField"' <<<"${out}" || fail "unexpected error for an unknown field: ${out}"
+say "ok: unknown field rejected by create --validate=strict: ${out##*: }"
+
+t0=${SECONDS}
+k apply --server-side --validate=strict -f "${here}/jobset-succeeds.yaml" >&2
+
+k wait --for=condition=Completed --timeout=120s jobset/smoke-ok >&2 ||
+  { k get jobset,jobs,pods -o wide >&2; fail "smoke-ok did not complete"; }
+say "ok: smoke-ok Completed after $((SECONDS - t0))s"
+k get pods -l jobset.sigs.k8s.io/jobset-name=smoke-ok \
+  -o custom-columns=POD:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,GPUS:.spec.containers[0].resources.limits.nvidia\\.com/gpu,HOSTNAME:.spec.hostname,SUBDOMAIN:.spec.subdomain >&2
+nodes=$(k get pods -l jobset.sigs.k8s.io/jobset-name=smoke-ok -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)
+[[ ${nodes} -eq 2 ]] || fail "the 2 pods of 8 GPUs each should run on 2 different nodes, got ${nodes}"
+
+k apply --server-side --validate=strict -f "${here}/jobset-fails.yaml" >&2
+k wait --for=condition=Failed --timeout=120s jobset/smoke-fail >&2 ||
+  { k get jobset,jobs,pods -o wide >&2; fail "smoke-fail did not fail"; }
+say "ok: smoke-fail Failed after $((SECONDS - t0))s: $(k get jobset smoke-fail -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}') (restarts: $(k get jobset smoke-fail -o jsonpath='{.status.restarts}'))"
+k get pods -l jobset.sigs.k8s.io/jobset-name=smoke-fail \
+  -o custom-columns=POD:.metadata.name,RANK:.metadata.annotations.batch\\.kubernetes\\.io/job-completion-index,ATTEMPT:.metadata.labels.jobset\\.sigs\\.k8s\\.io/restart-attempt,PHASE:.status.phase,EXIT:.status.containerStatuses[0].state.terminated.exitCode >&2 || true
+
+# Logs: the default file for every pod, or a per-pod file through a kwok Logs object.
+pod0=$(k get pods -l jobset.sigs.k8s.io/jobset-name=smoke-ok,batch.kubernetes.io/job-completion-index=0 -o jsonpath='{.items[0].metadata.name}')
+out=$(k logs "${pod0}") || fail "kubectl logs ${pod0} failed"
+say "ok: kubectl logs ${pod0}: ${out}"
+printf '%s stdout F rank 0 says hello\n%s stderr F rank 0 warns\n' \
+  "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z)" "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z)" >"${state_dir}/pod-logs/smoke-rank0.log"
+k apply -f - >&2 <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Logs
+metadata:
+  name: ${pod0}
+  namespace: default
+spec:
+  logs:
+  - containers: [trainer]
+    logsFile: ${state_dir}/pod-logs/smoke-rank0.log
+EOF
+for _ in $(seq 1 50); do
+  out=$(k logs "${pod0}" 2>&1) || true
+  [[ ${out} == *"rank 0 says hello"* ]] && break
+  sleep 0.2
+done
+[[ ${out} == *"rank 0 says hello"* ]] || fail "per-pod log not served: ${out}"
+say "ok: kubectl logs ${pod0} with a Logs object: $(tr '\n' '|' <<<"${out}")"
+k delete logs.kwok.x-k8s.io "${pod0}" >/dev/null
+
+k delete jobsets.jobset.x-k8s.io -l app.kubernetes.io/managed-by=k8s-test-cluster-smoke --cascade=foreground --wait=true >/dev/null
+say "PASS ($((SECONDS - t0))s)"
