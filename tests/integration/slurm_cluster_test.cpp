@@ -262,8 +262,9 @@ TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
 }
 
 // The issue's scenario: rank 11 (node2) hits a CUDA error and exits 17; the others print
-// NCCL's "connection closed" and are stopped by srun (--kill-on-bad-exit). `--wait` ends with the one-screen
-// summary and `why` names rank 11 first, with the traceback, and the rest as consequences.
+// NCCL's "connection closed" and are stopped by srun (--kill-on-bad-exit). `--wait` ends with the
+// one-screen summary and `why` names rank 11 first, with the traceback, and the rest as
+// consequences.
 TEST_F(SlurmCluster, WhyNamesTheRankThatFailedFirstAndGroupsTheNcclNoise) {
   std::string recipe = tmp.write("why.yaml", R"(name: why-it
 cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
