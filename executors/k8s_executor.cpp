@@ -323,23 +323,38 @@ class KubernetesExecutor : public Executor {
     auto pods = list_pods(job, *ref, std::nullopt, diags);
     if (!pods) return e;
     std::vector<std::pair<std::string, size_t>> ended;  // (finishedAt, unit)
+    // Logs of every pod for a job of up to 16 nodes; of the failed ones only beyond that
+    // (one `kubectl logs` each, in series).
+    bool all_logs = pods->size() <= 16;
     for (const auto& p : *pods) {
       RankEvidence u;
-      u.label = fmt::format("node {}", p.index);
+      int64_t gpn = std::max(1, job.ranks) / std::max(1, job.nodes);
+      u.label = gpn > 1 ? fmt::format("node {} (ranks {}-{})", p.index, p.index * gpn,
+                                      p.index * gpn + gpn - 1)
+                        : fmt::format("node {}", p.index);
       u.node = static_cast<int>(p.index);
       u.host = p.node_name;
       u.log_path = "pod " + p.name;
       if (p.exit_code) u.exit_code = static_cast<int>(*p.exit_code);
       if (p.signal) u.signal = static_cast<int>(*p.signal);
+      // A pod that failed as a whole (evicted, its node lost) has no container exit status.
+      if (p.phase == "Failed" && !u.failed())
+        u.ended = p.pod_reason.empty() ? "pod failed" : "pod " + p.pod_reason;
+      if (!p.pod_reason.empty())
+        e.scheduler_lines.push_back(fmt::format("pod {} ({}): {}", p.name, u.label, p.pod_reason));
       if (!p.reason.empty() && p.reason != "Completed" && p.reason != "Error")
         e.scheduler_lines.push_back(
             fmt::format("pod {} ({}): {}{}", p.name, u.label, p.reason,
                         p.exit_code ? fmt::format(", exit code {}", *p.exit_code) : ""));
-      CommandResult r = run(kubectl(
-          job.context, job.namespace_,
-          {"logs", p.name, "-c", kK8sContainer, fmt::format("--tail={}", kTriageTailLines)}));
-      if (r.ok()) u.lines = split_lines(r.out);
-      if (u.failed()) ended.emplace_back(p.finished_at, e.units.size());
+      if (all_logs || u.failed()) {
+        CommandResult r = run(kubectl(
+            job.context, job.namespace_,
+            {"logs", p.name, "-c", kK8sContainer, fmt::format("--tail={}", kTriageTailLines)}));
+        if (r.ok()) u.lines = split_lines(r.out);
+      }
+      // No finish time known (a pod that failed as a whole): after those with one.
+      if (u.failed())
+        ended.emplace_back(p.finished_at.empty() ? "~" : p.finished_at, e.units.size());
       e.units.push_back(std::move(u));
     }
     std::stable_sort(ended.begin(), ended.end());

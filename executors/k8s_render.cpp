@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "executors/k8s_names.h"
+#include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
 #include "launcher/yaml_tree.h"
@@ -58,7 +59,9 @@ struct Inputs {
   std::string secret_object;  // the Secret the secretKeyRefs point at ("" = no secrets)
   bool generated_secret = false;
   ordered_json common_labels;
+  ordered_json object_labels;  // of the JobSet / Job: common labels + recipe labels + queue
   ordered_json annotations;
+  const K8sPodSettings* pod = nullptr;  // executor.kubernetes pod settings, applied last
 };
 
 bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
@@ -237,7 +240,12 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   ordered_json empty_dir{{"medium", "Memory"}};
   if (kx.shm_size.is_set()) empty_dir["sizeLimit"] = *kx.shm_size.value;
   spec["volumes"] = {{{"name", "dshm"}, {"emptyDir", empty_dir}}};
-  return {{"metadata", {{"labels", labels}}}, {"spec", spec}};
+  ordered_json pod{{"metadata", {{"labels", labels}}}, {"spec", spec}};
+  if (in.pod) {
+    Diagnostics checked_once;  // render_k8s_manifests checked these settings on a sample pod
+    apply_pod_settings(*in.pod, in.kx, pod, checked_once);
+  }
+  return pod;
 }
 
 ordered_json metadata(const Inputs& in, const std::string& name, const ordered_json& labels,
@@ -280,7 +288,7 @@ ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& 
   spec["replicatedJobs"] = ordered_json::array({rjob});
   return {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
           {"kind", "JobSet"},
-          {"metadata", metadata(in, name, in.common_labels, in.annotations)},
+          {"metadata", metadata(in, name, in.object_labels, in.annotations)},
           {"spec", spec}};
 }
 
@@ -303,9 +311,11 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
   if (attempt > 0) spec["suspend"] = true;
   ordered_json annotations = in.annotations;
   annotations[kK8sAttemptsAnnotation] = std::to_string(in.retries + 1);
+  ordered_json job_labels = in.object_labels;
+  job_labels[kK8sAttemptLabel] = std::to_string(attempt);
   ordered_json jobdoc{{"apiVersion", "batch/v1"},
                       {"kind", "Job"},
-                      {"metadata", metadata(in, job, labels, annotations)},
+                      {"metadata", metadata(in, job, job_labels, annotations)},
                       {"spec", spec}};
   return {svc, jobdoc};
 }
@@ -338,7 +348,9 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
             {},
             false,
             {},
-            {}};
+            {},
+            {},
+            nullptr};
   in.retries = effective_retries(plan);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
 
@@ -351,6 +363,26 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   m.attempts = in.api == "job" ? in.retries + 1 : 1;
   in.common_labels = {{kK8sManagedByKey, kK8sManagedBy}, {kK8sJobLabel, m.name}};
   in.annotations = {{kK8sRecipeAnnotation, r.name.get_or("")}};
+  auto pod_settings = read_pod_settings(kx, plan.job_dir, diags);
+  if (!pod_settings) return std::nullopt;
+  {
+    // A pod_patch is checked once, on a sample pod, so each error is reported once.
+    ordered_json sample = pod_template(in, "sample", in.common_labels, "");
+    if (!apply_pod_settings(*pod_settings, kx, sample, diags)) return std::nullopt;
+  }
+  in.pod = &*pod_settings;
+  in.object_labels = in.common_labels;
+  const ordered_json extra_labels = object_labels(*pod_settings);
+  for (const auto& [k, v] : extra_labels.items()) in.object_labels[k] = v;
+  for (const auto& [k, v] : pod_settings->annotations.items()) in.annotations[k] = v;
+  if (!pod_settings->job_dir_on_volume)
+    diags.info("k8s-job-dir-not-persistent", "executor.kubernetes.job_dir", kx.job_dir.loc,
+               fmt::format("the job dir {} is inside the container: its logs and profiles go "
+                           "away with the pods",
+                           plan.job_dir),
+               fmt::format("to keep them, add a writable volume mounted at or above it, e.g. "
+                           "`volumes: [{{name: jobs, mount_path: {}, pvc: my-claim}}]`",
+                           r.executor.kubernetes.job_dir.get_or("/workspace/bridge-launch/jobs")));
 
   bool has_secrets = false;
   for (const auto& v : plan.env.vars) has_secrets = has_secrets || v.secret;
@@ -384,16 +416,31 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
         fmt::format("retries: {} more attempt{} created suspended, started in turn "
                     "when the previous one fails",
                     in.retries, in.retries == 1 ? "" : "s"));
-  if (in.generated_secret && options.reveal_secrets)
+  std::vector<ordered_json> printed = m.docs;
+  if (in.generated_secret && options.reveal_secrets) {
     header.push_back(fmt::format("Secret {} holds the secret values", in.secret_object));
-  else if (in.generated_secret)
+  } else if (in.generated_secret) {
+    // No Secret object with placeholder values: this text, applied by hand, must not start
+    // pods with "<secret>" as a token. It names the Secret and how to create it instead.
+    printed.erase(printed.begin());
+    std::string names, literals;
+    for (const auto& v : plan.env.vars) {
+      if (!v.secret) continue;
+      names += (names.empty() ? "" : ", ") + v.name;
+      literals += fmt::format(" --from-literal={0}=\"${0}\"", v.name);
+    }
     header.push_back(
-        fmt::format("Secret {}: values shown as <secret>; submission applies the "
-                    "real values",
-                    in.secret_object));
-  else if (has_secrets)
+        fmt::format("Secret {} (not shown): bridge-launch creates it at submission "
+                    "with the values of {} from the submitting environment.",
+                    in.secret_object, names));
+    header.push_back("To apply this text yourself, create it first:");
+    header.push_back(fmt::format("  kubectl create secret generic {}{}{}", in.secret_object,
+                                 kx.namespace_.is_set() ? " -n " + *kx.namespace_.value : "",
+                                 literals));
+  } else if (has_secrets) {
     header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
-  m.yaml = to_yaml_stream(m.docs, header);
+  }
+  m.yaml = to_yaml_stream(printed, header);
   return m;
 }
 

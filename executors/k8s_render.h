@@ -11,8 +11,10 @@
 // - Every non-secret launch variable is a container env entry whose value reaches the
 //   process byte-for-byte: `$` is escaped where Kubernetes' `$(VAR)` expansion would touch
 //   it. Secrets are `secretKeyRef`s into the generated Secret `<name>-env` (or into
-//   executor.kubernetes.secret_name); the generated Secret's stringData shows `<secret>`
-//   unless `options.reveal_secrets` (only the text piped into kubectl sets it).
+//   executor.kubernetes.secret_name). The generated Secret is in `docs` always, but in `yaml`
+//   only with `options.reveal_secrets` (only the text piped into kubectl sets it): the shown
+//   text names the Secret and prints the `kubectl create secret` line that makes it, so a
+//   dry-run applied by hand cannot start pods with placeholder values.
 // - MASTER_ADDR is the DNS name of pod 0 computed by the same functions that name the
 //   objects; NODE_RANK comes from the completion-index annotation; torchrun (or the
 //   fault_tolerance plugin's ft_launcher) starts gpus_per_node ranks per pod after a bounded
@@ -43,7 +45,8 @@ struct K8sManifests {
   std::string master_addr;    // of the first attempt
   std::string secret_object;  // the generated Secret's name, "" when none
   int64_t attempts = 1;       // Job API: 1 + retries; JobSet: 1 (it restarts in place)
-  std::vector<nlohmann::ordered_json> docs;  // in apply order
+  std::vector<nlohmann::ordered_json> docs;  // in apply order (the Secret with <secret> values
+                                             // unless revealed)
   std::string yaml;                          // header comments + `---`-separated documents
 };
 

@@ -287,6 +287,7 @@ std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
     p.attempt = parse_int(attempt).value_or(0);
     p.phase = str_at(obj, json::json_pointer("/status/phase"));
     p.node_name = str_at(obj, json::json_pointer("/spec/nodeName"));
+    p.pod_reason = str_at(obj, json::json_pointer("/status/reason"));
     add_terminated_state(obj, p);
     if (!p.name.empty() && p.index >= 0) pods.push_back(std::move(p));
   }

@@ -55,10 +55,11 @@ const nlohmann::json* find_jobset(const std::string& name,
 
 struct K8sPod {
   std::string name;
-  int64_t index = -1;     // completion index = node index
-  int64_t attempt = 0;    // JobSet restart attempt or Job API attempt
-  std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
-  std::string node_name;  // spec.nodeName, "" before it is scheduled
+  int64_t index = -1;      // completion index = node index
+  int64_t attempt = 0;     // JobSet restart attempt or Job API attempt
+  std::string phase;       // Pending | Running | Succeeded | Failed | Unknown
+  std::string node_name;   // spec.nodeName, "" before it is scheduled
+  std::string pod_reason;  // status.reason of the pod itself: Evicted, NodeLost, ...
   // The runtime container's state.terminated, when it has ended:
   std::optional<int64_t> exit_code;
   std::optional<int64_t> signal;

@@ -331,6 +331,10 @@ class LocalExecutor : public Executor {
     for (const auto& r : result.ranks)
       out << r.rank << '\t' << (r.signaled ? "-" : std::to_string(r.exit_code)) << '\t'
           << (r.signaled ? std::to_string(r.signal) : "-") << '\n';
+    out.flush();
+    if (!out)  // `why` then names ranks by their logs only; the job's result is unaffected
+      spdlog::warn("could not write {}: {}; `why` will not know the order the ranks ended in",
+                   (dir / kExitsFile).string(), std::strerror(errno));
   }
 
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {

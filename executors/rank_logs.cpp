@@ -39,8 +39,8 @@ RankEvidence unit_from_file(const fs::path& path, std::string label) {
   RankEvidence u;
   u.label = std::move(label);
   u.log_path = path.string();
-  // 256 KiB per unit: a traceback and what led to it, while 4096 ranks stay under 1 GiB read.
-  u.lines = read_last_lines(path, kTriageTailLines, 256 * 1024, u.first_line_number);
+  // 128 KiB per unit: a traceback and what led to it, while 4096 ranks stay near 512 MiB read.
+  u.lines = read_last_lines(path, kTriageTailLines, size_t{128} * 1024, u.first_line_number);
   return u;
 }
 

@@ -84,12 +84,16 @@ int number_in(const std::string& filename, const std::string& prefix) {
 }
 
 // sbatch's own output file (--output/--error, `slurm-<id><suffix>`): in the submission's
-// directory; older records kept it one level up, next to a directory named after the Slurm id.
+// directory. Records of older versions, whose job dir is named after the Slurm id, kept it
+// one level up; only those look there (a new job given a reused id must not read an old
+// job's file).
 std::optional<fs::path> batch_file(const JobRecord& job, const char* suffix) {
   std::string name = fmt::format("slurm-{}{}", job.scheduler_id, suffix);
+  fs::path dir(job.job_dir);
   std::error_code ec;
-  for (const fs::path& dir : {fs::path(job.job_dir), fs::path(job.job_dir).parent_path()})
-    if (fs::exists(dir / name, ec)) return dir / name;
+  if (fs::exists(dir / name, ec)) return dir / name;
+  if (dir.filename() == job.scheduler_id && fs::exists(dir.parent_path() / name, ec))
+    return dir.parent_path() / name;
   return std::nullopt;
 }
 
@@ -123,11 +127,21 @@ std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank
   return out;
 }
 
-// The batch stderr's last lines: srun's task reports and slurmstepd's messages are there.
+// The batch stderr's last lines of the last attempt: srun's task reports and slurmstepd's
+// messages are there. A requeued job appends every attempt to the same file; the script's
+// "requeueing job" line ends an attempt, so what comes before it belongs to earlier ones.
 std::vector<std::string> batch_stderr_lines(const JobRecord& job) {
   auto err = batch_file(job, ".err");
   size_t first_line = 0;
-  return err ? read_last_lines(*err, 4000, 1 << 20, first_line) : std::vector<std::string>{};
+  std::vector<std::string> lines =
+      err ? read_last_lines(*err, 4000, 1 << 20, first_line) : std::vector<std::string>{};
+  for (size_t i = lines.size(); i > 0; --i)
+    if (lines[i - 1].rfind("bridge-launch: ", 0) == 0 &&
+        lines[i - 1].find("; requeueing job ") != std::string::npos) {
+      lines.erase(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  return lines;
 }
 
 // srun's own account of the first failing task, from the batch stderr file:

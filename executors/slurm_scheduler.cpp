@@ -210,7 +210,8 @@ std::optional<std::vector<int>> parse_task_list(const std::string& text) {
     auto first = parse_decimal<int>(part.substr(0, dash));
     auto last = dash == std::string::npos ? first : parse_decimal<int>(part.substr(dash + 1));
     if (!first || !last || *last < *first) return std::nullopt;
-    for (int t = *first; t <= *last && tasks.size() < 65536; ++t) tasks.push_back(t);
+    for (int64_t t = *first; t <= *last && tasks.size() < 65536; ++t)
+      tasks.push_back(static_cast<int>(t));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }

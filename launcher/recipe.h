@@ -186,6 +186,18 @@ struct KubernetesExecutorSpec {
   Field<std::string> service_account;
   Field<StringList> image_pull_secrets;
   Field<std::string> job_dir;
+  // What a GPU cluster's pods need beyond the plan, checked at render time
+  // (executors/k8s_pod_spec.h documents each shape):
+  Field<YamlNode> volumes;        // [{name, mount_path, read_only, pvc|host_path|config_map}]
+  Field<YamlNode> node_selector;  // {label: value}
+  Field<YamlNode> tolerations;    // [Kubernetes Toleration]
+  Field<YamlNode> affinity;       // a Kubernetes Affinity, passed through
+  Field<YamlNode> resources;      // {requests: {name: quantity}, limits: {...}} besides GPUs
+  Field<YamlNode> labels;         // {key: value}, on every object and pod
+  Field<YamlNode> annotations;    // {key: value}, on every object and pod
+  Field<std::string> priority_class;
+  Field<std::string> queue;   // Kueue LocalQueue: label kueue.x-k8s.io/queue-name
+  Field<YamlNode> pod_patch;  // strategic merge patch of the pod template
 };
 
 struct ExecutorSpec {

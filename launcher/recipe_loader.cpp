@@ -526,6 +526,16 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read("service_account", ku.service_account);
     k.read("image_pull_secrets", ku.image_pull_secrets);
     k.read("job_dir", ku.job_dir);
+    k.read_node("volumes", ku.volumes, "list of volumes");
+    k.read_node("node_selector", ku.node_selector, "mapping");
+    k.read_node("tolerations", ku.tolerations, "list of tolerations");
+    k.read_node("affinity", ku.affinity, "mapping");
+    k.read_node("resources", ku.resources, "mapping");
+    k.read_node("labels", ku.labels, "mapping");
+    k.read_node("annotations", ku.annotations, "mapping");
+    k.read("priority_class", ku.priority_class);
+    k.read("queue", ku.queue);
+    k.read_node("pod_patch", ku.pod_patch, "mapping");
     k.finish();
   }
   r.finish();

@@ -224,7 +224,9 @@ TEST(FailureTriageClassifyLine, TheTableHasTheDocumentedIdsAndNoEntryIsShadowed)
       {"error-message", SignatureKind::kCause},
   };
   const std::vector<ErrorSignature>& table = error_signatures();
-  for (const auto& [id, kind] : documented) {
+  for (const auto& entry : documented) {
+    const std::string& id = entry.first;  // clang 14: lambdas cannot capture bindings
+    const SignatureKind kind = entry.second;
     auto count = std::count_if(table.begin(), table.end(),
                                [&](const ErrorSignature& s) { return s.id == id; });
     EXPECT_EQ(count, 1) << id;

@@ -210,7 +210,8 @@ TEST(K8sRender, GoldensPassTheValidator) {
 
 TEST(K8sRender, JobSetStructure) {
   auto p = golden_plan();
-  K8sManifests m = render_ok(*p);
+  // The applied text: what reaches the API server, the Secret included.
+  K8sManifests m = render_ok(*p, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[0]["kind"], "Secret");
@@ -246,7 +247,8 @@ TEST(K8sRender, JobSetStructure) {
 
 TEST(K8sRender, CommandIsTorchrunBehindADnsWaitWithArgsAsAList) {
   auto p = golden_plan();
-  K8sManifests m = render_ok(*p);
+  // The applied text: what reaches the API server, the Secret included.
+  K8sManifests m = render_ok(*p, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   const json& c =
       container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
@@ -273,7 +275,8 @@ TEST(K8sRender, CommandIsTorchrunBehindADnsWaitWithArgsAsAList) {
 
 TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
   auto p = golden_plan();
-  K8sManifests m = render_ok(*p);
+  // The applied text: what reaches the API server, the Secret included.
+  K8sManifests m = render_ok(*p, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   const json& c =
       container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
@@ -293,7 +296,8 @@ TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
 
 TEST(K8sRender, EnvValuesReachThePodExactly) {
   auto p = golden_plan();
-  K8sManifests m = render_ok(*p);
+  // The applied text: what reaches the API server, the Secret included.
+  K8sManifests m = render_ok(*p, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   const json& c =
       container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
@@ -326,8 +330,14 @@ TEST(K8sRender, SecretsOnlyInTheSecretAndOnlyWhenRevealed) {
       env_map(container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]));
   EXPECT_EQ(env["HF_TOKEN"]["valueFrom"]["secretKeyRef"],
             json::parse(R"({"name":"golden-demo-v1-a1b2-env","key":"HF_TOKEN"})"));
+  // The shown text has no Secret object a user could apply by accident with placeholder
+  // values: it names the Secret and how to create it.
   auto shown_docs = testing::parse_yaml_docs(shown.yaml);
-  EXPECT_EQ(shown_docs[0]["stringData"]["HF_TOKEN"], "<secret>");
+  for (const auto& d : shown_docs) EXPECT_NE(d["kind"], "Secret");
+  EXPECT_THAT(shown.yaml, Not(HasSubstr("<secret>")));
+  EXPECT_THAT(shown.yaml,
+              HasSubstr("kubectl create secret generic golden-demo-v1-a1b2-env -n training "
+                        "--from-literal=HF_TOKEN=\"$HF_TOKEN\""));
   EXPECT_EQ(shown.secret_object, "golden-demo-v1-a1b2-env");
 }
 
@@ -345,7 +355,8 @@ TEST(K8sRender, UserNamedSecretIsReferencedAndNotCreated) {
 
 TEST(K8sRender, JobApiAttemptsAreSuspendedJobsWithTheirOwnServices) {
   auto p = golden_plan({"executor.kubernetes.api=job", "executor.kubernetes.retries=2"});
-  K8sManifests m = render_ok(*p);
+  // The applied text: what reaches the API server, the Secret included.
+  K8sManifests m = render_ok(*p, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   std::vector<std::string> kinds;
   for (const auto& d : docs)
@@ -390,7 +401,7 @@ TEST(K8sRender, FaultToleranceUsesFtLauncherAndItsRetries) {
                "plugins:\n  fault_tolerance: {num_in_job_restarts: 4}\n");
   auto q = testing::k8s_plan(text);
   ASSERT_TRUE(q->plan->complete);
-  K8sManifests m = render_ok(*q);
+  K8sManifests m = render_ok(*q, "a1b2", true);
   auto docs = testing::parse_yaml_docs(m.yaml);
   EXPECT_EQ(docs[1]["spec"]["failurePolicy"]["maxRestarts"], 2);  // num_job_retries_on_failure
   std::string script = container_of(
@@ -399,7 +410,7 @@ TEST(K8sRender, FaultToleranceUsesFtLauncherAndItsRetries) {
   EXPECT_THAT(script, HasSubstr(" --nnodes=2 --nproc-per-node=8 "));
 
   auto r = testing::k8s_plan(text, {"executor.kubernetes.retries=5"});
-  K8sManifests m2 = render_ok(*r);
+  K8sManifests m2 = render_ok(*r, "a1b2", true);
   EXPECT_EQ(testing::parse_yaml_docs(m2.yaml)[1]["spec"]["failurePolicy"]["maxRestarts"], 5);
   EXPECT_TRUE(r->diags.has_code("k8s-retries-override"));
 }

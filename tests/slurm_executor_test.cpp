@@ -622,3 +622,70 @@ TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
 
 }  // namespace
 }  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// `why` on Slurm: srun's task reports give node, exit code and order; a requeued job's
+// earlier attempts are ignored; grouped task lists ("tasks 0-2,4-7") count for every task;
+// a stale slurm-<id>.err one level up (an older job that got the same id) is not read.
+TEST_F(SlurmExecutorTest, FailureEvidenceReadsTheLastAttemptsSrunReports) {
+  TempDir dir;
+  std::string job_dir = dir.path() + "/name/name-20261130-120000-ab12";
+  fs::create_directories(job_dir);
+  for (int r = 0; r < 8; ++r)
+    std::ofstream(job_dir + "/rank" + std::to_string(r) + ".log")
+        << (r == 3 ? "Traceback (most recent call last):\nRuntimeError: CUDA error: misaligned "
+                     "address\n"
+                   : "[rank" + std::to_string(r) + "]: NCCL WARN Connection closed by remote\n");
+  std::ofstream(job_dir + "/slurm-9.err")
+      << "srun: error: node2: task 6: Exited with exit code 9\n"
+         "bridge-launch: the ranks failed (srun exit 9); requeueing job 9, retry 1 of 1\n"
+         "srun: error: node1: tasks 0-2,4-7: Exited with exit code 1\n"
+         "srun: error: node1: task 3: Exited with exit code 17\n"
+         "slurmstepd: error: *** STEP 9.0 ON node1 CANCELLED AT 2026-11-30T12:00:00 ***\n";
+  std::ofstream(dir.path() + "/name/slurm-9.err")
+      << "srun: error: nodeX: task 5: Segmentation fault\n";
+  Diagnostics diags;
+  JobRecord rec = record("9", job_dir);
+  FailureEvidence e = executor->failure_evidence(rec, diags);
+  ASSERT_EQ(e.units.size(), 8u);
+  const RankEvidence& r3 = e.units[3];
+  EXPECT_EQ(r3.host, "node1");
+  EXPECT_EQ(r3.exit_code, 17);
+  EXPECT_EQ(r3.failure_order, 1);
+  EXPECT_EQ(e.units[6].exit_code, 1) << "attempt 1's report of task 6 is not this attempt's";
+  EXPECT_EQ(e.units[6].failure_order, 0);
+  EXPECT_THAT(e.order_source, ::testing::HasSubstr("slurm-9.err"));
+  Triage t = triage(e);
+  ASSERT_TRUE(t.first);
+  EXPECT_EQ(t.first->label, "rank 3");
+  EXPECT_EQ(t.first->finding->signature, "cuda-error");
+  ASSERT_EQ(t.consequences.size(), 1u);
+  EXPECT_EQ(t.consequences[0].units_text, "ranks 0-2, 4-7");
+  for (const auto& line : e.scheduler_lines) EXPECT_EQ(line.find("nodeX"), std::string::npos);
+  // status names the rank srun reported alone, not the group reported first.
+  FakeRunner runner([](const CommandSpec&) { return ok("9|FAILED|NonZeroExitCode\n"); });
+  install(runner);
+  JobStatus st = executor->status({rec}, diags).front();
+  EXPECT_THAT(st.detail, ::testing::HasSubstr("rank 3 exited with code 17"));
+}
+
+TEST(SrunTaskReports, ListsRangesSignalsAndBounds) {
+  auto reports = parse_srun_task_reports(
+      {"srun: error: node1: tasks 0-2,4: Terminated", "srun: error: n2: task 7: Killed",
+       "srun: error: n2: task 2147483647: Exited with exit code 1",
+       "srun: error: n2: tasks 0-2147483647: Aborted", "srun: error: n2: tasks 5-3: Killed",
+       "not srun", "srun: error: n3: task 1: Some new words"});
+  ASSERT_EQ(reports.size(), 5u);
+  EXPECT_EQ(reports[0].tasks, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(reports[0].signal, 15);
+  EXPECT_EQ(reports[1].signal, 9);
+  EXPECT_EQ(reports[2].tasks, std::vector<int>{2147483647});
+  EXPECT_EQ(reports[3].tasks.size(), 65536u) << "a task list is bounded";
+  EXPECT_EQ(reports[4].text, "Some new words");
+  EXPECT_FALSE(reports[4].exit_code || reports[4].signal);
+}
+
+}  // namespace
+}  // namespace bridge

@@ -65,8 +65,8 @@ const std::vector<ErrorSignature> kSignatures = {
     {"stopped",
      K::kConsequence,
      "stopped by the launcher or scheduler after another failure",
-     {"Received SIGTERM", "received SIGTERM", "got SIGTERM", "Terminated", "signal 15", "SIGTERM",
-      "CANCELLED AT", "Killed"}},
+     {"Received SIGTERM", "received SIGTERM", "got SIGTERM", "Terminated", "signal 15",
+      "got signal: 15", "SignalException", "SIGTERM", "CANCELLED AT", "Killed"}},
     {"nccl-error",
      K::kCause,
      "NCCL error",
@@ -88,8 +88,8 @@ const std::vector<ErrorSignature> kGenericSignatures = {
 bool is_python_exception(const std::string& line) {
   size_t i = 0;
   if (line.rfind("[rank", 0) == 0) {
-    size_t close = line.find("]: ");
-    if (close == std::string::npos || close > 16) return false;
+    size_t close = line.find("]: ");  // npos is > 16 too
+    if (close > 16) return false;
     i = close + 3;
   }
   size_t start = i;
@@ -120,8 +120,8 @@ std::string group_key(const std::string& signature, const std::string& line) {
   std::string out = signature + "|";
   size_t i = 0;
   if (line.rfind("[rank", 0) == 0) {
-    size_t close = line.find("]: ");
-    if (close != std::string::npos && close <= 16) i = close + 3;
+    size_t close = line.find("]: ");  // npos is > 16 too
+    if (close <= 16) i = close + 3;
   }
   bool in_number = false;
   for (; i < line.size() && out.size() < 200; ++i) {
@@ -150,17 +150,21 @@ Finding make_finding(const ErrorSignature& sig, const std::string& line, size_t 
   return f;
 }
 
+// A unit's finding is the first known line of its log, cause or consequence: a rank whose
+// log first shows a watchdog timeout and then aborts ("terminate called after throwing
+// ... DistBackendError", "Fatal Python error: Aborted") died of another rank's failure.
 UnitScan scan(const RankEvidence& unit) {
   UnitScan s;
   s.unit = &unit;
-  for (size_t i = 0; i < unit.lines.size() && !s.cause; ++i) {
+  for (size_t i = 0; i < unit.lines.size(); ++i) {
     const ErrorSignature* sig = classify_line(bounded(unit.lines[i]));
     if (!sig) continue;
     Finding f = make_finding(*sig, unit.lines[i], i);
     if (f.cause)
       s.cause = f;
-    else if (!s.consequence)
+    else
       s.consequence = f;
+    break;
   }
   return s;
 }
@@ -349,10 +353,10 @@ Triage triage(const FailureEvidence& evidence) {
   f.label = u.label;
   f.rank = u.rank;
   f.node = u.node;
-  f.host = u.host;
+  f.host = printable_text(u.host, 200);
   f.exit_code = u.exit_code;
   f.signal = u.signal;
-  f.log_path = u.log_path;
+  f.log_path = printable_text(u.log_path, 1000);
   f.finding = first->primary();
   if (f.finding) {
     size_t first_index = 0;

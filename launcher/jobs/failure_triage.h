@@ -10,6 +10,8 @@
 //   launcher), matched by plain substrings on lines of at most kMaxTriageLineBytes, so no
 //   input can make matching slow or recursive. The first matching entry of the table wins,
 //   so specific entries come before generic ones.
+// - A unit's finding is the first line of its log that a signature matches (a rank whose log
+//   first shows a consequence, then aborts, died of another rank's failure).
 // - The first failure is the earliest failing unit (scheduler order) whose log shows a cause;
 //   when no failing unit shows a cause, the earliest failing unit. Ranks with the same error
 //   (same signature, same text once numbers are masked) are grouped as "same error on ranks

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/utf8.h"
+
 namespace bridge {
 
 namespace {
@@ -27,8 +29,13 @@ ordered_json group_json(const FindingGroup& g) {
 }  // namespace
 
 std::string triage_to_text(const JobRecord& job, const Triage& t, bool excerpt) {
-  std::string out = fmt::format("job {}: {}{}\n", job.id, job_state_name(job.state),
-                                job.state_detail.empty() ? "" : " (" + job.state_detail + ")");
+  // Slurm's detail already starts with the state ("FAILED (NonZeroExitCode)"): once is enough.
+  std::string state = job_state_name(job.state);
+  std::string detail = printable_text(job.state_detail, 300);
+  std::string out = detail.empty() ? fmt::format("job {}: {}\n", job.id, state)
+                    : detail.rfind(state, 0) == 0
+                        ? fmt::format("job {}: {}\n", job.id, detail)
+                        : fmt::format("job {}: {} ({})\n", job.id, state, detail);
   for (const auto& f : t.job_level)
     out += fmt::format("scheduler: {}: {}\n", f.description, f.line);
   if (!t.first) {

@@ -1,5 +1,5 @@
 // Printing a Triage (`bridge-launch why`, and the failure summary of `--wait` and `status`):
-// one screen of text, or the stable JSON of `why --format json` (docs/operating.md).
+// one screen of text, or the stable JSON of `why --format json` (docs/experiments.md).
 //
 // Pure functions. Every string they print came through failure_triage's printable, bounded
 // copies, so a rank's raw escape sequences never reach the terminal.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "launcher/expand.h"
@@ -89,6 +90,67 @@ std::string job_dir_leaf(const std::string& name) {
   return leaf;
 }
 
+// Settings of the executors the job does not run on: each section that has any is named,
+// key by key, in one warning (an error under --strict), so nothing a user wrote is dropped
+// without a word (e.g. executor.slurm.container_mounts on a Kubernetes run).
+void report_other_executor_settings(const ExecutorSpec& x, const std::string& executor,
+                                    Diagnostics& diags) {
+  std::map<std::string, std::pair<std::vector<std::string>, SourceLoc>> set;
+  auto add = [&](const char* section, const char* key, const auto& field) {
+    if (!field.is_set() || section == executor) return;
+    auto& [keys, loc] = set[section];
+    if (keys.empty()) loc = field.loc;
+    keys.push_back(fmt::format("executor.{}.{}", section, key));
+  };
+  add("local", "job_dir", x.local.job_dir);
+  add("local", "grace_period", x.local.grace_period);
+  add("local", "timeout", x.local.timeout);
+  const auto& s = x.slurm;
+  add("slurm", "account", s.account);
+  add("slurm", "partition", s.partition);
+  add("slurm", "time", s.time);
+  add("slurm", "qos", s.qos);
+  add("slurm", "mem", s.mem);
+  add("slurm", "container_mounts", s.container_mounts);
+  add("slurm", "container_workdir", s.container_workdir);
+  add("slurm", "exclusive", s.exclusive);
+  add("slurm", "job_dir", s.job_dir);
+  add("slurm", "dependency", s.dependency);
+  add("slurm", "sbatch_args", s.sbatch_args);
+  add("slurm", "retries", s.retries);
+  add("slurm", "template", s.template_path);
+  const auto& k = x.kubernetes;
+  add("kubernetes", "namespace", k.namespace_);
+  add("kubernetes", "context", k.context);
+  add("kubernetes", "api", k.api);
+  add("kubernetes", "retries", k.retries);
+  add("kubernetes", "secret_name", k.secret_name);
+  add("kubernetes", "shm_size", k.shm_size);
+  add("kubernetes", "service_account", k.service_account);
+  add("kubernetes", "image_pull_secrets", k.image_pull_secrets);
+  add("kubernetes", "job_dir", k.job_dir);
+  add("kubernetes", "volumes", k.volumes);
+  add("kubernetes", "node_selector", k.node_selector);
+  add("kubernetes", "tolerations", k.tolerations);
+  add("kubernetes", "affinity", k.affinity);
+  add("kubernetes", "resources", k.resources);
+  add("kubernetes", "labels", k.labels);
+  add("kubernetes", "annotations", k.annotations);
+  add("kubernetes", "priority_class", k.priority_class);
+  add("kubernetes", "queue", k.queue);
+  add("kubernetes", "pod_patch", k.pod_patch);
+  for (const auto& [section, found] : set) {
+    const auto& [keys, loc] = found;
+    std::string list;
+    for (const auto& key : keys) list += (list.empty() ? "" : ", ") + key;
+    diags.dropped("executor-setting-not-applied", "executor." + section, loc,
+                  fmt::format("{} {} set, but the job runs on the {} executor: not applied", list,
+                              keys.size() == 1 ? "is" : "are", executor),
+                  fmt::format("drop {}, or run with --executor {}",
+                              keys.size() == 1 ? "it" : "them", section));
+  }
+}
+
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                   const HostEnvironment& host_env, Diagnostics& diags) {
   Plan plan;
@@ -104,6 +166,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                             "none",
                             plan.executor),
                 "drop --template, or use --executor slurm");
+  if (!plan.executor.empty()) report_other_executor_settings(r.executor, plan.executor, diags);
   plan.topology = compute_topology(r, diags);
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);

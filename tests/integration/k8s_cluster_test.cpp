@@ -10,13 +10,17 @@
 // in the pod env choose success or failure, docs/executors/k8s-test-cluster.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "process_util.h"
 #include "test_util.h"
 
 namespace bridge {
@@ -101,6 +105,8 @@ class K8sCluster : public ::testing::Test {
     return json::parse(r.out, nullptr, false);
   }
 
+  void check_example_runs(const std::string& api);
+
   static json pods_of(const std::string& name) {
     return kubectl_json({"get", "pods", "-l", "bridge-launch/job=" + name});
   }
@@ -166,6 +172,17 @@ TEST_F(K8sCluster, AJobSetIsAcceptedAndEveryPodCarriesExactlyThePlannedEnv) {
     EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
     std::map<std::string, json> got;
     for (const auto& e : c["env"]) got[e["name"].get<std::string>()] = e;
+    // Nothing but the plan, the executor's rendezvous and check variables (executors/
+    // rank_env.h) and the index the Job controller adds to every pod of an Indexed Job.
+    const std::set<std::string> executor_vars{
+        "BRIDGE_EXPECTED_ENV", "BRIDGE_EXPECTED_PLAN", "BRIDGE_OVERLAP_GRAD_REDUCE",
+        "MASTER_ADDR",         "MASTER_PORT",          "NODE_RANK",
+        "JOB_COMPLETION_INDEX"};
+    for (const auto& entry : got) {
+      const std::string& var = entry.first;
+      EXPECT_TRUE(planned.count(var) || executor_vars.count(var))
+          << var << " is in the pod but not in the plan";
+    }
     for (const auto& [var, planned_value] : planned) {
       ASSERT_TRUE(got.count(var)) << var << " is planned but not in the pod";
       if (planned_value.second) {  // a secret: by reference only, never as a value
@@ -204,12 +221,18 @@ TEST_F(K8sCluster, TheJobApiFallbackIsAcceptedAndSucceeds) {
 // Pod (node) 1 fails with exit code 17 (kwok's stage, chosen by the pod env): the JobSet
 // fails once its restarts are used up, --wait exits 1 with the summary and `why` names the
 // node, its host and the exit code from the real pod status.
-TEST_F(K8sCluster, AFailingPodFailsTheJobAndWhyNamesIt) {
-  auto r = run_command(
-      argv({"-E", "BRIDGE_KWOK_FAIL=1", "-E", "BRIDGE_KWOK_EXIT_CODE=17", "--wait"}), env());
+TEST_F(K8sCluster, AFailingPodFailsTheJobAfterItsRetriesAndWhyNamesIt) {
+  auto r = run_command(argv({"executor.kubernetes.retries=1", "-E", "BRIDGE_KWOK_FAIL=1", "-E",
+                             "BRIDGE_KWOK_EXIT_CODE=17", "--wait"}),
+                       env());
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("FAILED"));
-  EXPECT_THAT(r.err, HasSubstr("first failure: node 1 on kwok-gpu-"));
+  EXPECT_THAT(r.err, HasSubstr("first failure: node 1 (ranks 8-15) on kwok-gpu-"));
+  EXPECT_THAT(r.err, HasSubstr("exit code 17"));
+  // The plan's one retry was used: the JobSet restarted once before it failed.
+  json js = kubectl_json({"get", "jobsets", "-l", "bridge-launch/job=" + object_name(r)});
+  ASSERT_EQ(js["items"].size(), 1u);
+  EXPECT_EQ(js["items"][0]["status"]["restarts"], 1);
   auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id(r), "--format", "json"}, env());
   ASSERT_EQ(why.exit_code, 0) << why.err;
   json j = json::parse(why.out);
@@ -217,37 +240,184 @@ TEST_F(K8sCluster, AFailingPodFailsTheJobAndWhyNamesIt) {
   EXPECT_EQ(j["first_failure"]["node"], 1);
   EXPECT_EQ(j["first_failure"]["exit_code"], 17);
   EXPECT_THAT(j["first_failure"]["host"].get<std::string>(), HasSubstr("kwok-gpu-"));
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+  EXPECT_THAT(status.out, HasSubstr("FAILED"));
+  EXPECT_THAT(status.out, HasSubstr("first failure: node 1 (ranks 8-15)"));
 }
 
-// Retries: the first attempt fails, the JobSet restarts it, the second attempt succeeds.
+// Retries: the first attempt fails, the plan's retry (a JobSet restart; the next suspended Job
+// of the Job API) runs a second attempt, which succeeds.
 TEST_F(K8sCluster, ARetryAfterAFailedAttemptSucceeds) {
-  auto r = run_command(argv({"executor.kubernetes.retries=1", "-E", "BRIDGE_KWOK_FAIL=0", "-E",
-                             "BRIDGE_KWOK_FAIL_ATTEMPTS=1", "--wait"}),
+  for (const char* api : {"jobset", "job"}) {
+    SCOPED_TRACE(api);
+    auto r = run_command(
+        argv({std::string("executor.kubernetes.api=") + api, "executor.kubernetes.retries=1", "-E",
+              "BRIDGE_KWOK_FAIL=0", "-E", "BRIDGE_KWOK_FAIL_ATTEMPTS=1", "--wait"}),
+        env());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("SUCCEEDED"));
+  }
+}
+
+// Logs per rank: `--rank 9` reads the pod of node 1 (ranks 8-15).
+TEST_F(K8sCluster, LogsOfOneRankComeFromItsNodesPod) {
+  auto r = run_command(argv({"--wait"}), env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto logs = run_command({BRIDGE_LAUNCH_BIN, "logs", job_id(r), "--rank", "9"}, env());
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_FALSE(logs.out.empty());
+  auto bad = run_command({BRIDGE_LAUNCH_BIN, "logs", job_id(r), "--rank", "16"}, env());
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
+// SIGINT during --wait stops the waiting only: exit 130, the JobSet keeps running, `status`
+// finds it; cancel then ends it.
+TEST_F(K8sCluster, InterruptedWaitLeavesTheJobRunning) {
+  std::filesystem::path out = tmp.path() + "/wait.txt";
+  pid_t pid =
+      test::start_background(argv({"-E", "BRIDGE_KWOK_RUN_TIME=120s", "--wait"}), env(), out);
+  ASSERT_TRUE(test::wait_for_text(out, "RUNNING", 60)) << test::read_file(out.string());
+  kill(pid, SIGINT);
+  EXPECT_EQ(test::wait_exit(pid, 30), 130) << test::read_file(out.string());
+  std::string said = test::read_file(out.string());
+  EXPECT_THAT(said, HasSubstr("keeps running"));
+  size_t at = said.find("submitted job ");
+  ASSERT_NE(at, std::string::npos) << said;
+  std::string id = said.substr(at + 14, said.find(' ', at + 14) - at - 14);
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", id}, env());
+  EXPECT_THAT(status.out, HasSubstr("RUNNING"));
+  auto cancel = run_command({BRIDGE_LAUNCH_BIN, "cancel", id}, env());
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+}
+
+// The cluster objects the Kubernetes example refers to (a claim on a shared file system, a
+// PriorityClass, GPU nodes labelled with their product), as an administrator would have them.
+void provide_cluster_objects() {
+  const std::string objects = R"(apiVersion: v1
+kind: PersistentVolume
+metadata: {name: bridge-it-lustre}
+spec:
+  capacity: {storage: 1Ti}
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  hostPath: {path: /tmp/bridge-it-lustre}
+  claimRef: {namespace: default, name: lustre-scratch}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: lustre-scratch, namespace: default}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  volumeName: bridge-it-lustre
+  resources: {requests: {storage: 1Ti}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: training-high}
+value: 1000
+)";
+  auto r = run_command({"kubectl", "apply", "-f", "-"}, {}, objects);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* node : {"kwok-gpu-0", "kwok-gpu-1"}) {
+    auto l = run_command({"kubectl", "label", "node", node, "--overwrite",
+                          "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"});
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+  }
+}
+
+// The Kubernetes example uses every pod setting: the real API server accepts it under strict
+// validation, the scheduler places both pods (node selector, affinity, tolerations, RDMA
+// devices, the claim), and the pods carry each setting.
+TEST_F(K8sCluster, TheExampleWithEveryPodSettingIsAcceptedAndRuns) {
+  provide_cluster_objects();
+  for (const char* api : {"jobset", "job"}) {
+    SCOPED_TRACE(api);
+    check_example_runs(api);
+  }
+}
+
+void K8sCluster::check_example_runs(const std::string& api) {
+  auto r = run_command({BRIDGE_LAUNCH_BIN, "--strict", "-ng", "16", "-gn", "8",
+                        kSource + "/examples/recipes/qwen3-30b-a3b-k8s.yaml",
+                        "executor.kubernetes.api=" + api, "--wait"},
+                       env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("SUCCEEDED"));
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  std::string name = object_name(r);
+  json top =
+      kubectl_json({"get", api == "job" ? "jobs" : "jobsets", "-l", "bridge-launch/job=" + name});
+  ASSERT_GE(top["items"].size(), 1u);
+  EXPECT_EQ(top["items"][0]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "llm-perf");
+  json pods = pods_of(name);
+  ASSERT_EQ(pods["items"].size(), 2u);
+  for (const auto& pod : pods["items"]) {
+    EXPECT_EQ(pod["status"]["phase"], "Succeeded");
+    EXPECT_EQ(pod["metadata"]["labels"]["team"], "llm-perf");
+    EXPECT_EQ(pod["metadata"]["annotations"]["bridge-launch.example/owner"], "perf-team");
+    const json& spec = pod["spec"];
+    EXPECT_EQ(spec["priorityClassName"], "training-high");
+    EXPECT_EQ(spec["priority"], 1000) << "the PriorityClass was resolved by admission";
+    EXPECT_EQ(spec["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+    EXPECT_TRUE(spec.contains("affinity"));
+    const json& c = spec["containers"][0];
+    EXPECT_EQ(c["resources"]["limits"]["rdma/ib"], "8");
+    EXPECT_EQ(c["resources"]["requests"]["memory"], "64Gi");
+    EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "IPC_LOCK");
+    std::set<std::string> claims;
+    for (const auto& v : spec["volumes"])
+      if (v.contains("persistentVolumeClaim"))
+        claims.insert(v["persistentVolumeClaim"]["claimName"].get<std::string>());
+    EXPECT_EQ(claims, std::set<std::string>{"lustre-scratch"});
+  }
+}
+
+// A recipe written for Slurm says, by name, what does not apply on Kubernetes (and --strict
+// refuses it): nothing of the user's request is dropped in silence.
+TEST_F(K8sCluster, SlurmSettingsOnAKubernetesRunAreNamed) {
+  auto r = run_command({BRIDGE_LAUNCH_BIN, "-e", "kubernetes", "--dry-run",
+                        kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"},
                        env());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("SUCCEEDED"));
+  EXPECT_THAT(r.err, HasSubstr("executor.slurm.account, executor.slurm.partition, "
+                               "executor.slurm.time, executor.slurm.exclusive are set, but the "
+                               "job runs on the kubernetes executor: not applied"));
+  auto strict = run_command({BRIDGE_LAUNCH_BIN, "-e", "kubernetes", "--strict",
+                             kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"},
+                            env());
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  EXPECT_EQ(run_command({"kubectl", "get", "jobsets", "-o", "name"}).out.find("qwen3-30b-a3b-ep"),
+            std::string::npos)
+      << "nothing was applied";
 }
 
 // Cancel removes everything the job created: the JobSet, its Jobs and pods, the Secret.
 TEST_F(K8sCluster, CancelLeavesNothingBehind) {
-  auto r = run_command(argv({"-E", "BRIDGE_KWOK_RUN_TIME=120s"}), env());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string name = object_name(r);
-  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
-  EXPECT_THAT(status.out, ::testing::AnyOf(HasSubstr("PENDING"), HasSubstr("RUNNING")));
-  auto cancel = run_command({BRIDGE_LAUNCH_BIN, "cancel", job_id(r)}, env());
-  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
-  std::string left;
-  for (int i = 0; i < 60; ++i) {
-    auto all = run_command({"kubectl", "get", "jobsets,jobs,pods,secrets,services", "-l",
-                            "bridge-launch/job=" + name, "-o", "name"});
-    left = all.out;
-    if (all.exit_code == 0 && left.empty()) break;
-    std::this_thread::sleep_for(500ms);
+  for (const char* api : {"jobset", "job"}) {
+    SCOPED_TRACE(api);
+    auto r = run_command(argv({std::string("executor.kubernetes.api=") + api,
+                               "executor.kubernetes.retries=1", "-E", "BRIDGE_KWOK_RUN_TIME=120s"}),
+                         env());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string name = object_name(r);
+    auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+    EXPECT_THAT(status.out, ::testing::AnyOf(HasSubstr("PENDING"), HasSubstr("RUNNING")));
+    auto cancel = run_command({BRIDGE_LAUNCH_BIN, "cancel", job_id(r)}, env());
+    ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+    std::string left;
+    for (int i = 0; i < 60; ++i) {
+      auto all = run_command({"kubectl", "get", "jobsets,jobs,pods,secrets,services", "-l",
+                              "bridge-launch/job=" + name, "-o", "name"});
+      left = all.out;
+      if (all.exit_code == 0 && left.empty()) break;
+      std::this_thread::sleep_for(500ms);
+    }
+    EXPECT_EQ(left, "") << "still there after cancel";
+    auto after = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+    EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
   }
-  EXPECT_EQ(left, "") << "still there after cancel";
-  auto after = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
-  EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
 }
 
 }  // namespace
