@@ -1,6 +1,7 @@
 // list, status, logs, cancel, compare and ablate: following jobs and overlap experiments.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -85,17 +86,18 @@ struct Series {
   std::string label;
   std::vector<IterationSample> samples;
   std::optional<std::map<std::string, std::string>> knobs;
+  std::optional<JobState> state;  // registry jobs only
 };
 
 std::optional<Series> load_series(const std::string& ref, const Context& c) {
   std::error_code ec;
   if (fs::is_regular_file(ref, ec)) {
     std::ifstream in(ref);
-    return Series{ref, parse_iteration_lines(in), std::nullopt};
+    return Series{ref, parse_iteration_lines(in), std::nullopt, std::nullopt};
   }
   auto rec = find_job(ref, c);
   if (!rec) return std::nullopt;
-  Series s{rec->id, {}, rec->knobs};
+  Series s{rec->id, {}, rec->knobs, rec->state};
   for (const auto& e : fs::directory_iterator(rec->job_dir, ec)) {
     if (e.path().extension() != ".log") continue;
     std::ifstream in(e.path());
@@ -198,7 +200,13 @@ int cmd_compare(const JobOptions& o, const Context& c) {
   std::vector<WindowStats> stats;
   for (const auto& s : series) {
     stats.push_back(window_stats(s.samples, window->first, window->second));
-    if (stats.back().samples < 5)
+    // A failed or cancelled job's step times describe a run that did not finish.
+    if (s.state && *s.state != JobState::kSucceeded)
+      notes.push_back(fmt::format("{} is {}: its step times are not a finished run's", s.label,
+                                  job_state_name(*s.state)));
+    if (s.samples.empty())
+      notes.push_back(fmt::format("{}: no iteration lines in its logs", s.label));
+    else if (stats.back().samples < 5)
       notes.push_back(
           fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
                       "release quality",
@@ -215,40 +223,60 @@ int cmd_compare(const JobOptions& o, const Context& c) {
           "quality",
           series[i].label, series[0].label, knob_diffs[i].size(), fmt::join(knob_diffs[i], ", ")));
   }
-  double base = stats.empty() ? 0 : stats[0].mean;
+  double base = stats.empty() || stats[0].samples == 0 ? 0 : stats[0].mean;
+  // Nothing to compare: the baseline, or every job, has no step time in the window.
+  bool nothing = base <= 0 || std::none_of(stats.begin() + 1, stats.end(),
+                                           [](const auto& w) { return w.samples > 0; });
+  if (series.size() < 2) nothing = base <= 0;
+  if (nothing)
+    notes.push_back(
+        fmt::format("nothing to compare: {} in iterations {}-{}",
+                    base <= 0 ? "the baseline has no step time" : "no other job has a step time",
+                    window->first, window->second));
+  int rc = nothing ? kExitRuntime : kExitOk;
+  auto number = [](const WindowStats& w, double v) {
+    return w.samples ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+  };
+  auto cell = [](const WindowStats& w, double v) {
+    return w.samples ? fmt::format("{:.1f}", v) : std::string("-");
+  };
   if (o.format == "json") {
     nlohmann::ordered_json j{{"window", {window->first, window->second}}, {"jobs", nullptr}};
     nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
     for (size_t i = 0; i < series.size(); ++i) {
       const WindowStats& w = stats[i];
-      jobs.push_back({{"job", series[i].label},
-                      {"samples", w.samples},
-                      {"mean_ms", w.mean},
-                      {"min_ms", w.min},
-                      {"max_ms", w.max},
-                      {"stddev_ms", w.stddev},
-                      {"ratio", base > 0 && w.samples ? w.mean / base : 0.0},
-                      {"differs_in", knob_diffs[i]}});
+      jobs.push_back(
+          {{"job", series[i].label},
+           {"state", series[i].state ? nlohmann::ordered_json(job_state_name(*series[i].state))
+                                     : nlohmann::ordered_json(nullptr)},
+           {"samples", w.samples},
+           {"mean_ms", number(w, w.mean)},
+           {"min_ms", number(w, w.min)},
+           {"max_ms", number(w, w.max)},
+           {"stddev_ms", number(w, w.stddev)},
+           {"ratio", base > 0 && w.samples ? nlohmann::ordered_json(w.mean / base)
+                                           : nlohmann::ordered_json(nullptr)},
+           {"differs_in", knob_diffs[i]}});
     }
     j["jobs"] = jobs;
     j["notes"] = notes;
     c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return kExitOk;
+    return rc;
   }
-  std::vector<std::vector<std::string>> rows{
-      {"job", "samples", "mean ms", "min ms", "max ms", "stddev ms", "ratio", "differs in"}};
+  std::vector<std::vector<std::string>> rows{{"job", "state", "samples", "mean ms", "min ms",
+                                              "max ms", "stddev ms", "ratio", "differs in"}};
   for (size_t i = 0; i < series.size(); ++i) {
     const WindowStats& w = stats[i];
-    rows.push_back({series[i].label, std::to_string(w.samples), fmt::format("{:.1f}", w.mean),
-                    fmt::format("{:.1f}", w.min), fmt::format("{:.1f}", w.max),
-                    fmt::format("{:.1f}", w.stddev),
+    rows.push_back({series[i].label, series[i].state ? job_state_name(*series[i].state) : "(file)",
+                    std::to_string(w.samples), cell(w, w.mean), cell(w, w.min), cell(w, w.max),
+                    cell(w, w.stddev),
                     base > 0 && w.samples ? fmt::format("{:.3f}", w.mean / base) : "-",
                     i == 0 ? "(baseline)" : fmt::format("{}", fmt::join(knob_diffs[i], ", "))});
   }
   c.out << fmt::format("steady-state step time, iterations {}-{}:\n", window->first, window->second)
         << format_table(rows, false);
   for (const auto& n : notes) c.out << "note: " << n << "\n";
-  return kExitOk;
+  return rc;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -127,6 +128,22 @@ bool is_rfc1123_subdomain(const std::string& s) {
     if (dot == std::string::npos) return true;
     start = dot + 1;
   }
+}
+
+bool is_k8s_quantity(std::string_view s) {
+  auto digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (std::string_view suffix :
+       {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m"})
+    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
+      s.remove_suffix(suffix.size());
+      break;
+    }
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return digits(s);
+  return digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
 }
 
 }  // namespace bridge

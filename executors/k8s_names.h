@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace bridge {
 
@@ -66,6 +67,8 @@ std::string job_master_addr(const std::string& job);
 
 bool is_rfc1035_label(const std::string& s);
 bool is_rfc1123_label(const std::string& s);
+// A Kubernetes quantity as resources and volumes take it: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
+bool is_k8s_quantity(std::string_view s);
 bool is_rfc1123_subdomain(const std::string& s);
 
 }  // namespace bridge

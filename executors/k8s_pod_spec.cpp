@@ -38,23 +38,6 @@ bool is_qualified_key(const std::string& key) {
 
 bool is_label_value(const std::string& v) { return v.empty() || is_label_name(v); }
 
-// DIGITS[.DIGITS][suffix]: the quantities resources and volumes take.
-bool is_quantity(std::string_view s) {
-  auto digits = [](std::string_view d) {
-    return !d.empty() &&
-           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  for (std::string_view suffix :
-       {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m"})
-    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
-      s.remove_suffix(suffix.size());
-      break;
-    }
-  size_t dot = s.find('.');
-  if (dot == std::string_view::npos) return digits(s);
-  return digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
-}
-
 class Checker {
  public:
   explicit Checker(Diagnostics& diags) : diags_(diags), errors_(diags.count(Severity::kError)) {}
@@ -285,7 +268,7 @@ void read_resources(const Field<YamlNode>& f, Checker& c, K8sPodSettings& s) {
         c.error(at, r.key_loc,
                 fmt::format("`{}` is not a valid resource name", printable_text(r.key, 80)),
                 "write e.g. cpu, memory, rdma/ib");
-      if (!r.value.is_scalar() || !is_quantity(r.value.scalar)) {
+      if (!r.value.is_scalar() || !is_k8s_quantity(r.value.scalar)) {
         c.error(at, r.value.loc,
                 fmt::format("`{}` is not a Kubernetes quantity",
                             r.value.is_scalar() ? printable_text(r.value.scalar, 40)

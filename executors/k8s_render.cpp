@@ -30,23 +30,6 @@ const std::set<std::string>& rendezvous_names() {
   return kNames;
 }
 
-// A Kubernetes quantity as used for shm sizes: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
-bool valid_quantity(std::string_view s) {
-  auto digits = [](std::string_view d) {
-    return !d.empty() &&
-           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  for (std::string_view suffix :
-       {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m"})
-    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
-      s.remove_suffix(suffix.size());
-      break;
-    }
-  size_t dot = s.find('.');
-  if (dot == std::string_view::npos) return digits(s);
-  return digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
-}
-
 struct Inputs {
   const Plan& plan;
   const Recipe& recipe;
@@ -97,7 +80,7 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
       diags.error("k8s-invalid-name", "executor.kubernetes.image_pull_secrets",
                   kx.image_pull_secrets.loc,
                   fmt::format("image pull secret `{}` is not a valid Kubernetes object name", s));
-  if (kx.shm_size.is_set() && !valid_quantity(*kx.shm_size.value))
+  if (kx.shm_size.is_set() && !is_k8s_quantity(*kx.shm_size.value))
     diags.error("k8s-invalid-quantity", "executor.kubernetes.shm_size", kx.shm_size.loc,
                 fmt::format("shm_size `{}` is not a Kubernetes quantity",
                             printable_text(*kx.shm_size.value, 40)),

@@ -274,3 +274,26 @@ TEST(CompareCliTest, ComparesLogFilesWithRatiosAndFlagsSmallWindows) {
 
 }  // namespace
 }  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// A log without iteration lines (a job that failed before its first step) is marked, shows
+// "-" instead of zeros, and leaves nothing to compare: exit 1.
+TEST(CompareCliTest, AJobWithoutStepTimesIsMarkedAndNothingToCompareExits1) {
+  std::string dir = std::string(BRIDGE_TEST_DATA) + "/megatron/";
+  test::TempDir tmp;
+  std::string empty = tmp.write("crashed.log", "Traceback (most recent call last):\nboom\n");
+  auto r = test::run_command({BRIDGE_LAUNCH_BIN, "compare", dir + "overlap-off.log", empty});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("no iteration lines in its logs"));
+  EXPECT_THAT(r.out, HasSubstr("nothing to compare: no other job has a step time"));
+  auto j = nlohmann::json::parse(test::run_command({BRIDGE_LAUNCH_BIN, "compare", empty,
+                                                    dir + "overlap-on.log", "--format", "json"})
+                                     .out);
+  EXPECT_TRUE(j["jobs"][0]["mean_ms"].is_null());
+  EXPECT_TRUE(j["jobs"][1]["ratio"].is_null());
+}
+
+}  // namespace
+}  // namespace bridge
