@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -802,6 +803,42 @@ TEST(FailureTriage, ACauseBeatsAnEarlierReportedRankThatOnlyLostItsPeer) {
   EXPECT_EQ(t.first->finding->signature, "error-message");
   ASSERT_EQ(t.consequences.size(), 1u);
   EXPECT_EQ(t.consequences[0].units_text, "ranks 0-2, 4-7");
+}
+
+}  // namespace
+}  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// After a watchdog timeout PyTorch aborts the process: "terminate called after throwing an
+// instance of 'c10::DistBackendError'" and "Fatal Python error: Aborted" follow the timeout.
+// The rank's finding is its first known line, the timeout: a consequence, not a second cause.
+// torchrun's "SignalException: Process 4242 got signal: 15" on a stopped node is one too.
+TEST(FailureTriage, AnAbortAfterAWatchdogTimeoutIsAConsequence) {
+  FailureEvidence evidence;
+  evidence.units.push_back(rank_unit(
+      0, "node1", 134, 0,
+      {"[rank0]:[E1130 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 "
+       "milliseconds before timing out.",
+       "terminate called after throwing an instance of 'c10::DistBackendError'",
+       "Fatal Python error: Aborted"}));
+  evidence.units.push_back(
+      rank_unit(1, "node1", 1, 1,
+                {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 "
+                 "got signal: 15"}));
+  evidence.units.push_back(rank_unit(2, "node2", 17, 2,
+                                     {"Traceback (most recent call last):",
+                                      "RuntimeError: CUDA error: an illegal memory access "
+                                      "was encountered"}));
+  Triage t = triage(evidence);
+  ASSERT_TRUE(t.first);
+  EXPECT_EQ(t.first->label, "rank 2");
+  EXPECT_TRUE(t.other_causes.empty()) << t.other_causes[0].description;
+  std::set<std::string> signatures;
+  for (const auto& g : t.consequences) signatures.insert(g.signature);
+  EXPECT_EQ(signatures, (std::set<std::string>{"watchdog-timeout", "stopped"}));
 }
 
 }  // namespace
