@@ -422,7 +422,7 @@ TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
   EXPECT_THAT(r.out, HasSubstr("steady-state step time, iterations 2-8"));
   std::smatch m;
   std::regex ratio(
-      R"(\n\s+ablate-\S+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+comm_overlap\.overlap_grad_reduce)");
+      R"(\n\s+ablate-\S+\s+SUCCEEDED\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+comm_overlap\.overlap_grad_reduce)");
   ASSERT_TRUE(std::regex_search(r.out, m, ratio)) << r.out;
   EXPECT_GT(std::stod(m[1]), 1.15) << "no-overlap variant should be slower than the baseline";
 }
