@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -333,6 +334,48 @@ std::vector<std::vector<std::string>> make_variants(
 
 }  // namespace
 
+namespace {
+
+// "<name>-<knob>-<value>...": a variant's own job name, shown by squeue, `list` and its job
+// dir; the knob is the key's last part. At most 120 bytes, [A-Za-z0-9._-].
+std::string variant_name(const std::string& base, const std::vector<std::string>& extra) {
+  std::string text = base;
+  for (const auto& kv : extra) {
+    size_t eq = kv.find('=');
+    std::string key = kv.substr(0, eq);
+    text += "-" + key.substr(key.rfind('.') + 1) + "-" + kv.substr(eq + 1);
+  }
+  std::string out;
+  for (char ch : text)
+    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'
+               ? ch
+               : '-';
+  return out.substr(0, 120);
+}
+
+// What makes two variants the same experiment: the resolved plan, with the variant's own
+// name and job dir (which only label it) masked.
+std::string plan_fingerprint(const Plan& plan, const Diagnostics& diags) {
+  nlohmann::ordered_json j = plan_to_json(plan, diags);
+  j.erase("name");
+  j.erase("diagnostics");
+  std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto mask = [&](const std::string& what, const char* with) {
+    if (what.empty()) return;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at))
+      text.replace(at, what.size(), with), at += std::string(with).size();
+  };
+  mask(plan.job_dir, "<job_dir>");
+  if (plan.recipe && plan.recipe->name.value) mask(*plan.recipe->name.value, "<name>");
+  return text;
+}
+
+std::string variant_label(const std::vector<std::string>& extra) {
+  return extra.empty() ? "baseline" : fmt::format("{}", fmt::join(extra, " "));
+}
+
+}  // namespace
+
 int cmd_ablate(const AblateOptions& a, const Context& c) {
   std::vector<std::pair<std::string, std::vector<std::string>>> vary;
   for (const auto& v : a.vary) {
@@ -349,8 +392,11 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   }
   auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
   auto variants = make_variants(vary, a.grid, base_inputs);
-  // Validate every variant before submitting any.
+  // Validate every variant before submitting any; skip those whose resolved plan is another's.
   std::vector<Options> options;
+  std::vector<std::string> labels;
+  std::map<std::string, std::string> seen;  // fingerprint -> label
+  std::string base_name;
   bool all_ok = true;
   for (const auto& extra : variants) {
     Options o = a.launch;
@@ -359,34 +405,68 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     Plan plan = build_plan(make_request(o), c.services.env, diags);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
-      c.err << fmt::format("variant [{}] is invalid:\n",
-                           extra.empty() ? "baseline" : fmt::format("{}", fmt::join(extra, " ")));
+      c.err << fmt::format("variant [{}] is invalid:\n", variant_label(extra));
       print_diagnostics(diags, c.err, c.color, false);
+      continue;
     }
+    if (base_name.empty()) base_name = plan.recipe->name.get_or("job");
+    auto [it, fresh] = seen.emplace(plan_fingerprint(plan, diags), variant_label(extra));
+    if (!fresh) {
+      c.err << fmt::format(
+          "ablate: variant [{}] resolves to the same plan as [{}]; not submitted\n",
+          variant_label(extra), it->second);
+      continue;
+    }
+    if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, extra));
+    labels.push_back(variant_label(extra));
     options.push_back(std::move(o));
   }
   if (!all_ok) {
     c.err << "no variant was submitted\n";
     return kExitUsage;
   }
-  c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", variants.size(),
-                       variants.size() - 1, variants.size() == 2 ? "" : "s");
+  c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", options.size(),
+                       options.size() - 1, options.size() == 2 ? "" : "s");
   JobOptions cmp;
   cmp.window = a.window;
   int worst = kExitOk;
   bool all_waited = true;
-  for (auto& o : options) {
+  std::vector<std::string> to_wait;  // scheduler jobs: all submitted first, then waited on
+  for (size_t i = 0; i < options.size(); ++i) {
+    Options& o = options[i];
     Diagnostics diags(o.strict);
     Plan plan = build_plan(make_request(o), c.services.env, diags);
-    std::string id;
     const ExecutorInfo* info = find_executor(plan.executor);
-    all_waited = all_waited && (a.launch.wait || (info && info->traits.runs_here));
+    bool runs_here = info && info->traits.runs_here;
+    all_waited = all_waited && (a.launch.wait || runs_here);
+    if (o.dry_run)
+      c.out << fmt::format("# ablate {} of {}: {} (job name {})\n", i + 1, options.size(),
+                           labels[i], plan.recipe->name.get_or(""));
+    else if (runs_here && i == 0 && options.size() > 1)
+      c.err << "ablate: local jobs run one after another (one machine)\n";
+    bool wait_later = o.wait && !runs_here;
+    o.wait = o.wait && !wait_later;
+    std::string id;
     int rc = launch_planned(o, c, plan, diags, &id);
     if (!id.empty()) cmp.jobs.push_back(id);
+    if (!id.empty() && wait_later) to_wait.push_back(id);
     if (rc != kExitOk) worst = rc;
     if (rc == kExitInterrupted) return rc;
   }
-  if (all_waited && !cmp.jobs.empty()) cmd_compare(cmp, c);
+  for (const auto& id : to_wait) {
+    Diagnostics diags;
+    auto rec = c.services.registry.find(id, diags);
+    std::unique_ptr<Executor> ex = rec ? c.services.executor(rec->executor) : nullptr;
+    if (!rec || !ex) {
+      print_diagnostics(diags, c.err, c.color, false);
+      worst = kExitRuntime;
+      continue;
+    }
+    int rc = wait_for_job(*ex, *rec, c.services.registry, c);
+    if (rc != kExitOk) worst = rc;
+    if (rc == kExitInterrupted) return rc;
+  }
+  if (all_waited && !cmp.jobs.empty() && !a.launch.dry_run) cmd_compare(cmp, c);
   return worst;
 }
 

@@ -63,6 +63,8 @@ class DeferredInterrupts {
 };
 void on_wait_signal(int) { g_wait_interrupted = true; }
 
+}  // namespace
+
 // Follows a scheduler job until it ends. SIGINT stops the waiting only: the job keeps
 // running and `status` still finds it.
 int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
@@ -123,6 +125,8 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   sigaction(SIGTERM, &old_term, nullptr);
   return rc;
 }
+
+namespace {
 
 // The registry keeps no function of a secret value (not even a hash: a dictionary recovers
 // weak secrets from an unsalted one). `env` / `env.NAME...` texts of a secret variable are

@@ -25,6 +25,11 @@ std::string last_iteration_seen(const std::string& job_dir);
 // after `--wait` and `status JOB` end on a failure. Prints nothing for other states.
 void print_failure_summary(const Executor& executor, const JobRecord& job, std::ostream& out);
 
+// Follows a submitted scheduler job until it ends (adaptive polling, the live line on
+// stderr, the failure summary); SIGINT stops the waiting only. Returns the exit code.
+int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
+                 const Context& c);
+
 // Plans and launches; `job_id` (optional) receives the registry id once chosen.
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
                    std::string* job_id);

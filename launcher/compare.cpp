@@ -64,6 +64,7 @@ std::vector<std::string> knob_differences(const std::map<std::string, std::strin
   for (const auto& [k, v] : b) keys.insert(k);
   std::vector<std::string> diff;
   for (const auto& k : keys) {
+    if (k == "name" || k == "description") continue;  // labels of a job, not knobs
     auto ia = a.find(k), ib = b.find(k);
     if (ia == a.end() || ib == b.end() || ia->second != ib->second) diff.push_back(k);
   }

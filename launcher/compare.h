@@ -31,6 +31,7 @@ struct WindowStats {
 WindowStats window_stats(const std::vector<IterationSample>& samples, int first, int last);
 
 // Keys whose values differ (or exist in only one of the two maps).
+// `name` and `description` are labels (ablate gives every variant its own name), not knobs.
 std::vector<std::string> knob_differences(const std::map<std::string, std::string>& a,
                                           const std::map<std::string, std::string>& b);
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "executors/executor.h"
@@ -311,6 +312,45 @@ runtime:
   EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
   ASSERT_EQ(j["consequences"].size(), 1u) << json.out;
   EXPECT_EQ(j["consequences"][0]["count"], 15);
+}
+
+// ablate on a scheduler: every variant is submitted before any is waited on (two one-node
+// jobs run side by side on the two nodes), each has its own job name, a value equal to the
+// baseline's is not submitted, and a value that resolves to another variant's plan is skipped.
+TEST_F(SlurmCluster, AblateSubmitsVariantsTogetherUnderTheirOwnNames) {
+  auto r = run_command(
+      {BRIDGE_LAUNCH_BIN, "ablate", "--executor", "slurm", "-ng", "8", "-gn", "8", kRecipe,
+       "executor.slurm.job_dir=" + jobs_dir, "train.max_steps=8",
+       "runtime.args=[--compute-ms,100,--params,4096,--timeout,60]", "--vary",
+       "comm_overlap.overlap_grad_reduce=true,false,False", "--wait", "--window", "2:8"},
+      env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ablate: 2 jobs (baseline + 1 variant)"));
+  EXPECT_THAT(r.err, HasSubstr("variant [comm_overlap.overlap_grad_reduce=False] resolves to the "
+                               "same plan as [comm_overlap.overlap_grad_reduce=false]"));
+  auto list = run_command({BRIDGE_LAUNCH_BIN, "list", "--format", "json"}, env());
+  auto jobs = nlohmann::json::parse(list.out);
+  std::set<std::string> names;
+  for (const auto& j : jobs) names.insert(j["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"probe-slurm", "probe-slurm-overlap_grad_reduce-false"}));
+  // Submitted together: the second job started before the first ended (each on its own node),
+  // by Slurm's own StartTime/EndTime.
+  std::vector<std::string> ids;
+  std::regex id(R"(slurm id (\d+))");
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), id), end; it != end; ++it)
+    ids.push_back((*it)[1]);
+  ASSERT_EQ(ids.size(), 2u) << r.err;
+  auto field = [](const std::string& text, const std::string& key) {
+    std::smatch m;
+    std::regex_search(text, m, std::regex(key + R"(=(\S+))"));
+    return m.size() > 1 ? m[1].str() : std::string();
+  };
+  std::string first = sh("scontrol -o show job " + ids[0]);
+  std::string second = sh("scontrol -o show job " + ids[1]);
+  std::string first_end = field(first, "EndTime"), second_start = field(second, "StartTime");
+  ASSERT_FALSE(first_end.empty() || second_start.empty()) << first << second;
+  EXPECT_LT(second_start, first_end) << "the variants ran one after another";
+  EXPECT_THAT(r.out, HasSubstr("steady-state step time, iterations 2-8"));
 }
 
 TEST_F(SlurmCluster, CancelStopsARunningJob) {
