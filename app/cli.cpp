@@ -213,8 +213,18 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   CLI::App* logs_cmd = app.add_subcommand("logs", "show or follow a job's logs");
   logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
   logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
-  logs_cmd->add_option("--rank", logs_o.rank, "only this rank")->check(CLI::NonNegativeNumber);
-  logs_cmd->footer("Example: bridge-launch logs demo-2026 --rank 0 -f");
+  auto* rank_opt =
+      logs_cmd->add_option("--rank", logs_o.rank, "only this rank")->check(CLI::NonNegativeNumber);
+  logs_cmd->add_option("--node", logs_o.node, "only the ranks of this node (0 = first)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(rank_opt);
+  logs_cmd->add_option("--tail", logs_o.tail, "only the last N lines of each log (then follow)")
+      ->check(CLI::NonNegativeNumber);
+  logs_cmd->add_option("--grep", logs_o.grep,
+                       "only lines matching this regular expression (ECMAScript syntax)");
+  logs_cmd->footer(
+      "Examples: bridge-launch logs demo-2026 --rank 0 -f\n"
+      "          bridge-launch logs demo-2026 --node 1 --grep 'NCCL|CUDA' --tail 50");
   CLI::App* why_cmd = app.add_subcommand("why", "which rank of a failed job failed first, and why");
   why_cmd->add_option("job", why_o.jobs, "job id or unique prefix")->required()->expected(1);
   why_cmd->add_option("--format", why_o.format, "output format")
@@ -243,6 +253,32 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   ablate_cmd->footer(
       "Example: bridge-launch ablate examples/recipes/demo.yaml "
       "--vary comm_overlap.overlap_grad_reduce=false,true");
+  Options advise_o;
+  CLI::App* advise_cmd = app.add_subcommand(
+      "advise", "which overlap knobs apply to this plan and are off, and how to measure each");
+  if (mentioned(raw_args, "advise")) add_plan_options(advise_cmd, advise_o, false);
+  advise_cmd->footer(
+      "Example: bridge-launch advise examples/recipes/qwen3-30b-a3b-ep-overlap.yaml "
+      "comm_overlap.overlap_moe_expert_parallel_comm=false");
+  InitOptions init_o;
+  CLI::App* init_cmd = app.add_subcommand("init", "write a commented starter recipe");
+  if (mentioned(raw_args, "init")) {
+    init_cmd->add_option("--shape", init_o.shape, "dense or moe (default dense)")
+        ->check(CLI::IsMember({"dense", "moe"}));
+    init_cmd->add_option("-g,--gpu", init_o.gpu, "GPU type (default h100)")->type_name("TYPE");
+    init_cmd->add_option("--num-gpus", init_o.num_gpus, "total GPUs (default: one node)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N");
+    init_cmd->add_option("--gpus-per-node", init_o.gpus_per_node, "GPUs per node (default: GPU's)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N");
+    init_cmd->add_option("-e,--executor", init_o.executor, "executor (default slurm)")
+        ->check(CLI::IsMember(executor_names()));
+    init_cmd->add_option("-o,--output", init_o.output, "write to FILE instead of stdout")
+        ->type_name("FILE");
+    init_cmd->add_flag("--force", init_o.force, "with -o, replace an existing FILE");
+  }
+  init_cmd->footer("Example: bridge-launch init --shape moe -g h100 -ng 16 -o my-moe.yaml");
   std::string shell;
   CLI::App* completion_cmd =
       app.add_subcommand("completion", "print a shell completion script (bash or zsh)");
@@ -250,8 +286,9 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
       ->required()
       ->check(CLI::IsMember({"bash", "zsh"}));
   completion_cmd->footer("Example: source <(bridge-launch completion bash)");
-  for (CLI::App* sub : {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd,
-                        why_cmd, cancel_cmd, compare_cmd, ablate_cmd, completion_cmd})
+  for (CLI::App* sub :
+       {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd, why_cmd, cancel_cmd,
+        compare_cmd, ablate_cmd, advise_cmd, init_cmd, completion_cmd})
     sub->fallthrough();
 
   // Arguments end up in messages, JSON output and registry records, which are UTF-8 text
@@ -318,6 +355,12 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     ablate_o.launch.quiet = quiet;
     return cmd_ablate(ablate_o, ctx);
   }
+  if (advise_cmd->parsed()) {
+    advise_o.verbose = verbose;
+    advise_o.quiet = quiet;
+    return cmd_advise(advise_o, ctx);
+  }
+  if (init_cmd->parsed()) return cmd_init(init_o, ctx);
   if (launch.recipe.empty()) {
     err << "bridge-launch: error: no recipe given\n"
         << "usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help\n";

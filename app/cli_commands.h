@@ -36,6 +36,9 @@ struct JobOptions {
   std::vector<std::string> jobs;  // ids, prefixes (compare: also log file paths)
   bool follow = false;
   std::optional<int> rank;
+  std::optional<int> node;     // logs --node
+  std::optional<size_t> tail;  // logs --tail
+  std::string grep;            // logs --grep
   std::string format = "text";
   std::string window = "3:8";
 };
@@ -67,5 +70,18 @@ int cmd_why(const JobOptions& o, const Context& c);
 int cmd_cancel(const JobOptions& o, const Context& c);
 int cmd_compare(const JobOptions& o, const Context& c);
 int cmd_ablate(const AblateOptions& o, const Context& c);
+
+// advise (app/cli_advise.cpp) takes the plan options; init (app/cli_init.cpp) these.
+struct InitOptions {
+  std::string shape = "dense";  // dense | moe
+  std::string gpu = "h100";
+  int num_gpus = 0;       // 0 = one node
+  int gpus_per_node = 0;  // 0 = the GPU's default
+  std::string executor = "slurm";
+  std::string output;  // "" = stdout
+  bool force = false;
+};
+int cmd_advise(const Options& o, const Context& c);
+int cmd_init(const InitOptions& o, const Context& c);
 
 }  // namespace bridge

@@ -15,10 +15,12 @@
 #include "launcher/compare.h"
 #include "launcher/jobs/failure_triage.h"
 #include "launcher/jobs/job_lifecycle.h"
+#include "launcher/jobs/job_progress.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/jobs/triage_output.h"
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
+#include "launcher/utf8.h"
 
 namespace bridge {
 
@@ -26,7 +28,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::ordered_json record_summary(const JobRecord& r) {
+nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
+  auto elapsed = job_elapsed(r, now);
+  auto text_or_null = [](const std::string& t) {
+    return t.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t);
+  };
   return {{"id", r.id},
           {"name", r.name},
           {"executor", r.executor},
@@ -35,14 +41,43 @@ nlohmann::ordered_json record_summary(const JobRecord& r) {
           {"detail", r.state_detail},
           {"exit_code", r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr},
           {"submitted_at", r.submitted_at},
+          {"started_at", text_or_null(r.started_at)},
+          {"ended_at", text_or_null(r.ended_at)},
+          {"elapsed_s", elapsed ? nlohmann::ordered_json(elapsed->count()) : nullptr},
+          {"nodes", r.nodes},
+          {"ranks", r.ranks},
           {"job_dir", r.job_dir}};
+}
+
+std::string elapsed_cell(const JobRecord& r, SystemTime now) {
+  auto elapsed = job_elapsed(r, now);
+  return elapsed ? duration_text(*elapsed) : "-";
+}
+
+// `status JOB`: one job, one field a line.
+void print_record_details(const JobRecord& r, SystemTime now, const Context& c) {
+  auto or_dash = [](const std::string& t) { return t.empty() ? std::string("-") : t; };
+  std::vector<std::vector<std::string>> rows{
+      {"job", r.id},
+      {"state", r.state_detail.empty() || r.state_detail == job_state_name(r.state)
+                    ? job_state_name(r.state)
+                    : fmt::format("{} ({})", job_state_name(r.state), r.state_detail)},
+      {"executor", fmt::format("{} (id {})", r.executor, or_dash(r.scheduler_id))},
+      {"nodes", fmt::format("{} ({} rank{})", r.nodes, r.ranks, r.ranks == 1 ? "" : "s")},
+      {"submitted", or_dash(r.submitted_at)},
+      {"started", or_dash(r.started_at)},
+      {"ended", is_final(r.state) ? or_dash(r.ended_at) : "-"},
+      {"elapsed", elapsed_cell(r, now) + (r.state == JobState::kRunning ? " (running)" : "")},
+      {"job dir", or_dash(r.job_dir)}};
+  for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
 
 void print_records(const std::vector<JobRecord>& recs, const std::string& format,
                    const Context& c) {
+  SystemTime now = c.services.clock.now();
   if (format == "json") {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
-    for (const auto& r : recs) a.push_back(record_summary(r));
+    for (const auto& r : recs) a.push_back(record_summary(r, now));
     c.out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -51,10 +86,10 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
     return;
   }
   std::vector<std::vector<std::string>> rows{
-      {"job", "executor", "scheduler id", "state", "submitted", "detail"}};
+      {"job", "executor", "scheduler id", "state", "nodes", "submitted", "elapsed", "detail"}};
   for (const auto& r : recs)
-    rows.push_back({r.id, r.executor, r.scheduler_id, job_state_name(r.state), r.submitted_at,
-                    r.state_detail});
+    rows.push_back({r.id, r.executor, r.scheduler_id, job_state_name(r.state),
+                    std::to_string(r.nodes), r.submitted_at, elapsed_cell(r, now), r.state_detail});
   c.out << format_table(rows, false);
 }
 
@@ -136,7 +171,10 @@ int cmd_status(const JobOptions& o, const Context& c) {
   }
   refresh(recs, c, diags);
   print_diagnostics(diags, c.err, c.color, false);
-  print_records(recs, o.format, c);
+  if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")
+    print_record_details(recs[0], c.services.clock.now(), c);
+  else
+    print_records(recs, o.format, c);
   // One job asked for by name and it failed: say why, in one screen.
   if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")
     if (auto ex = c.services.executor(recs[0].executor)) print_failure_summary(*ex, recs[0], c.out);
@@ -164,9 +202,25 @@ int cmd_why(const JobOptions& o, const Context& c) {
 int cmd_logs(const JobOptions& o, const Context& c) {
   auto rec = find_job(o.jobs.at(0), c);
   if (!rec) return kExitUsage;
+  LogQuery query;
+  std::string grep_error;
+  auto grep = LineFilter::compile(o.grep, grep_error);
+  if (!grep) {
+    c.err << fmt::format(
+        "bridge-launch: error: --grep {}: {}\n  help: the pattern is an "
+        "ECMAScript regular expression, e.g. 'NCCL|CUDA error'; escape ( [ {{ "
+        "with a backslash to match them literally\n",
+        printable_text(o.grep, 200), grep_error);
+    return kExitUsage;
+  }
+  query.grep = std::move(*grep);
+  query.rank = o.rank;
+  query.node = o.node;
+  query.tail = o.tail;
+  query.follow = o.follow;
   std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
   Diagnostics diags;
-  int rc = ex ? ex->logs(*rec, o.rank, o.follow, c.out, diags) : kExitRuntime;
+  int rc = ex ? ex->logs(*rec, query, c.out, c.err, diags) : kExitRuntime;
   print_diagnostics(diags, c.err, c.color, false);
   return rc;
 }

@@ -19,6 +19,7 @@
 #include "app/wait_schedule.h"
 #include "executors/executor.h"
 #include "launcher/jobs/job_lifecycle.h"
+#include "launcher/jobs/job_progress.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
@@ -63,6 +64,14 @@ class DeferredInterrupts {
 };
 void on_wait_signal(int) { g_wait_interrupted = true; }
 
+// A start or end the scheduler does not report is recorded as the time --wait saw it (at
+// most one poll late), so `status` can show a run time afterwards.
+void note_seen_times(JobStatus& st, const JobRecord& rec, const std::string& now) {
+  bool started = st.state == JobState::kRunning || is_final(st.state);
+  if (started && st.started_at.empty() && rec.started_at.empty()) st.started_at = now;
+  if (is_final(st.state) && st.ended_at.empty() && rec.ended_at.empty()) st.ended_at = now;
+}
+
 }  // namespace
 
 // Follows a scheduler job until it ends. SIGINT stops the waiting only: the job keeps
@@ -97,18 +106,26 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
     }
     Diagnostics diags;
     JobStatus st = executor.poll(rec, diags);
-    auto elapsed =
-        std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start)
-            .count();
-    std::string iteration = last_iteration_seen(rec.job_dir);
+    note_seen_times(st, rec, utc_time_text(c.services.clock.now()));
+    if (st.state == JobState::kRunning && rec.state != JobState::kRunning) {
+      Diagnostics ignored;  // the start time is recorded once; `status` retries a failed write
+      JobLifecycle(reg).observe(rec, st, ignored);
+    }
+    std::optional<JobProgress> progress;
+    if (st.state == JobState::kRunning) progress = live_progress(executor, rec);
     std::string line = fmt::format(
-        "{} {} {}{}", rec.id, job_state_name(st.state),
-        iteration.empty() ? "" : "iteration " + iteration + " ",
-        st.detail.empty() || st.detail == job_state_name(st.state) ? "" : "(" + st.detail + ")");
+        "{} {}{}{}", rec.id, job_state_name(st.state),
+        progress ? " " + progress_text(*progress) : "",
+        st.detail.empty() || st.detail == job_state_name(st.state) ? "" : " (" + st.detail + ")");
+    auto waited =
+        std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start);
+    auto ran = job_elapsed(rec, c.services.clock.now());
+    std::string clock =
+        ran ? "[elapsed " + duration_text(*ran) + "]" : "[waited " + duration_text(waited) + "]";
     if (tty)
-      c.err << fmt::format("\r\033[K{} [{}s]", line, elapsed) << std::flush;
+      c.err << fmt::format("\r\033[K{} {}", line, clock) << std::flush;
     else if (line != last_line)
-      c.err << line << "\n";
+      c.err << line << " " << clock << "\n";
     last_line = line;
     if (is_final(st.state)) {
       if (tty) c.err << "\n";
@@ -177,6 +194,7 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
                                   : (eq == std::string::npos ? "" : e.substr(eq + 1));
   }
   rec.knobs["executor"] = plan.executor;
+  rec.progress_rank = plan.progress_rank;
   return rec;
 }
 
@@ -270,14 +288,9 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   const JobRegistry& reg = c.services.registry;
   Diagnostics submit_diags;
   JobRecord rec = new_record(o, plan, diags, *preview);
-  // The reservation holds the entry itself (plus room for the id, scheduler id and state
-  // added later): a disk with room for a tiny file but not for the entry must also stop the
-  // launch before anything runs, not leave a started job without a registry entry.
-  std::optional<std::string> id = reg.reserve_id(
-      rec.name,
-      job_record_to_json(rec).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-          std::string(1024 + rec.name.size(), ' ') + "\n",
-      submit_diags);
+  // The id only (lock, exclusive create): the entry itself is written by `before_submit`
+  // below, before the scheduler can take the job.
+  std::optional<std::string> id = reg.reserve_id(rec.name, "", submit_diags);
   if (!id) {
     print_diagnostics(submit_diags, c.err, c.color);
     return kExitRuntime;
@@ -296,15 +309,31 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   so.verbosity = o.quiet ? -1 : o.verbose;
   bool recorded = true;  // every registry write since acceptance succeeded
   JobLifecycle lifecycle(reg);
+  // The durable pending entry (docs/reliability.md, "Submission durability"): written and
+  // fsynced before the scheduler can take the job, so a job it took is never missing from
+  // the registry, also when bridge-launch is killed right after. Slurm calls this while
+  // sbatch starts up; other executors get it done before submit. A full disk or an
+  // unwritable registry stops the launch here, before anything runs.
+  std::optional<PendingEntry> pending;
+  so.before_submit = [&]() {
+    pending = lifecycle.submitting(rec, submit_diags);
+    return pending.has_value();
+  };
+  if (!job->calls_before_submit() && !so.before_submit()) {
+    reg.release_id(rec.id);
+    print_diagnostics(submit_diags, c.err, c.color);
+    return kExitRuntime;
+  }
   auto on_accepted = [&](const SubmitResult& sr) {
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
     rec.context = sr.context;
     rec.namespace_ = sr.namespace_;
     rec.state = runs_here ? JobState::kRunning : JobState::kPending;
+    if (runs_here) rec.started_at = utc_time_text(c.services.clock.now());  // ranks start now
     if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
     rec.state_detail = sr.state_detail;
-    recorded = lifecycle.accepted(rec, submit_diags) && recorded;
+    recorded = lifecycle.accepted(rec, submit_diags, pending ? &*pending : nullptr) && recorded;
     c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
                          sr.scheduler_id);
     if (!runs_here) c.out << rec.id << "\n";
@@ -314,7 +343,10 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   if (!runs_here) deferred.emplace();
   SubmitResult sr = job->submit(so, c.out, submit_diags, on_accepted);
   bool interrupted = deferred && deferred->release();
-  if (!sr.accepted) reg.release_id(rec.id);
+  if (!sr.accepted) {
+    if (pending) lifecycle.not_accepted(*pending);
+    reg.release_id(rec.id);
+  }
   if (interrupted) {
     print_diagnostics(submit_diags, c.err, c.color, false);
     if (sr.accepted)
@@ -326,10 +358,15 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   }
   // A local run ends inside submit: its outcome is news (a scheduler's "pending" was
   // recorded on acceptance and observe writes nothing for it).
-  if (sr.accepted)
-    recorded = lifecycle.observe(rec, {sr.final_state, sr.state_detail, sr.exit_code_of_rank},
-                                 submit_diags) &&
-               recorded;
+  if (sr.accepted) {
+    JobStatus outcome;
+    outcome.state = sr.final_state;
+    outcome.detail = sr.state_detail;
+    outcome.exit_code = sr.exit_code_of_rank;
+    if (runs_here && is_final(sr.final_state))
+      outcome.ended_at = utc_time_text(c.services.clock.now());
+    recorded = lifecycle.observe(rec, outcome, submit_diags) && recorded;
+  }
   // A job whose outcome is not on record must not look like a clean success to a script.
   if (sr.accepted && !recorded)
     submit_diags.error(

@@ -40,27 +40,21 @@ PlanRequest make_request(const Options& o) {
 
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit) {
-  for (const auto& d : diags.items()) err << format_diagnostic(d, color);
+  for (const auto& d : diags.by_position()) err << format_diagnostic(d, color);
   size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
   if (errors && before_submit)
     err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,
                        errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 }
 
-std::string last_iteration_seen(const std::string& job_dir) {
-  if (job_dir.empty()) return {};
-  for (const char* name : {"rank0.log"}) {
-    std::ifstream in(fs::path(job_dir) / name);
-    if (!in) continue;
-    // Only the tail matters; long logs are not read whole on every poll.
-    in.seekg(0, std::ios::end);
-    std::streamoff size = in.tellg();
-    in.seekg(std::max<std::streamoff>(0, size - 16384));
-    auto samples = parse_iteration_lines(in);
-    if (!samples.empty())
-      return fmt::format("{}/{}", samples.back().iteration, samples.back().total);
-  }
-  return {};
+std::optional<JobProgress> live_progress(const Executor& executor, const JobRecord& job) {
+  // A few dozen lines hold the newest iteration lines and enough for the ETA's average. The
+  // planned rank is read first and, once it logs, alone: one log per poll in the usual case,
+  // at most three whatever the job's size.
+  constexpr size_t kLines = 60;
+  for (int rank : progress_ranks(job))
+    if (auto p = progress_from_lines(rank, executor.rank_log_tail(job, rank, kLines))) return p;
+  return std::nullopt;
 }
 
 void print_failure_summary(const Executor& executor, const JobRecord& job, std::ostream& out) {

@@ -1,12 +1,14 @@
 // Helpers shared by the CLI command files (internal to launcher/).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include "app/cli_commands.h"
 #include "executors/executor.h"
 #include "launcher/diagnostics.h"
+#include "launcher/jobs/job_progress.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/plan/plan.h"
 
@@ -18,8 +20,10 @@ PlanRequest make_request(const Options& o);
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit = true);
 
-// "3/8" from the newest Megatron iteration line in the job's rank logs, "" if none yet.
-std::string last_iteration_seen(const std::string& job_dir);
+// The live progress of a running job: the newest Megatron iteration line among the logs of
+// progress_ranks(job) (launcher/jobs/job_progress.h), read through the executor; nullopt
+// before the first one.
+std::optional<JobProgress> live_progress(const Executor& executor, const JobRecord& job);
 
 // The one-screen failure summary of a finished job (`why` without the log excerpt), printed
 // after `--wait` and `status JOB` end on a failure. Prints nothing for other states.

@@ -28,7 +28,7 @@ _bridge_launch() {{
   COMPREPLY=()
   cur="${{COMP_WORDS[COMP_CWORD]}}"
   prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  local commands="validate plan plugins list status logs why cancel compare ablate completion"
+  local commands="validate plan plugins list status logs why cancel compare ablate advise init completion"
   local launch_opts="-e --executor -ng --num-gpus -gn --gpus-per-node -g --gpu -E --env --strict --format --template --dry-run --wait -v --verbose -q --quiet --help --version"
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -38,7 +38,8 @@ _bridge_launch() {{
     -e|--executor) COMPREPLY=($(compgen -W "{executors}" -- "$cur")); return 0 ;;
     -g|--gpu) COMPREPLY=($(compgen -W "{gpus}" -- "$cur")); return 0 ;;
     --format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return 0 ;;
-    --template) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+    --template|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+    --shape) COMPREPLY=($(compgen -W "dense moe" -- "$cur")); return 0 ;;
     --rank|--window|-ng|--num-gpus|-gn|--gpus-per-node|-E|--env|--vary) return 0 ;;
   esac
   case "$cmd" in
@@ -52,6 +53,12 @@ _bridge_launch() {{
     list) COMPREPLY=($(compgen -W "--format --help" -- "$cur")); return 0 ;;
     plugins) COMPREPLY=($(compgen -W "--help" -- "$cur")); return 0 ;;
     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return 0 ;;
+    init) COMPREPLY=($(compgen -W "--shape -g --gpu -ng --num-gpus -gn --gpus-per-node -e --executor -o --output --force --help" -- "$cur")); return 0 ;;
+    advise)
+      if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "-e --executor -ng --num-gpus -gn --gpus-per-node -g --gpu -E --env --strict --format --template --help" -- "$cur"))
+        return 0
+      fi ;;
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$launch_opts --vary --grid" -- "$cur"))

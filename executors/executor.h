@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "executors/log_tail.h"
 #include "launcher/clock.h"
 #include "launcher/command_runner.h"
 #include "launcher/diagnostics.h"
@@ -48,6 +49,12 @@ struct SubmissionIdentity {
 struct SubmitOptions {
   bool wait = true;  // local always waits; schedulers only with --wait
   int verbosity = 0;
+  // Makes the job's pending registry entry durable; false: submit nothing and return not
+  // accepted (the reason is in the diagnostics). A PreparedJob whose calls_before_submit() is
+  // true calls it exactly once, before the scheduler can take the job, while its submission
+  // command starts up (Slurm: sbatch starts and waits for the script on stdin), so the write
+  // overlaps that start-up; for any other job the CLI calls it before submit.
+  std::function<bool()> before_submit;
 };
 
 // What a submission produced. `accepted` means the scheduler took the job (or the local
@@ -68,12 +75,25 @@ struct SubmitResult {
 
 using OnAccepted = std::function<void(const SubmitResult&)>;
 
+// What `logs` shows. Filters combine: a rank or a node (not both; the CLI refuses that),
+// then the last `tail` lines of each log, then the lines `grep` keeps. Each line of a job
+// with more than one log is prefixed "[rank N host] " (per-node logs: "[node N host] ").
+struct LogQuery {
+  std::optional<int> rank;
+  std::optional<int> node;  // node index, 0 .. nodes-1 (Slurm's SLURM_NODEID order)
+  std::optional<size_t> tail;
+  LineFilter grep;
+  bool follow = false;
+};
+
 // A rendered job that submits itself. It refers to the Plan it was rendered from, which
 // must outlive it.
 class PreparedJob {
  public:
   virtual ~PreparedJob() = default;
   const std::string& dry_run_text() const { return dry_run_text_; }
+  // Whether submit calls SubmitOptions::before_submit itself (see there).
+  bool calls_before_submit() const { return calls_before_submit_; }
   // Runs or submits the job. `on_accepted` is called once the scheduler accepted it (before
   // any waiting), so the CLI can write the registry entry while the job runs.
   virtual SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
@@ -81,6 +101,7 @@ class PreparedJob {
 
  protected:
   std::string dry_run_text_;  // exactly what --dry-run prints; never a secret value
+  bool calls_before_submit_ = false;
 };
 
 // A PreparedJob whose submit calls back into the executor that rendered it, with what the
@@ -89,8 +110,10 @@ class BoundJob : public PreparedJob {
  public:
   using SubmitFn = std::function<SubmitResult(const SubmitOptions&, std::ostream&, Diagnostics&,
                                               const OnAccepted&)>;
-  BoundJob(std::string dry_run_text, SubmitFn submit) : submit_(std::move(submit)) {
+  BoundJob(std::string dry_run_text, SubmitFn submit, bool calls_before_submit = false)
+      : submit_(std::move(submit)) {
     dry_run_text_ = std::move(dry_run_text);
+    calls_before_submit_ = calls_before_submit;
   }
   SubmitResult submit(const SubmitOptions& options, std::ostream& out, Diagnostics& diags,
                       const OnAccepted& on_accepted) const override {
@@ -115,9 +138,16 @@ class Executor {
   virtual JobStatus poll(const JobRecord& job, Diagnostics& diags) const {
     return status({job}, diags).front();
   }
-  // Prints a job's logs (one rank, or all), optionally following until the job ends.
-  virtual int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
-                   Diagnostics& diags) const = 0;
+  // Prints a job's logs to `out` as `query` selects, optionally following until the job
+  // ends. Following a pending job says on `notes` (stderr) that it waits and why, then
+  // follows once it starts.
+  virtual int logs(const JobRecord& job, const LogQuery& query, std::ostream& out,
+                   std::ostream& notes, Diagnostics& diags) const = 0;
+  // The last lines (at most `max_lines`) of the log that holds `rank`'s output, for the live
+  // progress of --wait. Never waits; {} when there is none (yet). The default reads the job
+  // dir (rank<N>.log, or node<N>.log under a per-node launcher).
+  virtual std::vector<std::string> rank_log_tail(const JobRecord& job, int rank,
+                                                 size_t max_lines) const;
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
   // What `why` reads: per rank (or node/pod) how it ended, where, in which order the
   // scheduler saw the failures, and the last lines of its log. Never waits for the job.

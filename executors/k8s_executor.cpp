@@ -32,7 +32,9 @@
 #include "executors/k8s_render.h"
 #include "executors/k8s_status.h"
 #include "executors/k8s_yaml.h"
+#include "executors/rank_logs.h"
 #include "launcher/command_runner.h"
+#include "launcher/utf8.h"
 
 namespace bridge {
 
@@ -289,7 +291,7 @@ class KubernetesExecutor : public Executor {
     return result;
   }
 
-  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+  int logs(const JobRecord& job, const LogQuery& query, std::ostream& out, std::ostream& notes,
            Diagnostics& diags) const override {
     auto ref = parse_k8s_scheduler_id(job.scheduler_id);
     if (!ref) {
@@ -297,20 +299,26 @@ class KubernetesExecutor : public Executor {
                   fmt::format("job {} has no Kubernetes object recorded", job.id));
       return kExitFailed;
     }
-    int64_t nodes = std::max(1, job.nodes);
-    int64_t gpn = std::max<int64_t>(1, job.ranks / nodes);
+    if (!check_log_query(job, query, diags)) return kExitUsage;
+    // A pod is a node: a rank's lines are in its node's pod (torchrun starts the ranks).
     std::optional<int64_t> node;
-    if (rank) {
-      if (*rank < 0 || *rank >= std::max(1, job.ranks)) {
-        diags.error("rank-out-of-range", "", {},
-                    fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id,
-                                std::max(1, job.ranks) - 1, *rank));
-        return kExitUsage;
-      }
-      node = *rank / gpn;
-    }
-    if (!follow) return print_logs_once(job, *ref, node, out, diags);
-    return follow_logs(job, *ref, node, out, diags);
+    if (query.rank) node = *query.rank / ranks_per_node(job);
+    if (query.node) node = *query.node;
+    if (!query.follow) return print_logs_once(job, *ref, node, query, out, diags);
+    return follow_logs(job, *ref, node, query, out, notes, diags);
+  }
+
+  std::vector<std::string> rank_log_tail(const JobRecord& job, int rank,
+                                         size_t max_lines) const override {
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref) return {};
+    Diagnostics quiet;  // progress is best effort: no pod yet is no error
+    auto pods = list_pods(job, *ref, rank / ranks_per_node(job), quiet);
+    if (!pods || pods->empty()) return {};
+    CommandResult r = run(kubectl(
+        job.context, job.namespace_,
+        {"logs", pods->front().name, "-c", kK8sContainer, fmt::format("--tail={}", max_lines)}));
+    return r.ok() ? split_lines(r.out) : std::vector<std::string>{};
   }
 
   // One unit per pod (a pod is a node: torchrun starts its ranks), ordered by the time its
@@ -466,13 +474,34 @@ class KubernetesExecutor : public Executor {
     return pods;
   }
 
-  static void print_lines(const std::string& text, const std::string& prefix, std::ostream& out) {
-    for (const auto& line : split_lines(text)) out << prefix << line << '\n';
+  static void print_lines(const std::string& text, const std::string& prefix,
+                          const LineFilter& grep, std::ostream& out) {
+    for (const auto& line : split_lines(text))
+      if (grep.keep(line)) out << prefix << line << '\n';
     out << std::flush;
   }
 
+  // "[node 1 kwok-node-1] " before each line of a job with more than one pod; "" otherwise.
+  static std::string pod_prefix(const K8sPod& pod, bool prefix) {
+    if (!prefix) return "";
+    return pod.node_name.empty() ? fmt::format("[node {}] ", pod.index)
+                                 : fmt::format("[node {} {}] ", pod.index, pod.node_name);
+  }
+
+  std::vector<std::string> logs_argv(const JobRecord& job, const K8sPod& pod, const LogQuery& query,
+                                     bool timestamps, const std::string& since) const {
+    std::vector<std::string> argv =
+        kubectl(job.context, job.namespace_, {"logs", pod.name, "-c", kK8sContainer});
+    if (timestamps) argv.push_back("--timestamps");
+    if (!since.empty())
+      argv.push_back("--since-time=" + since);
+    else if (query.tail)
+      argv.push_back(fmt::format("--tail={}", *query.tail));
+    return argv;
+  }
+
   int print_logs_once(const JobRecord& job, const K8sJobRef& ref, std::optional<int64_t> node,
-                      std::ostream& out, Diagnostics& diags) const {
+                      const LogQuery& query, std::ostream& out, Diagnostics& diags) const {
     auto pods = list_pods(job, ref, node, diags);
     if (!pods) return kExitFailed;
     if (pods->empty()) {
@@ -484,22 +513,21 @@ class KubernetesExecutor : public Executor {
     int rc = kExitOk;
     bool prefix = !node && pods->size() > 1;
     for (const auto& p : *pods) {
-      CommandResult r =
-          run(kubectl(job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer}));
+      CommandResult r = run(logs_argv(job, p, query, /*timestamps=*/false, ""));
       if (!r.ok()) {
         diags.error("kubectl-logs-failed", "", {},
                     fmt::format("kubectl logs {} failed: {}", p.name, kubectl_message(r)));
         rc = kExitFailed;
         continue;
       }
-      print_lines(r.out, prefix ? fmt::format("[node {}] ", p.index) : "", out);
+      print_lines(r.out, pod_prefix(p, prefix), query.grep, out);
     }
     return rc;
   }
 
   // Prints the lines of `pod` newer than its cursor.
-  static void print_new_lines(const std::string& text, const std::string& prefix, LogCursor& cur,
-                              std::ostream& out) {
+  static void print_new_lines(const std::string& text, const std::string& prefix,
+                              const LineFilter& grep, LogCursor& cur, std::ostream& out) {
     LogCursor next = cur;
     for (const auto& line : split_lines(text)) {
       size_t sp = line.find(' ');
@@ -522,29 +550,36 @@ class KubernetesExecutor : public Executor {
         next.at.clear();
       }
       next.at.insert(body);
-      out << prefix << body << '\n';
+      if (grep.keep(body)) out << prefix << body << '\n';
     }
     out << std::flush;
     cur = std::move(next);
   }
 
   int follow_logs(const JobRecord& job, const K8sJobRef& ref, std::optional<int64_t> node,
-                  std::ostream& out, Diagnostics& diags) const {
+                  const LogQuery& query, std::ostream& out, std::ostream& notes,
+                  Diagnostics& diags) const {
     std::map<std::string, LogCursor> cursors;
+    PendingNotice pending;
     for (;;) {
       Diagnostics status_diags;
-      bool done = is_final(status({job}, status_diags)[0].state);
+      JobStatus st = status({job}, status_diags)[0];
+      bool done = is_final(st.state);
       auto pods = list_pods(job, ref, node, diags);
       if (!pods) return kExitFailed;
+      if (st.pending_reason.empty())  // the JobSet/Job says nothing: the pods' own reason
+        for (const auto& p : *pods)
+          if (!p.waiting.empty()) {
+            st.pending_reason = fmt::format("pod {}: {}", p.name, printable_text(p.waiting, 200));
+            break;
+          }
+      if (!status_diags.has_errors()) pending.update(job, st, notes);
       bool prefix = !node && job.nodes > 1;
       for (const auto& p : *pods) {
         LogCursor& cur = cursors[p.name];
-        std::vector<std::string> argv = kubectl(
-            job.context, job.namespace_, {"logs", p.name, "-c", kK8sContainer, "--timestamps"});
-        if (!cur.since.empty()) argv.push_back("--since-time=" + cur.since);
-        CommandResult r = run(argv);
+        CommandResult r = run(logs_argv(job, p, query, /*timestamps=*/true, cur.since));
         if (!r.ok()) continue;  // not started yet, or gone
-        print_new_lines(r.out, prefix ? fmt::format("[node {}] ", p.index) : "", cur, out);
+        print_new_lines(r.out, pod_prefix(p, prefix), query.grep, cur, out);
       }
       if (done) return kExitOk;
       services_.sleeper.sleep_for(kFollowInterval);

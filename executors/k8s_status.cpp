@@ -271,6 +271,26 @@ void add_terminated_state(const json& pod, K8sPod& p) {
   p.finished_at = field(t, "finishedAt");
 }
 
+void add_waiting_reason(const json& pod, K8sPod& p) {
+  if (p.phase != "Pending") return;
+  const json::json_pointer conditions("/status/conditions");
+  if (pod.contains(conditions) && pod.at(conditions).is_array())
+    for (const auto& c : pod.at(conditions))
+      if (c.is_object() && field(c, "type") == "PodScheduled" && field(c, "status") == "False") {
+        std::string why = field(c, "message");
+        p.waiting = why.empty() ? field(c, "reason") : why;
+        return;
+      }
+  const json::json_pointer statuses("/status/containerStatuses");
+  if (pod.contains(statuses) && pod.at(statuses).is_array())
+    for (const auto& c : pod.at(statuses))
+      if (c.is_object() && c.contains(json::json_pointer("/state/waiting"))) {
+        const json& w = c.at(json::json_pointer("/state/waiting"));
+        if (w.is_object()) p.waiting = field(w, "reason");
+        if (!p.waiting.empty()) return;
+      }
+}
+
 }  // namespace
 
 std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
@@ -289,6 +309,7 @@ std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
     p.node_name = str_at(obj, json::json_pointer("/spec/nodeName"));
     p.pod_reason = str_at(obj, json::json_pointer("/status/reason"));
     add_terminated_state(obj, p);
+    add_waiting_reason(obj, p);
     if (!p.name.empty() && p.index >= 0) pods.push_back(std::move(p));
   }
   int64_t newest = 0;

@@ -65,6 +65,10 @@ struct K8sPod {
   std::optional<int64_t> signal;
   std::string reason;       // "Error", "OOMKilled", ...
   std::string finished_at;  // RFC 3339, sorts in time order
+  // Why a pod that has not started waits: the PodScheduled=False condition's message
+  // ("0/2 nodes are available: ...") or the container's waiting reason (ImagePullBackOff);
+  // "" when it does not wait.
+  std::string waiting;
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 

@@ -26,6 +26,13 @@ namespace bridge {
 
 namespace {
 
+// The machine the local ranks run on, as `logs` and `why` name it.
+std::string this_host() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
 namespace fs = std::filesystem;
 
 constexpr int kExitFailed = 1;
@@ -253,7 +260,10 @@ class LocalExecutor : public Executor {
   std::vector<JobStatus> status(const std::vector<JobRecord>& jobs, Diagnostics&) const override {
     std::vector<JobStatus> out;
     for (const auto& j : jobs) {
-      JobStatus s{j.state, j.state_detail, j.exit_code};
+      JobStatus s;
+      s.state = j.state;
+      s.detail = j.state_detail;
+      s.exit_code = j.exit_code;
       if (!is_final(j.state) && !launcher_alive(j.scheduler_id, j.job_dir)) {
         s.state = JobState::kFailed;
         // Only what is known: the ranks themselves got SIGKILL with the launcher
@@ -267,25 +277,22 @@ class LocalExecutor : public Executor {
     return out;
   }
 
-  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+  int logs(const JobRecord& job, const LogQuery& query, std::ostream& out, std::ostream&,
            Diagnostics& diags) const override {
-    if (rank && (*rank < 0 || (job.ranks > 0 && *rank >= job.ranks))) {
-      diags.error(
-          "bad-rank", "", {},
-          fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
-      return kExitUsage;  // a usage error, the same on every executor
-    }
-    return print_rank_logs(job.job_dir, rank, follow, out, diags, services_.sleeper, [&] {
-      return !is_final(status({job}, diags)[0].state) &&
-             launcher_alive(job.scheduler_id, job.job_dir);
-    });
+    if (!check_log_query(job, query, diags)) return kExitUsage;
+    std::string host = this_host();
+    return print_rank_logs(
+        job, query, [&](int) { return host; }, out, diags, services_.sleeper,
+        [&] {
+          return !is_final(status({job}, diags)[0].state) &&
+                 launcher_alive(job.scheduler_id, job.job_dir);
+        });
   }
 
   FailureEvidence failure_evidence(const JobRecord& job, Diagnostics&) const override {
     FailureEvidence e;
     e.units = job_dir_evidence(job.job_dir);
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
+    std::string host = this_host();
     std::map<int, RankEvidence*> by_rank;
     for (auto& u : e.units) {
       u.host = host;

@@ -9,13 +9,70 @@ namespace {
 constexpr std::streamoff kReadPiece = 1 << 20;
 }
 
-void LogTail::emit(std::ostream& out, bool prefix, const char* data, size_t size) const {
+std::optional<LineFilter> LineFilter::compile(const std::string& pattern, std::string& error) {
+  LineFilter f;
+  if (pattern.empty()) return f;
+  try {
+    f.pattern_.emplace(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    // std::regex's what() is implementation text; the code says which rule was broken.
+    error = e.code() == std::regex_constants::error_paren   ? "unbalanced parenthesis"
+            : e.code() == std::regex_constants::error_brack ? "unbalanced bracket"
+            : e.code() == std::regex_constants::error_brace ? "unbalanced brace"
+            : e.code() == std::regex_constants::error_badrepeat
+                ? "a repeat (*, +, ?, {n}) with nothing before it"
+            : e.code() == std::regex_constants::error_escape ? "a bad escape"
+            : e.code() == std::regex_constants::error_range  ? "a bad character range"
+                                                             : "not a valid regular expression";
+    return std::nullopt;
+  }
+  return f;
+}
+
+bool LineFilter::keep(std::string_view line) const {
+  return !pattern_ || std::regex_search(line.begin(), line.end(), *pattern_);
+}
+
+void LogTail::emit(std::ostream& out, bool prefix, const LineFilter& filter, const char* data,
+                   size_t size) const {
+  if (!filter.keep(std::string_view(data, size))) return;
   if (prefix) out << '[' << label_ << "] ";
   out.write(data, static_cast<std::streamsize>(size));
   out << '\n';
 }
 
-void LogTail::pump(std::ostream& out, bool prefix, bool final) {
+void LogTail::start_at_last_lines(size_t n) {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  partial_.clear();
+  offset_ = size;
+  if (n == 0 || size <= 0) return;
+  // Backwards in pieces: the (n)th newline from the end, not counting one that ends the file,
+  // is where the last n lines start. Memory stays at one piece whatever the file's size.
+  constexpr std::streamoff kPiece = std::streamoff{64} * 1024;
+  size_t newlines = 0;
+  std::string piece;
+  for (std::streamoff end = size; end > 0;) {
+    std::streamoff begin = std::max<std::streamoff>(0, end - kPiece);
+    piece.resize(static_cast<size_t>(end - begin));
+    in.seekg(begin);
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    for (size_t i = piece.size(); i > 0; --i) {
+      std::streamoff at = begin + static_cast<std::streamoff>(i - 1);
+      if (piece[i - 1] != '\n' || at == size - 1) continue;
+      if (++newlines == n) {
+        offset_ = at + 1;
+        return;
+      }
+    }
+    end = begin;
+  }
+  offset_ = 0;  // fewer than n lines: all of them
+}
+
+void LogTail::pump(std::ostream& out, bool prefix, bool final, const LineFilter& filter) {
   std::ifstream in(path_, std::ios::binary);
   if (in) {
     in.seekg(0, std::ios::end);
@@ -36,19 +93,19 @@ void LogTail::pump(std::ostream& out, bool prefix, bool final) {
       size_t start = 0;
       for (size_t nl = piece.find('\n'); nl != std::string::npos; nl = piece.find('\n', start)) {
         partial_.append(piece, start, nl - start);
-        emit(out, prefix, partial_.data(), partial_.size());
+        emit(out, prefix, filter, partial_.data(), partial_.size());
         partial_.clear();
         start = nl + 1;
       }
       partial_.append(piece, start, std::string::npos);
       while (partial_.size() >= kMaxLineBytes) {  // a "line" without end: print it in pieces
-        emit(out, prefix, partial_.data(), kMaxLineBytes);
+        emit(out, prefix, filter, partial_.data(), kMaxLineBytes);
         partial_.erase(0, kMaxLineBytes);
       }
     }
   }
   if (final && !partial_.empty()) {
-    emit(out, prefix, partial_.data(), partial_.size());
+    emit(out, prefix, filter, partial_.data(), partial_.size());
     partial_.clear();
   }
   out.flush();

@@ -14,29 +14,50 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <ostream>
+#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bridge {
 
 inline constexpr size_t kMaxLineBytes = 1 << 20;
 
+// Which lines `logs --grep REGEX` prints: those in which the (ECMAScript, case-sensitive)
+// regular expression finds a match; every line without a pattern.
+class LineFilter {
+ public:
+  LineFilter() = default;
+  // nullopt, with the reason in `error`, when `pattern` is not a valid regular expression.
+  static std::optional<LineFilter> compile(const std::string& pattern, std::string& error);
+  bool keep(std::string_view line) const;
+
+ private:
+  std::optional<std::regex> pattern_;
+};
+
 class LogTail {
  public:
   LogTail(std::string label, std::filesystem::path path)
       : label_(std::move(label)), path_(std::move(path)) {}
 
-  // Prints what was appended since the last call; `prefix` writes "[label] " before each line.
-  void pump(std::ostream& out, bool prefix, bool final);
+  // Prints what was appended since the last call; `prefix` writes "[label] " before each line,
+  // and only lines `filter` keeps are printed.
+  void pump(std::ostream& out, bool prefix, bool final, const LineFilter& filter = LineFilter());
+  // Skips all but the last `n` lines of what the file holds now (`logs --tail N`); the next
+  // pump starts there. A missing file keeps the tail at its start.
+  void start_at_last_lines(size_t n);
 
   const std::string& label() const { return label_; }
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  void emit(std::ostream& out, bool prefix, const char* data, size_t size) const;
+  void emit(std::ostream& out, bool prefix, const LineFilter& filter, const char* data,
+            size_t size) const;
 
-  std::string label_;  // "rank 3", "node 1", "batch", "batch stderr"
+  std::string label_;  // "rank 3 node2", "node 1", "batch", "batch stderr"
   std::filesystem::path path_;
   std::streamoff offset_ = 0;
   std::string partial_;  // the start of a line whose '\n' has not been written yet

@@ -35,6 +35,11 @@ std::map<int, fs::path> rank_files(const fs::path& dir) {
   return numbered_files(dir, kName);
 }
 
+// "rank 3" or "rank 3 node2": the label `logs` prefixes each line with.
+std::string rank_label(int rank, const std::string& host) {
+  return host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} {}", rank, host);
+}
+
 RankEvidence unit_from_file(const fs::path& path, std::string label) {
   RankEvidence u;
   u.label = std::move(label);
@@ -61,34 +66,112 @@ std::vector<RankEvidence> job_dir_evidence(const std::string& job_dir) {
   return units;
 }
 
-int print_rank_logs(const std::string& job_dir, std::optional<int> rank, bool follow,
-                    std::ostream& out, Diagnostics& diags, Sleeper& sleeper,
+bool check_log_query(const JobRecord& job, const LogQuery& query, Diagnostics& diags) {
+  int ranks = std::max(1, job.ranks), nodes = std::max(1, job.nodes);
+  if (query.rank && (*query.rank < 0 || *query.rank >= ranks)) {
+    diags.error(
+        "bad-rank", "", {},
+        fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, ranks - 1, *query.rank));
+    return false;
+  }
+  if (query.node && (*query.node < 0 || *query.node >= nodes)) {
+    diags.error(
+        "bad-node", "", {},
+        fmt::format("job {} has nodes 0..{}; there is no node {}", job.id, nodes - 1, *query.node),
+        nodes == 1 ? "a job on one node has only node 0"
+                   : "nodes are numbered in the scheduler's order (SLURM_NODEID, pod "
+                     "completion index)");
+    return false;
+  }
+  return true;
+}
+
+int ranks_per_node(const JobRecord& job) {
+  return std::max(1, std::max(1, job.ranks) / std::max(1, job.nodes));
+}
+
+std::vector<std::string> job_dir_hosts(const std::string& job_dir) {
+  std::vector<std::string> hosts;
+  if (job_dir.empty()) return hosts;
+  std::ifstream in(fs::path(job_dir) / "hosts");
+  std::string line;
+  // A host name is short; anything else is not a file of ours: stop at a bounded count.
+  while (hosts.size() < 100000 && std::getline(in, line)) {
+    if (line.size() > 255) break;
+    hosts.push_back(line);
+  }
+  return hosts;
+}
+
+int print_rank_logs(const JobRecord& job, const LogQuery& query,
+                    const std::function<std::string(int)>& host_of_node, std::ostream& out,
+                    Diagnostics& diags, Sleeper& sleeper,
                     const std::function<bool()>& still_running) {
+  const int per_node = ranks_per_node(job);
+  auto selected = [&](int r) {
+    if (query.rank) return r == *query.rank;
+    if (query.node) return r / per_node == *query.node;
+    return true;
+  };
   std::map<int, LogTail> tails;
   bool any = false;
+  bool prefix = !query.rank && std::max(1, job.ranks) > 1;
   for (;;) {
-    bool running = follow && still_running();
-    auto files = rank_files(job_dir);
-    if (rank && !files.count(*rank) && !running) {
+    bool running = query.follow && still_running();
+    auto files = rank_files(job.job_dir);
+    if (query.rank && !files.count(*query.rank) && !running) {
       diags.error("no-log", "", {},
-                  fmt::format("no log for rank {} in {} (ranks with logs: {})", *rank, job_dir,
-                              files.size()));
+                  fmt::format("no log for rank {} in {} (ranks with logs: {})", *query.rank,
+                              job.job_dir, files.size()));
       return 1;
     }
     for (const auto& [r, path] : files) {
-      if (rank && r != *rank) continue;
+      if (!selected(r)) continue;
       any = true;
-      auto tail = tails.try_emplace(r, fmt::format("rank {}", r), path).first;
-      tail->second.pump(out, /*prefix=*/!rank, /*final=*/!running);
+      auto [tail, added] = tails.try_emplace(r, rank_label(r, host_of_node(r / per_node)), path);
+      if (added && query.tail) tail->second.start_at_last_lines(*query.tail);
+      tail->second.pump(out, prefix, /*final=*/!running, query.grep);
     }
     if (!running) break;
     sleeper.sleep_for(std::chrono::milliseconds(500));
   }
   if (!any) {
-    diags.error("no-log", "", {}, fmt::format("no rank logs in {}", job_dir));
+    diags.error(
+        "no-log", "", {},
+        fmt::format("no rank logs{} in {}",
+                    query.node ? fmt::format(" of node {}", *query.node) : "", job.job_dir));
     return 1;
   }
   return 0;
+}
+
+void PendingNotice::update(const JobRecord& job, const JobStatus& status, std::ostream& notes) {
+  if (status.state == JobState::kPending) {
+    std::string reason =
+        status.pending_reason.empty() ? "no reason given by the scheduler" : status.pending_reason;
+    if (waiting_ && reason == reason_) return;
+    notes << fmt::format("bridge-launch: job {} is PENDING ({}); its logs follow once it starts\n",
+                         job.id, reason)
+          << std::flush;
+    waiting_ = true;
+    reason_ = std::move(reason);
+    return;
+  }
+  if (waiting_ && status.state == JobState::kRunning)
+    notes << fmt::format("bridge-launch: job {} is RUNNING\n", job.id) << std::flush;
+  waiting_ = false;
+}
+
+std::vector<std::string> Executor::rank_log_tail(const JobRecord& job, int rank,
+                                                 size_t max_lines) const {
+  if (job.job_dir.empty()) return {};
+  fs::path dir(job.job_dir);
+  fs::path path = dir / fmt::format("rank{}.log", rank);
+  std::error_code ec;
+  // Under a per-node launcher (torchrun) a node's ranks share node<N>.log.
+  if (!fs::exists(path, ec)) path = dir / fmt::format("node{}.log", rank / ranks_per_node(job));
+  size_t first_line = 0;
+  return read_last_lines(path, max_lines, size_t{64} * 1024, first_line);
 }
 
 }  // namespace bridge

@@ -97,8 +97,10 @@ std::optional<fs::path> batch_file(const JobRecord& job, const char* suffix) {
   return std::nullopt;
 }
 
-// The files of `job` to show: one rank's (or its node's, under torchrun) or all of them.
-std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank) {
+// The files of `job` that `query` selects: one rank's (or its node's, under torchrun), one
+// node's, or all of them with the batch output. Labels carry the node's host once the batch
+// script has written the `hosts` file.
+std::vector<LogTail> discover_logs(const JobRecord& job, const LogQuery& query) {
   fs::path dir(job.job_dir);
   std::error_code ec;
   std::map<int, fs::path> ranks, nodes;
@@ -109,21 +111,30 @@ std::vector<LogTail> discover_logs(const JobRecord& job, std::optional<int> rank
       if (int n = number_in(f, "node"); n >= 0) nodes[n] = e.path();
     }
   }
+  std::vector<std::string> hosts = job_dir_hosts(job.job_dir);
+  auto label = [&](const char* kind, int n, int node) {
+    bool known = node >= 0 && node < static_cast<int>(hosts.size()) && !hosts[node].empty();
+    return known ? fmt::format("{} {} {}", kind, n, hosts[node]) : fmt::format("{} {}", kind, n);
+  };
+  const int per_node = ranks_per_node(job);
   std::vector<LogTail> out;
-  if (rank) {
-    if (nodes.empty() || ranks.count(*rank)) {
-      out.emplace_back(fmt::format("rank {}", *rank), dir / fmt::format("rank{}.log", *rank));
-    } else {
-      int per_node = std::max(1, job.ranks / std::max(1, job.nodes));
-      int node = *rank / per_node;
-      out.emplace_back(fmt::format("node {}", node), dir / fmt::format("node{}.log", node));
-    }
+  if (query.rank) {
+    int node = *query.rank / per_node;
+    if (nodes.empty() || ranks.count(*query.rank))
+      out.emplace_back(label("rank", *query.rank, node),
+                       dir / fmt::format("rank{}.log", *query.rank));
+    else
+      out.emplace_back(label("node", node, node), dir / fmt::format("node{}.log", node));
     return out;
   }
-  for (auto& [n, p] : ranks) out.emplace_back(fmt::format("rank {}", n), p);
-  for (auto& [n, p] : nodes) out.emplace_back(fmt::format("node {}", n), p);
-  for (auto [suffix, label] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}})
-    if (auto p = batch_file(job, suffix)) out.emplace_back(label, *p);
+  for (auto& [n, p] : ranks)
+    if (!query.node || n / per_node == *query.node)
+      out.emplace_back(label("rank", n, n / per_node), p);
+  for (auto& [n, p] : nodes)
+    if (!query.node || n == *query.node) out.emplace_back(label("node", n, n), p);
+  if (query.node) return out;
+  for (auto [suffix, name] : {std::pair{".out", "batch"}, std::pair{".err", "batch stderr"}})
+    if (auto p = batch_file(job, suffix)) out.emplace_back(name, *p);
   return out;
 }
 
@@ -170,7 +181,7 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(const ExecutorServices& services, SlurmRetryPolicy policy)
-      : services_(services), slurm_(services.runner, services.sleeper, policy) {}
+      : services_(services), slurm_(services.runner, services.sleeper, policy), policy_(policy) {}
 
   // The identity names the job's directory (<job_dir>/<id>/) and tags the job (--comment), to
   // find a job that a lost answer did create.
@@ -183,18 +194,26 @@ class SlurmExecutor : public Executor {
     if (!script) return nullptr;
     std::string text = script->text;
     return std::make_unique<BoundJob>(
-        std::move(text), [this, &plan, identity, sbatch = std::move(script->text)](
-                             const SubmitOptions&, std::ostream&, Diagnostics& submit_diags,
-                             const OnAccepted& accepted) {
-          return submit_script(plan, identity, sbatch, submit_diags, accepted);
-        });
+        std::move(text),
+        [this, &plan, identity, sbatch = std::move(script->text)](
+            const SubmitOptions& so, std::ostream&, Diagnostics& submit_diags,
+            const OnAccepted& accepted) {
+          return submit_script(plan, identity, sbatch, so.before_submit, submit_diags, accepted);
+        },
+        /*calls_before_submit=*/true);
   }
 
   // Never waits: with --wait the CLI follows the job through status() (the same for every
   // scheduler), so stdout keeps only what the CLI prints (the job id).
+  //
+  // sbatch is started before `before_submit` (the CLI's durable pending registry entry) and
+  // gets its script on stdin only after that returned: sbatch cannot submit before it read
+  // the script, so the entry is on disk first, and writing it overlaps sbatch's own start-up
+  // (loading libslurm, reading slurm.conf: about half of its time). A false return kills the
+  // sbatch that never got a script.
   SubmitResult submit_script(const Plan& plan, const SubmissionIdentity& identity,
-                             const std::string& script, Diagnostics& diags,
-                             const OnAccepted& on_accepted) const {
+                             const std::string& script, const std::function<bool()>& before_submit,
+                             Diagnostics& diags, const OnAccepted& on_accepted) const {
     SubmitResult result;
     result.exit_code = kExitFailed;
     std::map<std::string, std::string> secrets;
@@ -229,7 +248,28 @@ class SlurmExecutor : public Executor {
       if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
       return id.has_value();
     };
-    CommandResult r = slurm_.run(spec, nullptr, settled);
+    spec.timeout = policy_.timeout;
+    std::unique_ptr<StartedCommand> sbatch = services_.runner.start(spec);
+    if (before_submit && !before_submit()) {
+      sbatch.reset();  // killed before it read a script: nothing was submitted
+      remove_if_empty(created);
+      return result;
+    }
+    CommandResult r = sbatch->finish(script);
+    sbatch.reset();
+    // A transient failure is retried as SlurmClient::run retries (its first try was this one).
+    if (!r.ok() && r.started && !r.timed_out && policy_.attempts > 1 &&
+        is_transient_slurm_error(r.err + r.out) && !parse_sbatch_id(r.out)) {
+      spdlog::warn("sbatch: {}; retrying in {} ms (attempt 2 of {})", slurm_error_text("sbatch", r),
+                   policy_.first_backoff.count(), policy_.attempts);
+      services_.sleeper.sleep_for(policy_.first_backoff);
+      if (!settled()) {
+        SlurmRetryPolicy rest = policy_;
+        rest.attempts -= 1;
+        rest.first_backoff *= 2;
+        r = SlurmClient(services_.runner, services_.sleeper, rest).run(spec, nullptr, settled);
+      }
+    }
     // An id on stdout is an accepted job, also when sbatch then exited non-zero.
     if (!id) id = parse_sbatch_id(r.out);
     if (id && !r.ok())
@@ -263,11 +303,22 @@ class SlurmExecutor : public Executor {
 
   std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
                                 Diagnostics& diags) const override {
+    // An entry without an id: bridge-launch stopped between sbatch accepting the job and
+    // recording its id. The job carries its registry id as --comment; adopt the id it has.
+    std::map<std::string, std::string> adopted;  // registry id -> Slurm id
+    for (const auto& j : jobs)
+      if (j.scheduler_id.empty() && !j.name.empty())
+        if (auto id = find_by_comment(slurm_job_name(j.name), "bridge-launch:" + j.id))
+          adopted[j.id] = *id;
+    auto slurm_id = [&](const JobRecord& j) {
+      auto it = adopted.find(j.id);
+      return it != adopted.end() ? it->second : j.scheduler_id;
+    };
     std::vector<std::string> ids;
     for (const auto& j : jobs)  // a damaged id is reported unknown, never passed to Slurm
-      if (is_slurm_job_id(j.scheduler_id) &&
-          std::find(ids.begin(), ids.end(), j.scheduler_id) == ids.end())
-        ids.push_back(j.scheduler_id);
+      if (is_slurm_job_id(slurm_id(j)) &&
+          std::find(ids.begin(), ids.end(), slurm_id(j)) == ids.end())
+        ids.push_back(slurm_id(j));
     std::map<std::string, SlurmJobInfo> known;
     std::string error;
     if (!ids.empty()) error = query(ids, known);
@@ -276,10 +327,11 @@ class SlurmExecutor : public Executor {
                   fmt::format("cannot get job states from Slurm:\n    {}", error), help_for(error));
     std::vector<JobStatus> out;
     for (const auto& j : jobs) {
-      auto it = known.find(j.scheduler_id);
+      auto it = known.find(slurm_id(j));
       if (it != known.end()) {
         JobStatus st = to_job_status(it->second);
         if (st.state == JobState::kFailed) add_failing_task(j, st);
+        if (adopted.count(j.id)) st.scheduler_id = slurm_id(j);
         out.push_back(st);
         continue;
       }
@@ -316,38 +368,40 @@ class SlurmExecutor : public Executor {
     return status({job}, diags).front();
   }
 
-  int logs(const JobRecord& job, std::optional<int> rank, bool follow, std::ostream& out,
+  int logs(const JobRecord& job, const LogQuery& query, std::ostream& out, std::ostream& notes,
            Diagnostics& diags) const override {
-    if (rank && (*rank < 0 || (job.ranks > 0 && *rank >= job.ranks))) {
-      diags.error(
-          "bad-rank", "", {},
-          fmt::format("job {} has ranks 0..{}; there is no rank {}", job.id, job.ranks - 1, *rank));
-      return kExitUsage;  // a usage error, the same on every executor
-    }
+    if (!check_log_query(job, query, diags)) return kExitUsage;
     std::map<fs::path, LogTail> sources;
     auto refresh = [&]() {
-      for (auto& s : discover_logs(job, rank))
-        if (!sources.count(s.path())) sources.emplace(s.path(), s);
+      for (auto& s : discover_logs(job, query)) {
+        if (sources.count(s.path())) continue;
+        auto& added = sources.emplace(s.path(), s).first->second;
+        if (query.tail) added.start_at_last_lines(*query.tail);
+      }
     };
     auto ordered = [&]() {
       std::vector<LogTail*> v;
-      for (auto& s : discover_logs(job, rank)) v.push_back(&sources.at(s.path()));
+      for (auto& s : discover_logs(job, query)) v.push_back(&sources.at(s.path()));
       return v;
     };
-    bool prefix = !rank;
+    bool prefix = !query.rank;
+    auto pump_all = [&](bool final) {
+      for (auto* s : ordered()) s->pump(out, prefix, final, query.grep);
+    };
     refresh();
-    if (!follow) {
+    if (!query.follow) {
       std::error_code ec;
       if (!fs::is_directory(job.job_dir, ec))
         diags.warning("no-logs-yet", "", {},
                       fmt::format("no logs in {} yet (the job may still be pending)", job.job_dir));
-      for (auto* s : ordered()) s->pump(out, prefix, /*final=*/true);
+      pump_all(/*final=*/true);
       return 0;
     }
     int failures = 0;
+    PendingNotice pending;
     while (true) {
       refresh();
-      for (auto* s : ordered()) s->pump(out, prefix, /*final=*/false);
+      pump_all(/*final=*/false);
       Diagnostics quiet;
       JobStatus st = status({job}, quiet).front();
       if (quiet.has_errors()) {
@@ -357,11 +411,12 @@ class SlurmExecutor : public Executor {
         }
       } else {
         failures = 0;
+        pending.update(job, st, notes);
       }
       if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
         services_.sleeper.sleep_for(std::chrono::milliseconds(200));  // last writes land
         refresh();
-        for (auto* s : ordered()) s->pump(out, prefix, /*final=*/true);
+        pump_all(/*final=*/true);
         return 0;
       }
       services_.sleeper.sleep_for(kPollInterval);
@@ -395,6 +450,15 @@ class SlurmExecutor : public Executor {
         u.failure_order = order;
       }
       ++order;
+    }
+    // Ranks srun did not report (they ended well, or were stopped) get their node's host
+    // from the allocation's node list the batch script wrote.
+    std::vector<std::string> hosts = job_dir_hosts(job.job_dir);
+    const int per_node_ranks = ranks_per_node(job);
+    for (auto& u : e.units) {
+      int node = u.node ? *u.node : (u.rank ? *u.rank / per_node_ranks : -1);
+      if (u.host.empty() && node >= 0 && node < static_cast<int>(hosts.size()))
+        u.host = hosts[static_cast<size_t>(node)];
     }
     if (order > 0)
       e.order_source = fmt::format("srun's task reports in slurm-{}.err", job.scheduler_id);
@@ -446,7 +510,7 @@ class SlurmExecutor : public Executor {
     };
     CommandSpec sq;
     sq.argv = {"squeue", "--noheader", "--states=all", "--jobs=" + join_ids(ids),
-               "--format=%i|%T|%r"};
+               "--format=%i|%T|%r|%S|%e"};
     CommandResult r = slurm_.run(sq);
     if (r.ok())
       keep(parse_squeue(r.out));
@@ -460,7 +524,7 @@ class SlurmExecutor : public Executor {
                  "--parsable2",
                  "--allocations",
                  "--jobs=" + join_ids(missing()),
-                 "--format=JobIDRaw,State,ExitCode"};
+                 "--format=JobIDRaw,State,ExitCode,Start,End"};
       CommandResult a = slurm_.run(sa);
       if (a.ok()) {
         keep(parse_sacct(a.out));
@@ -499,6 +563,7 @@ class SlurmExecutor : public Executor {
 
   ExecutorServices services_;
   SlurmClient slurm_;
+  SlurmRetryPolicy policy_;  // sbatch's first try runs outside slurm_ (submit_script)
   // Once sacct said "accounting storage is disabled", status stops asking it.
   mutable std::atomic<bool> accounting_disabled_{false};
 };

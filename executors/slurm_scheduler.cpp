@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <sstream>
 
 #include "launcher/numbers.h"
@@ -89,6 +90,20 @@ JobState map_slurm_state(const std::string& raw) {
   return JobState::kUnknown;
 }
 
+std::string slurm_time_to_utc(const std::string& slurm_time) {
+  std::tm local{};
+  const char* end = strptime(slurm_time.c_str(), "%Y-%m-%dT%H:%M:%S", &local);
+  if (end == nullptr || *end != '\0') return "";
+  local.tm_isdst = -1;  // the client's zone decides, as it did when Slurm printed the time
+  std::time_t t = std::mktime(&local);
+  if (t == -1) return "";
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
 JobStatus to_job_status(const SlurmJobInfo& info) {
   JobStatus s;
   s.state = map_slurm_state(info.state);
@@ -102,6 +117,12 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
     auto sig = parts.size() == 2 ? parse_decimal<int>(parts[1]) : std::nullopt;
     if (code && sig && *sig < 256) s.exit_code = *sig ? 128 + *sig : *code;
   }
+  if (s.state == JobState::kRunning || is_final(s.state))
+    s.started_at = slurm_time_to_utc(info.start_time);
+  if (is_final(s.state)) s.ended_at = slurm_time_to_utc(info.end_time);
+  if (s.state == JobState::kPending && !info.reason.empty() && info.reason != "None" &&
+      info.reason != "(null)")
+    s.pending_reason = printable_text(info.reason, 200);
   s.detail = info.state;
   if (!notes.empty()) s.detail += " (" + fmt::format("{}", fmt::join(notes, ", ")) + ")";
   return s;
@@ -120,7 +141,8 @@ std::vector<SlurmJobInfo> parse_squeue(const std::string& out) {
   for (const auto& line : lines(out)) {
     auto f = split(line, '|');
     if (f.size() < 2 || trim(f[0]).empty()) continue;
-    jobs.push_back({trim(f[0]), trim(f[1]), f.size() > 2 ? trim(f[2]) : "", ""});
+    jobs.push_back({trim(f[0]), trim(f[1]), f.size() > 2 ? trim(f[2]) : "", "",
+                    f.size() > 3 ? trim(f[3]) : "", f.size() > 4 ? trim(f[4]) : ""});
   }
   return jobs;
 }
@@ -130,7 +152,8 @@ std::vector<SlurmJobInfo> parse_sacct(const std::string& out) {
   for (const auto& line : lines(out)) {
     auto f = split(line, '|');
     if (f.size() < 2 || !all_digits(f[0])) continue;  // "123.batch", "123.0": steps
-    jobs.push_back({f[0], f[1], "", f.size() > 2 ? f[2] : ""});
+    jobs.push_back({f[0], f[1], "", f.size() > 2 ? f[2] : "", f.size() > 3 ? f[3] : "",
+                    f.size() > 4 ? f[4] : ""});
   }
   return jobs;
 }
@@ -141,7 +164,8 @@ std::vector<SlurmJobInfo> parse_scontrol_jobs(const std::string& out) {
     std::string id = field(line, "JobId");
     std::string state = field(line, "JobState");
     if (id.empty() || state.empty()) continue;
-    jobs.push_back({id, state, field(line, "Reason"), field(line, "ExitCode")});
+    jobs.push_back({id, state, field(line, "Reason"), field(line, "ExitCode"),
+                    field(line, "StartTime"), field(line, "EndTime")});
   }
   return jobs;
 }

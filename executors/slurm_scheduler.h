@@ -27,7 +27,16 @@ struct SlurmJobInfo {
   std::string state;      // Slurm's state name, e.g. "COMPLETED", "CANCELLED"
   std::string reason;     // squeue/scontrol Reason, "" when none
   std::string exit_code;  // "A:B" (exit status : signal), "" when unknown
+  // StartTime / EndTime as Slurm prints them ("2026-11-30T20:15:02", local time of the
+  // client), "" when not reported. For a pending job they are estimates, for a running one
+  // the end is the time limit's: to_job_status keeps only times that happened.
+  std::string start_time;
+  std::string end_time;
 };
+
+// "2026-11-30T20:15:02" (Slurm's local time) -> "2026-11-30T20:15:02Z" (UTC); "" for
+// "Unknown", "N/A", "None" or anything that is not such a time.
+std::string slurm_time_to_utc(const std::string& slurm_time);
 
 // COMPLETED -> SUCCEEDED; FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE,
 // PREEMPTED, SPECIAL_EXIT, REVOKED -> FAILED; CANCELLED (also "CANCELLED by N") -> CANCELLED;

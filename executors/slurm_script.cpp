@@ -131,6 +131,48 @@ class Checker {
     }
   }
 
+  // An option for the ranks' srun: shell-quoted into the script, so any value is safe; what
+  // srun would then do with it is the user's choice, except the options that carry the
+  // plan's layout and the files bridge-launch reads back.
+  void srun_arg(const std::string& arg, const SourceLoc& loc) {
+    if (has_control_chars(arg)) {
+      ok_ = false;
+      diags_.error("slurm-bad-srun-arg", "executor.slurm.srun_args", loc,
+                   "an srun_args entry contains a line break or control character",
+                   "give each option as its own list item, e.g. [--cpu-bind=none]");
+    } else if (arg.empty() || arg[0] != '-') {
+      ok_ = false;
+      diags_.error("slurm-bad-srun-arg", "executor.slurm.srun_args", loc,
+                   fmt::format("srun_args entry `{}` is not an option (it must start with -)",
+                               one_line(arg)),
+                   "write options as `--name=value`, e.g. --cpus-per-task=16");
+    } else if (const char* owner = srun_owned_option(arg)) {
+      ok_ = false;
+      diags_.error(
+          "slurm-srun-arg-contradicts-plan", "executor.slurm.srun_args", loc,
+          fmt::format("srun_args entry `{}` sets what the plan decides ({})", one_line(arg), owner),
+          "drop it; change -ng/-gn or runtime.launcher instead");
+    }
+  }
+
+  static const char* srun_owned_option(const std::string& arg) {
+    if (const char* owner = plan_owned_option(arg)) return owner;
+    static constexpr std::pair<std::string_view, const char*> kOwned[] = {
+        {"--output", "the per-rank log files `logs` and `why` read"},
+        {"-o", "the per-rank log files `logs` and `why` read"},
+        {"--error", "the per-rank log files `logs` and `why` read"},
+        {"-e", "the per-rank log files `logs` and `why` read"},
+        {"--distribution", "the block layout of ranks on nodes"},
+        {"-m", "the block layout of ranks on nodes"},
+        {"--kill-on-bad-exit", "stopping all ranks when one fails"},
+        {"-K", "stopping all ranks when one fails"}};
+    std::string_view name(arg);
+    name = name.substr(0, name.find('='));
+    for (auto [option, what] : kOwned)
+      if (name == option || (option.size() == 2 && arg.rfind(option, 0) == 0)) return what;
+    return nullptr;
+  }
+
   static const char* plan_owned_option(const std::string& arg) {
     static constexpr std::pair<std::string_view, const char*> kOwned[] = {
         {"--nodes", "the node count"},
@@ -407,6 +449,9 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
     srun.push_back("--output=\"$BRIDGE_JOB_DIR/node%n.log\"");
   } else {
     srun.push_back(fmt::format("--ntasks-per-node={}", t.gpus_per_node));
+    // Block layout, whatever SLURM_DISTRIBUTION says: rank r on node r / gpus_per_node, so a
+    // tensor-parallel group stays inside a node and `logs`/`why` know each rank's host.
+    srun.push_back("--distribution=block");
     srun.push_back("--open-mode=append");
     srun.push_back("--output=\"$BRIDGE_JOB_DIR/rank%t.log\"");
   }
@@ -421,6 +466,12 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
                     "set runtime.container_image, or remove them");
     if (r.runtime.workdir.is_set())
       srun.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
+  }
+  // executor.slurm.srun_args last: later options win, and none of them may touch the layout.
+  const auto& extra = r.executor.slurm.srun_args;
+  for (const auto& a : extra.get_or({})) {
+    check.srun_arg(a, extra.loc);
+    srun.push_back(shell_word(a));
   }
   for (auto& o : srun) data.add_text_item("srun_options", std::move(o));
   data.set("layout", per_node ? fmt::format("one {} per node ({} node(s)), each starting {} "

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,15 +33,30 @@ struct CommandSpec {
   std::chrono::milliseconds timeout{60000};
 };
 
+// A program started by CommandRunner::start that waits for its stdin: it starts up while the
+// caller prepares what to write. Destroying it unfinished kills the program before it got any
+// input (a program that acts on its input, like sbatch, then does nothing).
+class StartedCommand {
+ public:
+  virtual ~StartedCommand() = default;
+  // Writes `stdin_text`, closes stdin and waits for the end (the spec's time limit).
+  virtual CommandResult finish(const std::string& stdin_text) = 0;
+};
+
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
   virtual CommandResult run(const CommandSpec& spec) = 0;
+  // Starts `spec` (its stdin_text is ignored; finish gives it) so that the program's start-up
+  // overlaps what the caller does before finish. The default starts nothing until finish and
+  // then runs the whole command: the same result, without the overlap (test fakes).
+  virtual std::unique_ptr<StartedCommand> start(const CommandSpec& spec);
 };
 
 class BoostCommandRunner : public CommandRunner {
  public:
   CommandResult run(const CommandSpec& spec) override;
+  std::unique_ptr<StartedCommand> start(const CommandSpec& spec) override;
 };
 
 }  // namespace bridge

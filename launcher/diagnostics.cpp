@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string_view>
+#include <tuple>
 
 namespace bridge {
 
@@ -56,6 +57,18 @@ void Diagnostics::dropped(std::string code, std::string path, SourceLoc loc, std
   if (strict_) help += help.empty() ? "(an error because of --strict)" : " (error under --strict)";
   add(strict_ ? Severity::kError : Severity::kWarning, std::move(code), std::move(path),
       std::move(loc), std::move(message), std::move(help));
+}
+
+std::vector<Diagnostic> Diagnostics::by_position() const {
+  std::vector<Diagnostic> sorted = items_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    bool ap = a.loc.has_position(), bp = b.loc.has_position();
+    if (ap != bp) return ap;  // positioned first
+    if (!ap) return false;    // both without: keep the order found
+    return std::tie(a.loc.file, a.loc.line, a.loc.column) <
+           std::tie(b.loc.file, b.loc.line, b.loc.column);
+  });
+  return sorted;
 }
 
 bool Diagnostics::has_errors() const { return count(Severity::kError) > 0; }

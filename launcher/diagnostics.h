@@ -55,6 +55,9 @@ class Diagnostics {
   bool has_errors() const;
   bool strict() const { return strict_; }
   const std::vector<Diagnostic>& items() const { return items_; }
+  // The items as users read them: those with a position in file order (file, line, column),
+  // then the rest (command-line and whole-plan findings) in the order they were found.
+  std::vector<Diagnostic> by_position() const;
   size_t count(Severity s) const;
   bool has_code(const std::string& code) const;
 

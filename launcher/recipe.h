@@ -138,6 +138,8 @@ struct RuntimeSpec {
   Field<std::string> workdir;
   Field<TeSpec> transformer_engine;
   Field<std::string> torch;
+  // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
+  Field<std::string> progress_rank;
 };
 
 struct PluginEntry {
@@ -172,6 +174,7 @@ struct SlurmExecutorSpec {
   Field<std::string> job_dir;
   Field<std::string> dependency;
   Field<StringList> sbatch_args;
+  Field<StringList> srun_args;  // raw options for the ranks' srun, after the generated ones
   Field<int64_t> retries;
   Field<std::string> template_path;
 };

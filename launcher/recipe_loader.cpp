@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/numbers.h"
 #include "launcher/suggest.h"
 
 namespace bridge {
@@ -65,6 +66,10 @@ std::optional<bool> parse_bool(const YamlNode& n) {
 }
 
 std::string shown(const YamlNode& n) {
+  // A quoted scalar is a string to YAML, whatever it looks like: say so, or `"80"` would
+  // read as "got `80`" under "expects an integer".
+  if (n.is_scalar() && n.quoted)
+    return "the quoted string \"" + printable_text(n.scalar, 40) + "\"";
   if (n.is_scalar()) return "`" + printable_text(n.scalar, 40) + "`";
   return n.kind_name();
 }
@@ -233,8 +238,12 @@ class MapReader {
  private:
   void type_error(std::string_view key, const YamlNode& v, const char* expected,
                   const std::string& help) {
+    std::string fix = help;
+    if (v.is_scalar() && v.quoted &&
+        (looks_like_integer(v.scalar) || v.scalar == "true" || v.scalar == "false"))
+      fix = fmt::format("remove the quotes: `{}: {}`", key, printable_text(v.scalar, 40));
     diags_.error("wrong-type", join(key), v.loc,
-                 fmt::format("`{}` expects {}, got {}", join(key), expected, shown(v)), help);
+                 fmt::format("`{}` expects {}, got {}", join(key), expected, shown(v)), fix);
   }
 
   const YamlNode* node_;
@@ -420,6 +429,15 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
     rt.transformer_engine.loc = v->loc;
   }
   r.read("torch", rt.torch);
+  r.read("progress_rank", rt.progress_rank);
+  if (rt.progress_rank.is_set() && *rt.progress_rank.value != "last" &&
+      *rt.progress_rank.value != "first" && !parse_decimal<int>(*rt.progress_rank.value))
+    r.diags().error("bad-value", "runtime.progress_rank", rt.progress_rank.loc,
+                    fmt::format("`runtime.progress_rank` must be last, first or a rank number, "
+                                "got `{}`",
+                                printable_text(*rt.progress_rank.value, 80)),
+                    "write e.g. progress_rank: last (Megatron prints iteration lines on the "
+                    "last rank)");
   if (rt.command.is_set() && rt.command.value->empty())
     r.diags().error("bad-value", "runtime.command", rt.command.loc,
                     "`runtime.command` is an empty list", "name the program to run");
@@ -510,6 +528,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.read("job_dir", sl.job_dir);
     s.read("dependency", sl.dependency);
     s.read("sbatch_args", sl.sbatch_args);
+    s.read("srun_args", sl.srun_args);
     s.read("retries", sl.retries, 0, kMaxRetries);
     s.read("template", sl.template_path);
     s.finish();
@@ -555,7 +574,8 @@ namespace {
 
 // read_recipe, optionally collecting the schema's keys into `reference`.
 std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& file,
-                                       Diagnostics& diags, std::vector<RecipeKeyDoc>* reference) {
+                                       Diagnostics& diags, std::vector<RecipeKeyDoc>* reference,
+                                       std::vector<PluginEntry>* plugins_seen = nullptr) {
   size_t errors_before = diags.count(Severity::kError);
   if (root.is_null()) {
     diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe is empty",
@@ -580,6 +600,7 @@ std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& 
   read_small_sections(top, rec);
   read_runtime(top, rec.runtime);
   read_plugins(top, rec.plugins);
+  if (plugins_seen) *plugins_seen = rec.plugins;
   read_env(top, rec.env);
   read_executor(top, rec.executor);
   top.finish();
@@ -718,7 +739,7 @@ std::map<std::string, std::string> flatten_inputs(const YamlNode& root) {
 
 std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
                                        const std::vector<std::string>& overrides,
-                                       Diagnostics& diags) {
+                                       Diagnostics& diags, std::vector<PluginEntry>* plugins_seen) {
   size_t errors_before = diags.count(Severity::kError);
   YamlNode root = parse_yaml_document(text, file, diags);
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
@@ -730,7 +751,7 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
   if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
     for (const auto& o : overrides) apply_override(root, o, diags);
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
-  auto rec = read_recipe(root, file, diags);
+  auto rec = read_recipe_into(root, file, diags, nullptr, plugins_seen);
   if (rec) {
     rec->overrides = overrides;
     rec->inputs = flatten_inputs(root);
@@ -739,7 +760,8 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
 }
 
 std::optional<Recipe> load_recipe(const std::string& path,
-                                  const std::vector<std::string>& overrides, Diagnostics& diags) {
+                                  const std::vector<std::string>& overrides, Diagnostics& diags,
+                                  std::vector<PluginEntry>* plugins_seen) {
   // A FIFO would block (the diagnostics re-read the file to quote lines), /dev/zero would
   // grow without end, a directory reads as empty: only a regular file of sane size is a recipe.
   constexpr std::uintmax_t kMaxRecipeBytes = 16u << 20;
@@ -766,7 +788,7 @@ std::optional<Recipe> load_recipe(const std::string& path,
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return load_recipe_text(text.str(), path, overrides, diags);
+  return load_recipe_text(text.str(), path, overrides, diags, plugins_seen);
 }
 
 std::map<std::string, std::string> flatten_recipe_inputs(

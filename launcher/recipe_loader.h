@@ -28,13 +28,18 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
                                   Diagnostics& diags);
 
 // Parses `text` as the recipe named `file`, then applies `overrides` in order.
+// `plugins_seen` (optional) receives the plugin entries read, also when other keys have
+// errors, so the caller can check their names in the same pass (the loader does not know the
+// plugin registry: that layer is above it).
 std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
                                        const std::vector<std::string>& overrides,
-                                       Diagnostics& diags);
+                                       Diagnostics& diags,
+                                       std::vector<PluginEntry>* plugins_seen = nullptr);
 
 // Reads `path` from disk and calls load_recipe_text.
 std::optional<Recipe> load_recipe(const std::string& path,
-                                  const std::vector<std::string>& overrides, Diagnostics& diags);
+                                  const std::vector<std::string>& overrides, Diagnostics& diags,
+                                  std::vector<PluginEntry>* plugins_seen = nullptr);
 
 // The recipe's inputs after overrides, flattened to "section.key" -> value text (lists as
 // "[a,b]"); `name` and `description` are left out. Used to tell which knobs two jobs differ

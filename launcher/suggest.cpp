@@ -33,7 +33,13 @@ std::string expand_abbreviation(std::string_view word) {
       {"etp", "expert_tensor_parallel_size"},
       {"sp", "sequence_parallel"},
       {"ng", "num_gpus"},
-      {"gn", "gpus_per_node"}};
+      {"gn", "gpus_per_node"},
+      // Precision names as PyTorch and papers spell them.
+      {"bfloat16", "bf16"},
+      {"float16", "fp16"},
+      {"half", "fp16"},
+      {"float32", "fp32"},
+      {"float", "fp32"}};
   for (auto [alias, full] : kAliases)
     if (word == alias) return std::string(full);
   return {};

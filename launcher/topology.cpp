@@ -101,13 +101,16 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
     diags.error("parallel-size-too-large", "model", loc_or(*field, ng_loc),
                 fmt::format("a parallel size of {} cannot be used with num_gpus = {} "
                             "(tp*pp*cp and etp*ep*pp must divide the GPU count)",
-                            *value, t.num_gpus));
+                            *value, t.num_gpus),
+                "choose parallel sizes whose product divides num_gpus, or raise -ng");
     return std::nullopt;
   }
   if (t.vp() > kMaxSize) {
     diags.error("parallel-size-too-large", "model.virtual_pipeline_model_parallel_size",
                 m.virtual_pipeline_model_parallel_size.loc,
-                fmt::format("virtual_pipeline_model_parallel_size {} is too large", t.vp()));
+                fmt::format("virtual_pipeline_model_parallel_size {} is too large", t.vp()),
+                "use a few virtual stages per pipeline stage (num_layers / (pp*vpp) layers "
+                "each)");
     return std::nullopt;
   }
   // T1
@@ -155,19 +158,26 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
       diags.error("ep-not-integral", "model.expert_model_parallel_size",
                   loc_or(m.expert_model_parallel_size, ng_loc),
                   fmt::format("num_gpus ({}) is not a multiple of etp*ep*pp = {}*{}*{} = {}",
-                              t.num_gpus, t.etp, t.ep, t.pp, expert_group));
+                              t.num_gpus, t.etp, t.ep, t.pp, expert_group),
+                  fmt::format("choose expert_model_parallel_size so that etp*ep*pp divides {}, "
+                              "or change -ng",
+                              t.num_gpus));
     int64_t experts = *m.num_moe_experts.value;
     if (experts % t.ep != 0)
       diags.error("experts-not-multiple-of-ep", "model.num_moe_experts", m.num_moe_experts.loc,
                   fmt::format("num_moe_experts ({}) is not a multiple of "
                               "expert_model_parallel_size ({})",
-                              experts, t.ep));
+                              experts, t.ep),
+                  "each expert-parallel rank holds the same number of experts: choose an ep "
+                  "that divides num_moe_experts");
   }
   // T4
   if (m.num_attention_heads.is_set() && *m.num_attention_heads.value % t.tp != 0)
     diags.error("heads-not-multiple-of-tp", "model.num_attention_heads", m.num_attention_heads.loc,
                 fmt::format("num_attention_heads ({}) is not a multiple of tp ({})",
-                            *m.num_attention_heads.value, t.tp));
+                            *m.num_attention_heads.value, t.tp),
+                "tensor parallelism splits the heads evenly: choose a tp that divides "
+                "num_attention_heads");
   // T5
   if (m.num_layers.is_set()) {
     int64_t layers = *m.num_layers.value;
@@ -179,10 +189,11 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
                 fmt::format("pp*vpp = {}*{}", t.pp, t.vp()));
     else if (layers % stages != 0)
       diags.error("layers-not-multiple-of-pp", "model.num_layers", m.num_layers.loc,
-                  t.vpp
-                      ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",
-                                    layers, t.pp, *t.vpp, stages)
-                      : fmt::format("num_layers ({}) is not a multiple of pp ({})", layers, t.pp));
+                  t.vpp ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",
+                                      layers, t.pp, *t.vpp, stages)
+                        : fmt::format("num_layers ({}) is not a multiple of pp ({})", layers, t.pp),
+                  "every pipeline stage (and virtual stage) holds the same number of layers: "
+                  "choose pp (and vpp) dividing num_layers");
   }
   // T6
   if (t.vpp && t.pp == 1)

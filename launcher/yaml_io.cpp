@@ -243,6 +243,26 @@ const char* YamlNode::kind_name() const {
   return "?";
 }
 
+namespace {
+
+// (line, column), 1-based, of the first tab in the leading whitespace of a line at or before
+// `up_to_line`.
+std::optional<std::pair<int, int>> indentation_tab(std::string_view text, int up_to_line) {
+  int line = 1;
+  size_t start = 0;
+  while (start <= text.size() && line <= up_to_line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    for (size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
+      if (text[i] == '\t') return std::pair{line, static_cast<int>(i - start) + 1};
+    start = end + 1;
+    ++line;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 YamlNode parse_yaml_document(std::string_view text, const std::string& file, Diagnostics& diags) {
   if (text.find('\0') != std::string_view::npos) {
     SourceLoc l{file, 1, 1, {}};
@@ -279,6 +299,14 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
                 e.mark.line >= 0 ? e.mark.line + 1 : 1,
                 e.mark.column >= 0 ? e.mark.column + 1 : 1,
                 {}};
+    // yaml-cpp's words for a tab in the indentation ("illegal map value", "end of map not
+    // found") do not name it; the tab is the likely cause when one indents a line up to here.
+    if (auto tab = indentation_tab(text, l.line)) {
+      diags.error("yaml-tab-indent", "", SourceLoc{file, tab->first, tab->second, {}},
+                  "invalid YAML: a tab in the indentation (YAML indents with spaces only)",
+                  "replace the tab with spaces");
+      return {};
+    }
     diags.error("yaml-syntax", "", l, "invalid YAML: " + reason(e));
   } catch (const std::exception& e) {
     diags.error("yaml-syntax", "", SourceLoc{file, 1, 1, {}},

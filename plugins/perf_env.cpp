@@ -159,11 +159,14 @@ void add_setup_steps(const PluginContext& ctx, PluginOptions& o, const PerfEnvOp
   };
   if (p.enable_vboost && !slurm) skip("enable_vboost");
   if (p.enable_vboost && slurm)
-    add_setup(out,
-              fmt::format("sudo nvidia-smi boost-slider --vboost 1 > {} 2> {}",
-                          shell_word(ctx.job_dir + "/vboost.out"),
-                          shell_word(ctx.job_dir + "/vboost.err")),
-              "enable_vboost: raise the GPU voltage boost slider once per node");
+    add_setup(
+        out,
+        // One file per node (SLURMD_NODENAME is set in every Slurm task): with one
+        // shared file, the nodes' outputs overwrote each other.
+        fmt::format("sudo nvidia-smi boost-slider --vboost 1 > {}\"$SLURMD_NODENAME\".out "
+                    "2> {}\"$SLURMD_NODENAME\".err",
+                    shell_word(ctx.job_dir + "/vboost."), shell_word(ctx.job_dir + "/vboost.")),
+        "enable_vboost: raise the GPU voltage boost slider once per node");
   if (p.lock_gpu_freq && !slurm) skip("lock_gpu_freq");
   if (p.lock_gpu_freq && slurm)
     add_setup(

@@ -59,6 +59,12 @@ const std::vector<PluginInfo>& plugin_registry();
 // The registry entry named `name`, or nullptr.
 const PluginInfo* find_plugin(const std::vector<PluginInfo>& registry, const std::string& name);
 
+// Reports each entry that names no plugin of `registry` (with a did-you-mean); returns
+// whether all were known. The plan checks them even when the recipe has other errors, so a
+// misspelled plugin is reported in the same pass as the rest.
+bool check_plugin_names(const std::vector<PluginInfo>& registry,
+                        const std::vector<PluginEntry>& entries, Diagnostics& diags);
+
 // Everything the launch gets besides the overlap config.
 struct LaunchContributions {
   LaunchEnv env;

@@ -157,10 +157,7 @@ void run_one(const std::vector<PluginInfo>& registry, const PluginContext& ctx, 
   const PluginEntry& e = ctx.recipe.plugins[index];
   const PluginInfo* info = find_plugin(registry, e.name);
   if (!info) {
-    diags.error(
-        "unknown-plugin", "plugins." + e.name, e.loc,
-        fmt::format("unknown plugin `{}`{}", e.name, did_you_mean(e.name, names_of(registry))),
-        "`bridge-launch plugins` lists the available plugins");
+    check_plugin_names(registry, {e}, diags);
     return;
   }
   if (clashes_with_earlier(ctx.recipe, index, diags)) return;
@@ -170,6 +167,20 @@ void run_one(const std::vector<PluginInfo>& registry, const PluginContext& ctx, 
 }
 
 }  // namespace
+
+bool check_plugin_names(const std::vector<PluginInfo>& registry,
+                        const std::vector<PluginEntry>& entries, Diagnostics& diags) {
+  bool all_known = true;
+  for (const auto& e : entries) {
+    if (find_plugin(registry, e.name)) continue;
+    all_known = false;
+    diags.error(
+        "unknown-plugin", "plugins." + e.name, e.loc,
+        fmt::format("unknown plugin `{}`{}", e.name, did_you_mean(e.name, names_of(registry))),
+        "`bridge-launch plugins` lists the available plugins");
+  }
+  return all_known;
+}
 
 LaunchContributions run_plugins_with(const std::vector<PluginInfo>& registry,
                                      const PluginContext& ctx,

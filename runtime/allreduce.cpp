@@ -15,20 +15,26 @@ void LinkEmulator::Transmit(size_t bytes) {
   std::this_thread::sleep_until(wire_free_);
 }
 
-RingAllReduce::RingAllReduce(const Cluster& cluster, double link_gbps)
-    : cluster_(cluster), link_(link_gbps) {}
+RingView WorldRing(const Cluster& cluster) {
+  return RingView{cluster.world_size,      cluster.rank,        cluster.ring_next.get(),
+                  cluster.ring_prev.get(), cluster.next_rank(), cluster.prev_rank(),
+                  cluster.timeout_s};
+}
+
+RingAllReduce::RingAllReduce(const RingView& ring, double link_gbps)
+    : ring_(ring), link_(link_gbps) {}
 
 void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
-  const size_t world = static_cast<size_t>(cluster_.world_size);
+  const auto world = static_cast<size_t>(ring_.size);
   if (world == 1) return;
-  const size_t rank = static_cast<size_t>(cluster_.rank);
+  const auto rank = static_cast<size_t>(ring_.index);
   const auto begin = [&](size_t chunk) { return chunk * n / world; };
   const auto size = [&](size_t chunk) { return begin(chunk + 1) - begin(chunk); };
   incoming_.resize(n / world + 1);  // No chunk is longer than ceil(n / W).
-  const int next_fd = cluster_.ring_next.get();
-  const int prev_fd = cluster_.ring_prev.get();
-  const int next = cluster_.next_rank();
-  const int prev = cluster_.prev_rank();
+  const int next_fd = ring_.next_fd;
+  const int prev_fd = ring_.prev_fd;
+  const int next = ring_.next;
+  const int prev = ring_.prev;
 
   // Reduce-scatter: after step k, chunk (rank - k - 1) holds the sum of k + 2 ranks; after
   // W - 1 steps this rank owns the full sum of chunk (rank + 1) mod W.
@@ -39,7 +45,7 @@ void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
     link_.Transmit(send_bytes);
     SendRecv(Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
              Incoming{prev_fd, incoming_.data(), size(recv_chunk) * sizeof(float), prev},
-             cluster_.timeout_s, phase);
+             ring_.timeout_s, phase);
     float* target = data + begin(recv_chunk);
     const size_t count = size(recv_chunk);
     for (size_t i = 0; i < count; ++i) target[i] += incoming_[i];
@@ -52,7 +58,7 @@ void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
     link_.Transmit(send_bytes);
     SendRecv(Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
              Incoming{prev_fd, data + begin(recv_chunk), size(recv_chunk) * sizeof(float), prev},
-             cluster_.timeout_s, phase);
+             ring_.timeout_s, phase);
   }
 }
 

@@ -1,13 +1,14 @@
-// Ring all-reduce over the cluster's ring connections, with an emulated link bandwidth.
+// Ring all-reduce over one ring of connections, with an emulated link bandwidth.
 //
-// Contract: RingAllReduce::Run(data, n, phase) replaces data[0, n) on every rank with the
-// element-wise sum over all ranks. All ranks must call Run with the same n in the same order,
-// each from a single thread. The buffer is split into W chunks; W-1 reduce-scatter steps are
-// followed by W-1 all-gather steps, each rank sending one chunk to rank+1 while receiving one
-// from rank-1 (2*(W-1) chunk steps). With link_gbps > 0, before each chunk is sent the sender
-// sleeps (no CPU) until an emulated wire of that bandwidth, which carries this rank's outgoing
-// bytes one after another, would have transmitted it: bytes*8/(link_gbps*1e9) seconds per chunk.
-// Failures throw ProbeError(kExitComm) naming the peer and `phase`. W = 1 is a no-op.
+// Contract: RingAllReduce::Run(data, n, phase) replaces data[0, n) on every member of the ring
+// with the element-wise sum over all members. All members must call Run with the same n in the
+// same order, each from a single thread. The buffer is split into W chunks; W-1 reduce-scatter
+// steps are followed by W-1 all-gather steps, each member sending one chunk to its successor
+// while receiving one from its predecessor (2*(W-1) chunk steps). With link_gbps > 0, before
+// each chunk is sent the sender sleeps (no CPU) until an emulated wire of that bandwidth, which
+// carries this rank's outgoing bytes one after another, would have transmitted it:
+// bytes*8/(link_gbps*1e9) seconds per chunk. Failures throw ProbeError(kExitComm) naming the
+// peer and `phase`. A ring of one member is a no-op.
 #ifndef BRIDGE_RUNTIME_ALLREDUCE_H_
 #define BRIDGE_RUNTIME_ALLREDUCE_H_
 
@@ -31,14 +32,27 @@ class LinkEmulator {
   std::chrono::steady_clock::time_point wire_free_{};
 };
 
+// One ring: this member's position and the connections to its neighbours.
+struct RingView {
+  int size = 1;
+  int index = 0;
+  int next_fd = -1;  // Connection to the successor; this member sends on it.
+  int prev_fd = -1;  // Connection to the predecessor; this member receives on it.
+  int next = 0;      // Ranks of the neighbours, for messages.
+  int prev = 0;
+  double timeout_s = 60.0;
+};
+
+// The world ring the rendezvous built.
+RingView WorldRing(const Cluster& cluster);
+
 class RingAllReduce {
  public:
-  // `cluster` must outlive this object.
-  RingAllReduce(const Cluster& cluster, double link_gbps);
+  RingAllReduce(const RingView& ring, double link_gbps);
   void Run(float* data, size_t n, std::string_view phase);
 
  private:
-  const Cluster& cluster_;
+  RingView ring_;
   LinkEmulator link_;
   std::vector<float> incoming_;
 };

@@ -252,6 +252,14 @@ void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank) {
   }
 }
 
+std::string DeviceConnectionsLine(const char* value) {
+  const std::string shown = value == nullptr ? "unset" : "'" + std::string(value) + "'";
+  return "env check: CUDA_DEVICE_MAX_CONNECTIONS is " + shown +
+         " on rank 0 (launch env). It sets how many hardware queues a GPU feeds kernels "
+         "through, which decides whether communication kernels can run beside compute; "
+         "bridge-probe is a CPU emulation without GPU queues, so it cannot show its effect";
+}
+
 bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster) {
   const std::string mine = EncodeReport(expected, Evaluate(expected));
   const std::vector<std::string> gathered = GatherToRoot(cluster, mine, "env check");
@@ -260,6 +268,8 @@ bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster) {
     std::vector<RankReport> reports;
     for (const std::string& data : gathered) reports.push_back(DecodeReport(data));
     verdict = Summarize(expected, reports) ? "ok" : "mismatch";
+    std::printf("%s\n", DeviceConnectionsLine(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")).c_str());
+    std::fflush(stdout);
   }
   return BroadcastFromRoot(cluster, verdict, "env check") == "ok";
 }

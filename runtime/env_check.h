@@ -15,7 +15,9 @@
 //   env check: all ranks match | env check: MISMATCH
 // (or `env check: skipped (BRIDGE_EXPECTED_ENV not set)` when no rank has the variable), and
 // broadcasts the verdict, so every rank returns the same value. A rank whose list differs from
-// rank 0's counts as differing on every variable. DumpEnv() writes the raw bytes of each listed
+// rank 0's counts as differing on every variable. Rank 0 then prints DeviceConnectionsLine():
+// the value of CUDA_DEVICE_MAX_CONNECTIONS and that a CPU emulation cannot show its effect (the
+// launcher derives it; the probe only reports it). DumpEnv() writes the raw bytes of each listed
 // variable that is set to DIR/rank<R>.<NAME> (DIR is created if missing).
 #ifndef BRIDGE_RUNTIME_ENV_CHECK_H_
 #define BRIDGE_RUNTIME_ENV_CHECK_H_
@@ -46,6 +48,9 @@ ExpectedEnv ParseExpectedEnv(std::string_view list);
 ExpectedEnv LoadExpectedEnv();
 
 void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank);
+
+// `env check: CUDA_DEVICE_MAX_CONNECTIONS is '<value>'|unset on rank 0 ...` (value may be null).
+std::string DeviceConnectionsLine(const char* value);
 
 // Returns true when every rank matches (or the check is skipped).
 bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster);

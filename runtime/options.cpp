@@ -118,8 +118,9 @@ std::optional<bool> ParseBool(std::string text) {
 std::string Usage() {
   return R"(usage: bridge-probe [flags]
 
-Distributed overlap probe: rendezvous over TCP, env check, then a training-like loop of
-bucketed compute + ring all-reduce, with or without compute/communication overlap.
+Distributed overlap probe: rendezvous over TCP, env check, then a training-like loop that
+emulates the overlaps of the plan: EP all-to-all, TP all-gather/reduce-scatter, PP send/recv,
+DP param all-gather and bucketed gradient all-reduce, each with or without overlap.
 Identity comes from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR,
 MASTER_PORT (or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID). Rank 0 listens
 on MASTER_PORT, or on BRIDGE_PROBE_PORT when set, or on MASTER_PORT+1 under torchrun
@@ -128,13 +129,23 @@ on MASTER_PORT, or on BRIDGE_PROBE_PORT when set, or on MASTER_PORT+1 under torc
 flags:
   --steps N              training steps
                          (default: the override train.max_steps=N, else 8)
-  --buckets K            gradient buckets per step (default 8)
+  --buckets K            gradient buckets per step (default: params/bucket_size from
+                         the override comm_overlap.bucket_size, else 8)
   --params P             float gradient values per rank (default 1048576)
   --compute-ms X         single-core compute time of one backward pass, ms (default 200)
   --link-gbps G          emulated link bandwidth in Gbit/s, 0 = unlimited (default 0)
   --overlap              all-reduce bucket b while bucket b+1 is computed
   --no-overlap           all-reduce only after the whole compute phase
-                         (default: BRIDGE_OVERLAP_GRAD_REDUCE=1/0, else no overlap)
+                         (default: BRIDGE_OVERLAP_GRAD_REDUCE=1/0, else the override
+                         comm_overlap.overlap_grad_reduce, else no overlap)
+  --microbatches N       micro-batches per step in the TP/PP/EP phases
+                         (default: global batch / (micro batch * dp) from the plan, else 1)
+  --layers L             layers per pipeline stage in the TP/PP/EP phases
+                         (default: model.num_layers / pp, at most 8, else 2)
+  --layer-ms X           emulated device time of one layer's forward for one
+                         micro-batch, ms; backward = 2X (default 2)
+  --tokens T             tokens per micro-batch on each rank (default 64)
+  --hidden H             floats per token (default 256)
   --global-batch B       samples per step for "consumed samples"
                          (default: the override train.global_batch_size=B, else 1)
   --timeout SEC          rendezvous and per-peer communication timeout (default 60)
@@ -146,6 +157,8 @@ flags:
   --hang-at-step S       ... in step S (default 1)
   --corrupt-rank R       fault injection: rank R contributes a wrong value ...
   --corrupt-at-step S    ... in step S (default 1)
+  --corrupt-in PHASE     ... in the dp all-reduce (default), or the ep all-to-all, the tp
+                         all-gather or the pp send
   -h, --help             this text
 
 environment:
@@ -156,10 +169,13 @@ environment:
                          argv must equal the value; cluster.num_gpus must equal the world
                          size, and tp*pp*cp must divide it
   BRIDGE_OVERLAP_GRAD_REDUCE  1/0: default for --overlap/--no-overlap
+
+The layout (tp, pp, vpp, cp, ep, etp, sequence_parallel) and the comm_overlap.* fields come
+from the key=value overrides the launcher's probe adapter forwards; see docs/probe.md.
   BRIDGE_PROBE_PORT      rendezvous port to use instead of MASTER_PORT
 
-exit codes: 0 ok, 1 local I/O error, 2 usage/identity, 3 env/plan mismatch, 4 wrong all-reduce
-result, 5 rendezvous/timeout/lost peer, 17 injected failure
+exit codes: 0 ok, 1 local I/O error, 2 usage/identity/layout, 3 env/plan mismatch, 4 wrong
+collective result, 5 rendezvous/timeout/lost peer, 17 injected failure
 )";
 }
 
@@ -223,6 +239,24 @@ Options ParseOptions(int argc, char** argv) {
       steps_flag = true;
     } else if (name == "--buckets") {
       options.buckets = static_cast<int>(IntFlag(name, value(), 1, 1 << 20));
+      options.buckets_flag = true;
+    } else if (name == "--microbatches") {
+      options.microbatches = static_cast<int>(IntFlag(name, value(), 1, 1024));
+    } else if (name == "--layers") {
+      options.layers = static_cast<int>(IntFlag(name, value(), 1, 1024));
+    } else if (name == "--layer-ms") {
+      options.layer_ms = DoubleFlag(name, value(), 0.0, 1e6);
+    } else if (name == "--tokens") {
+      options.tokens = static_cast<int>(IntFlag(name, value(), 1, 1 << 16));
+    } else if (name == "--hidden") {
+      options.hidden = static_cast<int>(IntFlag(name, value(), 1, 1 << 16));
+    } else if (name == "--corrupt-in") {
+      const std::string_view phase = value();
+      if (phase != "dp" && phase != "ep" && phase != "tp" && phase != "pp") {
+        throw ProbeError(
+            kExitUsage, name_str + ": expected dp, ep, tp or pp, got '" + std::string(phase) + "'");
+      }
+      options.corrupt_in = std::string(phase);
     } else if (name == "--params") {
       options.params = IntFlag(name, value(), 1, int64_t{1} << 32);
     } else if (name == "--compute-ms") {
@@ -269,6 +303,17 @@ Options ParseOptions(int argc, char** argv) {
     }
     options.overlap = *parsed;
     options.overlap_source = "BRIDGE_OVERLAP_GRAD_REDUCE=" + *env;
+  } else {
+    // The resolved field itself, for a probe started with the plan's overrides but without
+    // the launcher's env.
+    for (const char* key : {"comm_overlap.overlap_grad_reduce", "ddp.overlap_grad_reduce"}) {
+      const auto text = OverrideValue(options.runtime_overrides, key);
+      const auto parsed = text ? ParseBool(*text) : std::nullopt;
+      if (!parsed) continue;
+      options.overlap = *parsed;
+      options.overlap_source = std::string(key) + "=" + *text;
+      break;
+    }
   }
   for (const auto& [step, what] : {std::pair{options.fail_at_step, "--fail-at-step"},
                                    std::pair{options.hang_at_step, "--hang-at-step"},

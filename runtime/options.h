@@ -32,9 +32,17 @@ struct Options {
   int steps = 8;
   std::string steps_source = "default";  // "--steps", "train.max_steps" or "default".
   int buckets = 8;
+  bool buckets_flag = false;  // --buckets given; else comm_overlap.bucket_size decides.
   int64_t params = int64_t{1} << 20;
   double compute_ms = 200.0;
   double link_gbps = 0.0;  // 0 = unlimited (no emulated wire).
+  // Sizes of the emulated TP/PP/EP phases (docs/probe.md, "Emulated phases").
+  std::optional<int> microbatches;  // Else global batch / (micro batch * dp).
+  std::optional<int> layers;        // Layers per pipeline stage; else num_layers / pp, max 8.
+  double layer_ms = 2.0;            // Device time of one layer's forward for one micro-batch.
+  int tokens = 64;                  // Tokens per micro-batch on each rank.
+  int hidden = 256;                 // Floats per token.
+  std::string corrupt_in = "dp";    // Phase --corrupt-rank corrupts: dp, ep, tp, pp.
   bool overlap = false;
   std::vector<std::string> runtime_overrides;  // `key=value` args, in argv order.
   std::string overlap_source = "default";      // Where `overlap` came from, for the banner.

@@ -15,6 +15,11 @@
 #include <vector>
 
 #include "runtime/allreduce.h"
+#include "runtime/group_comm.h"
+#include "runtime/knobs.h"
+#include "runtime/layout.h"
+#include "runtime/overlap_engine.h"
+#include "runtime/phases.h"
 #include "runtime/probe_error.h"
 
 namespace bridge::probe {
@@ -226,39 +231,197 @@ double Mean(const std::vector<double>& values, size_t first) {
   return sum / static_cast<double>(values.size() - first);
 }
 
+// ---- set-up -----------------------------------------------------------------------------------
+
+int DefaultMicrobatches(const Options& options, const Layout& layout) {
+  if (options.microbatches) return *options.microbatches;
+  const auto gbs = OverrideValue(options.runtime_overrides, "train.global_batch_size");
+  const auto mbs = OverrideValue(options.runtime_overrides, "train.micro_batch_size");
+  const auto global = gbs ? ParseInt64(*gbs) : std::nullopt;
+  const auto micro = mbs ? ParseInt64(*mbs) : std::nullopt;
+  if (!global || !micro || *micro < 1) return 1;
+  return static_cast<int>(std::clamp<int64_t>(*global / (*micro * layout.dp), 1, 64));
+}
+
+int DefaultLayers(const Options& options, const Layout& layout) {
+  if (options.layers) return *options.layers;
+  const auto text = OverrideValue(options.runtime_overrides, "model.num_layers");
+  const auto layers = text ? ParseInt64(*text) : std::nullopt;
+  if (!layers || *layers < 1) return 2;
+  return static_cast<int>(std::clamp<int64_t>(*layers / layout.pp, 1, 8));
+}
+
+// Megatron-Core's pipeline schedules refuse these P2P flag combinations at the first step.
+void CheckPipelineFlags(const Layout& layout, const OverlapKnobs& knobs) {
+  if (layout.pp == 1) return;
+  if (knobs.overlap_p2p_comm && !layout.vpp) {
+    throw ProbeError(kExitUsage,
+                     "overlap_p2p_comm=true with pp > 1 needs the interleaved schedule "
+                     "(model.virtual_pipeline_model_parallel_size set); Megatron-Core's "
+                     "non-interleaved schedule refuses it");
+  }
+  if (knobs.overlap_p2p_comm && knobs.batch_p2p_comm) {
+    throw ProbeError(kExitUsage,
+                     "overlap_p2p_comm and batch_p2p_comm are both true; Megatron-Core's "
+                     "interleaved schedule refuses the pair");
+  }
+}
+
+bool PhaseActive(const std::string& kind, const Layout& l) {
+  if (kind == "ep") return l.ep > 1;
+  if (kind == "tp") return l.tp > 1;
+  if (kind == "pp") return l.pp > 1;
+  return true;  // "dp": the gradient all-reduce always runs, as before the other phases.
+}
+
+struct PhaseTable {
+  PhaseSetup setup;
+  RankGroups groups;
+  PeerLinks links;
+  BucketPlan buckets;
+};
+
+PhaseTable SetUpPhases(const Options& options, Cluster& cluster) {
+  const LayoutResult read = ReadLayout(options.runtime_overrides, cluster.world_size);
+  if (!read.layout) throw ProbeError(kExitUsage, "layout from the plan: " + read.error);
+  PhaseTable t;
+  t.setup.layout = *read.layout;
+  t.setup.knobs = ReadKnobs(options.runtime_overrides);
+  CheckPipelineFlags(t.setup.layout, t.setup.knobs);
+  if (options.corrupt_rank >= 0 && !PhaseActive(options.corrupt_in, t.setup.layout)) {
+    throw ProbeError(kExitUsage, "--corrupt-in " + options.corrupt_in +
+                                     ": this layout has no such phase (its group size is 1)");
+  }
+  t.buckets = PlanBuckets(options.params,
+                          options.buckets_flag ? std::optional<int>(options.buckets) : std::nullopt,
+                          t.setup.knobs.bucket_size);
+  t.setup.microbatches = DefaultMicrobatches(options, t.setup.layout);
+  t.setup.layers = DefaultLayers(options, t.setup.layout);
+  t.setup.layer_ms = options.layer_ms;
+  t.setup.tokens = options.tokens;
+  t.setup.hidden = options.hidden;
+  t.setup.buckets = t.buckets.buckets;
+  t.setup.params = options.params;
+  t.setup.forward_ms = options.compute_ms / 2.0;
+  t.groups = GroupsOf(t.setup.layout, cluster.rank);
+  t.links = ConnectPeers(cluster, PeersOf(t.setup.layout, cluster.rank));
+  return t;
+}
+
+std::string RankList(const Group& group) {
+  std::string out;
+  for (const int r : group.ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return "[" + out + "]";
+}
+
+void PrintLayout(const PhaseTable& t, const Cluster& cluster) {
+  const Layout& l = t.setup.layout;
+  std::printf(
+      "bridge-probe: layout: %d ranks = tp %d x cp %d x dp %d x pp %d (vpp %s), ep %d, etp %d, "
+      "sequence parallel %s; rank order tp-cp-dp-pp, experts etp-ep-edp-pp\n",
+      l.world, l.tp, l.cp, l.dp, l.pp, l.vpp ? std::to_string(*l.vpp).c_str() : "-", l.ep, l.etp,
+      l.sequence_parallel ? "on" : "off");
+  std::printf("bridge-probe: groups of rank %d: tp %s, pp %s, dp %s, ep %s\n", cluster.rank,
+              RankList(t.groups.tp).c_str(), RankList(t.groups.pp).c_str(),
+              RankList(t.groups.dp).c_str(), RankList(t.groups.ep).c_str());
+  std::printf(
+      "bridge-probe: phases: %d micro-batches x %d layers, %g ms device time per layer "
+      "forward, %d tokens x %d floats per micro-batch\n",
+      t.setup.microbatches, t.setup.layers, t.setup.layer_ms, t.setup.tokens, t.setup.hidden);
+}
+
+// Every rank's first wrong value goes to rank 0; the verdict comes back to all, so a wrong
+// result seen by one rank stops every rank with exit 4 instead of leaving them waiting.
+void CollectiveVerdict(Cluster& cluster, const ResultCheck& check) {
+  WireWriter mine;
+  mine.Bytes(check.first);
+  mine.U64(static_cast<uint64_t>(check.wrong));
+  std::string verdict;
+  if (cluster.rank == 0) {
+    const std::vector<std::string> all = GatherToRoot(cluster, mine.data(), "result check");
+    for (size_t r = 0; r < all.size() && verdict.empty(); ++r) {
+      WireReader reader(all[r]);
+      const std::string first = reader.Bytes();
+      const auto wrong = static_cast<long long>(reader.U64());
+      if (!first.empty()) {
+        verdict = StrPrintf("wrong collective result on rank %zu at %s (%lld wrong values there)",
+                            r, first.c_str(), wrong);
+      }
+    }
+  } else {
+    GatherToRoot(cluster, mine.data(), "result check");
+  }
+  verdict = BroadcastFromRoot(cluster, verdict, "result check");
+  if (!verdict.empty()) throw ProbeError(kExitWrongSum, verdict);
+}
+
+struct KindSeries {
+  std::string name;  // "ep-a2a", "tp", "pp-p2p", "dp-param", "dp-grad"
+  std::vector<ScheduleTiming> steps;
+};
+
 }  // namespace
 
-TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
-  const int world = cluster.world_size;
+TrainingReport RunTraining(const Options& options, Cluster& cluster) {
   const int rank = cluster.rank;
+  PhaseTable table = SetUpPhases(options, cluster);
+  const PhaseSetup& setup = table.setup;
+  const Layout& layout = setup.layout;
+  const OverlapKnobs& knobs = setup.knobs;
   std::vector<float> grads(static_cast<size_t>(options.params));
-  std::vector<Bucket> buckets(static_cast<size_t>(options.buckets));
+  std::vector<Bucket> buckets(static_cast<size_t>(table.buckets.buckets));
   for (size_t b = 0; b < buckets.size(); ++b) {
-    buckets[b].begin = static_cast<int64_t>(b) * options.params / options.buckets;
-    buckets[b].end = static_cast<int64_t>(b + 1) * options.params / options.buckets;
+    buckets[b].begin = static_cast<int64_t>(b) * options.params / table.buckets.buckets;
+    buckets[b].end = static_cast<int64_t>(b + 1) * options.params / table.buckets.buckets;
   }
 
   ComputeKernel kernel;
   const double ns_per_pass = kernel.CalibrateNsPerPass();
-  const auto passes_per_bucket =
-      static_cast<int64_t>(std::llround(options.compute_ms * 1e6 / options.buckets / ns_per_pass));
+  const auto passes_per_bucket = static_cast<int64_t>(
+      std::llround(options.compute_ms * 1e6 / table.buckets.buckets / ns_per_pass));
   if (rank == 0) {
     std::printf(
-        "bridge-probe: training: %d steps (%s), %d buckets, %lld params, compute %g ms/step "
+        "bridge-probe: training: %d steps (%s), %d buckets (%s), %lld params, compute %g ms/step "
         "(%lld passes/bucket), link %s, overlap %s (%s)\n",
-        options.steps, options.steps_source.c_str(), options.buckets,
-        static_cast<long long>(options.params), options.compute_ms,
+        options.steps, options.steps_source.c_str(), table.buckets.buckets,
+        table.buckets.source.c_str(), static_cast<long long>(options.params), options.compute_ms,
         static_cast<long long>(passes_per_bucket),
         options.link_gbps > 0 ? StrPrintf("%g Gbit/s", options.link_gbps).c_str() : "unlimited",
         options.overlap ? "on" : "off", options.overlap_source.c_str());
     for (const auto& o : options.runtime_overrides)
       std::printf("bridge-probe: runtime override: %s\n", o.c_str());
+    PrintLayout(table, cluster);
+    for (const std::string& line :
+         DescribeKnobs(options.runtime_overrides, layout, knobs, table.buckets)) {
+      std::printf("bridge-probe: overlap knob %s\n", line.c_str());
+    }
     std::fflush(stdout);
+    if (knobs.tp_comm_overlap && layout.tp > 1 && !layout.sequence_parallel) {
+      LogWarning(
+          "tp_comm_overlap=true refused: TP overlap needs sequence_parallel (Megatron-Bridge "
+          "turns it off the same way); the tp phase runs without overlap. Set "
+          "model.sequence_parallel: true");
+    }
   }
 
+  const bool param_gather = layout.dp > 1 && knobs.distributed_optimizer;
+  GroupComm ep_comm(table.groups.ep, table.links, cluster.timeout_s, options.link_gbps);
+  GroupComm tp_comm(table.groups.tp, table.links, cluster.timeout_s, options.link_gbps);
+  GroupComm pp_comm(table.groups.pp, table.links, cluster.timeout_s, options.link_gbps);
+  GroupComm dp_comm(table.groups.dp, table.links, cluster.timeout_s, options.link_gbps);
+  std::vector<KindSeries> kinds;
+  if (layout.ep > 1) kinds.push_back({"ep-a2a", {}});
+  if (layout.tp > 1) kinds.push_back({"tp", {}});
+  if (layout.pp > 1) kinds.push_back({"pp-p2p", {}});
+  if (param_gather) kinds.push_back({"dp-param", {}});
+  kinds.push_back({"dp-grad", {}});
+
   const int64_t corrupt_index = options.params / 2;
-  RingAllReduce ring(cluster, options.link_gbps);
+  const int dp_size = dp_comm.size();
+  const int dp_index = dp_comm.index();
+  RingAllReduce ring(dp_comm.Ring(), options.link_gbps);
   CommWorker worker(ring);
+  CommStream stream;
   std::vector<double> compute_ms;
   std::vector<double> comm_ms;
   std::vector<double> step_ms;
@@ -268,14 +431,34 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
             StrPrintf("injected failure at the start of step %d (--fail-rank %d)", step, rank));
     }
     const bool hang = rank == options.hang_rank && step == options.hang_at_step;
-    const bool corrupt = rank == options.corrupt_rank && step == options.corrupt_at_step;
+    const bool corrupt_step = rank == options.corrupt_rank && step == options.corrupt_at_step;
+    auto ctx_for = [&](const char* kind) {
+      return StepContext{step, corrupt_step && options.corrupt_in == kind};
+    };
     const auto step_start = Clock::now();
+    ResultCheck check;
+    size_t k = 0;
+    if (layout.ep > 1)
+      kinds[k++].steps.push_back(RunEpPhase(ep_comm, setup, ctx_for("ep"), stream, check));
+    if (layout.tp > 1)
+      kinds[k++].steps.push_back(RunTpPhase(tp_comm, setup, ctx_for("tp"), stream, check));
+    if (layout.pp > 1)
+      kinds[k++].steps.push_back(RunPpPhase(pp_comm, setup, ctx_for("pp"), stream, check));
+    if (param_gather) {
+      kinds[k++].steps.push_back(
+          RunParamGatherPhase(dp_comm, setup, StepContext{step, false}, stream, check));
+    }
+    if (k > 0 && cluster.world_size > 1) CollectiveVerdict(cluster, check);
+
+    // The gradient all-reduce, as before the other phases existed (CPU compute, bucketed).
+    const bool corrupt = corrupt_step && options.corrupt_in == "dp";
+    const auto grad_start = Clock::now();
     double compute = 0.0;
     for (size_t b = 0; b < buckets.size(); ++b) {
       const auto compute_start = Clock::now();
       kernel.Run(passes_per_bucket);
       for (int64_t i = buckets[b].begin; i < buckets[b].end; ++i) {
-        grads[static_cast<size_t>(i)] = Contribution(i, step, rank);
+        grads[static_cast<size_t>(i)] = Contribution(i, step, dp_index);
       }
       if (corrupt && corrupt_index >= buckets[b].begin && corrupt_index < buckets[b].end) {
         grads[static_cast<size_t>(corrupt_index)] += 1.0F;
@@ -295,32 +478,73 @@ TrainingReport RunTraining(const Options& options, const Cluster& cluster) {
       }
     }
     const double comm = worker.WaitAll();
+    const double grad_wall = MsSince(grad_start);
     const double elapsed = MsSince(step_start);
-    CheckStep(grads, buckets, step, world);
-    compute_ms.push_back(compute);
-    comm_ms.push_back(comm);
+    CheckStep(grads, buckets, step, dp_size);
+    kinds.back().steps.push_back(ScheduleTiming{grad_wall, compute, comm});
+
+    double step_compute = 0.0;
+    double step_comm = 0.0;
+    std::string exposed;
+    for (const KindSeries& kind : kinds) {
+      const ScheduleTiming& t = kind.steps.back();
+      step_compute += t.compute_ms;
+      step_comm += t.comm_ms;
+      if (kinds.size() > 1)
+        exposed += StrPrintf(" %s exposed (ms): %.1f |", kind.name.c_str(), t.exposed_ms());
+    }
+    compute_ms.push_back(step_compute);
+    comm_ms.push_back(step_comm);
     step_ms.push_back(elapsed);
     if (rank == 0) {
       std::printf(
           " [%s] iteration %8d/%8d | consumed samples: %12lld | elapsed time per "
-          "iteration (ms): %.1f | compute (ms): %.1f | comm (ms): %.1f |\n",
+          "iteration (ms): %.1f | compute (ms): %.1f | comm (ms): %.1f |%s\n",
           Timestamp().c_str(), step, options.steps,
           static_cast<long long>(step) * static_cast<long long>(options.global_batch), elapsed,
-          compute, comm);
+          step_compute, step_comm, exposed.c_str());
       std::fflush(stdout);
     }
   }
 
   TrainingReport report;
-  report.world_size = world;
+  report.world_size = cluster.world_size;
   const size_t first = options.steps > 1 ? 1 : 0;
   report.first_steady_step = static_cast<int>(first) + 1;
   report.steady_steps = options.steps - static_cast<int>(first);
   report.compute_ms = Mean(compute_ms, first);
   report.comm_ms = Mean(comm_ms, first);
   report.step_ms = Mean(step_ms, first);
+  for (const KindSeries& kind : kinds) {
+    KindReport r;
+    r.name = kind.name;
+    std::vector<double> wall, compute, comm;
+    for (const ScheduleTiming& t : kind.steps) {
+      wall.push_back(t.wall_ms);
+      compute.push_back(t.compute_ms);
+      comm.push_back(t.comm_ms);
+    }
+    r.wall_ms = Mean(wall, first);
+    r.compute_ms = Mean(compute, first);
+    r.comm_ms = Mean(comm, first);
+    report.kinds.push_back(r);
+  }
   return report;
 }
+
+namespace {
+
+// (compute + comm - wall) / min(compute, comm): 1 when the shorter one is fully hidden.
+std::string Efficiency(double compute, double comm, double wall) {
+  const double smaller = std::min(compute, comm);
+  if (smaller <= 0.0)
+    return StrPrintf("n/a (no %s time)", comm > 0.0 ? "compute" : "communication");
+  double efficiency = (compute + comm - wall) / smaller;
+  if (std::fabs(efficiency) < 0.005) efficiency = 0.0;  // Print 0.00, not -0.00.
+  return StrPrintf("%.2f", efficiency);
+}
+
+}  // namespace
 
 void PrintTrainingSummary(const Options& options, const TrainingReport& report) {
   const int last = report.first_steady_step + report.steady_steps - 1;
@@ -332,16 +556,23 @@ void PrintTrainingSummary(const Options& options, const TrainingReport& report) 
       "step (ms): %.1f |\n",
       steps.c_str(), options.overlap ? "on" : "off", report.compute_ms, report.comm_ms,
       report.step_ms);
-  const double smaller = std::min(report.compute_ms, report.comm_ms);
+  // The gradient all-reduce's line keeps its historical form (scripts read it).
+  const KindReport& grad = report.kinds.back();
   if (report.world_size == 1) {
     std::printf("overlap efficiency: n/a (single rank, no communication)\n");
-  } else if (smaller > 0.0) {
-    double efficiency = (report.compute_ms + report.comm_ms - report.step_ms) / smaller;
-    if (std::fabs(efficiency) < 0.005) efficiency = 0.0;  // Print 0.00, not -0.00.
-    std::printf("overlap efficiency: %.2f\n", efficiency);
   } else {
-    std::printf("overlap efficiency: n/a (no %s time)\n",
-                report.comm_ms > 0.0 ? "compute" : "communication");
+    std::printf("overlap efficiency: %s\n",
+                Efficiency(grad.compute_ms, grad.comm_ms, grad.wall_ms).c_str());
+  }
+  if (report.world_size > 1) {
+    for (const KindReport& kind : report.kinds) {
+      std::printf(
+          "overlap efficiency (%s): %s | compute (ms): %.1f | comm (ms): %.1f | exposed comm "
+          "(ms): %.1f | phase (ms): %.1f |\n",
+          kind.name.c_str(), Efficiency(kind.compute_ms, kind.comm_ms, kind.wall_ms).c_str(),
+          kind.compute_ms, kind.comm_ms, std::max(0.0, kind.wall_ms - kind.compute_ms),
+          kind.wall_ms);
+    }
   }
   std::fflush(stdout);
 }

@@ -549,4 +549,73 @@ void Barrier(Cluster& cluster, std::string_view phase) {
   BroadcastFromRoot(cluster, "", phase);
 }
 
+int PeerLinks::fd(int peer) const {
+  const auto it = links_.find(peer);
+  if (it == links_.end()) {
+    throw ProbeError(kExitInternal, StrPrintf("no connection to rank %d (group setup)", peer));
+  }
+  return it->second.get();
+}
+
+namespace {
+
+std::vector<int> ExchangePorts(Cluster& cluster, int my_port) {
+  WireWriter mine;
+  mine.U32(static_cast<uint32_t>(my_port));
+  WireWriter table;
+  if (cluster.rank == 0) {
+    for (const std::string& port : GatherToRoot(cluster, mine.data(), "group setup")) {
+      table.U32(WireReader(port).U32());
+    }
+  } else {
+    GatherToRoot(cluster, mine.data(), "group setup");
+  }
+  WireReader all(BroadcastFromRoot(cluster, table.data(), "group setup"));
+  std::vector<int> ports;
+  for (int r = 0; r < cluster.world_size; ++r) ports.push_back(static_cast<int>(all.U32()));
+  return ports;
+}
+
+}  // namespace
+
+PeerLinks ConnectPeers(Cluster& cluster, const std::vector<int>& peers) {
+  PeerLinks links;
+  if (cluster.world_size == 1) return links;
+  std::vector<int> lower;
+  for (const int peer : peers) {
+    if (peer < cluster.rank) lower.push_back(peer);
+  }
+  const Fd listener = Listen(0, static_cast<int>(lower.size()) + 8, "group setup");
+  const std::vector<int> ports = ExchangePorts(cluster, LocalPort(listener.get()));
+  for (const int peer : peers) {
+    if (peer < cluster.rank) continue;
+    const PeerInfo& info = cluster.peers[static_cast<size_t>(peer)];
+    Fd fd = ConnectWithRetry(info.address, ports[static_cast<size_t>(peer)], cluster.timeout_s,
+                             StrPrintf("group setup: rank %d", peer));
+    WireWriter hello;
+    hello.U32(kHelloMagic);
+    hello.U32(static_cast<uint32_t>(cluster.rank));
+    SendMessage(fd.get(), peer, hello.data(), cluster.timeout_s, "group setup");
+    links.Add(peer, std::move(fd));
+  }
+  const auto deadline = DeadlineAfter(cluster.timeout_s);
+  size_t accepted = 0;
+  while (accepted < lower.size()) {
+    Fd conn = AcceptUntil(listener.get(), deadline);
+    if (!conn.valid()) throw TimeoutError(cluster.timeout_s, lower[accepted], "group setup");
+    WireReader r(RecvMessage(conn.get(), -1, cluster.timeout_s, "group setup"));
+    const uint32_t magic = r.U32();
+    const int from = static_cast<int>(r.U32());
+    if (magic != kHelloMagic || std::find(lower.begin(), lower.end(), from) == lower.end() ||
+        links.has(from)) {
+      LogWarning(StrPrintf("group setup: ignoring a connection from %s (claims rank %d)",
+                           PeerAddress(conn.get()).c_str(), from));
+      continue;
+    }
+    links.Add(from, std::move(conn));
+    ++accepted;
+  }
+  return links;
+}
+
 }  // namespace bridge::probe

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -124,6 +125,26 @@ std::vector<std::string> GatherToRoot(Cluster& cluster, const std::string& messa
                                       std::string_view phase);
 std::string BroadcastFromRoot(Cluster& cluster, const std::string& message, std::string_view phase);
 void Barrier(Cluster& cluster, std::string_view phase);
+
+// Direct connections to other ranks, for the group collectives (runtime/group_comm.h).
+class PeerLinks {
+ public:
+  // The connection to `peer`; throws ProbeError(kExitInternal) when there is none (a bug in
+  // the caller's group, not a network condition).
+  int fd(int peer) const;
+  bool has(int peer) const { return links_.count(peer) != 0; }
+  void Add(int peer, Fd fd) { links_[peer] = std::move(fd); }
+
+ private:
+  std::map<int, Fd> links_;
+};
+
+// Collective: connects this rank to each of `peers` (the relation must be symmetric: every
+// rank passes the ranks that pass it). Each rank listens on a new ephemeral port, the ports go
+// through rank 0 over the control connections, then each rank connects to its higher peers
+// and accepts its lower ones (a connection completes in the listener's backlog, so the order
+// cannot deadlock). Bounded by the cluster timeout like every other wait.
+PeerLinks ConnectPeers(Cluster& cluster, const std::vector<int>& peers);
 
 }  // namespace bridge::probe
 

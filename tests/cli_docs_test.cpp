@@ -14,9 +14,9 @@ namespace {
 
 using test::run_command;
 
-const std::vector<std::string> kCommands{"validate", "plan",   "plugins",   "list",
-                                         "status",   "logs",   "why",       "cancel",
-                                         "compare",  "ablate", "completion"};
+const std::vector<std::string> kCommands{"validate", "plan", "plugins",   "list",    "status",
+                                         "logs",     "why",  "cancel",    "compare", "ablate",
+                                         "advise",   "init", "completion"};
 
 std::string man_page() {
   std::ifstream in(std::string(BRIDGE_SOURCE_DIR) + "/docs/man/bridge-launch.1");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -345,6 +346,26 @@ TEST_F(CliTest, MultipleErrorsAllReported) {
   CommandResult r = run({"validate", fixture("multiple_errors.yaml")});
   expect_rejected(r, {"multiple_errors.yaml:4:15: error: ", "multiple_errors.yaml:5:3: error: ",
                       "multiple_errors.yaml:7:14: error: ", "3 errors"});
+}
+
+// All errors in one pass, in file order: the plugin name (checked by the plan layer) and
+// the schema errors (found by the loader) together, sorted by line.
+TEST_F(CliTest, PluginTyposAndSchemaErrorsComeTogetherInFileOrder) {
+  std::string path = home_.path() + "/typos.yaml";
+  std::ofstream(path) << "name: t\n"
+                         "cluster: {gpu: h100, num_gpus: 8, gpus_per_node: 8}\n"
+                         "model:\n"
+                         "  num_layers: x\n"
+                         "plugins:\n"
+                         "  perf_envv: {}\n"
+                         "train: {max_stepz: 3}\n";
+  CommandResult r = run({"validate", path});
+  expect_rejected(r, {"typos.yaml:4:15: error: ",
+                      "typos.yaml:6:3: error: unknown plugin `perf_envv` "
+                      "(did you mean `perf_env`?)",
+                      "typos.yaml:7:", "3 errors"});
+  EXPECT_LT(r.err.find("typos.yaml:4:"), r.err.find("typos.yaml:6:"));
+  EXPECT_LT(r.err.find("typos.yaml:6:"), r.err.find("typos.yaml:7:"));
 }
 
 TEST_F(CliTest, BadOverrideUnknownKey) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "test_util.h"
 
@@ -19,6 +21,14 @@ JobRecord slurm_job() {
   r.state = JobState::kPending;
   r.state_detail = "submitted";
   return r;
+}
+
+JobStatus status_of(JobState state, std::string detail, std::optional<int> exit_code) {
+  JobStatus s;
+  s.state = state;
+  s.detail = std::move(detail);
+  s.exit_code = exit_code;
+  return s;
 }
 
 std::filesystem::file_time_type written_at(const JobRegistry& reg, const std::string& id) {
@@ -50,20 +60,45 @@ TEST(JobLifecycle, ObserveKeepsKnownStatesAndWritesOnlyNews) {
   auto first_write = written_at(reg, r.id);
 
   // A scheduler that forgot the job does not erase what we know.
-  EXPECT_TRUE(lifecycle.observe(r, {JobState::kUnknown, "unknown to squeue", std::nullopt}, diags));
+  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kUnknown, "unknown to squeue", std::nullopt),
+                                diags));
   EXPECT_EQ(r.state, JobState::kPending);
   // The same status again writes nothing.
-  EXPECT_TRUE(lifecycle.observe(r, {JobState::kPending, "submitted", std::nullopt}, diags));
+  EXPECT_TRUE(
+      lifecycle.observe(r, status_of(JobState::kPending, "submitted", std::nullopt), diags));
   EXPECT_EQ(written_at(reg, r.id), first_write);
 
-  EXPECT_TRUE(lifecycle.observe(r, {JobState::kFailed, "FAILED (ExitCode=17:0)", 17}, diags));
+  EXPECT_TRUE(
+      lifecycle.observe(r, status_of(JobState::kFailed, "FAILED (ExitCode=17:0)", 17), diags));
   Diagnostics read;
   JobRecord saved = *reg.find(r.id, read);
   EXPECT_EQ(saved.state, JobState::kFailed);
   EXPECT_EQ(saved.exit_code, 17);
   // A later status without an exit code keeps the one we know.
-  EXPECT_TRUE(lifecycle.observe(r, {JobState::kFailed, "FAILED", std::nullopt}, diags));
+  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kFailed, "FAILED", std::nullopt), diags));
   EXPECT_EQ(reg.find(r.id, read)->exit_code, 17);
+  EXPECT_FALSE(diags.has_errors());
+}
+
+TEST(JobLifecycle, ObserveRecordsTheSchedulersTimesAndNeverErasesThem) {
+  test::TempDir dir;
+  JobRegistry reg(dir.path());
+  JobLifecycle lifecycle(reg);
+  Diagnostics diags;
+  JobRecord r = slurm_job();
+  ASSERT_TRUE(lifecycle.accepted(r, diags));
+  JobStatus running = status_of(JobState::kRunning, "RUNNING", std::nullopt);
+  running.started_at = "2026-11-30T20:00:00Z";
+  EXPECT_TRUE(lifecycle.observe(r, running, diags));
+  // The same state with a start time only now known is news too; without it, nothing changes.
+  JobStatus done = status_of(JobState::kSucceeded, "COMPLETED", 0);
+  done.ended_at = "2026-11-30T20:05:30Z";
+  EXPECT_TRUE(lifecycle.observe(r, done, diags));
+  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kSucceeded, "COMPLETED", 0), diags));
+  Diagnostics read;
+  JobRecord saved = *reg.find(r.id, read);
+  EXPECT_EQ(saved.started_at, "2026-11-30T20:00:00Z");
+  EXPECT_EQ(saved.ended_at, "2026-11-30T20:05:30Z");
   EXPECT_FALSE(diags.has_errors());
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "launcher/jobs/registry.h"
 #include "tests/integration/process_util.h"
 #include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
@@ -170,11 +171,15 @@ TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   EXPECT_EQ(docs[1]["kind"], "JobSet");
   std::string name = docs[1]["metadata"]["name"];
   EXPECT_THAT(name, ::testing::MatchesRegex("cli-k8s-demo-[0-9a-f]{4}"));
-  // The registry knows the object, the namespace and the manifests (redacted).
-  std::string reg = registry_text();
-  EXPECT_THAT(reg, HasSubstr("\"scheduler_id\": \"jobset/" + name + "\""));
-  EXPECT_THAT(reg, HasSubstr("\"namespace\": \"research\""));
-  EXPECT_THAT(reg, HasSubstr("kind: JobSet"));
+  // The registry knows the object, the namespace and the manifests (redacted). The entry
+  // is read as `list` reads it (a submission's entry is its pending record plus the commit).
+  std::optional<JobRecord> rec;
+  for (const auto& e : fs::directory_iterator(registry() + "/jobs"))
+    if (e.path().extension() == ".json") rec = read_job_entry(test::read_file(e.path()));
+  ASSERT_TRUE(rec) << registry_text();
+  EXPECT_EQ(rec->scheduler_id, "jobset/" + name);
+  EXPECT_EQ(rec->namespace_, "research");
+  EXPECT_THAT(rec->rendered, HasSubstr("kind: JobSet"));
 }
 
 TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {

@@ -12,6 +12,7 @@
 #include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
 #include "executors/k8s_status.h"
+#include "tests/support/fake_services.h"
 #include "tests/support/k8s_testing.h"
 
 namespace bridge {
@@ -481,9 +482,9 @@ TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  std::ostringstream out;
-  int rc =
-      make_executor("kubernetes", use.services())->logs(record("jobset/x"), 11, false, out, diags);
+  std::ostringstream out, notes;
+  int rc = make_executor("kubernetes", use.services())
+               ->logs(record("jobset/x"), testing::rank_query(11, false), out, notes, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "hello from x-node-0-1-bbbbb\n");
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -549,11 +550,77 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  std::ostringstream out;
-  EXPECT_EQ(make_executor("kubernetes", use.services())
-                ->logs(record("jobset/x"), std::nullopt, false, out, diags),
-            0);
+  std::ostringstream out, notes;
+  EXPECT_EQ(
+      make_executor("kubernetes", use.services())
+          ->logs(record("jobset/x"), testing::rank_query(std::nullopt, false), out, notes, diags),
+      0);
   EXPECT_EQ(out.str(), "[node 0] line of a\n[node 1] line of b\n");
+}
+
+TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
+  FakeRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"})) {
+      json a = pod("a", 0, 0, "Running"), b = pod("b", 1, 0, "Running");
+      b["spec"]["nodeName"] = "gpu-node-7";
+      return ok_result(list_of({a, b}));
+    }
+    return ok_result("step 1\nNCCL WARN timeout\nstep 2\n");
+  };
+  TestServices use(fake);
+  Diagnostics diags;
+  std::ostringstream out, notes;
+  LogQuery q;
+  q.node = 1;
+  q.tail = 50;
+  std::string error;
+  q.grep = *LineFilter::compile("NCCL", error);
+  EXPECT_EQ(
+      make_executor("kubernetes", use.services())->logs(record("jobset/x"), q, out, notes, diags),
+      0);
+  EXPECT_EQ(out.str(), "NCCL WARN timeout\n");  // one pod: no prefix
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_TRUE(contains_seq(fake.calls[1].argv, {"logs", "b", "-c", "trainer", "--tail=50"}));
+
+  std::ostringstream all;
+  LogQuery every;
+  every.grep = q.grep;
+  EXPECT_EQ(make_executor("kubernetes", use.services())
+                ->logs(record("jobset/x"), every, all, notes, diags),
+            0);
+  EXPECT_EQ(all.str(), "[node 0] NCCL WARN timeout\n[node 1 gpu-node-7] NCCL WARN timeout\n");
+}
+
+TEST(K8sExecutor, FollowingAPendingJobSaysWhyItWaits) {
+  FakeRunner fake;
+  int polls = 0;
+  fake.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"})) {
+      json p = pod("p0", 0, 0, polls < 3 ? "Pending" : "Succeeded");
+      if (polls < 3)
+        p["status"]["conditions"] =
+            json::array({{{"type", "PodScheduled"},
+                          {"status", "False"},
+                          {"message", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}});
+      return ok_result(list_of({p}));
+    }
+    if (contains_seq(spec.argv, {"get"})) {
+      ++polls;
+      return ok_result(list_of({jobset("x", polls < 3 ? "[]" : kCompleted)}));
+    }
+    return polls < 3 ? failed_result("container not started") : ok_result("");
+  };
+  TestServices use(fake);
+  Diagnostics diags;
+  std::ostringstream out, notes;
+  EXPECT_EQ(make_executor("kubernetes", use.services())
+                ->logs(record("jobset/x"), testing::rank_query(0, true), out, notes, diags),
+            0);
+  // Said once, though three polls saw it pending.
+  EXPECT_EQ(notes.str(),
+            "bridge-launch: job exec-demo-20260101-000000-abcd is PENDING (pod p0: 0/2 nodes are "
+            "available: 2 Insufficient nvidia.com/gpu.); its logs follow once it starts\n");
 }
 
 TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
@@ -561,10 +628,10 @@ TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
   TestServices use(fake);
   Diagnostics diags;
-  std::ostringstream out;
+  std::ostringstream out, notes;
   auto ex = make_executor("kubernetes", use.services());
-  EXPECT_EQ(ex->logs(record("jobset/x"), 16, false, out, diags), 2);
-  EXPECT_EQ(ex->logs(record("jobset/x"), 0, false, out, diags), 1);
+  EXPECT_EQ(ex->logs(record("jobset/x"), testing::rank_query(16, false), out, notes, diags), 2);
+  EXPECT_EQ(ex->logs(record("jobset/x"), testing::rank_query(0, false), out, notes, diags), 1);
   EXPECT_TRUE(diags.has_code("k8s-no-pods"));
 }
 
@@ -589,9 +656,9 @@ TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  std::ostringstream out;
-  int rc =
-      make_executor("kubernetes", use.services())->logs(record("jobset/x"), 0, true, out, diags);
+  std::ostringstream out, notes;
+  int rc = make_executor("kubernetes", use.services())
+               ->logs(record("jobset/x"), testing::rank_query(0, true), out, notes, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "first\nsecond\nthird\n");
 }

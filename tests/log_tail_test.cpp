@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 
@@ -59,6 +61,50 @@ TEST(LogTail, ATruncatedFileIsReadAgainFromTheStart) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << "new\n";
   tail.pump(out, false, false);
   EXPECT_EQ(out.str(), "first run, a long line\nnew\n");
+}
+
+TEST(LogTail, StartAtTheLastLinesThenFollowWhatIsAppended) {
+  test::TempDir dir;
+  std::string path = dir.path() + "/rank0.log";
+  append(path, "one\ntwo\nthree\n");
+  for (auto [n, want] : std::vector<std::pair<size_t, std::string>>{{0, ""},
+                                                                    {1, "three\n"},
+                                                                    {2, "two\nthree\n"},
+                                                                    {3, "one\ntwo\nthree\n"},
+                                                                    {99, "one\ntwo\nthree\n"}}) {
+    LogTail tail("rank 0", path);
+    tail.start_at_last_lines(n);
+    std::ostringstream out;
+    tail.pump(out, false, true);
+    EXPECT_EQ(out.str(), want) << n;
+  }
+  // An unfinished last line counts as a line; what is appended later follows.
+  append(path, "four");
+  LogTail tail("rank 0", path);
+  tail.start_at_last_lines(1);
+  std::ostringstream out;
+  tail.pump(out, false, false);
+  append(path, "!\nfive\n");
+  tail.pump(out, false, true);
+  EXPECT_EQ(out.str(), "four!\nfive\n");
+}
+
+TEST(LogTail, GrepKeepsMatchingLinesAndABadPatternSaysWhy) {
+  std::string error;
+  auto grep = LineFilter::compile("NCCL|CUDA error", error);
+  ASSERT_TRUE(grep);
+  EXPECT_TRUE(grep->keep("rank 3: CUDA error: an illegal memory access"));
+  EXPECT_FALSE(grep->keep("iteration 3/8"));
+  EXPECT_TRUE(LineFilter().keep("anything"));
+  EXPECT_FALSE(LineFilter::compile("(unclosed", error));
+  EXPECT_EQ(error, "unbalanced parenthesis");
+  test::TempDir dir;
+  std::string path = dir.path() + "/rank0.log";
+  append(path, "a NCCL b\nplain\n");
+  LogTail tail("rank 0 gpu-a", path);
+  std::ostringstream out;
+  tail.pump(out, true, true, *grep);
+  EXPECT_EQ(out.str(), "[rank 0 gpu-a] a NCCL b\n");
 }
 
 }  // namespace

@@ -30,10 +30,10 @@ TEST(ParseDecimalTest, AcceptsOnlyWholeInRangeNumbers) {
 }
 
 TEST(ParseDecimalTest, HugeSchedulerExitCodeIsUnknownNotACrash) {
-  JobStatus st = to_job_status({"7", "FAILED", "NonZeroExitCode", "99999999999:0"});
+  JobStatus st = to_job_status({"7", "FAILED", "NonZeroExitCode", "99999999999:0", "", ""});
   EXPECT_EQ(st.state, JobState::kFailed);
   EXPECT_FALSE(st.exit_code.has_value());
-  JobStatus signalled = to_job_status({"8", "CANCELLED", "None", "0:15"});
+  JobStatus signalled = to_job_status({"8", "CANCELLED", "None", "0:15", "", ""});
   EXPECT_EQ(signalled.exit_code.value_or(-1), 128 + 15);
 }
 
@@ -91,8 +91,9 @@ TEST(UntrustedTextTest, TerminalEscapesAreShownNotExecuted) {
   EXPECT_EQ(shown.find('\x07'), std::string::npos) << shown;
   EXPECT_NE(shown.find("\\x1b[31mred"), std::string::npos) << shown;
   EXPECT_NE(shown.find("\nsecond line\tok"), std::string::npos) << shown;
-  JobStatus st = to_job_status({"9", "PENDING", "evil\x1b]0;title\x07", ""});
+  JobStatus st = to_job_status({"9", "PENDING", "evil\x1b]0;title\x07", "", "", ""});
   EXPECT_EQ(st.detail.find('\x1b'), std::string::npos) << st.detail;
+  EXPECT_EQ(st.pending_reason.find('\x1b'), std::string::npos) << st.pending_reason;
 }
 
 }  // namespace

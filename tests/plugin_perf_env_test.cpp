@@ -230,9 +230,10 @@ TEST(PerfEnvSetup, VboostAndClockLockOnSlurm) {
   h.job_dir = "/lustre/jobs/t";
   h.run();
   ASSERT_EQ(h.out.setup_steps.size(), 2u);
-  EXPECT_EQ(h.out.setup_steps[0].command,
-            "sudo nvidia-smi boost-slider --vboost 1 > /lustre/jobs/t/vboost.out "
-            "2> /lustre/jobs/t/vboost.err");
+  EXPECT_EQ(
+      h.out.setup_steps[0].command,
+      "sudo nvidia-smi boost-slider --vboost 1 > /lustre/jobs/t/vboost.\"$SLURMD_NODENAME\".out "
+      "2> /lustre/jobs/t/vboost.\"$SLURMD_NODENAME\".err");
   EXPECT_EQ(h.out.setup_steps[1].command, "sudo nvidia-smi -lgc 1410");
   EXPECT_EQ(h.out.setup_steps[1].source, "plugin:perf_env");
 }

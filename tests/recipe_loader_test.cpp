@@ -408,11 +408,37 @@ TEST(RecipeLoaderTest, IntegerBoundsAndRange) {
   EXPECT_EQ(zero_ok.recipe->model.mtp_num_layers.value, 0);
 }
 
+// A quoted number is a string to YAML: the message says so and the fix drops the quotes.
+TEST(RecipeLoaderTest, AQuotedNumberIsNamedAsAQuotedString) {
+  Diagnostic d =
+      single_error("name: x\nmodel:\n  num_layers: \"80\"\n", "wrong-type", "model.num_layers");
+  EXPECT_THAT(d.message, HasSubstr("expects an integer, got the quoted string \"80\""));
+  EXPECT_EQ(d.help, "remove the quotes: `num_layers: 80`");
+}
+
+TEST(RecipeLoaderTest, ATabInTheIndentationIsNamed) {
+  Loaded l = load("name: x\ncluster:\n  gpu: h100\n\tnum_gpus: 8\n");
+  ASSERT_FALSE(l.recipe);
+  ASSERT_EQ(l.diags.items().size(), 1u) << dump(l.diags);
+  const Diagnostic& d = l.diags.items()[0];
+  EXPECT_EQ(d.code, "yaml-tab-indent");
+  EXPECT_THAT(d.message, HasSubstr("a tab in the indentation"));
+  EXPECT_EQ(d.loc.line, 4);
+  EXPECT_EQ(d.loc.column, 1);
+  EXPECT_EQ(d.help, "replace the tab with spaces");
+}
+
+TEST(RecipeLoaderTest, PrecisionSpelledAsPyTorchDoesSuggestsTheRecipeName) {
+  Diagnostic d =
+      single_error("name: x\nmodel:\n  precision: bfloat16\n", "bad-value", "model.precision");
+  EXPECT_THAT(d.message, HasSubstr("did you mean `bf16`?"));
+}
+
 TEST(RecipeLoaderTest, WrongTypeBoolean) {
   Diagnostic quoted = single_error("name: x\nmodel:\n  sequence_parallel: \"true\"\n", "wrong-type",
                                    "model.sequence_parallel");
-  EXPECT_THAT(quoted.message, HasSubstr("expects a boolean"));
-  EXPECT_THAT(quoted.help, HasSubstr("unquoted"));
+  EXPECT_THAT(quoted.message, HasSubstr("expects a boolean, got the quoted string \"true\""));
+  EXPECT_THAT(quoted.help, HasSubstr("remove the quotes: `sequence_parallel: true`"));
   EXPECT_EQ(quoted.loc.line, 3);
   EXPECT_EQ(quoted.loc.column, 22);
   single_error("name: x\nmodel:\n  sequence_parallel: 'false'\n", "wrong-type",

@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class RegistryTest : public ::testing::Test {
  protected:
@@ -82,6 +83,102 @@ TEST_F(RegistryTest, AHeldLockIsAClearErrorAfterTheTimeout) {
   close(held);
   Diagnostics after;
   EXPECT_TRUE(reg.reserve_id("locked", "{}\n", after).has_value());
+}
+
+// The submission's entry: durable and listed (PENDING, no scheduler id) before the scheduler
+// can take the job; the commit writes only the fields that changed, into the reserved space
+// (the file does not grow), and `list` reads the committed record; a later put turns the
+// entry back into plain JSON.
+TEST_F(RegistryTest, APendingEntryIsListedAndTheCommitAddsTheSchedulersAnswer) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> id = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(id);
+  JobRecord r = record(*id, "2026-01-01T00:00:00.000Z");
+  r.scheduler_id = "";
+  r.state = JobState::kPending;
+  r.state_detail = "submitting";
+  std::optional<PendingEntry> pending = reg.create_pending(r, diags);
+  ASSERT_TRUE(pending) << (diags.items().empty() ? "" : diags.items()[0].message);
+  fs::path entry = dir_ / "jobs" / (*id + ".json");
+  EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *id + ".reservation")));
+  std::vector<JobRecord> listed = reg.list(diags);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].scheduler_id, "");
+  EXPECT_EQ(listed[0].state_detail, "submitting");
+  auto size = fs::file_size(entry);
+
+  r.scheduler_id = "4242";
+  r.job_dir = "/shared/jobs/demo/" + *id;
+  r.state_detail = "submitted";
+  ASSERT_TRUE(reg.commit_pending(*pending, r, diags));
+  EXPECT_EQ(fs::file_size(entry), size) << "the commit must fit the reserved space";
+  std::string text = test::read_file(entry);
+  EXPECT_THAT(text, HasSubstr("\n{\"scheduler_id\":\"4242\",\"job_dir\":"));
+  EXPECT_THAT(text, Not(HasSubstr("\"knobs\":{\"model.tensor_model_parallel_size\":\"4\"}}\n{")))
+      << "only the changed fields are committed";
+  listed = reg.list(diags);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].scheduler_id, "4242");
+  EXPECT_EQ(listed[0].job_dir, r.job_dir);
+  EXPECT_EQ(listed[0].state_detail, "submitted");
+  EXPECT_EQ(listed[0].knobs, r.knobs);
+  EXPECT_FALSE(diags.has_errors());
+
+  r.state = JobState::kRunning;
+  ASSERT_TRUE(reg.put(r, diags));
+  EXPECT_TRUE(nlohmann::json::accept(test::read_file(entry)));
+  EXPECT_EQ(reg.list(diags).at(0).state, JobState::kRunning);
+}
+
+// A commit cut short by a crash (a torn line, garbage) leaves the pending record readable;
+// a commit larger than the reserved space is appended instead.
+TEST_F(RegistryTest, ADamagedCommitLeavesThePendingRecordAndALongOneIsAppended) {
+  JobRecord r = record("demo-1", "2026-01-01T00:00:00.000Z");
+  r.scheduler_id = "";
+  std::string line = job_record_to_json(r).dump() + "\n";
+  for (std::string tail : {std::string("{\"scheduler_id\":\"42"), std::string("\x01\xff garbage"),
+                           std::string(100, ' ') + "\n[1]\n"}) {
+    std::optional<JobRecord> read = read_job_entry(line + tail + std::string(50, ' ') + "\n");
+    ASSERT_TRUE(read) << tail;
+    EXPECT_EQ(read->scheduler_id, "");
+    EXPECT_EQ(read->id, "demo-1");
+  }
+  EXPECT_EQ(read_job_entry(line + "{\"scheduler_id\":\"42\"}\n   \n")->scheduler_id, "42");
+  EXPECT_FALSE(read_job_entry("{\"id\": 1}\n{\"scheduler_id\":\"42\"}\n").has_value());
+
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> id = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(id);
+  r.id = *id;
+  std::optional<PendingEntry> pending = reg.create_pending(r, diags);
+  ASSERT_TRUE(pending);
+  r.scheduler_id = "77";
+  r.job_dir = "/" + std::string(9000, 'd');
+  ASSERT_TRUE(reg.commit_pending(*pending, r, diags));
+  std::vector<JobRecord> listed = reg.list(diags);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].scheduler_id, "77");
+  EXPECT_EQ(listed[0].job_dir, r.job_dir);
+  // A job the scheduler did not take: its pending entry goes away.
+  reg.drop_pending(*pending);
+  EXPECT_TRUE(reg.list(diags).empty());
+}
+
+// A pending entry never overwrites an entry, and an unwritable registry is refused before
+// anything is submitted.
+TEST_F(RegistryTest, APendingEntryNeverOverwritesAnEntry) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> id = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(id);
+  ASSERT_TRUE(reg.put(record(*id, "2026-01-01T00:00:00.000Z"), diags));
+  Diagnostics refused;
+  EXPECT_FALSE(reg.create_pending(record(*id, "2026-01-01T00:00:01.000Z"), refused));
+  ASSERT_TRUE(refused.has_errors());
+  EXPECT_THAT(refused.items()[0].message, HasSubstr("nothing was submitted"));
+  EXPECT_EQ(reg.list(diags).at(0).submitted_at, "2026-01-01T00:00:00.000Z");
 }
 
 TEST_F(RegistryTest, CreatingAnEntryNeverOverwritesAnExistingOne) {

@@ -55,6 +55,24 @@ runtime:
   command: [python, run_script.py]
 )";
 
+// Megatron prints its iteration lines on the last rank: that is whose log --wait follows,
+// unless runtime.progress_rank says otherwise; a rank the job does not have is an error.
+TEST(RuntimeAdapterTest, ProgressRankIsTheLastUnderMegatronBridgeAndConfigurable) {
+  Diagnostics diags;
+  EXPECT_EQ(make_plan(kMegatronBridge, diags, {}, "slurm").progress_rank, 15);
+  EXPECT_EQ(
+      make_plan(kMegatronBridge, diags, {"runtime.progress_rank=first"}, "slurm").progress_rank, 0);
+  EXPECT_EQ(make_plan(kMegatronBridge, diags, {"runtime.progress_rank=7"}, "slurm").progress_rank,
+            7);
+  EXPECT_FALSE(diags.has_errors()) << all_messages(diags);
+  Diagnostics too_big;
+  make_plan(kMegatronBridge, too_big, {"runtime.progress_rank=16"}, "slurm");
+  EXPECT_THAT(all_messages(too_big), HasSubstr("is 16, but the job has ranks 0..15"));
+  Diagnostics bad;
+  make_plan(kMegatronBridge, bad, {"runtime.progress_rank=middle"}, "slurm");
+  EXPECT_THAT(all_messages(bad), HasSubstr("must be last, first or a rank number"));
+}
+
 TEST(RuntimeAdapterTest, MegatronBridgeFlagsThenHydra) {
   Diagnostics diags;
   Plan p = make_plan(kMegatronBridge, diags);

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -375,7 +377,7 @@ TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
   ASSERT_EQ(runner.count("squeue"), 1);
   EXPECT_EQ(runner.calls[0].argv,
             (std::vector<std::string>{"squeue", "--noheader", "--states=all",
-                                      "--jobs=101,102,103,104,105", "--format=%i|%T|%r"}));
+                                      "--jobs=101,102,103,104,105", "--format=%i|%T|%r|%S|%e"}));
   EXPECT_EQ(runner.count("sacct"), 1);
   EXPECT_EQ(runner.count("scontrol"), 1);
 
@@ -544,8 +546,10 @@ TEST_F(SlurmLogsTest, AllRanksPrefixedInRankOrderThenTheBatchOutput) {
   FakeRunner runner([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
   install(runner);
   Diagnostics diags;
-  std::ostringstream out;
-  EXPECT_EQ(executor->logs(record("77", job_dir), std::nullopt, false, out, diags), 0);
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(std::nullopt, false), out,
+                           notes, diags),
+            0);
   EXPECT_EQ(out.str(),
             "[rank 0] r0 a\n[rank 0] r0 b\n[rank 1] r1 a\n[rank 1] r1 partial\n[rank 10] r10\n"
             "[batch stderr] srun: error: node1: task 1: Exited with exit code 17\n");
@@ -556,10 +560,101 @@ TEST_F(SlurmLogsTest, OneRankRawAndFollowStopsWhenFinal) {
   FakeRunner runner([](const CommandSpec&) { return ok("77|COMPLETED|None\n"); });
   install(runner);
   Diagnostics diags;
-  std::ostringstream out;
-  EXPECT_EQ(executor->logs(record("77", job_dir), 1, true, out, diags), 0);
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(1, true), out, notes, diags),
+            0);
   EXPECT_EQ(out.str(), "r1 a\nr1 partial\n");
   EXPECT_EQ(runner.count("squeue"), 1);
+}
+
+TEST_F(SlurmLogsTest, NodeFilterTailAndGrepWithTheHostOfEachRank) {
+  std::ofstream(job_dir + "/hosts") << "gpu-a\ngpu-b\n";
+  std::ofstream(job_dir + "/rank2.log") << "r2 x\nr2 NCCL y\n";
+  std::ofstream(job_dir + "/rank3.log") << "r3 NCCL z\nr3 w\n";
+  std::string error;
+  LogQuery q;
+  q.node = 1;  // 4 ranks on 2 nodes: ranks 2 and 3
+  q.grep = *LineFilter::compile("NCCL", error);
+  Diagnostics diags;
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("77", job_dir), q, out, notes, diags), 0);
+  EXPECT_EQ(out.str(), "[rank 2 gpu-b] r2 NCCL y\n[rank 3 gpu-b] r3 NCCL z\n");
+  // --tail applies first: rank 3's last line has no match.
+  q.tail = 1;
+  std::ostringstream tailed;
+  EXPECT_EQ(executor->logs(record("77", job_dir), q, tailed, notes, diags), 0);
+  EXPECT_EQ(tailed.str(), "[rank 2 gpu-b] r2 NCCL y\n");
+  // A node the job does not have is a usage error, as a rank is.
+  q.node = 2;
+  EXPECT_EQ(executor->logs(record("77", job_dir), q, tailed, notes, diags), 2);
+  EXPECT_TRUE(diags.has_code("bad-node"));
+}
+
+TEST_F(SlurmLogsTest, FollowingAPendingJobSaysOnceThatItWaitsAndWhy) {
+  int polls = 0;
+  FakeRunner runner([&](const CommandSpec&) {
+    ++polls;
+    if (polls <= 2) return ok("77|PENDING|Resources|N/A|N/A\n");
+    if (polls == 3) return ok("77|PENDING|Priority|N/A|N/A\n");
+    if (polls == 4) return ok("77|RUNNING|None|2026-11-30T20:00:00|2026-11-30T21:00:00\n");
+    return ok("77|COMPLETED|None|2026-11-30T20:00:00|2026-11-30T20:00:09\n");
+  });
+  install(runner);
+  Diagnostics diags;
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(0, true), out, notes, diags),
+            0);
+  EXPECT_EQ(notes.str(),
+            "bridge-launch: job job-77 is PENDING (Resources); its logs follow once it starts\n"
+            "bridge-launch: job job-77 is PENDING (Priority); its logs follow once it starts\n"
+            "bridge-launch: job job-77 is RUNNING\n");
+  EXPECT_EQ(out.str(), "r0 a\nr0 b\n");
+}
+
+// bridge-launch killed between sbatch accepting the job and recording its id: status finds
+// the job by its --comment (the registry id) and adopts the id.
+TEST_F(SlurmExecutorTest, AnEntryWithoutAnIdIsFoundByItsCommentAndAdopted) {
+  FakeRunner runner([](const CommandSpec& spec) {
+    if (spec.argv.size() > 3 && spec.argv[3] == "--name=train")
+      return ok("90|bridge-launch:job-other\n91|bridge-launch:job-\n");
+    return ok("91|RUNNING|None|2026-11-30T20:00:00|2026-11-30T21:00:00\n");
+  });
+  install(runner);
+  JobRecord lost = record("");  // id "job-", no Slurm id
+  lost.name = "train";
+  Diagnostics diags;
+  JobStatus st = executor->status({lost}, diags).front();
+  EXPECT_EQ(st.state, JobState::kRunning) << st.detail;
+  EXPECT_EQ(st.scheduler_id, "91");
+  ASSERT_GE(runner.calls.size(), 2u);
+  EXPECT_EQ(runner.calls[1].argv.at(3), "--jobs=91");
+}
+
+TEST(SlurmTimes, StartAndEndAreKeptOnlyOnceTheyHappenedInUtc) {
+  // Slurm prints the client's local time; the registry keeps UTC.
+  const char* old_tz = std::getenv("TZ");
+  std::string saved = old_tz ? old_tz : "";
+  setenv("TZ", "CET-1", 1);  // POSIX form: UTC+1 all year, no tz database needed
+  tzset();
+  EXPECT_EQ(slurm_time_to_utc("2026-11-30T21:00:05"), "2026-11-30T20:00:05Z");
+  EXPECT_EQ(slurm_time_to_utc("Unknown"), "");
+  EXPECT_EQ(slurm_time_to_utc("N/A"), "");
+  EXPECT_EQ(slurm_time_to_utc("2026-11-30T21:00:05junk"), "");
+  auto running =
+      to_job_status({"7", "RUNNING", "None", "", "2026-11-30T21:00:05", "2026-11-30T22:00:05"});
+  EXPECT_EQ(running.started_at, "2026-11-30T20:00:05Z");
+  EXPECT_EQ(running.ended_at, "");  // the time limit's end, not an end that happened
+  auto pending = to_job_status({"8", "PENDING", "Resources", "", "2026-12-01T00:00:00", ""});
+  EXPECT_EQ(pending.started_at, "");  // an estimate
+  EXPECT_EQ(pending.pending_reason, "Resources");
+  auto done = to_job_status(
+      {"9", "COMPLETED", "None", "0:0", "2026-11-30T21:00:05", "2026-11-30T21:10:00"});
+  EXPECT_EQ(done.ended_at, "2026-11-30T20:10:00Z");
+  if (old_tz)
+    setenv("TZ", saved.c_str(), 1);
+  else
+    unsetenv("TZ");
+  tzset();
 }
 
 TEST_F(SlurmLogsTest, FailedStatusNamesTheFailingRank) {
@@ -574,8 +669,8 @@ TEST_F(SlurmLogsTest, FailedStatusNamesTheFailingRank) {
 
 TEST_F(SlurmLogsTest, RankOutOfRangeIsAUsageError) {
   Diagnostics diags;
-  std::ostringstream out;
-  EXPECT_EQ(executor->logs(record("77", job_dir), 4, false, out, diags),
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(4, false), out, notes, diags),
             2);  // as on every executor
   EXPECT_TRUE(diags.has_errors());
 }
@@ -585,8 +680,9 @@ TEST_F(SlurmLogsTest, TorchrunNodeLogsServeTheirRanks) {
   fs::create_directories(d);
   std::ofstream(d + "/node1.log") << "node one\n";
   Diagnostics diags;
-  std::ostringstream out;
-  EXPECT_EQ(executor->logs(record("78", d), 3, false, out, diags), 0);  // 2 ranks per node
+  std::ostringstream out, notes;
+  EXPECT_EQ(executor->logs(record("78", d), testing::rank_query(3, false), out, notes, diags),
+            0);  // 2 ranks per node
   EXPECT_EQ(out.str(), "node one\n");
 }
 

@@ -215,6 +215,7 @@ executor:
     dependency: afterok:12345
     retries: 1
     sbatch_args: [--constraint=gpu80, --comment=nightly run, --reservation=bench]
+    srun_args: [--cpus-per-task=16, --mpi=pmix, "--container-env=A B"]
 )";
   if (name == "setup_steps_nsys")
     return R"(runtime:
@@ -396,6 +397,27 @@ TEST_F(SlurmRender, CliSecretEnvIsNeverRendered) {
   EXPECT_TRUE(contains(s, "#SBATCH --export=ALL,MY_TOKEN\n"));
   EXPECT_TRUE(contains(s, "[ -n \"${MY_TOKEN+set}\" ] ||"));
   EXPECT_TRUE(contains(s, "MY_TOKEN?"));  // BRIDGE_EXPECTED_ENV checks presence only
+}
+
+TEST_F(SlurmRender, SrunArgsAreQuotedAfterTheGeneratedOptionsAndCannotChangeTheLayout) {
+  Plan plan = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), diags, {}, {},
+                        {"executor.slurm.srun_args=[--cpu-bind=none, \"--comment=it's x\"]"});
+  ASSERT_TRUE(plan.complete) << diag_text(diags);
+  std::string s = render(plan, diags);
+  EXPECT_TRUE(contains(s,
+                       "  --output=\"$BRIDGE_JOB_DIR/rank%t.log\" \\\n  --cpu-bind=none \\\n"
+                       "  '--comment=it'\\''s x' \\\n"))
+      << s;
+  for (const char* bad : {"--ntasks-per-node=4", "--output=x.log", "-N2", "--distribution=cyclic",
+                          "cpu-bind", "--a\tb"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.srun_args=[\"") + bad + "\"]"});
+    ASSERT_TRUE(p.complete) << bad << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << bad;
+    EXPECT_TRUE(d.has_code("slurm-srun-arg-contradicts-plan") || d.has_code("slurm-bad-srun-arg"))
+        << bad << diag_text(d);
+  }
 }
 
 TEST_F(SlurmRender, BadValuesAreDiagnosed) {

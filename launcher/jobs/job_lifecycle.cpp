@@ -2,15 +2,38 @@
 
 namespace bridge {
 
-bool JobLifecycle::accepted(const JobRecord& record, Diagnostics& diags) const {
+std::optional<PendingEntry> JobLifecycle::submitting(JobRecord& record, Diagnostics& diags) const {
+  record.state = JobState::kPending;
+  record.state_detail =
+      "submitting (if this stays, bridge-launch stopped before it recorded the scheduler's "
+      "answer)";
+  return registry_.create_pending(record, diags);
+}
+
+bool JobLifecycle::accepted(const JobRecord& record, Diagnostics& diags,
+                            PendingEntry* pending) const {
+  if (pending) return registry_.commit_pending(*pending, record, diags);
   return registry_.put(record, diags, /*create=*/true);
+}
+
+void JobLifecycle::not_accepted(const PendingEntry& pending) const {
+  registry_.drop_pending(pending);
 }
 
 bool JobLifecycle::observe(JobRecord& record, const JobStatus& status, Diagnostics& diags) const {
   if (status.state == JobState::kUnknown) return true;
+  // A time the scheduler reported is kept; one it does not report (yet) never erases ours.
+  bool new_start = !status.started_at.empty() && status.started_at != record.started_at;
+  bool new_end = !status.ended_at.empty() && status.ended_at != record.ended_at;
+  // An id found for a record that has none (never one that replaces a recorded id).
+  bool found_id = record.scheduler_id.empty() && !status.scheduler_id.empty();
   bool changed = status.state != record.state || status.detail != record.state_detail ||
-                 (status.exit_code && status.exit_code != record.exit_code);
+                 (status.exit_code && status.exit_code != record.exit_code) || new_start ||
+                 new_end || found_id;
   if (!changed) return true;
+  if (found_id) record.scheduler_id = status.scheduler_id;
+  if (new_start) record.started_at = status.started_at;
+  if (new_end) record.ended_at = status.ended_at;
   record.state = status.state;
   record.state_detail = status.detail;
   if (status.exit_code) record.exit_code = status.exit_code;

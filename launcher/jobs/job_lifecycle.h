@@ -1,13 +1,19 @@
 // JobLifecycle: the one owner of registry writes. Every change of a job's record (accepted,
 // a new state seen by status/--wait/logs, cancelled, finished) goes through here, so the
 // rules live in one place:
-// - `accepted` creates the entry (never overwrites one; JobRegistry::put with create) and
-//   consumes the id's reservation;
+// - `submitting` writes the durable pending entry before the scheduler can take the job;
+// - `accepted` commits the scheduler's answer into it, or creates the entry (never
+//   overwrites one; JobRegistry::put with create) and consumes the id's reservation;
 // - `observe` applies a status the scheduler reported: UNKNOWN never replaces a known state
 //   (a scheduler that forgot a job must not erase what we know), an unchanged status writes
-//   nothing, and an exit code is kept unless a new one is known;
+//   nothing, and an exit code is kept unless a new one is known; start/end times the status
+//   carries are recorded, and a status without them keeps the recorded ones; a scheduler id
+//   found for an entry without one (a submission interrupted before it was recorded) is
+//   recorded;
 // - every function returns whether the registry now holds what the caller has in `record`.
 #pragma once
+
+#include <optional>
 
 #include "launcher/diagnostics.h"
 #include "launcher/jobs/job_record.h"
@@ -19,9 +25,16 @@ class JobLifecycle {
  public:
   explicit JobLifecycle(const JobRegistry& registry) : registry_(registry) {}
 
+  // The job is about to be submitted: its entry, PENDING "submitting", is made durable before
+  // the scheduler can take it (JobRegistry::create_pending). nullopt (with the error): submit
+  // nothing.
+  std::optional<PendingEntry> submitting(JobRecord& record, Diagnostics& diags) const;
   // The scheduler took the job: `record` already carries its scheduler id, job dir and
-  // first state.
-  bool accepted(const JobRecord& record, Diagnostics& diags) const;
+  // first state. With `pending` the changed fields are committed into the pending entry;
+  // without, the entry is created.
+  bool accepted(const JobRecord& record, Diagnostics& diags, PendingEntry* pending = nullptr) const;
+  // The scheduler did not take the job: its pending entry is removed.
+  void not_accepted(const PendingEntry& pending) const;
   // A status seen for the job; returns true also when nothing needed writing.
   bool observe(JobRecord& record, const JobStatus& status, Diagnostics& diags) const;
   // bridge-launch cancel succeeded.

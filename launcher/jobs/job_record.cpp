@@ -48,6 +48,9 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r) {
   j["knobs"] = r.knobs;
   j["plan"] = r.plan_json;
   j["rendered"] = r.rendered;
+  j["started_at"] = r.started_at;
+  j["ended_at"] = r.ended_at;
+  j["progress_rank"] = r.progress_rank;
   return j;
 }
 
@@ -80,6 +83,8 @@ std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
   r.namespace_ = str("namespace").value_or("");
   r.context = str("context").value_or("");
   r.rendered = str("rendered").value_or("");
+  r.started_at = str("started_at").value_or("");
+  r.ended_at = str("ended_at").value_or("");
   if (auto it = j.find("overrides"); it != j.end() && it->is_array())
     for (const auto& o : *it)
       if (o.is_string()) r.overrides.push_back(o.get<std::string>());
@@ -87,6 +92,8 @@ std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
     r.exit_code = it->get<int>();
   if (auto it = j.find("nodes"); it != j.end() && it->is_number_integer()) r.nodes = *it;
   if (auto it = j.find("ranks"); it != j.end() && it->is_number_integer()) r.ranks = *it;
+  if (auto it = j.find("progress_rank"); it != j.end() && it->is_number_integer())
+    r.progress_rank = *it;
   if (auto it = j.find("plan"); it != j.end()) r.plan_json = *it;
   if (auto it = j.find("knobs"); it != j.end() && it->is_object())
     for (const auto& [k, v] : it->items())

@@ -37,6 +37,13 @@ struct JobRecord {
   std::map<std::string, std::string> knobs;  // flattened recipe inputs, for `compare`
   nlohmann::ordered_json plan_json;          // redacted plan (plan --format json)
   std::string rendered;  // the rendered submission (script, manifests, commands)
+  // When the job started and ended (ISO 8601, UTC), as the scheduler reported them (or, when
+  // it reports none, when bridge-launch first saw it running / finished); "" = not yet.
+  std::string started_at;
+  std::string ended_at;
+  // The rank whose log carries the iteration lines the live progress follows (-1: unknown,
+  // an entry written by an older version; the progress reader then tries the last rank and 0).
+  int progress_rank = -1;
 };
 
 nlohmann::ordered_json job_record_to_json(const JobRecord& r);
@@ -47,6 +54,15 @@ struct JobStatus {
   JobState state = JobState::kUnknown;
   std::string detail;  // the scheduler's own words, e.g. "FAILED (ExitCode=1:0)"
   std::optional<int> exit_code;
+  // The scheduler's start/end times (ISO 8601, UTC) when it reports them, else "".
+  std::string started_at;
+  std::string ended_at;
+  // The scheduler's id of a job whose record has none (bridge-launch stopped between the
+  // scheduler accepting it and recording the id; found by its unique tag). "" otherwise.
+  std::string scheduler_id;
+  // Why a pending job waits, in the scheduler's words ("Resources", "Priority",
+  // "0/2 nodes are available: ..."); "" when it gives none.
+  std::string pending_reason;
 };
 
 }  // namespace bridge

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,7 +116,8 @@ std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
     int fd = open(reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return fail(std::strerror(errno));
-    bool ok = write_all(fd, sample) && fsync(fd) == 0;  // a full disk shows only at fsync
+    // A full disk shows only at fsync.
+    bool ok = sample.empty() || (write_all(fd, sample) && fsync(fd) == 0);
     int saved = errno;
     close(fd);
     if (!ok) {
@@ -175,6 +177,170 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const
   return true;
 }
 
+namespace {
+
+// Room for the fields a commit writes (scheduler id, job dir, state, ...): a job dir may be a
+// long path, so a page and a half.
+constexpr size_t kCommitRoom = 6144;
+
+std::string compact_json(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+bool same_file(const std::string& path, uint64_t device, uint64_t inode) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == device &&
+         static_cast<uint64_t>(st.st_ino) == inode;
+}
+
+}  // namespace
+
+std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
+                                                        Diagnostics& diags) const {
+  fs::path jobs = fs::path(dir_) / "jobs";
+  auto fail = [&](const std::string& why) -> std::optional<PendingEntry> {
+    diags.error(
+        "registry-unwritable", "", {},
+        fmt::format("the job registry {} is not writable ({}); nothing was submitted", dir_, why),
+        "fix the permissions or free space, or set BRIDGE_LAUNCH_STATE_DIR");
+    return std::nullopt;
+  };
+  if (!valid_id(r.id)) return fail("invalid job id");
+  PendingEntry p;
+  p.id = r.id;
+  p.path = (jobs / (r.id + ".json")).string();
+  p.fields = job_record_to_json(r);
+  std::string text = compact_json(p.fields);
+  p.room_offset = text.size();
+  p.room = kCommitRoom;
+  text += std::string(p.room - 1, ' ') + "\n";
+  fs::path reservation = reservation_path(jobs, r.id);
+  // reserve_id created the reservation: writing into it (not creating a file) keeps the id's
+  // uniqueness, and the entry appears under its name only once it is complete.
+  int fd = open(reservation.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return fail(std::strerror(errno));
+  struct stat st {};
+  bool ok = write_all(fd, text) && fstat(fd, &st) == 0;
+  int saved = errno;
+  if (ok) {
+    DirLock lock(dir_, lock_timeout_);
+    std::error_code ec;
+    if (!lock.ok()) {
+      std::string why = lock_error();
+      close(fd);
+      fs::remove(reservation, ec);
+      return fail(why);
+    }
+    if (fs::exists(p.path, ec)) {
+      close(fd);
+      fs::remove(reservation, ec);
+      return fail("an entry with this id exists already; entries are never overwritten");
+    }
+    ok = std::rename(reservation.c_str(), p.path.c_str()) == 0;
+    saved = errno;
+  }
+  // One fsync of the file after the rename, then of the directory: the entry, under its
+  // name, is on disk before the scheduler can take the job.
+  if (ok) {
+    ok = fsync(fd) == 0;
+    saved = errno;
+    int dir_fd = open(jobs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ok && dir_fd >= 0 && fsync(dir_fd) != 0 && errno != EINVAL) {
+      ok = false;
+      saved = errno;
+    }
+    if (dir_fd >= 0) close(dir_fd);
+  }
+  close(fd);
+  if (!ok) {
+    std::error_code ec;
+    fs::remove(reservation, ec);
+    if (same_file(p.path, st.st_dev, st.st_ino)) fs::remove(p.path, ec);
+    return fail(std::strerror(saved));
+  }
+  p.device = static_cast<uint64_t>(st.st_dev);
+  p.inode = static_cast<uint64_t>(st.st_ino);
+  return p;
+}
+
+bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
+                                 Diagnostics& diags) const {
+  auto fail = [&](const std::string& what) {
+    diags.error("registry-write", "", {},
+                fmt::format("cannot record job {} in the registry {}: {}", r.id, dir_, what),
+                "check that the directory is writable and the disk not full "
+                "(set BRIDGE_LAUNCH_STATE_DIR or XDG_STATE_HOME to move it)");
+    return false;
+  };
+  nlohmann::ordered_json now = job_record_to_json(r);
+  nlohmann::ordered_json changed = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : now.items()) {
+    auto it = pending.fields.find(key);
+    if (it == pending.fields.end() || *it != value) changed[key] = value;
+  }
+  if (changed.empty()) return true;
+  std::string line = compact_json(changed);
+  bool ok = false;
+  int saved = 0;
+  {
+    DirLock lock(dir_, lock_timeout_);
+    if (!lock.ok()) return fail(lock_error());
+    // Another bridge-launch may have replaced the entry meanwhile (put): then the whole
+    // record is written the ordinary way below, never into a file that is no longer ours.
+    if (same_file(pending.path, pending.device, pending.inode)) {
+      int fd = open(pending.path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return fail(std::strerror(errno));
+      if (line.size() < pending.room) {  // the reserved blanks: no new block, no "disk full"
+        ok = pwrite(fd, line.data(), line.size(), static_cast<off_t>(pending.room_offset)) ==
+             static_cast<ssize_t>(line.size());
+        if (ok) {
+          pending.room_offset += line.size();
+          pending.room -= line.size();
+        }
+      } else {
+        ok = lseek(fd, 0, SEEK_END) >= 0 && write_all(fd, line);
+      }
+      saved = errno;
+      close(fd);
+      if (!ok) return fail(std::strerror(saved));
+    }
+  }
+  if (!ok) return put(r, diags);
+  for (const auto& [key, value] : changed.items()) pending.fields[key] = value;
+  return true;
+}
+
+void JobRegistry::drop_pending(const PendingEntry& pending) const {
+  DirLock lock(dir_, lock_timeout_);
+  std::error_code ec;
+  if (lock.ok() && same_file(pending.path, pending.device, pending.inode))
+    fs::remove(pending.path, ec);
+}
+
+std::optional<JobRecord> read_job_entry(const std::string& text) {
+  auto parse = [](std::string_view t) {
+    return json_depth_within(t) ? nlohmann::json::parse(t, nullptr, false)
+                                : nlohmann::json(nlohmann::json::value_t::discarded);
+  };
+  // A pending entry: the record on one line, then committed fields, one JSON object a line.
+  size_t eol = text.find('\n');
+  bool lines = eol != std::string::npos && eol > 1 && text.front() == '{' && text[eol - 1] == '}' &&
+               text.find_first_not_of(" \t\r\n", eol) != std::string::npos;
+  nlohmann::json j = parse(lines ? std::string_view(text).substr(0, eol) : text);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  for (size_t pos = eol; lines && pos < text.size();) {
+    size_t end = text.find('\n', pos + 1);
+    std::string_view line = std::string_view(text).substr(
+        pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+    pos = end == std::string::npos ? text.size() : end;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json update = parse(line);
+    if (update.is_discarded() || !update.is_object()) break;  // a commit cut by a crash
+    for (const auto& [key, value] : update.items()) j[key] = value;
+  }
+  return job_record_from_json(j);
+}
+
 std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
   std::vector<JobRecord> out;
   fs::path jobs = fs::path(dir_) / "jobs";
@@ -188,10 +354,7 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
     std::ifstream in(p);
     std::stringstream text;
     text << in.rdbuf();
-    nlohmann::json j = json_depth_within(text.str())
-                           ? nlohmann::json::parse(text.str(), nullptr, false)
-                           : nlohmann::json(nlohmann::json::value_t::discarded);
-    std::optional<JobRecord> r = j.is_discarded() ? std::nullopt : job_record_from_json(j);
+    std::optional<JobRecord> r = read_job_entry(text.str());
     if (!r) {
       diags.warning("registry-corrupt-entry", "", {},
                     fmt::format("skipping unreadable registry entry {}", p.string()),

@@ -5,9 +5,19 @@
 // and serialized across processes by an exclusive flock on `<dir>/lock`, so concurrent
 // bridge-launch processes never corrupt an entry. Reading tolerates damage: a corrupt or
 // foreign file is reported as a warning and skipped. Records never hold secret values.
+//
+// Submission (docs/reliability.md, "Submission durability"): before the scheduler can take a
+// job, its entry is written and fsynced as a *pending* entry (create_pending: one JSON line,
+// then reserved blank space); once the scheduler answered, the fields that changed (its id,
+// the job dir, the state) are committed into that space with one pwrite (commit_pending): no
+// new block, no rename, no fsync on the path after sbatch. A commit lost to a crash leaves the
+// durable pending entry, which names the job (id, job dir, `--comment=bridge-launch:<id>`).
+// Later writes (`put`) replace the whole entry with plain JSON again.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +27,16 @@
 #include "launcher/jobs/job_record.h"
 
 namespace bridge {
+
+// A pending entry written by JobRegistry::create_pending, to be committed or dropped.
+struct PendingEntry {
+  std::string id;
+  std::string path;                // <registry>/jobs/<id>.json
+  nlohmann::ordered_json fields;   // the pending record as written (commit writes what differs)
+  uint64_t room_offset = 0;        // where the reserved blank space starts
+  size_t room = 0;                 // its size; a commit that does not fit is appended instead
+  uint64_t device = 0, inode = 0;  // the file written, so a commit never writes into another
+};
 
 class JobRegistry {
  public:
@@ -29,14 +49,25 @@ class JobRegistry {
   const std::string& dir() const { return dir_; }
   // Picks a job id for `name` that no entry and no other reservation of this registry has,
   // and reserves it: under the registry lock, `jobs/.<id>.reservation` is created with
-  // O_EXCL and `sample` (the entry-to-be, padded) is written and fsynced into it. So ids are
-  // unique by construction (two launches in the same second cannot share one), and the
-  // reservation tests exactly what recording will do (lock, create, a name of that length,
-  // write, fsync) before anything is submitted. nullopt (with `registry-unwritable`) if not.
+  // O_EXCL; a non-empty `sample` is written and fsynced into it. So ids are unique by
+  // construction (two launches in the same second cannot share one). A launch passes no
+  // sample: create_pending writes the entry itself into the reservation before anything is
+  // submitted. nullopt (with `registry-unwritable`) if not.
   std::optional<std::string> reserve_id(const std::string& name, const std::string& sample,
                                         Diagnostics& diags) const;
   // Drops a reservation whose job was never accepted.
   void release_id(const std::string& id) const;
+  // The entry of a job about to be submitted (r.id reserved by reserve_id), durable before
+  // this returns: the record as one JSON line plus reserved space is written into the
+  // reservation and fsynced, then renamed (under the lock) to `jobs/<id>.json`, which must not
+  // exist. nullopt with `registry-unwritable` ("nothing was submitted") when it cannot be.
+  std::optional<PendingEntry> create_pending(const JobRecord& r, Diagnostics& diags) const;
+  // The scheduler took the job: the top-level fields of `r` that differ from the pending
+  // record are written as one JSON line into the reserved space (pwrite, no fsync: if a crash
+  // loses it, the pending entry still names the job). False (with an error) if not written.
+  bool commit_pending(PendingEntry& pending, const JobRecord& r, Diagnostics& diags) const;
+  // The job was never accepted: its pending entry goes away.
+  void drop_pending(const PendingEntry& pending) const;
   // Writes the entry for r.id. With `create`, the entry must not exist yet (an existing
   // entry is never overwritten by a new job) and the id's reservation is dropped. False
   // (with an error) when it cannot be written.
@@ -51,6 +82,11 @@ class JobRegistry {
   std::string dir_;
   std::chrono::milliseconds lock_timeout_;
 };
+
+// One entry's text as `list` reads it: a JSON record, or (a pending entry) a record on its
+// first line followed by lines of committed fields; a damaged trailing line is ignored.
+// nullopt when the text is no record of ours.
+std::optional<JobRecord> read_job_entry(const std::string& text);
 
 // A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique).
 std::string new_job_id(const std::string& name);

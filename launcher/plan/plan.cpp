@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launcher/expand.h"
+#include "launcher/numbers.h"
 #include "launcher/plan/runtime_adapter.h"
 #include "launcher/recipe_loader.h"
 #include "launcher/suggest.h"
@@ -117,6 +118,7 @@ void report_other_executor_settings(const ExecutorSpec& x, const std::string& ex
   add("slurm", "job_dir", s.job_dir);
   add("slurm", "dependency", s.dependency);
   add("slurm", "sbatch_args", s.sbatch_args);
+  add("slurm", "srun_args", s.srun_args);
   add("slurm", "retries", s.retries);
   add("slurm", "template", s.template_path);
   const auto& k = x.kubernetes;
@@ -151,6 +153,26 @@ void report_other_executor_settings(const ExecutorSpec& x, const std::string& ex
   }
 }
 
+// runtime.progress_rank: last | first | N (checked against the ranks here, where they are
+// known). Unset: Megatron prints its iteration lines on the last rank (print_rank_last);
+// bridge-probe and other runtimes on rank 0.
+int resolve_progress_rank(const Recipe& r, const Topology& t, const std::string& adapter,
+                          Diagnostics& diags) {
+  int last = static_cast<int>(std::max<int64_t>(1, t.num_gpus) - 1);
+  const auto& f = r.runtime.progress_rank;
+  if (!f.is_set()) return adapter == "megatron_bridge" ? last : 0;
+  if (*f.value == "last") return last;
+  if (*f.value == "first") return 0;
+  auto rank = parse_decimal<int>(*f.value);
+  if (rank && *rank <= last) return *rank;
+  if (rank)
+    diags.error(
+        "bad-value", "runtime.progress_rank", f.loc,
+        fmt::format("`runtime.progress_rank` is {}, but the job has ranks 0..{}", *rank, last),
+        "write a rank of this job, or `last`");
+  return last;
+}
+
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                   const HostEnvironment& host_env, Diagnostics& diags) {
   Plan plan;
@@ -179,6 +201,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.env = std::move(launch.env);
   AdaptedRuntime runtime = adapt_runtime({r, *plan.topology, *plan.overlap}, diags);
   plan.adapter = std::move(runtime.adapter);
+  plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);
   plan.user_args = std::move(runtime.args);
   plan.runtime_args = std::move(runtime.adapter_args);
   plan.expected_plan = std::move(runtime.expected_plan);
@@ -189,17 +212,27 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   return plan;
 }
 
+// A recipe that did not load still has its plugin names checked: every error in one pass.
+std::optional<Recipe> checked_load(std::optional<Recipe> recipe,
+                                   const std::vector<PluginEntry>& plugins_seen,
+                                   Diagnostics& diags) {
+  if (!recipe) check_plugin_names(plugin_registry(), plugins_seen, diags);
+  return recipe;
+}
+
 }  // namespace
 
 Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags) {
-  return run_pipeline(load_recipe(request.recipe_path, request.overrides, diags), request, host_env,
-                      diags);
+  std::vector<PluginEntry> seen;
+  auto recipe = load_recipe(request.recipe_path, request.overrides, diags, &seen);
+  return run_pipeline(checked_load(std::move(recipe), seen, diags), request, host_env, diags);
 }
 
 Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
                           const HostEnvironment& host_env, Diagnostics& diags) {
-  return run_pipeline(load_recipe_text(text, request.recipe_path, request.overrides, diags),
-                      request, host_env, diags);
+  std::vector<PluginEntry> seen;
+  auto recipe = load_recipe_text(text, request.recipe_path, request.overrides, diags, &seen);
+  return run_pipeline(checked_load(std::move(recipe), seen, diags), request, host_env, diags);
 }
 
 }  // namespace bridge

@@ -45,6 +45,9 @@ struct Plan {
   std::vector<SetupStep> setup_steps;
   ExecutorChanges executor_changes;
   std::string job_dir;
+  // The rank whose log carries the iteration lines (runtime.progress_rank; by default the
+  // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
+  int progress_rank = 0;
   bool complete = false;  // every stage ran and no error was recorded
 };
 

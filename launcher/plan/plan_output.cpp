@@ -129,7 +129,7 @@ std::string printable(const std::string& s) {
 
 ordered_json diagnostics_to_json(const Diagnostics& diags) {
   ordered_json list = ordered_json::array();
-  for (const auto& d : diags.items()) {
+  for (const auto& d : diags.by_position()) {
     ordered_json j;
     j["severity"] = severity_name(d.severity);
     j["code"] = d.code;

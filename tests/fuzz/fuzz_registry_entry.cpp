@@ -1,8 +1,8 @@
 // libFuzzer target: a job registry entry (<registry>/jobs/<id>.json) read exactly as
-// JobRegistry::list reads one (launcher/jobs/registry.cpp): the depth check of
-// launcher/json_limits.h, nlohmann::json::parse without exceptions, then job_record_from_json
-// (launcher/jobs/job_record.h). Any bytes must give a record or nullopt, never a crash, an
-// exception or a sanitizer report. A record read must survive the round trip the registry
+// JobRegistry::list reads one (read_job_entry, launcher/jobs/registry.h: the depth check of
+// launcher/json_limits.h, nlohmann::json::parse without exceptions, a pending entry's
+// committed lines, then job_record_from_json). Any bytes must give a record or nullopt, never a
+// crash, an exception or a sanitizer report. A record read must survive the round trip the registry
 // makes: job_record_to_json written as the registry writes it, read back the same way, gives
 // the same record, and writing that again gives the same bytes.
 #include <cstddef>
@@ -12,17 +12,14 @@
 #include <string>
 
 #include "launcher/jobs/job_record.h"
-#include "launcher/json_limits.h"
+#include "launcher/jobs/registry.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
 
-// JobRegistry::list, for one entry's text.
+// JobRegistry::list, for one entry's text (a pending entry's committed lines included).
 std::optional<bridge::JobRecord> read_entry(const std::string& text) {
-  nlohmann::json j = bridge::json_depth_within(text)
-                         ? nlohmann::json::parse(text, nullptr, false)
-                         : nlohmann::json(nlohmann::json::value_t::discarded);
-  return j.is_discarded() ? std::nullopt : bridge::job_record_from_json(j);
+  return bridge::read_job_entry(text);
 }
 
 // JobRegistry::put, for one record.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 using test::CommandResult;
 using test::run_command;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using test::processes_with;
 using test::read_file;
@@ -399,15 +402,38 @@ TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
   CommandResult status = launch({"status", id.substr(0, 10)});
   EXPECT_EQ(status.exit_code, 0);
   EXPECT_THAT(status.out, HasSubstr("RUNNING"));
+  // One job: its times, run time and size, one field a line.
+  EXPECT_THAT(status.out, ContainsRegex("started +20[0-9-]+T[0-9:]+Z"));
+  EXPECT_THAT(status.out, ContainsRegex("elapsed +[0-9][0-9ms ]*s \\(running\\)"));
+  EXPECT_THAT(status.out, ContainsRegex("nodes +1 \\([0-9]+ ranks?\\)"));
   CommandResult logs = launch({"logs", id, "--rank", "0"});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("iteration        1/    1000"));
+  // Filters: --grep, --tail, --node; a bad pattern or node is a usage error.
+  CommandResult grep = launch({"logs", id, "--rank", "0", "--grep", "iteration +1/"});
+  EXPECT_EQ(grep.exit_code, 0) << grep.err;
+  EXPECT_THAT(grep.out, HasSubstr("iteration        1/    1000"));
+  EXPECT_THAT(grep.out, Not(HasSubstr("iteration        2/")));
+  CommandResult tail = launch({"logs", id, "--rank", "0", "--tail", "1"});
+  EXPECT_EQ(tail.exit_code, 0) << tail.err;
+  EXPECT_EQ(std::count(tail.out.begin(), tail.out.end(), '\n'), 1) << tail.out;
+  CommandResult node = launch({"logs", id, "--node", "0", "--grep", "iteration +1/"});
+  EXPECT_EQ(node.exit_code, 0) << node.err;
+  EXPECT_THAT(node.out, ContainsRegex("^\\[rank 0 [^]]+\\] "));  // rank and host
+  CommandResult bad_grep = launch({"logs", id, "--grep", "(unclosed"});
+  EXPECT_EQ(bad_grep.exit_code, 2);
+  EXPECT_THAT(bad_grep.err, HasSubstr("unbalanced parenthesis"));
+  EXPECT_EQ(launch({"logs", id, "--node", "1"}).exit_code, 2);
+  EXPECT_EQ(launch({"logs", id, "--node", "0", "--rank", "0"}).exit_code, 2);
 
   CommandResult cancel = launch({"cancel", id});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(wait_exit(pid, 30), 130);
   CommandResult after = launch({"status", id, "--format", "json"});
   EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
+  nlohmann::json after_json = nlohmann::json::parse(after.out, nullptr, false);
+  ASSERT_TRUE(after_json.is_array() && after_json.size() == 1u) << after.out;
+  EXPECT_TRUE(after_json[0]["started_at"].is_string()) << after.out;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(processes_with(marker).empty());
   EXPECT_EQ(launch({"logs", "no-such-job"}).exit_code, 2);

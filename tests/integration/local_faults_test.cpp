@@ -8,20 +8,26 @@
 // ignores directory permissions); where mount is not permitted they fall back to chmod when
 // not root, or are skipped with a message.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -416,6 +422,137 @@ TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
   EXPECT_THAT(r.err, HasSubstr("after printing job id 6161"));
   CommandResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"6161\"")) << list.out;
+}
+
+// Submission durability (docs/reliability.md): bridge-launch killed with SIGKILL at any
+// point of a submission never loses a job the scheduler accepted. The fake sbatch accepts
+// every non-empty script (as sbatch does) and notes "<slurm id> <comment>" in `accepted`;
+// after each kill, every accepted job must be in the registry under the id of its comment
+// (with that Slurm id, or still pending when the kill came before the commit), no entry may
+// claim a Slurm id that was not accepted, and no entry may be damaged.
+class SubmitKillTest : public FakeSlurmTest {
+ protected:
+  void SetUp() override {
+    FakeSlurmTest::SetUp();
+    if (IsSkipped()) return;
+    // The lock lets the test wait for an sbatch that outlived its killed launcher.
+    fake("sbatch",
+         "exec 9>>\"$(dirname \"$0\")/sbatch.lock\"; flock 9\n"
+         "dir=$(dirname \"$0\"); comment=''\n"
+         "for a in \"$@\"; do case \"$a\" in --comment=*) comment=${a#--comment=} ;; esac; "
+         "done\n"
+         "[ \"$KILL_AT\" = before-script ] && kill -9 $PPID\n"
+         "script=$(cat)\n"
+         "[ -n \"$script\" ] || { echo 'sbatch: error: Batch script is empty!' >&2; exit 1; }\n"
+         "[ \"$KILL_AT\" = before-accept ] && kill -9 $PPID\n"
+         "id=$((7000 + $(cat \"$dir/accepted\" 2>/dev/null | wc -l)))\n"
+         "echo \"$id $comment\" >>\"$dir/accepted\"\n"
+         "[ \"$KILL_AT\" = before-answer ] && kill -9 $PPID\n"
+         "echo $id\n"
+         "[ \"$KILL_AT\" = after-answer ] && kill -9 $PPID\n"
+         "exit 0\n");
+  }
+
+  // Waits until no fake sbatch holds its lock (an sbatch outlives a killed launcher).
+  void wait_for_sbatch() {
+    int fd = open((dir_ / "bin" / "sbatch.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    flock(fd, LOCK_EX);
+    close(fd);
+  }
+
+  // The invariants after one (possibly killed) submission; `what` names the kill point.
+  void expect_no_accepted_job_lost(const std::string& what) {
+    wait_for_sbatch();
+    std::map<std::string, std::string> accepted;  // bridge-launch id -> Slurm id
+    std::ifstream in(dir_ / "bin" / "accepted");
+    for (std::string slurm_id, comment; in >> slurm_id >> comment;)
+      accepted[comment.substr(comment.find(':') + 1)] = slurm_id;
+    CommandResult list = launch({"list", "--format", "json"});
+    ASSERT_EQ(list.exit_code, 0) << what << list.err;
+    EXPECT_THAT(list.err, Not(HasSubstr("unreadable"))) << what;
+    nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
+    ASSERT_TRUE(jobs.is_array()) << what << list.out;
+    std::map<std::string, std::string> recorded;  // bridge-launch id -> recorded Slurm id
+    for (const auto& j : jobs) recorded[j.value("id", "")] = j.value("scheduler_id", "");
+    for (const auto& [id, slurm_id] : accepted) {
+      ASSERT_TRUE(recorded.count(id)) << what << ": Slurm accepted job " << slurm_id << " (" << id
+                                      << ") and the registry lost it\n"
+                                      << list.out;
+      EXPECT_THAT(recorded[id], ::testing::AnyOf(slurm_id, "")) << what;
+      if (recorded[id].empty()) accepted_but_pending_.insert(id);
+    }
+    for (const auto& [id, slurm_id] : recorded) {
+      if (!slurm_id.empty()) {
+        EXPECT_EQ(accepted[id], slurm_id) << what << ": " << id << " claims a job never accepted";
+      }
+    }
+    accepted_jobs_ = accepted.size();
+  }
+
+  // Accepted jobs whose launcher was killed before it committed the Slurm id.
+  std::set<std::string> accepted_but_pending_;
+  size_t accepted_jobs_ = 0;
+};
+
+TEST_F(SubmitKillTest, KilledWhileSbatchRunsNeverLosesAnAcceptedJob) {
+  for (const char* at : {"before-script", "before-accept", "before-answer", "after-answer"}) {
+    CommandResult r = launch({slurm_recipe("killsb")}, {{"KILL_AT", at}});
+    EXPECT_NE(r.exit_code, 0) << at << r.err;
+    expect_no_accepted_job_lost(at);
+  }
+  // Every kill from before-accept on came after sbatch had the script: 3 or 4 accepted.
+  std::ifstream in(dir_ / "bin" / "accepted");
+  EXPECT_GE(std::count(std::istreambuf_iterator<char>(in), {}, '\n'), 3);
+}
+
+// Every system call of the launcher from the id's reservation on (the pending entry, its
+// fsyncs and rename, starting sbatch, writing its script, reading its answer, the commit)
+// is, in turn, the one where SIGKILL arrives (strace's fault injection; the call does not
+// happen).
+TEST_F(SubmitKillTest, KilledAtEverySystemCallOfTheSubmissionNeverLosesAnAcceptedJob) {
+  if (run_command({"sh", "-c", "command -v strace"}).exit_code != 0)
+    GTEST_SKIP() << "strace is not installed";
+  std::string recipe = slurm_recipe("killsc");
+  fs::path trace = dir_ / "trace.txt";
+  std::vector<std::string> argv{"strace", "-qq", "-o", trace.string(), BRIDGE_LAUNCH_BIN, recipe};
+  CommandResult first = run_command(argv, env_);
+  if (first.exit_code != 0 && first.err.find("ptrace") != std::string::npos)
+    GTEST_SKIP() << "strace cannot trace here: " << first.err;
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  expect_no_accepted_job_lost("no kill");
+  // (system call, its n-th call in the process) for each call from the reservation on.
+  std::vector<std::pair<std::string, int>> points;
+  std::map<std::string, int> seen;
+  bool reserving = false;
+  std::ifstream lines(trace);
+  for (std::string line; std::getline(lines, line);) {
+    size_t paren = line.find('(');
+    if (paren == std::string::npos || line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0)
+      continue;
+    std::string name = line.substr(0, paren);
+    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      continue;
+    int n = ++seen[name];
+    reserving |= line.find(".reservation") != std::string::npos;
+    if (reserving) points.emplace_back(name, n);
+  }
+  ASSERT_GT(points.size(), 10u) << "the trace shows no reservation:\n" << test::read_file(trace);
+  for (const auto& [name, n] : points) {
+    std::string what = fmt::format("SIGKILL at {} #{}", name, n);
+    std::string inject = fmt::format("inject={}:signal=SIGKILL:when={}", name, n);
+    run_command({"strace", "-qq", "-o", "/dev/null", "-e", "trace=" + name, "-e", inject,
+                 BRIDGE_LAUNCH_BIN, recipe},
+                env_);
+    expect_no_accepted_job_lost(what);
+    if (HasFatalFailure()) return;
+  }
+  // The kills did land on both sides of sbatch's acceptance: some jobs were accepted and
+  // only their pending entry names them, and some launches never got as far as sbatch.
+  EXPECT_FALSE(accepted_but_pending_.empty());
+  EXPECT_LT(accepted_jobs_, points.size() + 1);
+  std::cout << points.size() << " kill points, " << accepted_jobs_ << " jobs accepted, "
+            << accepted_but_pending_.size() << " of them killed before the commit\n";
 }
 
 TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {

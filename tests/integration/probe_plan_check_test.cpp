@@ -153,11 +153,21 @@ TEST_F(ProbePlanCheckTest, StepsAndGlobalBatchDefaultToThePlannedOverrides) {
 }
 
 TEST_F(ProbePlanCheckTest, WithoutAPlanTheCheckIsSkippedAndOverridesStillSetTheSteps) {
-  CommandResult r = probe({"train.max_steps=2", "model.tensor_model_parallel_size=7"}, "");
+  CommandResult r = probe({"train.max_steps=2", "model.precision=fp8"}, "");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("plan check: skipped (no BRIDGE_EXPECTED_PLAN)\n"));
   EXPECT_THAT(r.out, Not(HasSubstr("plan check: MISMATCH")));
   EXPECT_EQ(IterationLines(r.out), 2) << r.out;
+}
+
+// Without a plan nothing checks the layout before training, but the probe builds its groups
+// from it, so a layout that cannot fit the world stops it before the first step.
+TEST_F(ProbePlanCheckTest, WithoutAPlanALayoutThatDoesNotFitTheWorldIsAUsageError) {
+  CommandResult r = probe({"train.max_steps=2", "model.tensor_model_parallel_size=7"}, "");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("layout from the plan: tp*pp*cp = 7 does not divide the world "
+                               "size 1"));
+  EXPECT_EQ(IterationLines(r.out), 0) << r.out;
 }
 
 TEST_F(ProbePlanCheckTest, MalformedPlanIsAUsageError) {

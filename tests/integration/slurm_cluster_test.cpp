@@ -18,6 +18,7 @@
 #include "executors/executor.h"
 #include "process_util.h"
 #include "test_util.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -27,6 +28,7 @@ using namespace std::chrono_literals;
 using test::read_file;
 using test::run_command;
 using test::TempDir;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 constexpr const char* kMarker = "MARKER-slurm-it-5ec2e7-do-not-leak";
@@ -160,8 +162,8 @@ class SlurmCluster : public ::testing::Test {
 
   std::string logs(const JobRecord& r, std::optional<int> rank) const {
     Diagnostics diags;
-    std::ostringstream out;
-    executor->logs(r, rank, false, out, diags);
+    std::ostringstream out, notes;
+    executor->logs(r, testing::rank_query(rank), out, notes, diags);
     return out.str();
   }
 
@@ -312,6 +314,53 @@ runtime:
   EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
   ASSERT_EQ(j["consequences"].size(), 1u) << json.out;
   EXPECT_EQ(j["consequences"][0]["count"], 15);
+}
+
+// Megatron prints its iteration lines on the last rank only (print_rank_last): --wait follows
+// that rank live (step time, ETA), `status JOB` has the scheduler's start/end times and the
+// run time, and `logs` filters by node and pattern, naming each rank's host.
+TEST_F(SlurmCluster, WaitFollowsTheLastRanksIterationLinesAndStatusHasTheTimes) {
+  std::string recipe = tmp.write("progress.yaml", R"(name: progress-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime:
+  adapter: none
+  progress_rank: last
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$RANK" = 15 ]; then
+        for i in 1 2 3 4 5 6; do
+          echo "iteration        $i/       6 | elapsed time per iteration (ms): 1500.0 |"
+          sleep 1.5
+        done
+      else
+        echo "rank $RANK has nothing to say"
+        sleep 9
+      fi
+)");
+  Launched l = launch(recipe, {"--wait"});
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.err;
+  EXPECT_THAT(l.result.err, ContainsRegex("RUNNING iteration [1-6]/6 \\(rank 15\\), 1.50 s/step"))
+      << l.result.err;
+  EXPECT_THAT(l.result.err, HasSubstr(", ETA ")) << l.result.err;
+
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", l.job_id}, env());
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, ContainsRegex("started +20[0-9-]+T[0-9:]+Z"));
+  EXPECT_THAT(status.out, ContainsRegex("ended +20[0-9-]+T[0-9:]+Z"));
+  EXPECT_THAT(status.out, ContainsRegex("elapsed +[0-9]+s"));
+  EXPECT_THAT(status.out, HasSubstr("nodes      2 (16 ranks)"));
+
+  auto logs = run_command(
+      {BRIDGE_LAUNCH_BIN, "logs", l.job_id, "--node", "1", "--grep", "iteration", "--tail", "2"},
+      env());
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out,
+            "[rank 15 node2] iteration        5/       6 | elapsed time per iteration (ms): "
+            "1500.0 |\n"
+            "[rank 15 node2] iteration        6/       6 | elapsed time per iteration (ms): "
+            "1500.0 |\n");
 }
 
 // ablate on a scheduler: every variant is submitted before any is waited on (two one-node

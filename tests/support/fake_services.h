@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,13 @@ class TestServices {
  private:
   CommandRunner& runner_;
 };
+
+// A `logs` query for one rank (or all), optionally following.
+inline LogQuery rank_query(std::optional<int> rank, bool follow = false) {
+  LogQuery q;
+  q.rank = rank;
+  q.follow = follow;
+  return q;
+}
 
 }  // namespace bridge::testing

@@ -1,0 +1,81 @@
+// The emulated phases of one bridge-probe step besides the gradient all-reduce (train_loop.h):
+// EP dispatch/expert/combine, TP all-gather/GEMM/reduce-scatter, PP send/recv between stages and
+// the DP parameter all-gather. docs/probe.md, "Emulated phases", describes each one and what it
+// does not model.
+//
+// Contract: every Run*Phase function is collective over its group (all members call it with
+// the same setup in the same step) and runs its items through RunSchedule (overlap_engine.h):
+// communication on `comm`, compute on the calling thread as emulated device time
+// (DeviceCompute) around real arithmetic on the received data. Every value that a collective
+// delivers is compared with the closed form of what the senders put in; the first difference
+// and the count go to `check` (so a corrupt value is reported, not thrown, and every rank
+// reaches the step's collective verdict). With ctx.corrupt this rank sends one wrong value in
+// the phase's first collective of the step. Buffers are sized from PhaseSetup (tokens x hidden
+// floats per micro-batch), so the link time follows from the emulated link bandwidth.
+#ifndef BRIDGE_RUNTIME_PHASES_H_
+#define BRIDGE_RUNTIME_PHASES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "runtime/group_comm.h"
+#include "runtime/knobs.h"
+#include "runtime/layout.h"
+#include "runtime/overlap_engine.h"
+
+namespace bridge::probe {
+
+struct PhaseSetup {
+  Layout layout;
+  OverlapKnobs knobs;
+  int microbatches = 1;
+  int layers = 2;         // Per pipeline stage.
+  double layer_ms = 2.0;  // Forward device time of one layer for one micro-batch.
+  int tokens = 64;        // Per micro-batch per rank.
+  int hidden = 256;       // Floats per token.
+  int buckets = 8;        // DP parameter buckets (the gradient buckets).
+  int64_t params = 1;
+  double forward_ms = 1.0;  // DP phase: device time of the whole forward.
+  // The TP chunks per GEMM when tp_comm_overlap is on (Transformer Engine's default split).
+  static constexpr int kTpChunks = 4;
+};
+
+struct StepContext {
+  int step = 1;
+  bool corrupt = false;  // --corrupt-rank/--corrupt-in/--corrupt-at-step hit this phase now.
+};
+
+// Where a checked value sits, for the message about the first wrong one.
+struct Site {
+  const char* phase;
+  int step;
+  int item;
+  int block;  // The group member the value came from (or went to).
+  size_t index;
+};
+
+// The first wrong value seen in a step, and how many.
+struct ResultCheck {
+  std::string first;
+  int64_t wrong = 0;
+
+  void Expect(float got, float expected, const Site& site);
+};
+
+ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& setup, const StepContext& ctx,
+                          CommStream& comm, ResultCheck& check);
+ScheduleTiming RunTpPhase(GroupComm& tp, const PhaseSetup& setup, const StepContext& ctx,
+                          CommStream& comm, ResultCheck& check);
+ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& setup, const StepContext& ctx,
+                          CommStream& comm, ResultCheck& check);
+ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& setup, const StepContext& ctx,
+                                   CommStream& comm, ResultCheck& check);
+
+// Whether tp_comm_overlap is honoured: only with sequence parallelism, as Megatron-Bridge
+// decides (without it the TP phase runs its all-reduce exposed).
+bool TpOverlapApplies(const PhaseSetup& setup);
+
+}  // namespace bridge::probe
+
+#endif  // BRIDGE_RUNTIME_PHASES_H_

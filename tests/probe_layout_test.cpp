@@ -1,0 +1,244 @@
+// bridge-probe's pure parts: the layout it reads from the plan, the process groups in
+// Megatron-Core's rank order, the overlap fields and what it says about each, and the
+// two-stream schedule every emulated overlap runs on (with sleeps as parts, directions only).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/env_check.h"
+#include "runtime/knobs.h"
+#include "runtime/layout.h"
+#include "runtime/overlap_engine.h"
+
+namespace bridge::probe {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Layout MustRead(const std::vector<std::string>& overrides, int world) {
+  const LayoutResult r = ReadLayout(overrides, world);
+  EXPECT_TRUE(r.layout) << r.error;
+  return r.layout.value_or(Layout{});
+}
+
+TEST(ProbeLayout, AbsentAndNullSizesAreOne) {
+  const Layout l = MustRead({"model.virtual_pipeline_model_parallel_size=null"}, 4);
+  EXPECT_EQ(l.tp, 1);
+  EXPECT_EQ(l.pp, 1);
+  EXPECT_FALSE(l.vpp);
+  EXPECT_EQ(l.dp, 4);
+  EXPECT_EQ(l.ep, 1);
+  EXPECT_FALSE(l.sequence_parallel);
+}
+
+TEST(ProbeLayout, SizesThatDoNotFitTheWorldAreErrors) {
+  EXPECT_THAT(ReadLayout({"model.tensor_model_parallel_size=3"}, 8).error,
+              HasSubstr("tp*pp*cp = 3 does not divide the world size 8"));
+  EXPECT_THAT(ReadLayout({"model.expert_model_parallel_size=16"}, 8).error,
+              HasSubstr("etp*ep*pp = 16 does not divide the world size 8"));
+  EXPECT_THAT(ReadLayout({"model.pipeline_model_parallel_size=two"}, 8).error,
+              HasSubstr("is not a positive integer"));
+}
+
+// World 8, tp 2, pp 2: Megatron-Core's dense groups (order tp-cp-dp-pp).
+TEST(ProbeLayout, DenseGroupsFollowMegatronOrder) {
+  const Layout l =
+      MustRead({"model.tensor_model_parallel_size=2", "model.pipeline_model_parallel_size=2",
+                "model.sequence_parallel=true"},
+               8);
+  EXPECT_EQ(l.dp, 2);
+  EXPECT_TRUE(l.sequence_parallel);
+  const RankGroups g5 = GroupsOf(l, 5);
+  EXPECT_THAT(g5.tp.ranks, ElementsAre(4, 5));
+  EXPECT_EQ(g5.tp.index, 1);
+  EXPECT_THAT(g5.pp.ranks, ElementsAre(1, 5));
+  EXPECT_EQ(g5.pp.index, 1);
+  EXPECT_THAT(g5.dp.ranks, ElementsAre(5, 7));
+  EXPECT_EQ(g5.dp.index, 0);
+  EXPECT_THAT(GroupsOf(l, 2).dp.ranks, ElementsAre(0, 2));
+}
+
+// Expert groups use etp-ep-edp-pp; an unset etp follows tp, as in Megatron-Core.
+TEST(ProbeLayout, ExpertGroupsFollowMegatronOrder) {
+  const Layout etp1 =
+      MustRead({"model.tensor_model_parallel_size=2", "model.expert_model_parallel_size=4",
+                "model.expert_tensor_parallel_size=1"},
+               8);
+  EXPECT_EQ(etp1.edp, 2);
+  EXPECT_THAT(GroupsOf(etp1, 6).ep.ranks, ElementsAre(4, 5, 6, 7));
+  EXPECT_EQ(GroupsOf(etp1, 6).ep.index, 2);
+  const Layout etp_tp =
+      MustRead({"model.tensor_model_parallel_size=2", "model.expert_model_parallel_size=2"}, 8);
+  EXPECT_EQ(etp_tp.etp, 2);
+  EXPECT_THAT(GroupsOf(etp_tp, 1).ep.ranks, ElementsAre(1, 3));
+  EXPECT_THAT(GroupsOf(etp_tp, 5).ep.ranks, ElementsAre(5, 7));
+}
+
+TEST(ProbeLayout, EveryGroupHasEachMemberOnceAndTheSameMembersEverywhere) {
+  const Layout l =
+      MustRead({"model.tensor_model_parallel_size=2", "model.pipeline_model_parallel_size=2",
+                "model.context_parallel_size=2", "model.expert_model_parallel_size=4",
+                "model.expert_tensor_parallel_size=1"},
+               16);
+  for (int r = 0; r < 16; ++r) {
+    const RankGroups g = GroupsOf(l, r);
+    for (const Group* group : {&g.tp, &g.pp, &g.dp, &g.ep}) {
+      EXPECT_EQ(group->ranks[static_cast<size_t>(group->index)], r);
+      for (const int member : group->ranks) {
+        const RankGroups other = GroupsOf(l, member);
+        const Group* same = group == &g.tp   ? &other.tp
+                            : group == &g.pp ? &other.pp
+                            : group == &g.dp ? &other.dp
+                                             : &other.ep;
+        EXPECT_EQ(same->ranks, group->ranks) << "rank " << r << " and " << member;
+      }
+    }
+  }
+}
+
+TEST(ProbeLayout, PeersAreSymmetric) {
+  const Layout l =
+      MustRead({"model.tensor_model_parallel_size=2", "model.pipeline_model_parallel_size=2",
+                "model.expert_model_parallel_size=4", "model.expert_tensor_parallel_size=1"},
+               16);
+  for (int a = 0; a < 16; ++a) {
+    for (const int b : PeersOf(l, a)) {
+      const std::vector<int> back = PeersOf(l, b);
+      EXPECT_NE(std::find(back.begin(), back.end(), a), back.end()) << a << " -> " << b;
+    }
+  }
+}
+
+TEST(ProbeKnobs, ReadsTheForwardedFieldsAndTheDdpFallbacks) {
+  const OverlapKnobs k = ReadKnobs(
+      {"comm_overlap.tp_comm_overlap=true", "comm_overlap.overlap_moe_expert_parallel_comm=True",
+       "comm_overlap.delay_wgrad_compute=false", "ddp.overlap_param_gather=true",
+       "ddp.use_distributed_optimizer=true", "ddp.bucket_size=4096"});
+  EXPECT_TRUE(k.tp_comm_overlap);
+  EXPECT_TRUE(k.overlap_moe_expert_parallel_comm);
+  EXPECT_FALSE(k.delay_wgrad_compute);
+  EXPECT_TRUE(k.overlap_param_gather);
+  EXPECT_TRUE(k.distributed_optimizer);
+  EXPECT_EQ(k.bucket_size, 4096);
+}
+
+TEST(ProbeKnobs, BucketSizeSetsTheBucketCountUnlessTheFlagDoes) {
+  EXPECT_EQ(PlanBuckets(65536, std::nullopt, 4096).buckets, 16);
+  EXPECT_EQ(PlanBuckets(65537, std::nullopt, 4096).buckets, 17);
+  EXPECT_EQ(PlanBuckets(65536, std::nullopt, int64_t{134217728}).buckets, 1);
+  EXPECT_EQ(PlanBuckets(65536, 3, 4096).buckets, 3);
+  EXPECT_EQ(PlanBuckets(65536, 3, 4096).source, "--buckets");
+  EXPECT_EQ(PlanBuckets(65536, std::nullopt, std::nullopt).buckets, 8);
+}
+
+TEST(ProbeKnobs, EachForwardedFieldSaysWhatItDoesInThisLayout) {
+  const std::vector<std::string> overrides{
+      "comm_overlap.tp_comm_overlap=true", "comm_overlap.overlap_p2p_comm=false",
+      "comm_overlap.overlap_moe_expert_parallel_comm=true", "comm_overlap.bucket_size=1024",
+      "model.expert_model_parallel_size=2"};
+  const Layout l = MustRead(overrides, 2);
+  const auto lines = DescribeKnobs(overrides, l, ReadKnobs(overrides), {4, "bucket_size"});
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], HasSubstr("tp_comm_overlap=true: inactive: tp=1"));
+  EXPECT_THAT(lines[1], HasSubstr("overlap_p2p_comm=false: inactive: pp=1"));
+  EXPECT_THAT(lines[2], HasSubstr("overlap_moe_expert_parallel_comm=true: ep phase: a "
+                                  "micro-batch's dispatch/combine all-to-all overlaps"));
+  EXPECT_THAT(lines[3], HasSubstr("bucket_size=1024: dp-grad phase: 4 gradient buckets"));
+  for (const auto& line : lines) EXPECT_THAT(line, Not(HasSubstr("no effect")));
+}
+
+TEST(ProbeKnobs, TpOverlapWithoutSequenceParallelIsReportedAsRefused) {
+  const std::vector<std::string> overrides{"comm_overlap.tp_comm_overlap=true",
+                                           "model.tensor_model_parallel_size=2"};
+  const auto lines =
+      DescribeKnobs(overrides, MustRead(overrides, 2), ReadKnobs(overrides), {1, "default"});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("REFUSED: needs sequence_parallel"));
+}
+
+TEST(ProbeEnvCheck, DeviceConnectionsLineNamesTheValueAndItsLimit) {
+  EXPECT_THAT(DeviceConnectionsLine("1"),
+              HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS is '1' on rank 0"));
+  EXPECT_THAT(DeviceConnectionsLine(nullptr), HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS is unset"));
+  EXPECT_THAT(DeviceConnectionsLine("32"), HasSubstr("cannot show its effect"));
+}
+
+// ---- the schedule ----------------------------------------------------------------------------
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// Items whose parts sleep and record the order in which the communication parts ran.
+struct Recorder {
+  std::mutex mu;
+  std::vector<std::string> comm;
+
+  std::vector<ScheduleItem> Items(int count, int ms, bool deferred) {
+    std::vector<ScheduleItem> items;
+    for (int i = 0; i < count; ++i) {
+      ScheduleItem item;
+      item.before = [this, i, ms] { Log("b" + std::to_string(i), ms); };
+      item.compute = [ms] { SleepMs(ms); };
+      if (deferred) item.deferred = [ms] { SleepMs(ms); };
+      item.after = [this, i, ms] { Log("a" + std::to_string(i), ms); };
+      items.push_back(item);
+    }
+    return items;
+  }
+
+  void Log(const std::string& what, int ms) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      comm.push_back(what);
+    }
+    SleepMs(ms);
+  }
+};
+
+TEST(ProbeSchedule, WithoutOverlapEveryItemRunsInTurn) {
+  Recorder r;
+  CommStream stream;
+  RunSchedule(r.Items(3, 1, false), false, stream);
+  EXPECT_THAT(r.comm, ElementsAre("b0", "a0", "b1", "a1", "b2", "a2"));
+}
+
+// The order every rank's communication stream follows, so collectives line up across ranks.
+TEST(ProbeSchedule, WithOverlapTheNextBeforeAndThePreviousAfterSurroundEachCompute) {
+  Recorder r;
+  CommStream stream;
+  RunSchedule(r.Items(4, 1, false), true, stream);
+  EXPECT_THAT(r.comm, ElementsAre("b0", "b1", "a0", "b2", "a1", "b3", "a2", "a3"));
+}
+
+TEST(ProbeSchedule, OverlapExposesLessCommunication) {
+  Recorder off_items;
+  Recorder on_items;
+  CommStream stream;
+  const ScheduleTiming off = RunSchedule(off_items.Items(4, 10, false), false, stream);
+  const ScheduleTiming on = RunSchedule(on_items.Items(4, 10, false), true, stream);
+  EXPECT_LT(on.exposed_ms(), 0.8 * off.exposed_ms());
+  EXPECT_GT(on.comm_ms, 0.0);
+  EXPECT_GT(on.compute_ms, 0.0);
+}
+
+TEST(ProbeSchedule, DeferredComputeHidesTheAfterPart) {
+  Recorder plain;
+  Recorder deferred;
+  CommStream stream;
+  // One item: before, compute, after. The deferred part overlaps `after`; without it the
+  // same amount of compute would sit before `after` (modelled by doubling compute).
+  std::vector<ScheduleItem> folded = plain.Items(1, 10, false);
+  folded[0].compute = [] { SleepMs(20); };
+  const ScheduleTiming without = RunSchedule(folded, false, stream);
+  const ScheduleTiming with = RunSchedule(deferred.Items(1, 10, true), false, stream);
+  EXPECT_LT(with.exposed_ms(), 0.8 * without.exposed_ms());
+}
+
+}  // namespace
+}  // namespace bridge::probe
