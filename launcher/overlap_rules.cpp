@@ -205,6 +205,24 @@ void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, Resolv
 //   batch_p2p_comm are both true (ModelParallelConfig documents them as exclusive).
 // - With vpp 1 the interleaved schedule runs one model chunk per stage: the P2P overlap is
 //   used, but with nothing to interleave the pipeline bubble is the non-interleaved one.
+// E6: Megatron-Core's TransformerConfig refuses defer_embedding_wgrad_compute with a negative
+// wgrad_deferral_limit (ValueError when the model is built), and -1 is the default limit.
+void check_wgrad_deferral(const Recipe& r, const ResolvedOverlap& o, Diagnostics& diags) {
+  if (!o.defer_embedding_wgrad_compute.value.value_or(false)) return;
+  int64_t limit = o.wgrad_deferral_limit.value.value_or(-1);
+  if (limit >= 0) return;
+  const CommOverlapSpec& u = r.comm_overlap;
+  diags.error("wgrad-deferral-limit-negative", "comm_overlap.wgrad_deferral_limit",
+              u.wgrad_deferral_limit.is_set() ? u.wgrad_deferral_limit.loc
+                                              : u.defer_embedding_wgrad_compute.loc,
+              fmt::format("defer_embedding_wgrad_compute=true with wgrad_deferral_limit {}{}: "
+                          "Megatron-Core refuses a negative limit when the deferral is on "
+                          "(ValueError when the model is built)",
+                          limit, u.wgrad_deferral_limit.is_set() ? "" : " (the default)"),
+              "set comm_overlap.wgrad_deferral_limit: 0 defers the embedding weight gradient of "
+              "every micro-batch, N > 0 of the first N (NeMo's recipes use 22 or 50)");
+}
+
 void check_pipeline_overlap(const Recipe& r, const Topology& t, const ResolvedOverlap& o,
                             Diagnostics& diags) {
   if (t.pp <= 1) return;  // no pipeline schedule: the P2P flags are unused
@@ -295,6 +313,7 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
   apply_user_values(recipe.comm_overlap, tp_gated, o);
   resolve_tp_config(recipe, topo, tp_gated, o, diags);
   check_pipeline_overlap(recipe, topo, o, diags);
+  check_wgrad_deferral(recipe, o, diags);
   check_model_ep_flag(recipe, o, diags);
   out.flex_dispatcher_backend = effective_flex_backend(recipe, diags);
   overlap_detail::resolve_data_parallel(recipe, topo, out, diags);

@@ -240,9 +240,8 @@ OverlapKnobs ReadKnobs(const std::vector<std::string>& overrides) {
   k.align_param_gather = DpBool(overrides, "align_param_gather").value_or(false);
   k.overlap_param_gather_with_optimizer_step =
       BoolValue(overrides, "comm_overlap.overlap_param_gather_with_optimizer_step")
-          .value_or(
-              BoolValue(overrides, "optimizer.overlap_param_gather_with_optimizer_step")
-                  .value_or(false));
+          .value_or(BoolValue(overrides, "optimizer.overlap_param_gather_with_optimizer_step")
+                        .value_or(false));
   k.defer_embedding_wgrad_compute = Flag(overrides, "defer_embedding_wgrad_compute");
   if (auto limit = OverrideValue(overrides, "comm_overlap.wgrad_deferral_limit")) {
     if (const auto value = ParseInt64(*limit)) k.wgrad_deferral_limit = *value;

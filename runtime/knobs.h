@@ -33,8 +33,8 @@ struct OverlapKnobs {
   // absent is Megatron-Core's default 0. Negative with the deferral on is refused.
   int64_t wgrad_deferral_limit = 0;
   std::optional<std::string> tp_comm_overlap_cfg;  // A preset name or an inline Hydra mapping.
-  std::optional<bool> overlap_grad_reduce;  // Only a fallback: --overlap and the env win.
-  std::optional<int64_t> bucket_size;       // Parameters per gradient bucket.
+  std::optional<bool> overlap_grad_reduce;         // Only a fallback: --overlap and the env win.
+  std::optional<int64_t> bucket_size;              // Parameters per gradient bucket.
 };
 
 OverlapKnobs ReadKnobs(const std::vector<std::string>& overrides);

@@ -118,7 +118,8 @@ ScheduleTiming RunSchedule(const std::vector<ScheduleItem>& items, bool overlap,
     }
     comm.Wait(before_done[i]);
     const int needs = items[i].waits_for;
-    if (needs >= 0 && static_cast<size_t>(needs) < i) comm.Wait(after_done[static_cast<size_t>(needs)]);
+    if (needs >= 0 && static_cast<size_t>(needs) < i)
+      comm.Wait(after_done[static_cast<size_t>(needs)]);
     Compute(items[i].compute, timing.compute_ms);
     if (items[i].after) after_done[i] = last = comm.Submit(items[i].after);
     Compute(items[i].deferred, timing.compute_ms);

@@ -111,7 +111,8 @@ ScheduleTiming TpSequenceParallelPass(GroupComm& tp, const PhaseSetup& s, const 
   const int members = tp.size();
   const int me = tp.index();
   const bool overlap = TpOverlapApplies(s);
-  const int chunks = overlap ? std::min(PhaseSetup::kTpChunks, s.tokens) : 1;
+  const int chunks =
+      overlap ? std::clamp(std::min(s.tp_chunks, s.tokens), 1, PhaseSetup::kMaxTpChunks) : 1;
   const auto n = static_cast<size_t>(s.tokens / chunks) * s.hidden;
   const auto total = n * static_cast<size_t>(members);
   const std::string phase = StrPrintf("step %d tp", ctx.step);
@@ -119,7 +120,7 @@ ScheduleTiming TpSequenceParallelPass(GroupComm& tp, const PhaseSetup& s, const 
   std::vector<std::vector<float>> partial(chunks, std::vector<float>(total));
   std::vector<ScheduleItem> items;
   for (int c = 0; c < chunks; ++c) {
-    const int item_id = pass * PhaseSetup::kTpChunks + c;
+    const int item_id = pass * PhaseSetup::kMaxTpChunks + c;
     float* own = gathered[c].data() + static_cast<size_t>(me) * n;
     for (size_t k = 0; k < n; ++k) own[k] = Pattern(me, c, k, ctx.step, item_id);
     if (ctx.corrupt && pass == 0 && c == 0) own[0] += 1.0F;
@@ -144,7 +145,7 @@ ScheduleTiming TpSequenceParallelPass(GroupComm& tp, const PhaseSetup& s, const 
   const ScheduleTiming timing = RunSchedule(items, overlap, comm);
   const float rank_sum = static_cast<float>(members) * static_cast<float>(members + 1) / 2.0F;
   for (int c = 0; c < chunks; ++c) {
-    const int item_id = pass * PhaseSetup::kTpChunks + c;
+    const int item_id = pass * PhaseSetup::kMaxTpChunks + c;
     const float* mine = partial[c].data() + static_cast<size_t>(me) * n;
     for (size_t k = 0; k < n; ++k)
       check.Expect(mine[k], members * Pattern(me, c, k, ctx.step, item_id) + rank_sum,
@@ -225,13 +226,21 @@ ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& s, const StepContext&
                                        std::vector<float>(n));
   std::vector<std::vector<float>> received(2 * static_cast<size_t>(per_direction),
                                            std::vector<float>(n));
+  // The last stage holds the output layer; its weight-gradient GEMM (one layer's forward time
+  // per micro-batch) is the first backward work of each micro-batch there, unless
+  // defer_embedding_wgrad_compute moves it to the end of the backward.
+  const bool output_stage = me == stages - 1;
+  const int deferred_wgrads = output_stage ? DeferredEmbeddingWgrads(s.knobs, s.microbatches) : 0;
   std::vector<ScheduleItem> items;
   for (int u = 0; u < 2 * per_direction; ++u) {
     const bool backward = u >= per_direction;
     float* out = sent[u].data();
     float* in = received[u].data();
     ScheduleItem item;
-    const double ms = PassMs(s, backward) * chunk_layers;
+    double ms = PassMs(s, backward) * chunk_layers;
+    const int v = u - per_direction;  // The backward item's index.
+    if (output_stage && backward && v % chunks == 0 && v / chunks >= deferred_wgrads)
+      ms += s.layer_ms;
     item.compute = [out, n, me, u, ms, &ctx] {
       DeviceCompute(ms, [&] {
         for (size_t k = 0; k < n; ++k) out[k] = Pattern(me, 0, k, ctx.step, u);
@@ -240,6 +249,10 @@ ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& s, const StepContext&
     };
     item.after = [&pp, out, in, n, batched, phase] { pp.Shift(out, in, n, batched, phase); };
     items.push_back(std::move(item));
+  }
+  // The deferred embedding wgrads run at the end, while the last send/recv is in flight.
+  if (deferred_wgrads > 0) {
+    items.back().deferred = [ms = s.layer_ms * deferred_wgrads] { DeviceCompute(ms, nullptr); };
   }
   const ScheduleTiming timing = RunSchedule(items, s.knobs.overlap_p2p_comm, comm);
   for (int u = 0; u < 2 * per_direction; ++u)
@@ -258,18 +271,70 @@ ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& s, const Ste
   const int64_t per_bucket = std::max<int64_t>(s.params / s.buckets, members);
   const auto n = static_cast<size_t>(per_bucket / members);
   const std::string phase = StrPrintf("step %d dp param all-gather", ctx.step);
+  const bool overlap = s.knobs.overlap_param_gather;
+  // Model chunks (virtual pipeline stages) each own a contiguous range of the buckets.
+  const int chunks =
+      std::clamp(s.layout.pp > 1 ? s.layout.chunks_per_stage() : 1, 1, std::max(1, s.buckets));
+  auto chunk_of = [&s, chunks](int b) { return b * chunks / s.buckets; };
+  auto first_of_chunk = [&](int b) { return b == 0 || chunk_of(b) != chunk_of(b - 1); };
+  const bool with_optimizer = overlap && s.knobs.overlap_param_gather_with_optimizer_step;
+  const bool align = overlap && chunks > 1 && s.knobs.align_param_gather;
+
   std::vector<std::vector<float>> gathered(s.buckets,
                                            std::vector<float>(n * static_cast<size_t>(members)));
-  std::vector<ScheduleItem> items;
+  auto gather = [&dp, &gathered, n, phase](int b) {
+    float* g = gathered[static_cast<size_t>(b)].data();
+    return [&dp, g, n, phase] { dp.AllGather(g, n, phase); };
+  };
+  ScheduleTiming total;
+  std::vector<ScheduleItem> items;  // The segment that runs as one schedule.
+  auto flush = [&] {
+    if (!items.empty()) total += RunSchedule(items, overlap, comm);
+    items.clear();
+  };
+  // The optimizer step (half the forward's device time): each bucket's update writes this
+  // rank's shard of the bucket's parameters, which its all-gather then sends.
+  std::vector<int> launched(static_cast<size_t>(s.buckets), -1);  // Item whose `after` gathers b.
   for (int b = 0; b < s.buckets; ++b) {
-    float* g = gathered[b].data();
-    float* own = g + static_cast<size_t>(me) * n;
-    for (size_t k = 0; k < n; ++k) own[k] = Pattern(me, b, k, ctx.step, b);
-    if (ctx.corrupt && b == 0) own[0] += 1.0F;
+    float* own = gathered[static_cast<size_t>(b)].data() + static_cast<size_t>(me) * n;
     ScheduleItem item;
-    item.before = [&dp, g, n, phase] { dp.AllGather(g, n, phase); };
-    const double ms = s.forward_ms / s.buckets;
-    item.compute = [g, n, members, b, ms, &check, &ctx] {
+    item.compute = [own, n, me, b, ms = s.forward_ms / 2.0 / s.buckets, &ctx] {
+      DeviceCompute(ms, [&] {
+        for (size_t k = 0; k < n; ++k) own[k] = Pattern(me, b, k, ctx.step, b);
+        if (ctx.corrupt && b == 0) own[0] += 1.0F;
+      });
+    };
+    items.push_back(std::move(item));
+  }
+  // overlap_param_gather_with_optimizer_step: the first bucket's all-gather starts as soon as
+  // its update is done, while the rest of the optimizer step runs.
+  if (with_optimizer) {
+    items[0].after = gather(0);
+    launched[0] = 0;
+  }
+  // align_param_gather: every model chunk's first all-gather is launched at the start of the
+  // forward; without it each chunk's is launched when that chunk first runs.
+  if (align) {
+    for (int b = 0; b < s.buckets; ++b) {
+      if (!first_of_chunk(b) || launched[static_cast<size_t>(b)] >= 0) continue;
+      ScheduleItem launch;
+      launch.after = gather(b);
+      launched[static_cast<size_t>(b)] = static_cast<int>(items.size());
+      items.push_back(std::move(launch));
+    }
+  }
+  if (std::all_of(launched.begin(), launched.end(), [](int i) { return i < 0; })) flush();
+  for (int b = 0; b < s.buckets; ++b) {
+    // Without alignment the prefetch chain of one chunk does not reach the next chunk.
+    if (!align && b > 0 && first_of_chunk(b)) flush();
+    const float* g = gathered[static_cast<size_t>(b)].data();
+    ScheduleItem item;
+    if (launched[static_cast<size_t>(b)] >= 0) {
+      item.waits_for = launched[static_cast<size_t>(b)];
+    } else {
+      item.before = gather(b);
+    }
+    item.compute = [g, n, members, b, ms = s.forward_ms / s.buckets, &check, &ctx] {
       DeviceCompute(ms, [&] {
         for (int q = 0; q < members; ++q)
           for (size_t k = 0; k < n; ++k)
@@ -279,7 +344,8 @@ ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& s, const Ste
     };
     items.push_back(std::move(item));
   }
-  return RunSchedule(items, s.knobs.overlap_param_gather, comm);
+  flush();
+  return total;
 }
 
 }  // namespace bridge::probe

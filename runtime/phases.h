@@ -37,8 +37,10 @@ struct PhaseSetup {
   int buckets = 8;        // DP parameter buckets (the gradient buckets).
   int64_t params = 1;
   double forward_ms = 1.0;  // DP phase: device time of the whole forward.
-  // The TP chunks per GEMM when tp_comm_overlap is on (Transformer Engine's default split).
-  static constexpr int kTpChunks = 4;
+  // The TP chunks per GEMM when tp_comm_overlap applies: PlanTpSplit() of tp_comm_overlap_cfg
+  // (Transformer Engine's default split, 4, without one). At most kMaxTpChunks.
+  int tp_chunks = 4;
+  static constexpr int kMaxTpChunks = 64;
 };
 
 struct StepContext {

@@ -251,8 +251,16 @@ int DefaultLayers(const Options& options, const Layout& layout) {
   return static_cast<int>(std::clamp<int64_t>(*layers / layout.pp, 1, 8));
 }
 
-// Megatron-Core's pipeline schedules refuse these P2P flag combinations at the first step.
+// Megatron-Core refuses these flag combinations: the P2P pairs in its pipeline schedules at the
+// first step, a negative wgrad_deferral_limit with the deferral on in its TransformerConfig.
 void CheckPipelineFlags(const Layout& layout, const OverlapKnobs& knobs) {
+  if (knobs.defer_embedding_wgrad_compute && knobs.wgrad_deferral_limit < 0) {
+    throw ProbeError(kExitUsage,
+                     StrPrintf("defer_embedding_wgrad_compute=true with wgrad_deferral_limit=%lld: "
+                               "Megatron-Core's TransformerConfig refuses a negative limit when "
+                               "the deferral is on; set 0 (every micro-batch) or N > 0",
+                               static_cast<long long>(knobs.wgrad_deferral_limit)));
+  }
   if (layout.pp == 1) return;
   if (knobs.overlap_p2p_comm && !layout.vpp) {
     throw ProbeError(kExitUsage,
@@ -303,6 +311,7 @@ PhaseTable SetUpPhases(const Options& options, Cluster& cluster) {
   t.setup.buckets = t.buckets.buckets;
   t.setup.params = options.params;
   t.setup.forward_ms = options.compute_ms / 2.0;
+  t.setup.tp_chunks = PlanTpSplit(t.setup.knobs.tp_comm_overlap_cfg, t.setup.layout.tp).chunks;
   t.groups = GroupsOf(t.setup.layout, cluster.rank);
   t.links = ConnectPeers(cluster, PeersOf(t.setup.layout, cluster.rank));
   return t;

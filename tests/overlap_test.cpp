@@ -280,6 +280,25 @@ TEST(OverlapPrecedence, UnknownBootstrapBackendIsAnError) {
   EXPECT_THAT(d->message, HasSubstr("did you mean `nccl`"));
 }
 
+// Megatron-Core's TransformerConfig raises ValueError for a deferred embedding wgrad with a
+// negative limit, and -1 is the default limit (E6).
+TEST(OverlapPipeline, DeferredEmbeddingWgradNeedsANonNegativeLimit) {
+  Outcome run = resolve(
+      {"model.pipeline_model_parallel_size=2", "comm_overlap.defer_embedding_wgrad_compute=true"});
+  const Diagnostic* d = run.first("wgrad-deferral-limit-negative");
+  ASSERT_NE(d, nullptr) << run.dump();
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_EQ(d->path, "comm_overlap.wgrad_deferral_limit");
+  EXPECT_THAT(d->message, HasSubstr("wgrad_deferral_limit -1 (the default)"));
+  EXPECT_THAT(d->help, HasSubstr("0 defers"));
+  for (const char* limit : {"0", "22"}) {
+    Outcome ok = resolve({"model.pipeline_model_parallel_size=2",
+                          "comm_overlap.defer_embedding_wgrad_compute=true",
+                          std::string("comm_overlap.wgrad_deferral_limit=") + limit});
+    EXPECT_FALSE(ok.diags.has_code("wgrad-deferral-limit-negative")) << limit << ok.dump();
+  }
+}
+
 // Megatron-Core's non-interleaved schedule raises ValueError when overlap_p2p_comm is true,
 // so the user's value (which wins by M5) makes the job fail at its first step.
 TEST(OverlapPipeline, P2pOverlapWithoutVppIsAnError) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/overlap.h"
 #include "runtime/env_check.h"
 #include "runtime/knobs.h"
 #include "runtime/layout.h"
@@ -163,6 +164,111 @@ TEST(ProbeKnobs, TpOverlapWithoutSequenceParallelIsReportedAsRefused) {
   EXPECT_THAT(lines[0], HasSubstr("REFUSED: needs sequence_parallel"));
 }
 
+TEST(ProbeKnobs, ReadsTheParamGatherDeferralAndUserbuffersFields) {
+  const OverlapKnobs k = ReadKnobs(
+      {"ddp.align_param_gather=true", "optimizer.overlap_param_gather_with_optimizer_step=true",
+       "comm_overlap.defer_embedding_wgrad_compute=true", "comm_overlap.wgrad_deferral_limit=3",
+       "comm_overlap.tp_comm_overlap_cfg=userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192"});
+  EXPECT_TRUE(k.align_param_gather);
+  EXPECT_TRUE(k.overlap_param_gather_with_optimizer_step);
+  EXPECT_TRUE(k.defer_embedding_wgrad_compute);
+  EXPECT_EQ(k.wgrad_deferral_limit, 3);
+  EXPECT_EQ(k.tp_comm_overlap_cfg, "userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192");
+  const OverlapKnobs none = ReadKnobs({"comm_overlap.tp_comm_overlap_cfg=null"});
+  EXPECT_FALSE(none.tp_comm_overlap_cfg);
+  EXPECT_EQ(none.wgrad_deferral_limit, 0);  // Megatron-Core's default: every micro-batch.
+}
+
+// Megatron-Core's meaning of wgrad_deferral_limit: 0 defers every micro-batch, N the first N.
+TEST(ProbeKnobs, DeferralLimitCapsTheDeferredMicroBatches) {
+  OverlapKnobs k;
+  EXPECT_EQ(DeferredEmbeddingWgrads(k, 4), 0);
+  k.defer_embedding_wgrad_compute = true;
+  EXPECT_EQ(DeferredEmbeddingWgrads(k, 4), 4);
+  k.wgrad_deferral_limit = 1;
+  EXPECT_EQ(DeferredEmbeddingWgrads(k, 4), 1);
+  k.wgrad_deferral_limit = 9;
+  EXPECT_EQ(DeferredEmbeddingWgrads(k, 4), 4);
+  k.wgrad_deferral_limit = -1;  // Refused at set-up (exit 2); never deferred.
+  EXPECT_EQ(DeferredEmbeddingWgrads(k, 4), 0);
+}
+
+TEST(ProbeKnobs, UserbuffersSplitFollowsTheFc2FpropMethod) {
+  EXPECT_EQ(PlanTpSplit(std::nullopt, 2).chunks, 4);
+  EXPECT_EQ(PlanTpSplit("userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192", 8).chunks, 8);   // ring
+  EXPECT_EQ(PlanTpSplit("userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192", 8).chunks, 4);  // pipe
+  EXPECT_EQ(PlanTpSplit("no_such_preset", 2).chunks, 4);
+  EXPECT_THAT(PlanTpSplit("no_such_preset", 2).source, HasSubstr("unknown preset"));
+  EXPECT_EQ(PlanTpSplit("{qkv_dgrad:{method:bulk,num_sm:4},fc2_fprop:{method:pipeline,num_sm:"
+                        "8,num_splits:6,set_sm_margin:true}}",
+                        2)
+                .chunks,
+            6);
+  EXPECT_EQ(PlanTpSplit("{fc2_fprop:{method:ring_exchange,aggregate:false}}", 4).chunks, 4);
+  EXPECT_EQ(PlanTpSplit("{qkv_dgrad:{method:bulk,num_sm:4}}", 2).chunks, 1);
+}
+
+// The probe's copy of the presets' fc2_fprop methods agrees with the launcher's table: each
+// preset by name splits as its own expansion, passed inline, does.
+TEST(ProbeKnobs, UserbuffersPresetSplitsMatchTheLaunchersPresets) {
+  ASSERT_EQ(userbuffers_preset_names().size(), 19u);
+  for (const std::string& name : userbuffers_preset_names()) {
+    const auto expanded = expand_userbuffers_preset(name);
+    ASSERT_TRUE(expanded) << name;
+    const TpSplit by_name = PlanTpSplit(name, 8);
+    EXPECT_THAT(by_name.source, HasSubstr("preset")) << name;
+    EXPECT_EQ(by_name.chunks, PlanTpSplit(userbuffers_hydra_value(*expanded), 8).chunks) << name;
+  }
+}
+
+TEST(ProbeKnobs, BootstrapBackendSaysItHasNothingToEmulate) {
+  const std::vector<std::string> overrides{"comm_overlap.tp_comm_bootstrap_backend=nccl",
+                                           "model.tensor_model_parallel_size=2"};
+  const auto lines =
+      DescribeKnobs(overrides, MustRead(overrides, 2), ReadKnobs(overrides), {1, "default"});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("tp_comm_bootstrap_backend=nccl: bootstrap only: no effect on "
+                                  "step time, nothing to emulate"));
+}
+
+// In a layout where every phase runs, no forwarded field is left unmodeled.
+TEST(ProbeKnobs, NoForwardedFieldIsUnmodeledWhenItsPhaseRuns) {
+  const std::vector<std::string> overrides{
+      "model.tensor_model_parallel_size=2",
+      "model.sequence_parallel=true",
+      "model.pipeline_model_parallel_size=2",
+      "model.virtual_pipeline_model_parallel_size=2",
+      "model.expert_model_parallel_size=2",
+      "ddp.use_distributed_optimizer=true",
+      "comm_overlap.tp_comm_overlap=true",
+      "comm_overlap.tp_comm_overlap_cfg=userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192",
+      "comm_overlap.tp_comm_bootstrap_backend=nccl",
+      "comm_overlap.overlap_p2p_comm=true",
+      "comm_overlap.batch_p2p_comm=false",
+      "comm_overlap.defer_embedding_wgrad_compute=true",
+      "comm_overlap.wgrad_deferral_limit=0",
+      "comm_overlap.overlap_moe_expert_parallel_comm=true",
+      "comm_overlap.delay_wgrad_compute=true",
+      "comm_overlap.overlap_grad_reduce=true",
+      "comm_overlap.overlap_param_gather=true",
+      "comm_overlap.overlap_param_gather_with_optimizer_step=true",
+      "comm_overlap.align_param_gather=true",
+      "comm_overlap.bucket_size=1024"};
+  const auto lines =
+      DescribeKnobs(overrides, MustRead(overrides, 16), ReadKnobs(overrides), {4, "bucket_size"});
+  ASSERT_EQ(lines.size(), 14u);
+  for (const auto& line : lines) {
+    EXPECT_THAT(line, Not(HasSubstr("not modeled: "))) << line;
+    EXPECT_THAT(line, Not(HasSubstr("inactive"))) << line;
+    EXPECT_THAT(line, Not(HasSubstr("accepted, no effect"))) << line;
+  }
+  EXPECT_THAT(lines[1], HasSubstr("tp phase: 4 chunks per TP GEMM (preset: fc2_fprop pipeline"));
+  EXPECT_THAT(lines[5], HasSubstr("output-layer wgrad moves out of the backward's critical path"));
+  EXPECT_THAT(lines[11], HasSubstr("first bucket's param all-gather starts during the optimizer "
+                                   "step"));
+  EXPECT_THAT(lines[12], HasSubstr("every model chunk's param all-gather launched together"));
+}
+
 TEST(ProbeEnvCheck, DeviceConnectionsLineNamesTheValueAndItsLimit) {
   EXPECT_THAT(DeviceConnectionsLine("1"),
               HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS is '1' on rank 0"));
@@ -238,6 +344,49 @@ TEST(ProbeSchedule, DeferredComputeHidesTheAfterPart) {
   const ScheduleTiming without = RunSchedule(folded, false, stream);
   const ScheduleTiming with = RunSchedule(deferred.Items(1, 10, true), false, stream);
   EXPECT_LT(with.exposed_ms(), 0.8 * without.exposed_ms());
+}
+
+// Communication launched early (an item's `after`) and waited on only where a later item
+// needs it (`waits_for`) hides behind the compute in between; the same communication as the
+// later item's `before` is exposed.
+TEST(ProbeSchedule, WaitingForAnEarlierAfterHidesItBehindTheComputeBetween) {
+  auto items = [](bool early) {
+    std::vector<ScheduleItem> list(3);
+    list[0].compute = [] { SleepMs(2); };
+    list[1].compute = [] { SleepMs(30); };  // e.g. the rest of the optimizer step
+    list[2].compute = [] { SleepMs(2); };
+    if (early) {
+      list[0].after = [] { SleepMs(20); };
+      list[2].waits_for = 0;
+    } else {
+      list[2].before = [] { SleepMs(20); };
+    }
+    return list;
+  };
+  CommStream stream;
+  const ScheduleTiming late = RunSchedule(items(false), false, stream);
+  const ScheduleTiming early = RunSchedule(items(true), true, stream);
+  EXPECT_GT(late.exposed_ms(), 15.0);
+  EXPECT_LT(early.exposed_ms(), 0.5 * late.exposed_ms());
+}
+
+TEST(ProbeSchedule, AnItemWaitsForTheAfterItNeeds) {
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto log = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(what);
+  };
+  std::vector<ScheduleItem> items(2);
+  items[0].after = [&] {
+    SleepMs(20);
+    log("a0");
+  };
+  items[1].waits_for = 0;
+  items[1].compute = [&] { log("c1"); };
+  CommStream stream;
+  RunSchedule(items, true, stream);
+  EXPECT_THAT(order, ElementsAre("a0", "c1"));
 }
 
 }  // namespace

@@ -203,6 +203,83 @@ TEST_F(ProbeOverlap, ParamGatherOverlapHidesTheAllGatherBehindTheForward) {
       "comm_overlap.overlap_param_gather", "false", "true", "dp-param", 0.7);
 }
 
+// The optimizer step (half the forward's device time) writes each bucket's shard; with the
+// field on, the first bucket's all-gather runs during the rest of the step instead of in front
+// of the forward.
+TEST_F(ProbeOverlap, ParamGatherWithOptimizerStepHidesTheFirstGather) {
+  ExpectLessExposed(
+      2,
+      {"--steps", "4", "--compute-ms", "120", "--params", "65536", "--buckets", "4", "--link-gbps",
+       "0.025", "--timeout", "30", "ddp.use_distributed_optimizer=true",
+       "comm_overlap.overlap_param_gather=true"},
+      "comm_overlap.overlap_param_gather_with_optimizer_step", "false", "true", "dp-param", 0.5);
+}
+
+// pp 2 x vpp 2 x dp 2: without alignment each model chunk's first all-gather is exposed when
+// that chunk first runs; aligned, both chunks' gathers start together and only one is.
+TEST_F(ProbeOverlap, AlignParamGatherLaunchesEveryChunksGatherTogether) {
+  ExpectLessExposed(4,
+                    {"--steps",
+                     "4",
+                     "--compute-ms",
+                     "120",
+                     "--params",
+                     "65536",
+                     "--buckets",
+                     "4",
+                     "--link-gbps",
+                     "0.03",
+                     "--timeout",
+                     "30",
+                     "--microbatches",
+                     "1",
+                     "--layers",
+                     "2",
+                     "--layer-ms",
+                     "1",
+                     "--tokens",
+                     "8",
+                     "--hidden",
+                     "16",
+                     "ddp.use_distributed_optimizer=true",
+                     "comm_overlap.overlap_param_gather=true",
+                     "model.pipeline_model_parallel_size=2",
+                     "model.virtual_pipeline_model_parallel_size=2"},
+                    "comm_overlap.align_param_gather", "false", "true", "dp-param", 0.75);
+}
+
+// The last stage's output-layer wgrad (one layer's forward time per micro-batch) delays every
+// backward exchange; deferred, it runs at the end while the last exchange is in flight.
+const std::vector<std::string> kDeferBase =
+    With(kSmall, {"--link-gbps", "0.1", "model.pipeline_model_parallel_size=2",
+                  "comm_overlap.batch_p2p_comm=true", "comm_overlap.wgrad_deferral_limit=0"});
+
+TEST_F(ProbeOverlap, DeferredEmbeddingWgradLeavesTheBackwardExchangesEarlier) {
+  ExpectLessExposed(2, kDeferBase, "comm_overlap.defer_embedding_wgrad_compute", "false", "true",
+                    "pp-p2p", 0.8);
+}
+
+// wgrad_deferral_limit as Megatron-Core reads it: 0 defers every micro-batch, 1 only the first
+// (so more stays exposed), and a negative limit with the deferral on is refused.
+TEST_F(ProbeOverlap, DeferralLimitZeroDefersMoreThanLimitOneAndNegativeIsRefused) {
+  const auto defer = With(kDeferBase, {"comm_overlap.defer_embedding_wgrad_compute=true"});
+  ExpectLessExposed(2, defer, "comm_overlap.wgrad_deferral_limit", "1", "0", "pp-p2p", 0.9);
+  const RankRuns refused = RunRanks(2, With(defer, {"comm_overlap.wgrad_deferral_limit=-1"}));
+  EXPECT_TRUE(refused.all_exited(kExitUsage)) << refused.rank0();
+  EXPECT_THAT(refused.rank0(), HasSubstr("refuses a negative limit when the deferral is on"));
+}
+
+// tp 2: the first preset's fc2_fprop is ring_exchange (tp = 2 chunks per GEMM), the second's a
+// pipeline of num_splits 4: more, smaller pieces leave less of the collectives exposed.
+TEST_F(ProbeOverlap, UserbuffersPresetWithMoreSplitsExposesLessTpCommunication) {
+  ExpectLessExposed(
+      2,
+      With(kSmall, {"--link-gbps", "0.1", "model.tensor_model_parallel_size=2",
+                    "model.sequence_parallel=true", "comm_overlap.tp_comm_overlap=true"}),
+      "comm_overlap.tp_comm_overlap_cfg", "userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192",
+      "userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192", "tp", 0.8);
+}
+
 TEST_F(ProbeOverlap, SmallerBucketsLetTheOverlappedAllReduceStartEarlier) {
   ExpectLessExposed(2,
                     {"--steps", "4", "--compute-ms", "40", "--params", "65536", "--link-gbps",
@@ -246,19 +323,21 @@ TEST_F(ProbeOverlap, AWrongValueInAnyPhaseStopsEveryRankWithExitFour) {
 // What the demo shows: each forwarded field says what it does in this run; none is silently
 // accepted.
 TEST_F(ProbeOverlap, EveryForwardedFieldSaysWhatItChanges) {
-  const std::vector<std::string> fields{"tp_comm_overlap=false",
-                                        "tp_comm_bootstrap_backend=nccl",
-                                        "overlap_p2p_comm=false",
-                                        "batch_p2p_comm=false",
-                                        "defer_embedding_wgrad_compute=false",
-                                        "wgrad_deferral_limit=-1",
-                                        "overlap_moe_expert_parallel_comm=false",
-                                        "delay_wgrad_compute=false",
-                                        "overlap_grad_reduce=true",
-                                        "overlap_param_gather=true",
-                                        "overlap_param_gather_with_optimizer_step=false",
-                                        "align_param_gather=false",
-                                        "bucket_size=134217728"};
+  const std::vector<std::string> fields{
+      "tp_comm_overlap=false",
+      "tp_comm_overlap_cfg=userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192",
+      "tp_comm_bootstrap_backend=nccl",
+      "overlap_p2p_comm=false",
+      "batch_p2p_comm=false",
+      "defer_embedding_wgrad_compute=false",
+      "wgrad_deferral_limit=-1",
+      "overlap_moe_expert_parallel_comm=false",
+      "delay_wgrad_compute=false",
+      "overlap_grad_reduce=true",
+      "overlap_param_gather=true",
+      "overlap_param_gather_with_optimizer_step=false",
+      "align_param_gather=false",
+      "bucket_size=134217728"};
   std::vector<std::string> args{"--steps",   "2",        "--compute-ms",
                                 "2",         "--params", "4096",
                                 "--timeout", "30",       "ddp.use_distributed_optimizer=true"};
@@ -267,7 +346,10 @@ TEST_F(ProbeOverlap, EveryForwardedFieldSaysWhatItChanges) {
   ASSERT_TRUE(run.all_exited(0)) << run.rank0();
   for (const auto& f : fields)
     EXPECT_THAT(run.rank0(), HasSubstr("bridge-probe: overlap knob " + f + ": ")) << f;
-  EXPECT_THAT(run.rank0(), Not(HasSubstr("no effect")));
+  EXPECT_THAT(run.rank0(), Not(HasSubstr("accepted, no effect")));
+  EXPECT_THAT(run.rank0(), Not(HasSubstr("not modeled: ")));
+  EXPECT_THAT(run.rank0(), HasSubstr("overlap knob tp_comm_bootstrap_backend=nccl: bootstrap "
+                                     "only: no effect on step time, nothing to emulate"));
   EXPECT_THAT(run.rank0(), HasSubstr("env check: CUDA_DEVICE_MAX_CONNECTIONS is"));
   EXPECT_THAT(run.rank0(), HasSubstr("cannot show its effect"));
 }
