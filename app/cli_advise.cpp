@@ -15,15 +15,6 @@ namespace bridge {
 namespace {
 
 // Plans and renders for the chosen executor, as `validate` does (validate ok => --dry-run ok).
-Plan checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
-  Plan plan = build_plan(make_request(o), c.services.env, diags);
-  if (!plan.complete || diags.has_errors()) return plan;
-  if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
-    executor->render(plan, dry_run_identity(plan), diags);
-  plan.complete = !diags.has_errors();
-  return plan;
-}
-
 // The plan options of this call as argv words, so the ablate command plans the same job.
 std::vector<std::string> option_args(const Options& o) {
   std::vector<std::string> args;
@@ -136,7 +127,7 @@ std::string advice_to_text(const Plan& plan, const std::vector<Advice>& advice) 
 
 int cmd_advise(const Options& o, const Context& c) {
   Diagnostics diags(o.strict);
-  Plan plan = checked_plan(o, c, diags);
+  Plan plan = build_checked_plan(o, c, diags);
   bool ok = plan.complete && !diags.has_errors();
   if (!ok) {
     if (o.format == "json") {
@@ -155,7 +146,7 @@ int cmd_advise(const Options& o, const Context& c) {
     Options variant = o;
     variant.overrides.insert(variant.overrides.end(), extra.begin(), extra.end());
     Diagnostics found(o.strict);  // --strict applies to the advice's plans too
-    checked_plan(variant, c, found);
+    build_checked_plan(variant, c, found);
     copy_items(found, out);
   };
   std::vector<Advice> advice = advise_overlap(plan, invocation, check);

@@ -198,19 +198,6 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   return rec;
 }
 
-// Pre-flight: the chosen executor renders the job (pure: nothing is written or run), so
-// every refusal `--dry-run` or a submission would report for a reason bridge-launch can know
-// (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
-// reported by `validate` and `plan` too. validate ok implies --dry-run ok.
-Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
-  Plan plan = build_plan(make_request(o), c.services.env, diags);
-  if (!plan.complete || diags.has_errors()) return plan;
-  if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
-    executor->render(plan, dry_run_identity(plan), diags);
-  plan.complete = !diags.has_errors();
-  return plan;
-}
-
 }  // namespace
 
 int cmd_validate(const Options& o, const Context& c) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/services.h"
 #include "launcher/compare.h"
 #include "launcher/jobs/failure_triage.h"
 #include "launcher/jobs/triage_output.h"
@@ -36,6 +37,19 @@ PlanRequest make_request(const Options& o) {
   r.executor = o.executor;
   r.strict = o.strict;
   return r;
+}
+
+// Pre-flight: the chosen executor renders the job (pure: nothing is written or run), so
+// every refusal `--dry-run` or a submission would report for a reason bridge-launch can know
+// (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
+// reported by `validate` and `plan` too. validate ok implies --dry-run ok.
+Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
+  Plan plan = build_plan(make_request(o), c.services.env, diags);
+  if (!plan.complete || diags.has_errors()) return plan;
+  if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
+    executor->render(plan, dry_run_identity(plan), diags);
+  plan.complete = !diags.has_errors();
+  return plan;
 }
 
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,

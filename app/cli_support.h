@@ -16,6 +16,10 @@ namespace bridge {
 
 PlanRequest make_request(const Options& o);
 
+// The plan of `o`, rendered by its executor as a pre-flight check (nothing is written or
+// run): what validate, plan and advise report, so validate ok implies --dry-run ok.
+Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags);
+
 // Diagnostics to `err`; with errors before submission, the "nothing was submitted" line.
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit = true);

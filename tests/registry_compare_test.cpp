@@ -219,6 +219,19 @@ TEST_F(RegistryTest, PutListAndFindByIdPrefixOrSchedulerId) {
   EXPECT_TRUE(diags.has_code("unknown-job"));
 }
 
+// `status demo` means the latest job of the recipe named demo.
+TEST_F(RegistryTest, ARecipeNameSelectsItsLatestJob) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  ASSERT_TRUE(reg.put(record("demo-20261129-100000-aaaa", "2026-11-29T10:00:00.000Z"), diags));
+  ASSERT_TRUE(reg.put(record("demo-20261129-110000-cccc", "2026-11-29T11:00:00.000Z"), diags));
+  ASSERT_TRUE(reg.put(record("demo-20261129-103000-bbbb", "2026-11-29T10:30:00.000Z"), diags));
+  auto latest = reg.find("demo", diags);
+  ASSERT_TRUE(latest) << diags.items().size();
+  EXPECT_EQ(latest->id, "demo-20261129-110000-cccc");
+  EXPECT_FALSE(diags.has_errors());
+}
+
 TEST_F(RegistryTest, AmbiguousPrefixIsAnErrorListingTheCandidates) {
   JobRegistry reg(dir_.string());
   Diagnostics diags;

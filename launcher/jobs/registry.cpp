@@ -372,10 +372,14 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
 std::optional<JobRecord> JobRegistry::find(const std::string& ref, Diagnostics& diags) const {
   std::vector<JobRecord> all = list(diags);
   std::vector<const JobRecord*> hits;
+  const JobRecord* latest_named = nullptr;  // a recipe name stands for its latest job
   for (const auto& r : all) {
     if (r.id == ref) return r;
     if (r.id.rfind(ref, 0) == 0 || r.scheduler_id == ref) hits.push_back(&r);
+    if (r.name == ref && (!latest_named || r.submitted_at > latest_named->submitted_at))
+      latest_named = &r;  // ISO 8601 UTC times sort as text
   }
+  if (latest_named) return *latest_named;
   if (hits.size() == 1) return *hits[0];
   if (hits.empty()) {
     diags.error("unknown-job", "", {}, fmt::format("no job `{}` in the registry {}", ref, dir_),
@@ -385,7 +389,7 @@ std::optional<JobRecord> JobRegistry::find(const std::string& ref, Diagnostics& 
     for (const auto* h : hits) ids += " " + h->id;
     diags.error("ambiguous-job", "", {},
                 fmt::format("`{}` matches {} jobs:{}", ref, hits.size(), ids),
-                "give more characters of the id");
+                "give more characters of the id, or the recipe name for its latest job");
   }
   return std::nullopt;
 }

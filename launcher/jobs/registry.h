@@ -74,7 +74,8 @@ class JobRegistry {
   bool put(const JobRecord& r, Diagnostics& diags, bool create = false) const;
   // Every readable entry, oldest first; damaged files become warnings.
   std::vector<JobRecord> list(Diagnostics& diags) const;
-  // By exact id or unique prefix; errors name the ambiguity or suggest ids.
+  // By exact id, a recipe name (its latest job), a unique id prefix or a scheduler id;
+  // errors name the ambiguity or suggest ids.
   std::optional<JobRecord> find(const std::string& ref, Diagnostics& diags) const;
 
  private:

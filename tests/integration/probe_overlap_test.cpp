@@ -35,21 +35,6 @@ using ::testing::Not;
 constexpr int kExitUsage = 2;
 constexpr int kExitWrongResult = 4;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 struct RankRuns {
   std::vector<int> exit_codes;
   std::vector<std::string> logs;  // stdout and stderr of each rank
@@ -71,7 +56,7 @@ const std::vector<std::string> kSmall{
 
 RankRuns RunRanks(int world, const std::vector<std::string>& args) {
   test::TempDir dir;
-  const int port = FreePort();
+  const int port = test::free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < world; ++rank) {
     std::vector<std::string> argv{BRIDGE_PROBE_BIN};

@@ -176,25 +176,9 @@ TEST_F(ProbePlanCheckTest, MalformedPlanIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("BRIDGE_EXPECTED_PLAN: entry 'model.precision' is not key=value"));
 }
 
-// A TCP port nobody listens on right now (the kernel's choice for an ephemeral bind).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 TEST_F(ProbePlanCheckTest, ConflictOnRankOneFailsBothRanksWithoutAHang) {
   test::TempDir dir;
-  const int port = FreePort();
+  const int port = test::free_port();
   ASSERT_GT(port, 0);
   const std::string plan = "cluster.num_gpus=2;model.tensor_model_parallel_size=1";
   std::vector<pid_t> pids;

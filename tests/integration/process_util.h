@@ -5,8 +5,11 @@
 #ifndef BRIDGE_TESTS_INTEGRATION_PROCESS_UTIL_H_
 #define BRIDGE_TESTS_INTEGRATION_PROCESS_UTIL_H_
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +23,22 @@
 #include "test_util.h"
 
 namespace bridge::test {
+
+// A TCP port nobody listens on right now (the kernel's choice for an ephemeral bind).
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 // Processes (not zombies) whose command line mentions `marker`.
 inline std::vector<pid_t> processes_with(const std::string& marker) {
