@@ -30,7 +30,9 @@ Plan plan_for(int64_t ng, const std::string& executor) {
   PlanRequest req;
   req.recipe_path = "moe.yaml";
   req.executor = executor;
+  // The global batch grows with the GPUs: it must stay a multiple of micro_batch * dp (T7).
   req.overrides = {"cluster.num_gpus=" + std::to_string(ng), "cluster.gpus_per_node=8",
+                   "train.global_batch_size=" + std::to_string(ng),
                    "model.expert_model_parallel_size=8",
                    "runtime.container_image=nvcr.io/nvidia/nemo:25.11"};
   Diagnostics diags;

@@ -205,7 +205,7 @@ void resolve_tp_config(const Recipe& r, const Topology& t, bool tp_gated, Resolv
 //   batch_p2p_comm are both true (ModelParallelConfig documents them as exclusive).
 // - With vpp 1 the interleaved schedule runs one model chunk per stage: the P2P overlap is
 //   used, but with nothing to interleave the pipeline bubble is the non-interleaved one.
-// E6: Megatron-Core's TransformerConfig refuses defer_embedding_wgrad_compute with a negative
+// E7: Megatron-Core's TransformerConfig refuses defer_embedding_wgrad_compute with a negative
 // wgrad_deferral_limit (ValueError when the model is built), and -1 is the default limit.
 void check_wgrad_deferral(const Recipe& r, const ResolvedOverlap& o, Diagnostics& diags) {
   if (!o.defer_embedding_wgrad_compute.value.value_or(false)) return;

@@ -201,6 +201,22 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
                 m.virtual_pipeline_model_parallel_size.loc,
                 "virtual_pipeline_model_parallel_size is set but pipeline_model_parallel_size is 1",
                 "remove vpp, or set pipeline_model_parallel_size > 1");
+  // T7: Megatron splits the global batch into micro-batches of every data-parallel rank;
+  // it refuses a global batch that is not a multiple of micro_batch_size * dp at start-up.
+  const TrainSpec& tr = r.train;
+  if (t.dp > 0 && tr.global_batch_size.is_set() && tr.micro_batch_size.is_set()) {
+    int64_t gbs = *tr.global_batch_size.value, mbs = *tr.micro_batch_size.value;
+    std::optional<int64_t> per_step = product({mbs, t.dp});
+    if (per_step && gbs % *per_step != 0)
+      diags.error(
+          "batch-not-divisible", "train.global_batch_size", tr.global_batch_size.loc,
+          fmt::format("global_batch_size ({}) is not a multiple of micro_batch_size * dp "
+                      "= {}*{} = {}",
+                      gbs, mbs, t.dp, *per_step),
+          fmt::format("use a global batch that is a multiple of {} (e.g. {}), or change "
+                      "micro_batch_size",
+                      *per_step, product({gbs / *per_step + 1, *per_step}).value_or(*per_step)));
+  }
   if (m.sequence_parallel.get_or(false) && t.tp == 1)
     diags.warning("sequence-parallel-without-tp", "model.sequence_parallel",
                   m.sequence_parallel.loc, "sequence_parallel has no effect with tp == 1",

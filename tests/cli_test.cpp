@@ -616,7 +616,7 @@ TEST_F(CliTest, ValidateRunsTheExecutorPreflight) {
   };
   std::vector<Case> cases{
       {{"-e", "kubernetes", demo}, "k8s-container-image-required"},
-      {{"-ng", "8", "-gn", "4", demo}, "local-needs-one-node"},
+      {{"-ng", "8", "-gn", "4", demo, "train.global_batch_size=8"}, "local-needs-one-node"},
       {{"-e", "slurm", demo, "executor.slurm.time=soon"}, ""},
       {{demo, "cluster.gpu=h10"}, "unknown-gpu"},
   };

@@ -281,7 +281,7 @@ TEST(OverlapPrecedence, UnknownBootstrapBackendIsAnError) {
 }
 
 // Megatron-Core's TransformerConfig raises ValueError for a deferred embedding wgrad with a
-// negative limit, and -1 is the default limit (E6).
+// negative limit, and -1 is the default limit (E7).
 TEST(OverlapPipeline, DeferredEmbeddingWgradNeedsANonNegativeLimit) {
   Outcome run = resolve(
       {"model.pipeline_model_parallel_size=2", "comm_overlap.defer_embedding_wgrad_compute=true"});

@@ -115,6 +115,30 @@ TEST(TopologyTest, EtpDefaultsToTp) {
   EXPECT_EQ(explicit_etp.topology->etp, 1);
 }
 
+// T7: Megatron refuses a global batch that micro-batches of every data-parallel rank cannot
+// split evenly; the job would fail after queueing.
+TEST(TopologyTest, T7GlobalBatchMustBeAMultipleOfMicroBatchTimesDp) {
+  Result r = topo(
+      "cluster: {num_gpus: 8, gpus_per_node: 8}\n"
+      "model: {tensor_model_parallel_size: 2}\n"
+      "train: {global_batch_size: 12, micro_batch_size: 2}\n");
+  EXPECT_FALSE(r.topology);
+  const Diagnostic* d = find_diag(r.diags, "batch-not-divisible");
+  ASSERT_NE(d, nullptr) << dump(r.diags);
+  EXPECT_EQ(d->path, "train.global_batch_size");
+  EXPECT_THAT(d->message, HasSubstr("global_batch_size (12) is not a multiple of "
+                                    "micro_batch_size * dp = 2*4 = 8"));
+  EXPECT_THAT(d->help, HasSubstr("a multiple of 8 (e.g. 16)"));
+  EXPECT_EQ(d->loc.line, 4);  // after the `name:` line topo() writes
+  EXPECT_TRUE(topo("cluster: {num_gpus: 8, gpus_per_node: 8}\n"
+                   "model: {tensor_model_parallel_size: 2}\n"
+                   "train: {global_batch_size: 16, micro_batch_size: 2}\n")
+                  .topology);
+  // Only the global batch set: the runtime's micro batch decides, nothing to check here.
+  EXPECT_TRUE(
+      topo("cluster: {num_gpus: 8, gpus_per_node: 8}\ntrain: {global_batch_size: 12}\n").topology);
+}
+
 TEST(TopologyTest, T1NumGpusMustBeAMultipleOfGpusPerNode) {
   Result r = topo("cluster:\n  num_gpus: 12\n  gpus_per_node: 8\n");
   EXPECT_FALSE(r.topology);

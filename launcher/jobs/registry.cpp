@@ -141,17 +141,20 @@ void JobRegistry::release_id(const std::string& id) const {
   if (valid_id(id)) fs::remove(reservation_path(fs::path(dir_) / "jobs", id), ec);
 }
 
+bool JobRegistry::write_failed(const std::string& id, const std::string& what,
+                               Diagnostics& diags) const {
+  diags.error("registry-write", "", {},
+              fmt::format("cannot record job {} in the registry {}: {}", id, dir_, what),
+              "check that the directory is writable and the disk not full "
+              "(set BRIDGE_LAUNCH_STATE_DIR or XDG_STATE_HOME to move it)");
+  return false;
+}
+
 bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const {
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   fs::create_directories(jobs, ec);
-  auto fail = [&](const std::string& what) {
-    diags.error("registry-write", "", {},
-                fmt::format("cannot record job {} in the registry {}: {}", r.id, dir_, what),
-                "check that the directory is writable and the disk not full "
-                "(set BRIDGE_LAUNCH_STATE_DIR or XDG_STATE_HOME to move it)");
-    return false;
-  };
+  auto fail = [&](const std::string& what) { return write_failed(r.id, what, diags); };
   if (ec) return fail(ec.message());
   if (!valid_id(r.id)) return fail("invalid job id");
   DirLock lock(dir_, lock_timeout_);
@@ -265,13 +268,7 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
 
 bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
                                  Diagnostics& diags) const {
-  auto fail = [&](const std::string& what) {
-    diags.error("registry-write", "", {},
-                fmt::format("cannot record job {} in the registry {}: {}", r.id, dir_, what),
-                "check that the directory is writable and the disk not full "
-                "(set BRIDGE_LAUNCH_STATE_DIR or XDG_STATE_HOME to move it)");
-    return false;
-  };
+  auto fail = [&](const std::string& what) { return write_failed(r.id, what, diags); };
   nlohmann::ordered_json now = job_record_to_json(r);
   nlohmann::ordered_json changed = nlohmann::ordered_json::object();
   for (const auto& [key, value] : now.items()) {

@@ -80,6 +80,8 @@ class JobRegistry {
 
  private:
   std::string lock_error() const;
+  // The one "cannot record job" error (put and commit_pending); always returns false.
+  bool write_failed(const std::string& id, const std::string& what, Diagnostics& diags) const;
   std::string dir_;
   std::chrono::milliseconds lock_timeout_;
 };

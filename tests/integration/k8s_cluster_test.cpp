@@ -60,7 +60,8 @@ class K8sCluster : public ::testing::Test {
     return {{"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}, {"BRIDGE_IT_SECRET", kSecret}};
   }
 
-  // The demo recipe on Kubernetes, 2 pods x 8 GPUs, with a hostile -E value and a secret.
+  // The demo recipe on Kubernetes, 2 pods x 8 GPUs (its batch scaled to the 16 ranks), with a
+  // hostile -E value and a secret.
   std::vector<std::string> argv(const std::vector<std::string>& extra) const {
     std::vector<std::string> a{BRIDGE_LAUNCH_BIN,
                                "-e",
@@ -70,6 +71,7 @@ class K8sCluster : public ::testing::Test {
                                "-gn",
                                "8",
                                kRecipe,
+                               "train.global_batch_size=16",  // 16 ranks: a multiple of dp (T7)
                                std::string("runtime.container_image=") + kImage,
                                "env.BRIDGE_IT_TOKEN={value: \"${BRIDGE_IT_SECRET}\", secret: true}",
                                "-E",
