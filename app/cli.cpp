@@ -281,14 +281,24 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   init_cmd->footer("Example: bridge-launch init --shape moe -g h100 -ng 16 -o my-moe.yaml");
   std::string shell;
   CLI::App* completion_cmd =
-      app.add_subcommand("completion", "print a shell completion script (bash or zsh)");
-  completion_cmd->add_option("shell", shell, "bash or zsh")
+      app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
+  completion_cmd->add_option("shell", shell, "bash, zsh or fish")
       ->required()
-      ->check(CLI::IsMember({"bash", "zsh"}));
-  completion_cmd->footer("Example: source <(bridge-launch completion bash)");
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  completion_cmd->footer(
+      "Examples: source <(bridge-launch completion bash)\n"
+      "          bridge-launch completion fish > ~/.config/fish/completions/bridge-launch.fish");
+  std::string schema_format = "json";
+  CLI::App* schema_cmd =
+      app.add_subcommand("schema", "print the recipe's JSON Schema (for editors and validators)");
+  schema_cmd->add_option("--format", schema_format, "output format (json only)")
+      ->check(CLI::IsMember({"json"}));
+  schema_cmd->footer(
+      "Example: bridge-launch schema > bridge-launch.schema.json\n"
+      "  then start a recipe with: # yaml-language-server: $schema=./bridge-launch.schema.json");
   for (CLI::App* sub :
        {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd, why_cmd, cancel_cmd,
-        compare_cmd, ablate_cmd, advise_cmd, init_cmd, completion_cmd})
+        compare_cmd, ablate_cmd, advise_cmd, init_cmd, completion_cmd, schema_cmd})
     sub->fallthrough();
 
   // Arguments end up in messages, JSON output and registry records, which are UTF-8 text
@@ -344,6 +354,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     out << *completion_script(shell);
     return kExitOk;
   }
+  if (schema_cmd->parsed()) return cmd_schema(ctx);
   if (list_cmd->parsed()) return cmd_list(list_o, ctx);
   if (status_cmd->parsed()) return cmd_status(status_o, ctx);
   if (logs_cmd->parsed()) return cmd_logs(logs_o, ctx);

@@ -83,5 +83,7 @@ struct InitOptions {
 };
 int cmd_advise(const Options& o, const Context& c);
 int cmd_init(const InitOptions& o, const Context& c);
+// schema (app/cli_schema.cpp): the recipe's JSON Schema on stdout (JSON is its only format).
+int cmd_schema(const Context& c);
 
 }  // namespace bridge

@@ -501,22 +501,34 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     bool wait_later = o.wait && !runs_here;
     o.wait = o.wait && !wait_later;
     std::string id;
-    int rc = launch_planned(o, c, plan, diags, &id);
+    int rc = launch_planned(o, c, plan, diags, &id, static_cast<int>(i));
     if (!id.empty()) cmp.jobs.push_back(id);
     if (!id.empty() && wait_later) to_wait.push_back(id);
     if (rc != kExitOk) worst = rc;
     if (rc == kExitInterrupted) return rc;
   }
+  // Every waited job of one executor is followed by one wait: one scheduler query per poll
+  // for all of them, not one per job.
+  std::map<std::string, std::vector<JobRecord>> waited;  // executor -> records
   for (const auto& id : to_wait) {
     Diagnostics diags;
     auto rec = c.services.registry.find(id, diags);
-    std::unique_ptr<Executor> ex = rec ? c.services.executor(rec->executor) : nullptr;
-    if (!rec || !ex) {
+    if (!rec) {
       print_diagnostics(diags, c.err, c.color, false);
       worst = kExitRuntime;
       continue;
     }
-    int rc = wait_for_job(*ex, *rec, c.services.registry, c);
+    waited[rec->executor].push_back(std::move(*rec));
+  }
+  for (auto& [name, records] : waited) {
+    std::unique_ptr<Executor> ex = c.services.executor(name);
+    if (!ex) {
+      worst = kExitRuntime;
+      continue;
+    }
+    std::vector<JobRecord*> pointers;
+    for (auto& r : records) pointers.push_back(&r);
+    int rc = wait_for_jobs(*ex, pointers, c.services.registry, c);
     if (rc != kExitOk) worst = rc;
     if (rc == kExitInterrupted) return rc;
   }

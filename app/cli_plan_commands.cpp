@@ -74,24 +74,52 @@ void note_seen_times(JobStatus& st, const JobRecord& rec, const std::string& now
 
 }  // namespace
 
-// Follows a scheduler job until it ends. SIGINT stops the waiting only: the job keeps
-// running and `status` still finds it.
-int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
-                 const Context& c) {
+namespace {
+
+// One waited job: its record (kept current) and the last line printed for it.
+struct WaitedJob {
+  JobRecord* rec;
+  std::string last_line;
+  bool done = false;
+};
+
+// The states of the waited jobs that have not ended, by one scheduler query: `poll` (the
+// cheapest query for one job) when one is left, else `status` over all of them (one squeue,
+// one `kubectl get` per namespace), whatever their number.
+std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<WaitedJob*>& open,
+                                Diagnostics& diags) {
+  if (open.size() == 1) return {executor.poll(*open.front()->rec, diags)};
+  std::vector<JobRecord> records;
+  for (const auto* w : open) records.push_back(*w->rec);
+  return executor.status(records, diags);
+}
+
+}  // namespace
+
+// Follows scheduler jobs until they end. SIGINT stops the waiting only: the jobs keep
+// running and `status` still finds them.
+int wait_for_jobs(const Executor& executor, std::vector<JobRecord*> records, const JobRegistry& reg,
+                  const Context& c) {
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_handler = on_wait_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   g_wait_interrupted = false;
-  bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr;
+  // One job gets one live line rewritten in place; several get a line per change.
+  bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr && records.size() == 1;
   auto start = c.services.clock.steady_now();
-  std::string last_line;
-  int rc = kExitRuntime;
+  std::vector<WaitedJob> waited;
+  for (JobRecord* r : records) waited.push_back({r, "", false});
+  int rc = kExitOk;
   int polls = 0;
   for (;;) {
-    // Adaptive polling (app/wait_schedule.h): the job was just accepted, so the first query
-    // waits too; Ctrl-C is still noticed within 200 ms.
+    std::vector<WaitedJob*> open;
+    for (auto& w : waited)
+      if (!w.done) open.push_back(&w);
+    if (open.empty()) break;
+    // Adaptive polling (app/wait_schedule.h): the jobs were just accepted, so the first
+    // query waits too; Ctrl-C is still noticed within 200 ms.
     auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
         c.services.clock.steady_now() - start);
     auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
@@ -99,48 +127,58 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
       c.services.sleeper.sleep_for(std::chrono::milliseconds(200));
     if (g_wait_interrupted) {
       if (tty) c.err << "\n";
-      c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
-                           rec.id, rec.id);
+      for (const auto* w : open)
+        c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
+                             w->rec->id, w->rec->id);
       rc = kExitInterrupted;
       break;
     }
     Diagnostics diags;
-    JobStatus st = executor.poll(rec, diags);
-    note_seen_times(st, rec, utc_time_text(c.services.clock.now()));
-    if (st.state == JobState::kRunning && rec.state != JobState::kRunning) {
-      Diagnostics ignored;  // the start time is recorded once; `status` retries a failed write
-      JobLifecycle(reg).observe(rec, st, ignored);
-    }
-    std::optional<JobProgress> progress;
-    if (st.state == JobState::kRunning) progress = live_progress(executor, rec);
-    std::string line = fmt::format(
-        "{} {}{}{}", rec.id, job_state_name(st.state),
-        progress ? " " + progress_text(*progress) : "",
-        st.detail.empty() || st.detail == job_state_name(st.state) ? "" : " (" + st.detail + ")");
-    auto waited =
-        std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start);
-    auto ran = job_elapsed(rec, c.services.clock.now());
-    std::string clock =
-        ran ? "[elapsed " + duration_text(*ran) + "]" : "[waited " + duration_text(waited) + "]";
-    if (tty)
-      c.err << fmt::format("\r\033[K{} {}", line, clock) << std::flush;
-    else if (line != last_line)
-      c.err << line << " " << clock << "\n";
-    last_line = line;
-    if (is_final(st.state)) {
+    std::vector<JobStatus> states = poll_all(executor, open, diags);
+    for (size_t i = 0; i < open.size() && i < states.size(); ++i) {
+      WaitedJob& w = *open[i];
+      JobRecord& rec = *w.rec;
+      JobStatus& st = states[i];
+      note_seen_times(st, rec, utc_time_text(c.services.clock.now()));
+      if (st.state == JobState::kRunning && rec.state != JobState::kRunning) {
+        Diagnostics ignored;  // the start time is recorded once; `status` retries a failed write
+        JobLifecycle(reg).observe(rec, st, ignored);
+      }
+      std::optional<JobProgress> progress;
+      if (st.state == JobState::kRunning) progress = live_progress(executor, rec);
+      std::string line = fmt::format(
+          "{} {}{}{}", rec.id, job_state_name(st.state),
+          progress ? " " + progress_text(*progress) : "",
+          st.detail.empty() || st.detail == job_state_name(st.state) ? "" : " (" + st.detail + ")");
+      auto waited_for =
+          std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start);
+      auto ran = job_elapsed(rec, c.services.clock.now());
+      std::string clock = ran ? "[elapsed " + duration_text(*ran) + "]"
+                              : "[waited " + duration_text(waited_for) + "]";
+      if (tty)
+        c.err << fmt::format("\r\033[K{} {}", line, clock) << std::flush;
+      else if (line != w.last_line)
+        c.err << line << " " << clock << "\n";
+      w.last_line = line;
+      if (!is_final(st.state)) continue;
       if (tty) c.err << "\n";
       Diagnostics ignored;  // a stale entry is refreshed by the next `status`
       JobLifecycle(reg).observe(rec, st, ignored);
-      rc = st.state == JobState::kSucceeded ? kExitOk : kExitRuntime;
+      if (st.state != JobState::kSucceeded) rc = kExitRuntime;
       rec.state = st.state;
       rec.state_detail = st.detail;
       print_failure_summary(executor, rec, c.err);
-      break;
+      w.done = true;
     }
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return rc;
+}
+
+int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
+                 const Context& c) {
+  return wait_for_jobs(executor, {&rec}, reg, c);
 }
 
 namespace {
@@ -245,7 +283,7 @@ int cmd_plugins(const std::string& format, const Context& c) {
 }
 
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id) {
+                   std::string* job_id, int sequence) {
   auto fail = [&](int code) {
     if (o.format == "json")
       c.out
@@ -267,7 +305,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   // with the reserved job id (render is pure, so both differ only in what the id names).
   std::unique_ptr<PreparedJob> preview = executor->render(plan, dry_run_identity(plan), diags);
   if (!preview || diags.has_errors()) return fail(kExitUsage);
-  print_diagnostics(diags, c.err, c.color);  // warnings stay visible (E7)
+  print_diagnostics(diags, c.err, c.color);  // warnings stay visible in every output
   if (o.dry_run) {
     c.out << preview->dry_run_text();
     return kExitOk;
@@ -284,7 +322,8 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   }
   rec.id = *id;
   if (job_id) *job_id = rec.id;
-  std::unique_ptr<PreparedJob> job = executor->render(plan, SubmissionIdentity{rec.id}, diags);
+  std::unique_ptr<PreparedJob> job =
+      executor->render(plan, SubmissionIdentity{rec.id, sequence}, diags);
   if (!job) {  // cannot happen when the preview rendered; never submit without a render
     reg.release_id(rec.id);
     return fail(kExitUsage);

@@ -37,9 +37,14 @@ void print_failure_summary(const Executor& executor, const JobRecord& job, std::
 // stderr, the failure summary); SIGINT stops the waiting only. Returns the exit code.
 int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
                  const Context& c);
+// The same for several jobs of one executor (an ablate): each poll asks the scheduler about
+// all the jobs not yet ended with one query. Exit code: 0 when every job succeeded.
+int wait_for_jobs(const Executor& executor, std::vector<JobRecord*> records, const JobRegistry& reg,
+                  const Context& c);
 
-// Plans and launches; `job_id` (optional) receives the registry id once chosen.
+// Plans and launches; `job_id` (optional) receives the registry id once chosen; `sequence`
+// is the job's place among the jobs of this command (SubmissionIdentity::sequence).
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id);
+                   std::string* job_id, int sequence = 0);
 
 }  // namespace bridge

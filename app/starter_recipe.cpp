@@ -71,66 +71,73 @@ void header(Writer& w, const StarterChoices& c, const Layout& l) {
   w.blank();
 }
 
-void dense_model(Writer& w, const Layout& l) {
+// The published model each shape is modelled on (the header names it): the values its keys
+// take in the model section.
+struct StarterModel {
+  const char* family;
+  const char* recipe;
+  int seq_length;
+  int num_layers;
+  int hidden_size;
+};
+constexpr StarterModel kLlama3_8b{"llama", "llama3_8b", 8192, 32, 4096};
+constexpr StarterModel kQwen3_30bA3b{"qwen", "qwen3_30b_a3b", 4096, 48, 2048};
+
+// One model section for both shapes, the keys in one order. MoE adds its expert keys, and a
+// few keys are commented for the shape (MoE: what EP overlap needs of them).
+void model(Writer& w, const Layout& l, bool moe) {
+  const StarterModel& m = moe ? kQwen3_30bA3b : kLlama3_8b;
   w.raw("model:");
-  w.key(1, "family: llama", "Megatron-Bridge model family (run_script.py -m)");
-  w.key(1, "recipe: llama3_8b", "Megatron-Bridge recipe (run_script.py -mr)");
-  w.key(1, "seq_length: 8192", "sequence length (-sl)");
+  w.key(1, fmt::format("family: {}", m.family), "Megatron-Bridge model family (run_script.py -m)");
+  w.key(1, fmt::format("recipe: {}", m.recipe), "Megatron-Bridge recipe (run_script.py -mr)");
+  w.key(1, fmt::format("seq_length: {}", m.seq_length), "sequence length (-sl)");
   w.key(1, fmt::format("tensor_model_parallel_size: {}", l.tp),
-        "tp: splits each layer over GPUs of a node");
-  w.key(1, "pipeline_model_parallel_size: 1", "pp: splits the layers into stages");
+        moe ? "tp: splits each layer over GPUs" : "tp: splits each layer over GPUs of a node");
+  w.key(1, "pipeline_model_parallel_size: 1",
+        moe ? "pp; with pp > 1 EP overlap needs a vpp" : "pp: splits the layers into stages");
   w.key(1, "virtual_pipeline_model_parallel_size: null", "vpp (interleaving); only with pp > 1");
   w.key(1, "context_parallel_size: 1", "cp: splits the sequence");
+  if (moe) {
+    w.key(1, fmt::format("expert_model_parallel_size: {}", l.ep),
+          "ep: experts spread over GPUs; divides num_moe_experts");
+    w.key(1, "expert_tensor_parallel_size: 1", "etp: tp inside each expert");
+  }
   w.key(1, fmt::format("sequence_parallel: {}", yes_no(l.tp > 1)),
-        "needs tp > 1; required by TP overlap");
-  w.key(1, "num_layers: 32", "must divide by pp (and pp * vpp)");
-  w.key(1, "hidden_size: 4096", "selects userbuffers presets (TP overlap)");
+        moe ? "needs tp > 1" : "needs tp > 1; required by TP overlap");
+  w.key(1, fmt::format("num_layers: {}", m.num_layers), "must divide by pp (and pp * vpp)");
+  w.key(1, fmt::format("hidden_size: {}", m.hidden_size),
+        "selects userbuffers presets (TP overlap)");
   w.key(1, "num_attention_heads: 32", "must divide by tp");
-  w.key(1, "precision: bf16", "bf16 | fp16 | fp32");
+  if (moe) {
+    w.key(1, "num_moe_experts: 128", "set = an MoE model (rule T3)");
+    w.key(1, "moe_token_dispatcher_type: alltoall", "EP overlap needs alltoall or flex");
+    w.key(1, "moe_shared_expert_overlap: false", "exclusive with EP overlap");
+    w.key(1, "mtp_num_layers: null", "EP overlap allows null, 0 or 1");
+  }
+  w.key(1, "precision: bf16", moe ? "EP overlap needs bf16 or fp16" : "bf16 | fp16 | fp32");
   w.key(1, "compute_dtype: bf16", "GEMM type: bf16 | fp8_cs | fp8_mx | ...");
-  w.key(1, "recompute_granularity: null", "activation recompute: null | selective | full");
+  w.key(1, "recompute_granularity: null",
+        moe ? "null | selective; full conflicts with EP overlap"
+            : "activation recompute: null | selective | full");
   w.key(1, "gradient_accumulation_fusion: true", "fused weight-gradient accumulation");
-  w.blank();
-  w.raw("comm_overlap:                           # the overlap request (docs/overlap.md)");
-  w.key(1, "tp_comm_overlap: false",
-        l.tp > 1 ? "TP overlap (M1): turn on once the run is stable"
-                 : "TP overlap needs tp >= 2 and sequence_parallel");
-  w.key(1, "tp_comm_overlap_cfg: null", "userbuffers preset or mapping (M6)");
-  w.key(1, "overlap_grad_reduce: null", "DP overlap: null = rules D1/D2 decide");
-  w.key(1, "overlap_param_gather: null", "DP overlap: null = rules D1/D2 decide");
   w.blank();
 }
 
-void moe_model(Writer& w, const Layout& l) {
-  w.raw("model:");
-  w.key(1, "family: qwen", "Megatron-Bridge model family (run_script.py -m)");
-  w.key(1, "recipe: qwen3_30b_a3b", "Megatron-Bridge recipe (run_script.py -mr)");
-  w.key(1, "seq_length: 4096", "sequence length (-sl)");
-  w.key(1, "tensor_model_parallel_size: 1", "tp: splits each layer over GPUs");
-  w.key(1, "pipeline_model_parallel_size: 1", "pp; with pp > 1 EP overlap needs a vpp");
-  w.key(1, "virtual_pipeline_model_parallel_size: null", "vpp (interleaving); only with pp > 1");
-  w.key(1, "context_parallel_size: 1", "cp: splits the sequence");
-  w.key(1, fmt::format("expert_model_parallel_size: {}", l.ep),
-        "ep: experts spread over GPUs; divides num_moe_experts");
-  w.key(1, "expert_tensor_parallel_size: 1", "etp: tp inside each expert");
-  w.key(1, "sequence_parallel: false", "needs tp > 1");
-  w.key(1, "num_layers: 48", "must divide by pp (and pp * vpp)");
-  w.key(1, "hidden_size: 2048", "selects userbuffers presets (TP overlap)");
-  w.key(1, "num_attention_heads: 32", "must divide by tp");
-  w.key(1, "num_moe_experts: 128", "set = an MoE model (rule T3)");
-  w.key(1, "moe_token_dispatcher_type: alltoall", "EP overlap needs alltoall or flex");
-  w.key(1, "moe_shared_expert_overlap: false", "exclusive with EP overlap");
-  w.key(1, "mtp_num_layers: null", "EP overlap allows null, 0 or 1");
-  w.key(1, "precision: bf16", "EP overlap needs bf16 or fp16");
-  w.key(1, "compute_dtype: bf16", "GEMM type: bf16 | fp8_cs | fp8_mx | ...");
-  w.key(1, "recompute_granularity: null", "null | selective; full conflicts with EP overlap");
-  w.key(1, "gradient_accumulation_fusion: true", "fused weight-gradient accumulation");
-  w.blank();
+// The overlap request: the shape's own overlap (MoE: EP, dense: TP) written off until the run
+// is stable; DP overlap left to the rules for both.
+void comm_overlap(Writer& w, const Layout& l, bool moe) {
   w.raw("comm_overlap:                           # the overlap request (docs/overlap.md)");
-  w.key(1, "overlap_moe_expert_parallel_comm: false",
-        l.ep > 1 ? "EP overlap (M3): turn on once the run is stable"
-                 : "EP overlap needs ep > 1 (more GPUs)");
-  w.key(1, "delay_wgrad_compute: false", "only with EP overlap on (M4)");
+  if (moe) {
+    w.key(1, "overlap_moe_expert_parallel_comm: false",
+          l.ep > 1 ? "EP overlap (M3): turn on once the run is stable"
+                   : "EP overlap needs ep > 1 (more GPUs)");
+    w.key(1, "delay_wgrad_compute: false", "only with EP overlap on (M4)");
+  } else {
+    w.key(1, "tp_comm_overlap: false",
+          l.tp > 1 ? "TP overlap (M1): turn on once the run is stable"
+                   : "TP overlap needs tp >= 2 and sequence_parallel");
+    w.key(1, "tp_comm_overlap_cfg: null", "userbuffers preset or mapping (M6)");
+  }
   w.key(1, "overlap_grad_reduce: null", "DP overlap: null = rules D1/D2 decide");
   w.key(1, "overlap_param_gather: null", "DP overlap: null = rules D1/D2 decide");
   w.blank();
@@ -256,10 +263,8 @@ StarterRecipe starter_recipe(const StarterChoices& c) {
   }
   Writer w;
   header(w, c, l);
-  if (c.shape == "moe")
-    moe_model(w, l);
-  else
-    dense_model(w, l);
+  model(w, l, c.shape == "moe");
+  comm_overlap(w, l, c.shape == "moe");
   training(w, c, l);
   executor(w, c);
   out.text = w.text();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side ratios for bridge-launch, measured in one run on this machine (issue 9).
+# Side-by-side ratios for bridge-launch, measured in one run on this machine (docs/performance.md).
 # Each command runs REPEAT times, interleaved with its floor; the table reports medians and
 # min-max. Usage: bench/run.sh [BUILD_DIR]   (REPEAT=N to change the repeat count)
 set -uo pipefail

@@ -44,6 +44,9 @@ struct ExecutorServices {
 // The per-submission inputs of render, fixed once by the CLI before anything is rendered.
 struct SubmissionIdentity {
   std::string job_id;  // the registry id; "<name>-dry-run" for --dry-run, validate and plan
+  // The job's place among the jobs one command submits (0; an ablate's jobs 0, 1, 2, ...):
+  // the local executor's scheduler id is "<launcher pid>.<sequence>", one per job.
+  int sequence = 0;
 };
 
 struct SubmitOptions {

@@ -128,11 +128,17 @@ std::vector<std::string> base_environment(const HostEnvironment& host,
   return env;
 }
 
-// Whether `pid_text` is the live launcher of the job in `job_dir`. A pid alone may have been
-// reused by any process since (even another bridge-launch): the launcher is recognized by
-// holding the job's own rank logs open (it writes them until the ranks are gone), which
-// only that process does. Not readable (another user's process) means not ours.
-bool launcher_alive(const std::string& pid_text, const std::string& job_dir) {
+// The launcher pid of a local scheduler id: "<pid>.<sequence>" (older entries: "<pid>").
+std::string launcher_pid_text(const std::string& scheduler_id) {
+  return scheduler_id.substr(0, scheduler_id.find('.'));
+}
+
+// Whether the launcher of `scheduler_id` is the live launcher of the job in `job_dir`. A pid alone
+// may have been reused by any process since (even another bridge-launch): the launcher is
+// recognized by holding the job's own rank logs open (it writes them until the ranks are gone),
+// which only that process does. Not readable (another user's process) means not ours.
+bool launcher_alive(const std::string& scheduler_id, const std::string& job_dir) {
+  const std::string pid_text = launcher_pid_text(scheduler_id);
   auto pid = parse_decimal<int>(pid_text);
   if (!pid || *pid <= 0 || job_dir.empty() || kill(static_cast<pid_t>(*pid), 0) != 0) return false;
   std::error_code ec;
@@ -212,7 +218,9 @@ class LocalExecutor : public Executor {
       return sr;
     }
     sr.job_dir = dir.string();
-    sr.scheduler_id = std::to_string(getpid());
+    // One launcher process runs an ablate's local jobs one after another: the sequence
+    // keeps their ids apart, the pid part is what launcher_alive and cancel use.
+    sr.scheduler_id = fmt::format("{}.{}", getpid(), identity.sequence);
     std::string port = free_port();
     std::vector<RankSpec> specs = rank_specs(plan, port);
     std::map<int, std::ofstream> logs;
@@ -268,7 +276,7 @@ class LocalExecutor : public Executor {
         s.state = JobState::kFailed;
         // Only what is known: the ranks themselves got SIGKILL with the launcher
         // (PR_SET_PDEATHSIG); what they started in other process groups is not tracked.
-        s.detail = "the launcher process " + j.scheduler_id +
+        s.detail = "the launcher process " + launcher_pid_text(j.scheduler_id) +
                    " is gone (killed?); its rank processes were killed with it, processes "
                    "they started themselves may still run";
       }
@@ -323,7 +331,8 @@ class LocalExecutor : public Executor {
       return kExitFailed;
     }
     // launcher_alive checked that the id is the live launcher of this very job.
-    kill(static_cast<pid_t>(parse_decimal<int>(job.scheduler_id).value_or(0)), SIGTERM);
+    kill(static_cast<pid_t>(parse_decimal<int>(launcher_pid_text(job.scheduler_id)).value_or(0)),
+         SIGTERM);
     return 0;
   }
 

@@ -198,7 +198,7 @@ class Parser {
   }
 
   // Tags are visited left to right, so counting resumes from the previous tag: counting from
-  // the start each time made parsing quadratic in the template size (issue 9 profile).
+  // the start each time made parsing quadratic in the template size (seen in a profile).
   int line_of(size_t offset) {
     line_ += static_cast<int>(std::count(t_.begin() + static_cast<long>(counted_),
                                          t_.begin() + static_cast<long>(offset), '\n'));

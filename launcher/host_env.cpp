@@ -30,6 +30,14 @@ std::string ProcessEnvironment::current_directory() const {
   return ec ? std::string("/") : cwd.string();
 }
 
+std::string state_root(const HostEnvironment& env) {
+  if (auto d = env.get("BRIDGE_LAUNCH_STATE_DIR"); d && !d->empty()) return *d;
+  // The XDG base directory rules: a relative XDG_STATE_HOME is invalid and ignored.
+  if (auto x = env.get("XDG_STATE_HOME"); x && !x->empty() && x->front() == '/')
+    return *x + "/bridge-launch";
+  return env.get("HOME").value_or("/tmp") + "/.local/state/bridge-launch";
+}
+
 std::optional<std::string> MapEnvironment::get(const std::string& name) const {
   auto it = vars_.find(name);
   if (it == vars_.end()) return std::nullopt;

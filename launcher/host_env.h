@@ -23,6 +23,12 @@ class HostEnvironment {
   virtual std::string current_directory() const = 0;
 };
 
+// bridge-launch's own state (docs/experiments.md, "Where things are"): the job registry in
+// <root>/jobs and the local executor's job files in <root>/logs. The root is
+// $BRIDGE_LAUNCH_STATE_DIR when set, else $XDG_STATE_HOME/bridge-launch, else
+// $HOME/.local/state/bridge-launch (the XDG base directory default).
+std::string state_root(const HostEnvironment& env);
+
 class ProcessEnvironment : public HostEnvironment {
  public:
   std::optional<std::string> get(const std::string& name) const override;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/gpu_table.h"
 #include "launcher/numbers.h"
 #include "launcher/suggest.h"
 
@@ -88,17 +89,45 @@ class MapReader {
     return MapReader(node, std::move(path), diags_, reference_);
   }
 
-  const YamlNode* lookup(std::string_view key, const char* type) {
+  // Marks `key` as known (recording it in the reference, when collecting); returns its value
+  // unless it is absent or null.
+  const YamlNode* lookup(std::string_view key, RecipeKeyKind kind, std::string type) {
     known_.emplace_back(key);
-    if (reference_) reference_->push_back({join(key), type});
+    if (reference_) {
+      RecipeKeyDoc doc;
+      doc.path = join(key);
+      doc.type = std::move(type);
+      doc.kind = kind;
+      reference_->push_back(std::move(doc));
+    }
     if (!node_ || !node_->is_map()) return nullptr;
     const YamlNode* v = node_->find(key);
     return (v && !v->is_null()) ? v : nullptr;
   }
 
+  // The reference record of the key last looked up, to add details to; nullptr when not
+  // collecting.
+  RecipeKeyDoc* recorded() { return reference_ ? &reference_->back() : nullptr; }
+
+  // Records, when collecting, the entries of a user-named mapping (env, plugins) as `path.*`.
+  RecipeKeyDoc* record_entries(std::string type, RecipeKeyKind kind) {
+    if (!reference_) return nullptr;
+    RecipeKeyDoc doc;
+    doc.path = path_ + ".*";
+    doc.type = std::move(type);
+    doc.kind = kind;
+    reference_->push_back(std::move(doc));
+    return &reference_->back();
+  }
+  bool collecting() const { return reference_ != nullptr; }
+
   void read(std::string_view key, Field<int64_t>& f, int64_t min = LLONG_MIN,
             int64_t max = LLONG_MAX) {
-    const YamlNode* v = lookup(key, "integer");
+    const YamlNode* v = lookup(key, RecipeKeyKind::kInteger, "integer");
+    if (RecipeKeyDoc* d = recorded()) {
+      if (min != LLONG_MIN) d->min = min;
+      if (max != LLONG_MAX) d->max = max;
+    }
     if (!v) return;
     auto i = parse_int(*v);
     if (!i && v->is_scalar() && !v->quoted && looks_like_integer(v->scalar) &&
@@ -134,7 +163,7 @@ class MapReader {
   }
 
   void read(std::string_view key, Field<bool>& f) {
-    const YamlNode* v = lookup(key, "boolean");
+    const YamlNode* v = lookup(key, RecipeKeyKind::kBoolean, "boolean");
     if (!v) return;
     auto b = parse_bool(*v);
     if (!b) {
@@ -145,8 +174,11 @@ class MapReader {
     f.loc = v->loc;
   }
 
-  void read(std::string_view key, Field<std::string>& f) {
-    const YamlNode* v = lookup(key, "string");
+  // `suggested` values are offered by completion and editors; others are accepted too.
+  void read(std::string_view key, Field<std::string>& f,
+            const std::vector<std::string>& suggested = {}) {
+    const YamlNode* v = lookup(key, RecipeKeyKind::kString, "string");
+    if (RecipeKeyDoc* d = recorded()) d->values = suggested;
     if (!v) return;
     if (!v->is_scalar()) {
       type_error(key, *v, "a string", "");
@@ -160,7 +192,8 @@ class MapReader {
                  const std::vector<std::string>& allowed) {
     std::string type = "one of ";
     for (size_t i = 0; i < allowed.size(); ++i) type += (i ? " | " : "") + allowed[i];
-    const YamlNode* v = lookup(key, type.c_str());
+    const YamlNode* v = lookup(key, RecipeKeyKind::kEnum, type);
+    if (RecipeKeyDoc* d = recorded()) d->values = allowed;
     if (!v) return;
     if (!v->is_scalar() || std::find(allowed.begin(), allowed.end(), v->scalar) == allowed.end()) {
       diags_.error("bad-value", join(key), v->loc,
@@ -173,7 +206,7 @@ class MapReader {
   }
 
   void read(std::string_view key, Field<StringList>& f) {
-    const YamlNode* v = lookup(key, "list of strings");
+    const YamlNode* v = lookup(key, RecipeKeyKind::kStringList, "list of strings");
     if (!v) return;
     if (!v->is_sequence()) {
       type_error(key, *v, "a list", fmt::format("write a list, e.g. `{}: [a, b]`", key));
@@ -193,16 +226,18 @@ class MapReader {
     f.loc = v->loc;
   }
 
-  void read_node(std::string_view key, Field<YamlNode>& f, const char* type) {
-    const YamlNode* v = lookup(key, type);
+  // A free-form value, passed through; `kind` says which shapes later layers accept.
+  void read_node(std::string_view key, Field<YamlNode>& f, RecipeKeyKind kind, const char* type) {
+    const YamlNode* v = lookup(key, kind, type);
     if (!v) return;
     f.value = *v;
     f.loc = v->loc;
   }
 
   // A nested section: returns it when present and a mapping.
-  const YamlNode* section(std::string_view key) {
-    const YamlNode* v = lookup(key, "section");
+  const YamlNode* section(std::string_view key, const char* description = "") {
+    const YamlNode* v = lookup(key, RecipeKeyKind::kSection, "section");
+    if (RecipeKeyDoc* d = recorded()) d->description = description;
     if (v && !v->is_map()) {
       type_error(key, *v, "a mapping (a section of keys)", "");
       return nullptr;
@@ -213,7 +248,30 @@ class MapReader {
   // Marks a key as handled by the caller (special errors, free-form maps).
   void handled(std::string_view key) { known_.emplace_back(key); }
 
+  // Marks, in the reference, a key whose absence (or null) the caller reports.
+  void required(std::string_view key) {
+    if (!reference_) return;
+    for (auto& d : *reference_)
+      if (d.path == join(key)) {
+        d.required = true;
+        d.nullable = false;
+      }
+  }
+
+  // Reports the keys nobody looked up: a section read through finish() is closed.
   void finish() {
+    if (reference_) {
+      auto it = std::find_if(reference_->begin(), reference_->end(),
+                             [&](const RecipeKeyDoc& d) { return d.path == path_; });
+      if (it == reference_->end()) {  // the root
+        RecipeKeyDoc root;
+        root.kind = RecipeKeyKind::kSection;
+        root.type = "section";
+        root.nullable = false;
+        it = reference_->insert(reference_->begin(), std::move(root));
+      }
+      it->closed = true;
+    }
     if (!node_) return;
     if (!node_->is_map()) return;
     for (const auto& e : node_->entries) {
@@ -259,8 +317,8 @@ constexpr int64_t kMaxRetries = 1000;
 constexpr int64_t kMaxSeconds = int64_t{366} * 24 * 3600;  // a year
 
 void read_cluster(MapReader& top, ClusterSpec& c) {
-  MapReader r = top.child(top.section("cluster"), "cluster");
-  r.read("gpu", c.gpu);
+  MapReader r = top.child(top.section("cluster", "GPU type and count"), "cluster");
+  r.read("gpu", c.gpu, gpu_names());
   r.read_enum("gpu_arch", c.gpu_arch, {"ampere", "hopper", "blackwell", "rubin"});
   r.read("num_gpus", c.num_gpus, 1);
   r.read("gpus_per_node", c.gpus_per_node, 1);
@@ -268,7 +326,8 @@ void read_cluster(MapReader& top, ClusterSpec& c) {
 }
 
 void read_model(MapReader& top, ModelSpec& m) {
-  MapReader r = top.child(top.section("model"), "model");
+  MapReader r = top.child(
+      top.section("model", "the model's parallel layout and Megatron-Core model fields"), "model");
   r.read("family", m.family);
   r.read("recipe", m.recipe);
   r.read("seq_length", m.seq_length, 1);
@@ -326,9 +385,12 @@ bool is_env_like_overlap_key(const std::string& k) {
 }
 
 void read_comm_overlap(MapReader& top, CommOverlapSpec& c) {
-  MapReader r = top.child(top.section("comm_overlap"), "comm_overlap");
+  MapReader r = top.child(
+      top.section("comm_overlap", "the overlap request; null or absent = let the rules decide"),
+      "comm_overlap");
   r.read("tp_comm_overlap", c.tp_comm_overlap);
-  r.read_node("tp_comm_overlap_cfg", c.tp_comm_overlap_cfg, "preset name or per-layer mapping");
+  r.read_node("tp_comm_overlap_cfg", c.tp_comm_overlap_cfg, RecipeKeyKind::kScalarOrMapping,
+              "preset name or per-layer mapping");
   r.read("tp_comm_bootstrap_backend", c.tp_comm_bootstrap_backend);
   r.read("overlap_p2p_comm", c.overlap_p2p_comm);
   r.read("batch_p2p_comm", c.batch_p2p_comm);
@@ -359,7 +421,7 @@ void read_comm_overlap(MapReader& top, CommOverlapSpec& c) {
 }
 
 void read_ddp(MapReader& top, DdpSpec& d) {
-  MapReader r = top.child(top.section("ddp"), "ddp");
+  MapReader r = top.child(top.section("ddp", "distributed data parallel settings"), "ddp");
   r.read("use_distributed_optimizer", d.use_distributed_optimizer);
   r.read("overlap_grad_reduce", d.overlap_grad_reduce);
   r.read("overlap_param_gather", d.overlap_param_gather);
@@ -383,19 +445,20 @@ void read_ddp(MapReader& top, DdpSpec& d) {
 
 void read_small_sections(MapReader& top, Recipe& rec) {
   {
-    MapReader r = top.child(top.section("optimizer"), "optimizer");
+    MapReader r = top.child(top.section("optimizer", "optimizer overlap setting"), "optimizer");
     r.read("overlap_param_gather_with_optimizer_step",
            rec.optimizer.overlap_param_gather_with_optimizer_step);
     r.finish();
   }
   {
-    MapReader r = top.child(top.section("mixed_precision"), "mixed_precision");
+    MapReader r =
+        top.child(top.section("mixed_precision", "mixed-precision settings"), "mixed_precision");
     r.read("grad_reduce_in_fp32", rec.mixed_precision.grad_reduce_in_fp32);
     r.read("fp8_param_gather", rec.mixed_precision.fp8_param_gather);
     r.finish();
   }
   {
-    MapReader r = top.child(top.section("train"), "train");
+    MapReader r = top.child(top.section("train", "batch sizes, steps and task"), "train");
     r.read("global_batch_size", rec.train.global_batch_size, 1);
     r.read("micro_batch_size", rec.train.micro_batch_size, 1);
     r.read("max_steps", rec.train.max_steps, 1);
@@ -405,7 +468,7 @@ void read_small_sections(MapReader& top, Recipe& rec) {
 }
 
 void read_runtime(MapReader& top, RuntimeSpec& rt) {
-  MapReader r = top.child(top.section("runtime"), "runtime");
+  MapReader r = top.child(top.section("runtime", "what every rank runs"), "runtime");
   r.read_enum("launcher", rt.launcher, {"srun", "torchrun", "direct"});
   r.read_enum("adapter", rt.adapter, {"megatron_bridge", "hydra", "probe", "none"});
   r.read("command", rt.command);
@@ -413,7 +476,8 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
   r.read("pass_overrides", rt.pass_overrides);
   r.read("container_image", rt.container_image);
   r.read("workdir", rt.workdir);
-  if (const YamlNode* v = r.lookup("transformer_engine", "version string or false")) {
+  if (const YamlNode* v = r.lookup("transformer_engine", RecipeKeyKind::kVersionOrFalse,
+                                   "version string or false")) {
     auto b = parse_bool(*v);
     if (b && !*b) {
       rt.transformer_engine.value = TeSpec{false, ""};
@@ -429,7 +493,7 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
     rt.transformer_engine.loc = v->loc;
   }
   r.read("torch", rt.torch);
-  r.read("progress_rank", rt.progress_rank);
+  r.read("progress_rank", rt.progress_rank, {"last", "first"});
   if (rt.progress_rank.is_set() && *rt.progress_rank.value != "last" &&
       *rt.progress_rank.value != "first" && !parse_decimal<int>(*rt.progress_rank.value))
     r.diags().error("bad-value", "runtime.progress_rank", rt.progress_rank.loc,
@@ -445,7 +509,14 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
 }
 
 void read_plugins(MapReader& top, std::vector<PluginEntry>& out) {
-  const YamlNode* n = top.section("plugins");
+  const YamlNode* n = top.section("plugins", "launch plugins to run, in order: name -> options");
+  if (RecipeKeyDoc* d = top.recorded()) {
+    d->kind = RecipeKeyKind::kEntries;
+    d->type = "mapping of plugin name to options";
+  }
+  // The plugin layer checks the names and reads the options.
+  top.child(nullptr, "plugins")
+      .record_entries("options mapping (null or {} for the defaults)", RecipeKeyKind::kMapping);
   if (!n) return;
   for (const auto& e : n->entries) {
     if (!e.value.is_null() && !e.value.is_map()) {
@@ -460,8 +531,33 @@ void read_plugins(MapReader& top, std::vector<PluginEntry>& out) {
   }
 }
 
+// The long form of an env entry: {value, secret, expand}.
+void read_env_long_form(MapReader& r, Field<std::string>& value, Field<bool>& secret,
+                        Field<bool>& expand) {
+  r.read("value", value);
+  r.required("value");
+  r.read("secret", secret);
+  r.read("expand", expand);
+  r.finish();
+}
+
 void read_env(MapReader& top, std::vector<EnvEntry>& out) {
-  const YamlNode* n = top.section("env");
+  const YamlNode* n = top.section("env", "extra launch environment: NAME -> value");
+  if (RecipeKeyDoc* d = top.recorded()) {
+    d->kind = RecipeKeyKind::kEntries;
+    d->type = "mapping of variable name to value";
+    d->name_pattern = "^[A-Za-z_][A-Za-z0-9_]*$";  // is_identifier
+  }
+  if (top.collecting()) {
+    MapReader entry = top.child(nullptr, "env");
+    if (RecipeKeyDoc* d = entry.record_entries("string or {value, secret, expand}",
+                                               RecipeKeyKind::kScalarOrSection))
+      d->nullable = false;
+    MapReader long_form = top.child(nullptr, "env.*");
+    Field<std::string> value;
+    Field<bool> secret, expand;
+    read_env_long_form(long_form, value, secret, expand);
+  }
   if (!n) return;
   for (const auto& e : n->entries) {
     std::string path = "env." + e.key;
@@ -479,10 +575,7 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
       MapReader r = top.child(&e.value, path);
       Field<std::string> value;
       Field<bool> secret, expand;
-      r.read("value", value);
-      r.read("secret", secret);
-      r.read("expand", expand);
-      r.finish();
+      read_env_long_form(r, value, secret, expand);
       if (!value.is_set()) {
         top.diags().error("missing-key", path + ".value", e.value.loc,
                           fmt::format("`{}` needs a `value`", path),
@@ -503,10 +596,11 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
 }
 
 void read_executor(MapReader& top, ExecutorSpec& x) {
-  MapReader r = top.child(top.section("executor"), "executor");
+  MapReader r = top.child(
+      top.section("executor", "where the job runs, and each executor's settings"), "executor");
   r.read_enum("default", x.default_executor, executor_names());
   {
-    MapReader l = top.child(r.section("local"), "executor.local");
+    MapReader l = top.child(r.section("local", "settings of the local executor"), "executor.local");
     l.read("job_dir", x.local.job_dir);
     // Seconds; bounded so that the conversion to a deadline cannot overflow (a timeout of
     // 9223372037 s once stopped the job at once).
@@ -515,7 +609,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     l.finish();
   }
   {
-    MapReader s = top.child(r.section("slurm"), "executor.slurm");
+    MapReader s = top.child(r.section("slurm", "settings of the Slurm executor"), "executor.slurm");
     auto& sl = x.slurm;
     s.read("account", sl.account);
     s.read("partition", sl.partition);
@@ -534,7 +628,8 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.finish();
   }
   {
-    MapReader k = top.child(r.section("kubernetes"), "executor.kubernetes");
+    MapReader k = top.child(r.section("kubernetes", "settings of the Kubernetes executor"),
+                            "executor.kubernetes");
     auto& ku = x.kubernetes;
     k.read("namespace", ku.namespace_);
     k.read("context", ku.context);
@@ -545,16 +640,16 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read("service_account", ku.service_account);
     k.read("image_pull_secrets", ku.image_pull_secrets);
     k.read("job_dir", ku.job_dir);
-    k.read_node("volumes", ku.volumes, "list of volumes");
-    k.read_node("node_selector", ku.node_selector, "mapping");
-    k.read_node("tolerations", ku.tolerations, "list of tolerations");
-    k.read_node("affinity", ku.affinity, "mapping");
-    k.read_node("resources", ku.resources, "mapping");
-    k.read_node("labels", ku.labels, "mapping");
-    k.read_node("annotations", ku.annotations, "mapping");
+    k.read_node("volumes", ku.volumes, RecipeKeyKind::kList, "list of volumes");
+    k.read_node("node_selector", ku.node_selector, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("tolerations", ku.tolerations, RecipeKeyKind::kList, "list of tolerations");
+    k.read_node("affinity", ku.affinity, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("resources", ku.resources, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("labels", ku.labels, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("annotations", ku.annotations, RecipeKeyKind::kMapping, "mapping");
     k.read("priority_class", ku.priority_class);
     k.read("queue", ku.queue);
-    k.read_node("pod_patch", ku.pod_patch, "mapping");
+    k.read_node("pod_patch", ku.pod_patch, RecipeKeyKind::kMapping, "mapping");
     k.finish();
   }
   r.finish();
@@ -592,6 +687,7 @@ std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& 
   rec.file = file;
   MapReader top(&root, "", diags, reference);
   top.read("name", rec.name);
+  top.required("name");  // checked below, after the whole recipe is read
   top.read("description", rec.description);
   read_cluster(top, rec.cluster);
   read_model(top, rec.model);
@@ -804,24 +900,25 @@ std::map<std::string, std::string> flatten_recipe_inputs(
   return flatten_inputs(root);
 }
 
-std::vector<RecipeKeyDoc> recipe_key_reference() {
-  std::vector<RecipeKeyDoc> ref;
+std::vector<RecipeKeyDoc> recipe_schema_table() {
+  std::vector<RecipeKeyDoc> table;
   Diagnostics ignored;
   YamlNode empty;
   empty.kind = YamlNode::Kind::kMap;
-  // Walk the schema with every section present so that nested readers record their keys.
-  for (const char* s : {"cluster", "model", "comm_overlap", "ddp", "optimizer", "mixed_precision",
-                        "train", "runtime", "executor"}) {
-    YamlNode section;
-    section.kind = YamlNode::Kind::kMap;
-    if (std::string(s) == "executor")
-      for (const std::string& x : executor_names())
-        section.entries.push_back(YamlEntry{x, {}, empty});
-    empty.entries.push_back(YamlEntry{s, {}, section});
-  }
-  read_recipe_into(empty, "<reference>", ignored, &ref);
+  // Every reader records its keys whether or not the recipe has them, so an empty recipe
+  // walks the whole schema.
+  read_recipe_into(empty, "<reference>", ignored, &table);
+  return table;
+}
+
+std::vector<RecipeKeyDoc> recipe_key_reference() {
+  std::vector<RecipeKeyDoc> ref = recipe_schema_table();
   ref.erase(std::remove_if(ref.begin(), ref.end(),
-                           [](const RecipeKeyDoc& d) { return d.type == "section"; }),
+                           [](const RecipeKeyDoc& d) {
+                             return d.kind == RecipeKeyKind::kSection ||
+                                    d.kind == RecipeKeyKind::kEntries ||
+                                    d.path.find('*') != std::string::npos;
+                           }),
             ref.end());
   return ref;
 }

@@ -4,7 +4,8 @@
 # Needs root (or sudo). The Slurm test cluster's packages are installed by
 # scripts/slurm-test-cluster.sh, which `make test` calls. The Kubernetes test control plane
 # (scripts/k8s-test-cluster.sh) needs openssl here, and Go with its module proxy for its
-# one-time build.
+# one-time build. python3-jsonschema and python3-yaml check `bridge-launch schema` against the
+# example recipes; zsh and fish run the completion tests (skipped where they are missing).
 set -euo pipefail
 
 packages=(
@@ -14,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   python3 python3-yaml python3-jsonschema
+  zsh fish
   procps iproute2 util-linux
   openssl
 )

@@ -131,6 +131,26 @@ class AdviseTest : public ::testing::Test {
     return out;
   }
 
+  // The advice of one family for the plan: a copy, so a later advise() leaves it as it was.
+  Advice family_advice(const std::string& id, const std::string& text,
+                       const std::vector<std::string>& overrides) {
+    return find(advise(text, overrides), id);
+  }
+
+  // Blocked, with a blocker that says why.
+  static void expect_blocked(const Advice& a, const std::string& why) {
+    EXPECT_EQ(a.state, AdviceState::kBlocked) << a.id;
+    EXPECT_THAT(a.blockers, Contains(HasSubstr(why))) << a.id;
+  }
+
+  // Allowed with a warning: the field's condition warns, and a note names validate's warning.
+  static void expect_warned(const Advice& a, const std::string& field, const std::string& warning) {
+    const AdviceCondition* c = condition(a, field);
+    ASSERT_NE(c, nullptr) << field;
+    EXPECT_EQ(c->status, ConditionStatus::kWarning) << field;
+    EXPECT_THAT(a.notes, Contains(HasSubstr(warning))) << a.id;
+  }
+
   // The ablate command's own overrides (after the recipe and the caller's overrides, before
   // --vary) must plan without an error, and so must the variant with the knob on.
   void expect_command_validates(const Advice& a) {
@@ -162,8 +182,7 @@ class AdviseTest : public ::testing::Test {
 // EP: MoE expert-parallel overlap (M3).
 
 TEST_F(AdviseTest, EpOverlapIsSuggestedWhenEpIsAboveOneAndItIsOff) {
-  auto advice = advise(kMoe, {});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep = family_advice("ep-overlap", kMoe, {});
   EXPECT_EQ(ep.state, AdviceState::kSuggested) << ep.why;
   EXPECT_EQ(ep.knob, "comm_overlap.overlap_moe_expert_parallel_comm");
   EXPECT_THAT(ep.why, HasSubstr("ep 16"));
@@ -191,24 +210,23 @@ TEST_F(AdviseTest, EpOverlapIsSuggestedWhenEpIsAboveOneAndItIsOff) {
 }
 
 TEST_F(AdviseTest, EpOverlapAlreadyOnIsReportedOn) {
-  auto advice = advise(kMoe, {"comm_overlap.overlap_moe_expert_parallel_comm=true"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep =
+      family_advice("ep-overlap", kMoe, {"comm_overlap.overlap_moe_expert_parallel_comm=true"});
   EXPECT_EQ(ep.state, AdviceState::kOn);
   EXPECT_THAT(ep.ablate_argv, IsEmpty());
 }
 
 TEST_F(AdviseTest, EpOverlapDoesNotApplyWithoutExpertParallelismOrExperts) {
-  auto ep1 = advise(kMoe, {"model.expert_model_parallel_size=1"});
-  EXPECT_EQ(find(ep1, "ep-overlap").state, AdviceState::kNotApplicable);
-  EXPECT_THAT(find(ep1, "ep-overlap").why, HasSubstr("ep is 1"));
-  auto dense = advise(kDense, {});
-  EXPECT_EQ(find(dense, "ep-overlap").state, AdviceState::kNotApplicable);
-  EXPECT_THAT(find(dense, "ep-overlap").why, HasSubstr("not an MoE model"));
+  const Advice ep1 = family_advice("ep-overlap", kMoe, {"model.expert_model_parallel_size=1"});
+  EXPECT_EQ(ep1.state, AdviceState::kNotApplicable);
+  EXPECT_THAT(ep1.why, HasSubstr("ep is 1"));
+  const Advice dense = family_advice("ep-overlap", kDense, {});
+  EXPECT_EQ(dense.state, AdviceState::kNotApplicable);
+  EXPECT_THAT(dense.why, HasSubstr("not an MoE model"));
 }
 
 TEST_F(AdviseTest, EpOverlapTurnsTheSharedExpertOverlapOff) {
-  auto advice = advise(kMoe, {"model.moe_shared_expert_overlap=true"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep = family_advice("ep-overlap", kMoe, {"model.moe_shared_expert_overlap=true"});
   ASSERT_EQ(ep.state, AdviceState::kSuggested) << ::testing::PrintToString(ep.blockers);
   EXPECT_EQ(condition(ep, "model.moe_shared_expert_overlap")->status, ConditionStatus::kChange);
   EXPECT_THAT(change_texts(ep), ElementsAre("model.moe_shared_expert_overlap=false"));
@@ -218,9 +236,10 @@ TEST_F(AdviseTest, EpOverlapTurnsTheSharedExpertOverlapOff) {
 
 // E6: full recompute is replaced by selective recompute without `moe`.
 TEST_F(AdviseTest, EpOverlapReplacesFullRecomputeWithSelective) {
-  auto advice = advise(kMoe, {"model.recompute_granularity=full", "model.recompute_method=uniform",
-                              "model.recompute_num_layers=1", "model.recompute_modules=[moe]"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep =
+      family_advice("ep-overlap", kMoe,
+                    {"model.recompute_granularity=full", "model.recompute_method=uniform",
+                     "model.recompute_num_layers=1", "model.recompute_modules=[moe]"});
   ASSERT_EQ(ep.state, AdviceState::kSuggested) << ::testing::PrintToString(ep.blockers);
   EXPECT_THAT(
       change_texts(ep),
@@ -230,17 +249,17 @@ TEST_F(AdviseTest, EpOverlapReplacesFullRecomputeWithSelective) {
 }
 
 TEST_F(AdviseTest, EpOverlapDropsMoeFromSelectiveRecompute) {
-  auto advice = advise(kMoe, {"model.recompute_granularity=selective",
-                              "model.recompute_modules=[core_attn,moe,mlp]"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep = family_advice(
+      "ep-overlap", kMoe,
+      {"model.recompute_granularity=selective", "model.recompute_modules=[core_attn,moe,mlp]"});
   EXPECT_THAT(change_texts(ep), ElementsAre("model.recompute_modules=[core_attn,mlp]"));
   expect_command_validates(ep);
 }
 
 TEST_F(AdviseTest, EpOverlapWithPipelineParallelismNeedsAVirtualPipeline) {
-  auto advice =
-      advise(kMoe, {"model.pipeline_model_parallel_size=2", "model.expert_model_parallel_size=8"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep =
+      family_advice("ep-overlap", kMoe,
+                    {"model.pipeline_model_parallel_size=2", "model.expert_model_parallel_size=8"});
   ASSERT_EQ(ep.state, AdviceState::kSuggested) << ::testing::PrintToString(ep.blockers);
   EXPECT_EQ(condition(ep, "model.virtual_pipeline_model_parallel_size")->status,
             ConditionStatus::kChange);
@@ -249,8 +268,8 @@ TEST_F(AdviseTest, EpOverlapWithPipelineParallelismNeedsAVirtualPipeline) {
 }
 
 TEST_F(AdviseTest, EpOverlapSwitchesTheDispatcherAndPrecision) {
-  auto advice = advise(kMoe, {"model.moe_token_dispatcher_type=allgather", "model.precision=fp32"});
-  const Advice& ep = find(advice, "ep-overlap");
+  const Advice ep = family_advice(
+      "ep-overlap", kMoe, {"model.moe_token_dispatcher_type=allgather", "model.precision=fp32"});
   EXPECT_THAT(change_texts(ep),
               ElementsAre("model.moe_token_dispatcher_type=alltoall", "model.precision=bf16"));
   expect_command_validates(ep);
@@ -258,41 +277,35 @@ TEST_F(AdviseTest, EpOverlapSwitchesTheDispatcherAndPrecision) {
 
 // torch >= 2.6.0 in PEP 440 order: NGC's 2.6.0 pre-release blocks; an undeclared one warns.
 TEST_F(AdviseTest, EpOverlapIsBlockedByAnOldTorchAndWarnsOnAnUnknownOne) {
-  auto old = advise(kMoe, {"runtime.torch=\"2.6.0a0+ecf3bae40a.nv25.01\""});
-  const Advice& blocked = find(old, "ep-overlap");
-  EXPECT_EQ(blocked.state, AdviceState::kBlocked);
-  EXPECT_EQ(condition(blocked, "runtime.torch")->status, ConditionStatus::kBlocker);
-  EXPECT_THAT(blocked.blockers, Contains(HasSubstr("hangs with torch < 2.6.0")));
-  EXPECT_THAT(blocked.ablate_argv, IsEmpty());
+  const Advice old =
+      family_advice("ep-overlap", kMoe, {"runtime.torch=\"2.6.0a0+ecf3bae40a.nv25.01\""});
+  expect_blocked(old, "hangs with torch < 2.6.0");
+  EXPECT_EQ(condition(old, "runtime.torch")->status, ConditionStatus::kBlocker);
+  EXPECT_THAT(old.ablate_argv, IsEmpty());
 
-  auto unknown = advise(kMoe, {"runtime.torch=null"});
-  const Advice& ep = find(unknown, "ep-overlap");
-  EXPECT_EQ(ep.state, AdviceState::kSuggested);
-  EXPECT_EQ(condition(ep, "runtime.torch")->status, ConditionStatus::kWarning);
-  EXPECT_THAT(ep.notes, Contains(HasSubstr("unverified-version")));
-  expect_command_validates(ep);
+  const Advice unknown = family_advice("ep-overlap", kMoe, {"runtime.torch=null"});
+  EXPECT_EQ(unknown.state, AdviceState::kSuggested);
+  expect_warned(unknown, "runtime.torch", "unverified-version");
+  expect_command_validates(unknown);
 }
 
 TEST_F(AdviseTest, EpOverlapIsBlockedByMoreThanOneMtpLayer) {
-  auto advice = advise(kMoe, {"model.mtp_num_layers=2"});
-  const Advice& ep = find(advice, "ep-overlap");
-  EXPECT_EQ(ep.state, AdviceState::kBlocked);
-  EXPECT_THAT(ep.blockers, Contains(HasSubstr("multi-token-prediction")));
+  const Advice ep = family_advice("ep-overlap", kMoe, {"model.mtp_num_layers=2"});
+  expect_blocked(ep, "multi-token-prediction");
 }
 
 TEST_F(AdviseTest, EpVisibilityNoteSaysWhetherTheAllToAllLeavesTheNvlinkDomain) {
-  auto across = advise(kMoe, {});
-  EXPECT_THAT(find(across, "ep-overlap").notes, Contains(HasSubstr("crosses the network")));
-  auto within = advise(kMoe, {"model.expert_model_parallel_size=8"});
-  EXPECT_THAT(find(within, "ep-overlap").notes, Contains(HasSubstr("within one NVLink domain")));
+  const Advice across = family_advice("ep-overlap", kMoe, {});
+  EXPECT_THAT(across.notes, Contains(HasSubstr("crosses the network")));
+  const Advice within = family_advice("ep-overlap", kMoe, {"model.expert_model_parallel_size=8"});
+  EXPECT_THAT(within.notes, Contains(HasSubstr("within one NVLink domain")));
 }
 
 // ---------------------------------------------------------------------------------------
 // TP: tensor-parallel overlap (M1 gate, M6 userbuffers preset).
 
 TEST_F(AdviseTest, TpOverlapNeedsSequenceParallelAndGetsThePresetTunedForThePlan) {
-  auto advice = advise(kDense, {});
-  const Advice& tp = find(advice, "tp-overlap");
+  const Advice tp = family_advice("tp-overlap", kDense, {});
   ASSERT_EQ(tp.state, AdviceState::kSuggested) << ::testing::PrintToString(tp.blockers);
   EXPECT_EQ(condition(tp, "model.sequence_parallel")->status, ConditionStatus::kChange);
   EXPECT_THAT(change_texts(tp), ElementsAre("model.sequence_parallel=true",
@@ -302,37 +315,33 @@ TEST_F(AdviseTest, TpOverlapNeedsSequenceParallelAndGetsThePresetTunedForThePlan
 }
 
 TEST_F(AdviseTest, TpOverlapWithoutAMatchingPresetWarns) {
-  auto advice = advise(kDense, {"model.hidden_size=4096", "model.sequence_parallel=true"});
-  const Advice& tp = find(advice, "tp-overlap");
+  const Advice tp = family_advice("tp-overlap", kDense,
+                                  {"model.hidden_size=4096", "model.sequence_parallel=true"});
   ASSERT_EQ(tp.state, AdviceState::kSuggested);
   EXPECT_THAT(tp.changes, IsEmpty());
-  EXPECT_EQ(condition(tp, "comm_overlap.tp_comm_overlap_cfg")->status, ConditionStatus::kWarning);
-  EXPECT_THAT(tp.notes, Contains(HasSubstr("no-userbuffers-preset")));
+  expect_warned(tp, "comm_overlap.tp_comm_overlap_cfg", "no-userbuffers-preset");
   expect_command_validates(tp);
 }
 
 TEST_F(AdviseTest, TpOverlapIsBlockedWithoutTransformerEngine) {
-  auto advice = advise(kDense, {"runtime.transformer_engine=false"});
-  const Advice& tp = find(advice, "tp-overlap");
-  EXPECT_EQ(tp.state, AdviceState::kBlocked);
-  EXPECT_THAT(tp.blockers, Contains(HasSubstr("Transformer Engine")));
+  const Advice tp = family_advice("tp-overlap", kDense, {"runtime.transformer_engine=false"});
+  expect_blocked(tp, "Transformer Engine");
 }
 
 TEST_F(AdviseTest, TpOverlapIsOnOrDoesNotApply) {
-  auto on = advise(kDense, {"model.sequence_parallel=true", "comm_overlap.tp_comm_overlap=true",
-                            "comm_overlap.tp_comm_overlap_cfg="
-                            "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048"});
-  EXPECT_EQ(find(on, "tp-overlap").state, AdviceState::kOn);
-  EXPECT_THAT(find(on, "tp-overlap").why,
-              HasSubstr("userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048"));
-  auto tp1 = advise(kMoe, {});
-  EXPECT_EQ(find(tp1, "tp-overlap").state, AdviceState::kNotApplicable);
+  const Advice on =
+      family_advice("tp-overlap", kDense,
+                    {"model.sequence_parallel=true", "comm_overlap.tp_comm_overlap=true",
+                     "comm_overlap.tp_comm_overlap_cfg="
+                     "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048"});
+  EXPECT_EQ(on.state, AdviceState::kOn);
+  EXPECT_THAT(on.why, HasSubstr("userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048"));
+  EXPECT_EQ(family_advice("tp-overlap", kMoe, {}).state, AdviceState::kNotApplicable);
 }
 
 // A request the M1 gate turned off: the recipe says true, so the baseline sets it false.
 TEST_F(AdviseTest, TpOverlapTurnedOffByTheGateIsSuggestedWithTheFix) {
-  auto advice = advise(kDense, {"comm_overlap.tp_comm_overlap=true"});
-  const Advice& tp = find(advice, "tp-overlap");
+  const Advice tp = family_advice("tp-overlap", kDense, {"comm_overlap.tp_comm_overlap=true"});
   ASSERT_EQ(tp.state, AdviceState::kSuggested);
   EXPECT_THAT(change_texts(tp), Contains("model.sequence_parallel=true"));
   EXPECT_THAT(tp.ablate_argv, Contains("comm_overlap.tp_comm_overlap=false"));
@@ -380,8 +389,7 @@ TEST_F(AdviseTest, DpOverlapDoesNotApplyAtDpOne) {
 // P2P: pipeline overlap needs a virtual pipeline (M2, E5).
 
 TEST_F(AdviseTest, P2pOverlapNeedsAVirtualPipeline) {
-  auto advice = advise(kDense, {"model.pipeline_model_parallel_size=2"});
-  const Advice& p2p = find(advice, "p2p-overlap");
+  const Advice p2p = family_advice("p2p-overlap", kDense, {"model.pipeline_model_parallel_size=2"});
   ASSERT_EQ(p2p.state, AdviceState::kSuggested) << ::testing::PrintToString(p2p.blockers);
   EXPECT_THAT(change_texts(p2p), ElementsAre("model.virtual_pipeline_model_parallel_size=2"));
   EXPECT_THAT(p2p.notes, Contains(HasSubstr("virtual pipeline also changes the schedule")));
@@ -389,19 +397,18 @@ TEST_F(AdviseTest, P2pOverlapNeedsAVirtualPipeline) {
 }
 
 TEST_F(AdviseTest, P2pOverlapIsOnWithVppAndSuggestedWhenForcedOff) {
-  auto on = advise(kDense, {"model.pipeline_model_parallel_size=2",
-                            "model.virtual_pipeline_model_parallel_size=2"});
-  EXPECT_EQ(find(on, "p2p-overlap").state, AdviceState::kOn);
-  auto off =
-      advise(kDense, {"model.pipeline_model_parallel_size=2",
-                      "model.virtual_pipeline_model_parallel_size=2",
-                      "comm_overlap.overlap_p2p_comm=false", "comm_overlap.batch_p2p_comm=true"});
-  const Advice& p2p = find(off, "p2p-overlap");
+  const Advice on = family_advice(
+      "p2p-overlap", kDense,
+      {"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=2"});
+  EXPECT_EQ(on.state, AdviceState::kOn);
+  const Advice p2p = family_advice(
+      "p2p-overlap", kDense,
+      {"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=2",
+       "comm_overlap.overlap_p2p_comm=false", "comm_overlap.batch_p2p_comm=true"});
   ASSERT_EQ(p2p.state, AdviceState::kSuggested) << ::testing::PrintToString(p2p.blockers);
   EXPECT_THAT(change_texts(p2p), ElementsAre("comm_overlap.batch_p2p_comm=null"));
   expect_command_validates(p2p);
-  auto pp1 = advise(kDense, {});
-  EXPECT_EQ(find(pp1, "p2p-overlap").state, AdviceState::kNotApplicable);
+  EXPECT_EQ(family_advice("p2p-overlap", kDense, {}).state, AdviceState::kNotApplicable);
 }
 
 TEST_F(AdviseTest, AdvisedVppDividesTheLayersOrIsZero) {
@@ -418,10 +425,9 @@ TEST_F(AdviseTest, AdvisedVppDividesTheLayersOrIsZero) {
 }
 
 TEST_F(AdviseTest, P2pOverlapIsBlockedWhenNoVirtualPipelineDividesTheLayers) {
-  auto advice = advise(kDense, {"model.pipeline_model_parallel_size=2", "model.num_layers=2"});
-  const Advice& p2p = find(advice, "p2p-overlap");
-  EXPECT_EQ(p2p.state, AdviceState::kBlocked);
-  EXPECT_THAT(p2p.blockers, Contains(HasSubstr("no virtual pipeline size")));
+  const Advice p2p = family_advice("p2p-overlap", kDense,
+                                   {"model.pipeline_model_parallel_size=2", "model.num_layers=2"});
+  expect_blocked(p2p, "no virtual pipeline size");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -431,12 +437,11 @@ TEST_F(AdviseTest, P2pOverlapIsBlockedWhenNoVirtualPipelineDividesTheLayers) {
 // the check does, and the advice is blocked with validate's own words.
 TEST_F(AdviseTest, WhatValidateRefusesIsBlockedNotSuggested) {
   strict_ = true;
-  auto advice = advise(kDense, {"model.sequence_parallel=true",
-                                "comm_overlap.tp_comm_overlap_cfg="
-                                "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192"});
-  const Advice& tp = find(advice, "tp-overlap");
-  EXPECT_EQ(tp.state, AdviceState::kBlocked);
-  EXPECT_THAT(tp.blockers, Contains(HasSubstr("userbuffers-preset-mismatch")));
+  const Advice tp = family_advice("tp-overlap", kDense,
+                                  {"model.sequence_parallel=true",
+                                   "comm_overlap.tp_comm_overlap_cfg="
+                                   "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192"});
+  expect_blocked(tp, "userbuffers-preset-mismatch");
   EXPECT_THAT(tp.ablate_argv, IsEmpty());
   EXPECT_GT(checks_, 0);
 }

@@ -35,83 +35,78 @@ std::filesystem::file_time_type written_at(const JobRegistry& reg, const std::st
   return std::filesystem::last_write_time(reg.dir() + "/jobs/" + id + ".json");
 }
 
-TEST(JobLifecycle, AcceptedCreatesButNeverOverwritesAnEntry) {
-  test::TempDir dir;
-  JobRegistry reg(dir.path());
-  JobLifecycle lifecycle(reg);
-  Diagnostics diags;
+// A registry in a fresh directory and the lifecycle that owns its writes.
+class JobLifecycleTest : public ::testing::Test {
+ protected:
+  // The entry as the registry has it on disk now.
+  JobRecord saved(const JobRecord& r) const {
+    Diagnostics read;
+    return *reg_.find(r.id, read);
+  }
+
+  test::TempDir dir_;
+  JobRegistry reg_{dir_.path()};
+  JobLifecycle lifecycle_{reg_};
+  Diagnostics diags_;
+};
+
+TEST_F(JobLifecycleTest, AcceptedCreatesButNeverOverwritesAnEntry) {
   JobRecord r = slurm_job();
-  EXPECT_TRUE(lifecycle.accepted(r, diags));
+  EXPECT_TRUE(lifecycle_.accepted(r, diags_));
   JobRecord other = slurm_job();
   other.scheduler_id = "78";
-  EXPECT_FALSE(lifecycle.accepted(other, diags));
-  EXPECT_TRUE(diags.has_errors());
-  Diagnostics read;
-  EXPECT_EQ(reg.find(r.id, read)->scheduler_id, "77");
+  EXPECT_FALSE(lifecycle_.accepted(other, diags_));
+  EXPECT_TRUE(diags_.has_errors());
+  EXPECT_EQ(saved(r).scheduler_id, "77");
 }
 
-TEST(JobLifecycle, ObserveKeepsKnownStatesAndWritesOnlyNews) {
-  test::TempDir dir;
-  JobRegistry reg(dir.path());
-  JobLifecycle lifecycle(reg);
-  Diagnostics diags;
+TEST_F(JobLifecycleTest, ObserveKeepsKnownStatesAndWritesOnlyNews) {
   JobRecord r = slurm_job();
-  ASSERT_TRUE(lifecycle.accepted(r, diags));
-  auto first_write = written_at(reg, r.id);
+  ASSERT_TRUE(lifecycle_.accepted(r, diags_));
+  auto first_write = written_at(reg_, r.id);
 
   // A scheduler that forgot the job does not erase what we know.
-  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kUnknown, "unknown to squeue", std::nullopt),
-                                diags));
+  EXPECT_TRUE(lifecycle_.observe(
+      r, status_of(JobState::kUnknown, "unknown to squeue", std::nullopt), diags_));
   EXPECT_EQ(r.state, JobState::kPending);
   // The same status again writes nothing.
   EXPECT_TRUE(
-      lifecycle.observe(r, status_of(JobState::kPending, "submitted", std::nullopt), diags));
-  EXPECT_EQ(written_at(reg, r.id), first_write);
+      lifecycle_.observe(r, status_of(JobState::kPending, "submitted", std::nullopt), diags_));
+  EXPECT_EQ(written_at(reg_, r.id), first_write);
 
   EXPECT_TRUE(
-      lifecycle.observe(r, status_of(JobState::kFailed, "FAILED (ExitCode=17:0)", 17), diags));
-  Diagnostics read;
-  JobRecord saved = *reg.find(r.id, read);
-  EXPECT_EQ(saved.state, JobState::kFailed);
-  EXPECT_EQ(saved.exit_code, 17);
+      lifecycle_.observe(r, status_of(JobState::kFailed, "FAILED (ExitCode=17:0)", 17), diags_));
+  JobRecord on_disk = saved(r);
+  EXPECT_EQ(on_disk.state, JobState::kFailed);
+  EXPECT_EQ(on_disk.exit_code, 17);
   // A later status without an exit code keeps the one we know.
-  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kFailed, "FAILED", std::nullopt), diags));
-  EXPECT_EQ(reg.find(r.id, read)->exit_code, 17);
-  EXPECT_FALSE(diags.has_errors());
+  EXPECT_TRUE(lifecycle_.observe(r, status_of(JobState::kFailed, "FAILED", std::nullopt), diags_));
+  EXPECT_EQ(saved(r).exit_code, 17);
+  EXPECT_FALSE(diags_.has_errors());
 }
 
-TEST(JobLifecycle, ObserveRecordsTheSchedulersTimesAndNeverErasesThem) {
-  test::TempDir dir;
-  JobRegistry reg(dir.path());
-  JobLifecycle lifecycle(reg);
-  Diagnostics diags;
+TEST_F(JobLifecycleTest, ObserveRecordsTheSchedulersTimesAndNeverErasesThem) {
   JobRecord r = slurm_job();
-  ASSERT_TRUE(lifecycle.accepted(r, diags));
+  ASSERT_TRUE(lifecycle_.accepted(r, diags_));
   JobStatus running = status_of(JobState::kRunning, "RUNNING", std::nullopt);
   running.started_at = "2026-11-30T20:00:00Z";
-  EXPECT_TRUE(lifecycle.observe(r, running, diags));
+  EXPECT_TRUE(lifecycle_.observe(r, running, diags_));
   // The same state with a start time only now known is news too; without it, nothing changes.
   JobStatus done = status_of(JobState::kSucceeded, "COMPLETED", 0);
   done.ended_at = "2026-11-30T20:05:30Z";
-  EXPECT_TRUE(lifecycle.observe(r, done, diags));
-  EXPECT_TRUE(lifecycle.observe(r, status_of(JobState::kSucceeded, "COMPLETED", 0), diags));
-  Diagnostics read;
-  JobRecord saved = *reg.find(r.id, read);
-  EXPECT_EQ(saved.started_at, "2026-11-30T20:00:00Z");
-  EXPECT_EQ(saved.ended_at, "2026-11-30T20:05:30Z");
-  EXPECT_FALSE(diags.has_errors());
+  EXPECT_TRUE(lifecycle_.observe(r, done, diags_));
+  EXPECT_TRUE(lifecycle_.observe(r, status_of(JobState::kSucceeded, "COMPLETED", 0), diags_));
+  JobRecord on_disk = saved(r);
+  EXPECT_EQ(on_disk.started_at, "2026-11-30T20:00:00Z");
+  EXPECT_EQ(on_disk.ended_at, "2026-11-30T20:05:30Z");
+  EXPECT_FALSE(diags_.has_errors());
 }
 
-TEST(JobLifecycle, CancelledIsRecorded) {
-  test::TempDir dir;
-  JobRegistry reg(dir.path());
-  JobLifecycle lifecycle(reg);
-  Diagnostics diags;
+TEST_F(JobLifecycleTest, CancelledIsRecorded) {
   JobRecord r = slurm_job();
-  ASSERT_TRUE(lifecycle.accepted(r, diags));
-  EXPECT_TRUE(lifecycle.cancelled(r, diags));
-  Diagnostics read;
-  EXPECT_EQ(reg.find(r.id, read)->state, JobState::kCancelled);
+  ASSERT_TRUE(lifecycle_.accepted(r, diags_));
+  EXPECT_TRUE(lifecycle_.cancelled(r, diags_));
+  EXPECT_EQ(saved(r).state, JobState::kCancelled);
 }
 
 }  // namespace

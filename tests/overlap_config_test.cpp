@@ -797,7 +797,7 @@ TEST(OverlapVersion, GarbageVersionIsUnverified) {
   EXPECT_FALSE(run.diags.has_errors()) << run.dump();
 }
 
-// ---- example recipes (issue 3) ----
+// ---- example recipes (examples/recipes/) ----
 
 Outcome resolve_file(const std::string& name) {
   Outcome run(false);

@@ -49,6 +49,22 @@ class RegistryTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The state root (host_env.h): BRIDGE_LAUNCH_STATE_DIR, else an absolute XDG_STATE_HOME,
+// else ~/.local/state; the registry is its jobs/ subdirectory.
+TEST(StateRoot, FollowsTheOverrideThenXdgThenHome) {
+  MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/u"}});
+  EXPECT_EQ(state_root(env), "/home/u/.local/state/bridge-launch");
+  env.set("XDG_STATE_HOME", "relative/state");  // invalid by the XDG rules: ignored
+  EXPECT_EQ(state_root(env), "/home/u/.local/state/bridge-launch");
+  env.set("XDG_STATE_HOME", "/xdg");
+  EXPECT_EQ(state_root(env), "/xdg/bridge-launch");
+  env.set("BRIDGE_LAUNCH_STATE_DIR", "");
+  EXPECT_EQ(state_root(env), "/xdg/bridge-launch");
+  env.set("BRIDGE_LAUNCH_STATE_DIR", "/scratch/bl");
+  EXPECT_EQ(state_root(env), "/scratch/bl");
+  EXPECT_EQ(JobRegistry::default_dir(env), "/scratch/bl");
+}
+
 // Ids are unique by construction: many launches of one recipe in the same second (an ablate
 // grid) each get their own id, reserved with O_EXCL under the registry lock, even though the
 // random part of a candidate id has only 16 bits.

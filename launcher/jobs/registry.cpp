@@ -81,11 +81,7 @@ bool valid_id(const std::string& id) {
 
 }  // namespace
 
-std::string JobRegistry::default_dir(const HostEnvironment& env) {
-  if (auto d = env.get("BRIDGE_LAUNCH_STATE_DIR"); d && !d->empty()) return *d;
-  if (auto x = env.get("XDG_STATE_HOME"); x && !x->empty()) return *x + "/bridge-launch";
-  return env.get("HOME").value_or("/tmp") + "/.local/state/bridge-launch";
-}
+std::string JobRegistry::default_dir(const HostEnvironment& env) { return state_root(env); }
 
 namespace {
 fs::path reservation_path(const fs::path& jobs, const std::string& id) {

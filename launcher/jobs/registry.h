@@ -1,9 +1,9 @@
 // JobRegistry: the local record of submitted jobs, one JSON file per job.
 //
-// Lives in $XDG_STATE_HOME/bridge-launch (default ~/.local/state/bridge-launch), or
-// $BRIDGE_LAUNCH_STATE_DIR when set (tests). Writes are atomic (temp file, fsync, rename)
-// and serialized across processes by an exclusive flock on `<dir>/lock`, so concurrent
-// bridge-launch processes never corrupt an entry. Reading tolerates damage: a corrupt or
+// Lives in <state root>/jobs (state_root() in launcher/host_env.h: $BRIDGE_LAUNCH_STATE_DIR,
+// else $XDG_STATE_HOME/bridge-launch, else ~/.local/state/bridge-launch). Writes are atomic (temp
+// file, fsync, rename) and serialized across processes by an exclusive flock on `<dir>/lock`, so
+// concurrent bridge-launch processes never corrupt an entry. Reading tolerates damage: a corrupt or
 // foreign file is reported as a warning and skipped. Records never hold secret values.
 //
 // Submission (docs/reliability.md, "Submission durability"): before the scheduler can take a

@@ -1,4 +1,4 @@
-// advise_overlap: the overlap guides' decision rules applied to one plan (advise.h).
+// advise_overlap: the overlap rules of docs/overlap.md applied to one plan (advise.h).
 //
 // Each family's prerequisites mirror the checks the overlap validation enforces
 // (launcher/overlap_rules.cpp: M1, M2, E5; overlap_checks.cpp: M3; overlap_data_parallel.cpp:
@@ -99,10 +99,14 @@ int64_t nvlink_domain(const Topology& t) {
   return t.nvlink_domain > 0 ? t.nvlink_domain : t.gpus_per_node;
 }
 
-// Builds one advice: conditions, the changes that make them hold, blockers.
+// Builds one suggestion: conditions, the changes that make them hold, blockers.
 class Builder {
  public:
-  explicit Builder(Advice& a) : a_(a) {}
+  // Marks the advice suggested, for the reason `why`.
+  Builder(Advice& a, std::string why) : a_(a) {
+    a_.state = AdviceState::kSuggested;
+    a_.why = std::move(why);
+  }
 
   void met(std::string field, std::string requirement, std::string value, const char* rule) {
     add(std::move(field), std::move(requirement), std::move(value), ConditionStatus::kMet, rule);
@@ -128,6 +132,15 @@ class Builder {
         rule);
     a_.blockers.push_back(std::move(why));
   }
+  // A prerequisite on one field that either holds, or holds once the field is set to `fix`.
+  void require(bool holds, const std::string& field, std::string requirement, std::string value,
+               const char* rule, std::string fix, std::string why) {
+    if (holds)
+      met(field, std::move(requirement), std::move(value), rule);
+    else
+      change(field, std::move(requirement), std::move(value), rule,
+             {{field, std::move(fix), std::move(why)}});
+  }
 
  private:
   void add(std::string field, std::string requirement, std::string value, ConditionStatus status,
@@ -137,6 +150,36 @@ class Builder {
   }
   Advice& a_;
 };
+
+// What names one overlap family in every state of its advice.
+struct Family {
+  const char* id;
+  const char* title;
+  const char* knob;
+  const char* rules;
+};
+constexpr Family kEpOverlap{"ep-overlap", "MoE expert-parallel overlap",
+                            "comm_overlap.overlap_moe_expert_parallel_comm", "M3"};
+constexpr Family kTpOverlap{"tp-overlap", "tensor-parallel overlap (userbuffers)",
+                            "comm_overlap.tp_comm_overlap", "M1, M6"};
+constexpr Family kDpGradReduceOverlap{"dp-grad-reduce-overlap",
+                                      "data-parallel gradient reduce-scatter overlap",
+                                      "comm_overlap.overlap_grad_reduce", "D1"};
+constexpr Family kDpParamGatherOverlap{"dp-param-gather-overlap",
+                                       "data-parallel parameter all-gather overlap",
+                                       "comm_overlap.overlap_param_gather", "D1"};
+constexpr Family kP2pOverlap{"p2p-overlap", "pipeline P2P overlap", "comm_overlap.overlap_p2p_comm",
+                             "M2, E5"};
+
+// The family's advice before its rules decide: not applicable until they say otherwise.
+Advice advice_for(const Family& f) {
+  Advice a;
+  a.id = f.id;
+  a.title = f.title;
+  a.knob = f.knob;
+  a.rules = f.rules;
+  return a;
+}
 
 // The virtual pipeline a suggestion needs when pp > 1 (EP overlap: M3; P2P overlap: M2/E5).
 void require_vpp(Builder& b, const Recipe& r, const Topology& t, const char* rule,
@@ -179,11 +222,7 @@ Advice ep_advice(const Plan& p) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
   const ModelSpec& m = r.model;
-  Advice a;
-  a.id = "ep-overlap";
-  a.title = "MoE expert-parallel overlap";
-  a.knob = "comm_overlap.overlap_moe_expert_parallel_comm";
-  a.rules = "M3";
+  Advice a = advice_for(kEpOverlap);
   if (m.num_moe_experts.get_or(0) <= 1) {
     a.why = "not an MoE model (model.num_moe_experts is " + text(m.num_moe_experts, "null") + ")";
     return a;
@@ -200,29 +239,18 @@ Advice ep_advice(const Plan& p) {
     a.why = fmt::format("on: ep {} with the {} dispatcher", t.ep, dispatcher);
     return a;
   }
-  a.state = AdviceState::kSuggested;
-  a.why = fmt::format(
-      "ep {} > 1 ({} experts): the expert-parallel all-to-all (token dispatch and combine) "
-      "can run while another micro-batch computes",
-      t.ep, *m.num_moe_experts.value);
-  Builder b(a);
+  Builder b(a, fmt::format("ep {} > 1 ({} experts): the expert-parallel all-to-all (token "
+                           "dispatch and combine) can run while another micro-batch computes",
+                           t.ep, *m.num_moe_experts.value));
   b.met("model.expert_model_parallel_size", "> 1", std::to_string(t.ep), "M3");
   b.met("model.num_moe_experts", "> 1", std::to_string(*m.num_moe_experts.value), "M3");
-  const std::string dispatcher_field = "model.moe_token_dispatcher_type";
-  std::string dispatcher_have = text(m.moe_token_dispatcher_type, "null (allgather)");
-  if (dispatcher == "alltoall" || dispatcher == "flex")
-    b.met(dispatcher_field, "alltoall or flex", dispatcher_have, "M3");
-  else
-    b.change(dispatcher_field, "alltoall or flex", dispatcher_have, "M3",
-             {{dispatcher_field, "alltoall",
-               "EP overlap works with the all-to-all dispatchers (alltoall, flex) only"}});
+  b.require(dispatcher == "alltoall" || dispatcher == "flex", "model.moe_token_dispatcher_type",
+            "alltoall or flex", text(m.moe_token_dispatcher_type, "null (allgather)"), "M3",
+            "alltoall", "EP overlap works with the all-to-all dispatchers (alltoall, flex) only");
   const std::string precision = m.precision.get_or("fp32");
-  std::string precision_have = text(m.precision, "null (fp32)");
-  if (precision == "bf16" || precision == "fp16")
-    b.met("model.precision", "bf16 or fp16", precision_have, "M3");
-  else
-    b.change("model.precision", "bf16 or fp16", precision_have, "M3",
-             {{"model.precision", "bf16", "EP overlap needs bf16 or fp16 training"}});
+  b.require(precision == "bf16" || precision == "fp16", "model.precision", "bf16 or fp16",
+            text(m.precision, "null (fp32)"), "M3", "bf16",
+            "EP overlap needs bf16 or fp16 training");
   std::string torch_have = text(r.runtime.torch, "not declared");
   switch (torch_at_least(r, "2.6.0")) {
     case VersionState::kOk:
@@ -261,30 +289,18 @@ Advice ep_advice(const Plan& p) {
     b.met("model.recompute_granularity", "not full (selective or null)",
           text(m.recompute_granularity, "null"), "M3");
   }
-  if (m.recompute_method.is_set())
-    b.change("model.recompute_method", "null", *m.recompute_method.value, "M3",
-             {{"model.recompute_method", "null", "it only applies to full recompute"}});
-  else
-    b.met("model.recompute_method", "null", "null", "M3");
-  if (m.recompute_num_layers.is_set())
-    b.change("model.recompute_num_layers", "null", std::to_string(*m.recompute_num_layers.value),
-             "M3", {{"model.recompute_num_layers", "null", "it only applies to full recompute"}});
-  else
-    b.met("model.recompute_num_layers", "null", "null", "M3");
-  if (contains(m.recompute_modules.get_or({}), "moe"))
-    b.change(
-        "model.recompute_modules", "without moe", text(m.recompute_modules, "null"), "M3",
-        {{"model.recompute_modules", yaml_list(modules.empty() ? StringList{"core_attn"} : modules),
-          "recomputing the MoE layer would repeat the overlapped all-to-all"}});
-  else
-    b.met("model.recompute_modules", "without moe", text(m.recompute_modules, "null"), "M3");
-  if (m.moe_shared_expert_overlap.get_or(false))
-    b.change("model.moe_shared_expert_overlap", "false (exclusive with EP overlap)", "true", "M3",
-             {{"model.moe_shared_expert_overlap", "false",
-               "the shared-expert overlap and the EP overlap are exclusive"}});
-  else
-    b.met("model.moe_shared_expert_overlap", "false (exclusive with EP overlap)",
-          text(m.moe_shared_expert_overlap, "null (false)"), "M3");
+  b.require(!m.recompute_method.is_set(), "model.recompute_method", "null",
+            text(m.recompute_method, "null"), "M3", "null", "it only applies to full recompute");
+  b.require(!m.recompute_num_layers.is_set(), "model.recompute_num_layers", "null",
+            text(m.recompute_num_layers, "null"), "M3", "null",
+            "it only applies to full recompute");
+  b.require(!contains(m.recompute_modules.get_or({}), "moe"), "model.recompute_modules",
+            "without moe", text(m.recompute_modules, "null"), "M3",
+            yaml_list(modules.empty() ? StringList{"core_attn"} : modules),
+            "recomputing the MoE layer would repeat the overlapped all-to-all");
+  b.require(!m.moe_shared_expert_overlap.get_or(false), "model.moe_shared_expert_overlap",
+            "false (exclusive with EP overlap)", text(m.moe_shared_expert_overlap, "null (false)"),
+            "M3", "false", "the shared-expert overlap and the EP overlap are exclusive");
   if (m.mtp_num_layers.get_or(0) > 1)
     b.blocker("model.mtp_num_layers", "null, 0 or 1", std::to_string(*m.mtp_num_layers.value), "M3",
               fmt::format("the model has {} multi-token-prediction layers and EP overlap allows "
@@ -314,11 +330,7 @@ Advice ep_advice(const Plan& p) {
 Advice tp_advice(const Plan& p) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
-  Advice a;
-  a.id = "tp-overlap";
-  a.title = "tensor-parallel overlap (userbuffers)";
-  a.knob = "comm_overlap.tp_comm_overlap";
-  a.rules = "M1, M6";
+  Advice a = advice_for(kTpOverlap);
   if (t.tp < 2) {
     a.why = fmt::format("tp is {}: there is no tensor-parallel communication to hide", t.tp);
     return a;
@@ -332,21 +344,15 @@ Advice tp_advice(const Plan& p) {
                             : o.tp_comm_overlap_preset);
     return a;
   }
-  a.state = AdviceState::kSuggested;
-  a.why = fmt::format(
-      "tp {} >= 2: the sequence-parallel all-gather and reduce-scatter around each layer's "
-      "GEMMs can be split into chunks that overlap with the GEMMs",
-      t.tp);
-  Builder b(a);
+  Builder b(a, fmt::format("tp {} >= 2: the sequence-parallel all-gather and reduce-scatter "
+                           "around each layer's GEMMs can be split into chunks that overlap "
+                           "with the GEMMs",
+                           t.tp));
   b.met("model.tensor_model_parallel_size", ">= 2", std::to_string(t.tp), "M1");
-  if (r.model.sequence_parallel.get_or(false))
-    b.met("model.sequence_parallel", "true", "true", "M1");
-  else
-    b.change("model.sequence_parallel", "true", text(r.model.sequence_parallel, "null (false)"),
-             "M1",
-             {{"model.sequence_parallel", "true",
-               "TP overlap hides the sequence-parallel collectives; without sequence parallel "
-               "the M1 gate turns it off"}});
+  b.require(r.model.sequence_parallel.get_or(false), "model.sequence_parallel", "true",
+            text(r.model.sequence_parallel, "null (false)"), "M1", "true",
+            "TP overlap hides the sequence-parallel collectives; without sequence parallel the "
+            "M1 gate turns it off");
   const auto& te = r.runtime.transformer_engine;
   if (te.is_set() && !te.value->present)
     b.blocker("runtime.transformer_engine", "present", "false", "M1",
@@ -392,12 +398,7 @@ Advice tp_advice(const Plan& p) {
 Advice dp_advice(const Plan& p, bool grad_reduce) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
-  Advice a;
-  a.id = grad_reduce ? "dp-grad-reduce-overlap" : "dp-param-gather-overlap";
-  a.title = grad_reduce ? "data-parallel gradient reduce-scatter overlap"
-                        : "data-parallel parameter all-gather overlap";
-  a.knob = grad_reduce ? "comm_overlap.overlap_grad_reduce" : "comm_overlap.overlap_param_gather";
-  a.rules = "D1";
+  Advice a = advice_for(grad_reduce ? kDpGradReduceOverlap : kDpParamGatherOverlap);
   if (t.dp <= 1) {
     a.why = "dp is 1: there is no data-parallel gradient or parameter communication";
     return a;
@@ -411,26 +412,18 @@ Advice dp_advice(const Plan& p, bool grad_reduce) {
                         ddp.use_distributed_optimizer ? " with the distributed optimizer" : "");
     return a;
   }
-  a.state = AdviceState::kSuggested;
-  a.why = grad_reduce ? fmt::format(
-                            "dp {} > 1: each gradient bucket's reduce-scatter can start "
-                            "while the backward pass computes the next buckets",
-                            t.dp)
-                      : fmt::format(
-                            "dp {} > 1: the distributed optimizer's parameter all-gather "
-                            "can run during the next forward pass",
-                            t.dp);
-  Builder b(a);
+  Builder b(a, grad_reduce
+                   ? fmt::format("dp {} > 1: each gradient bucket's reduce-scatter can start "
+                                 "while the backward pass computes the next buckets",
+                                 t.dp)
+                   : fmt::format("dp {} > 1: the distributed optimizer's parameter all-gather "
+                                 "can run during the next forward pass",
+                                 t.dp));
   b.met("data_parallel_size", "> 1", std::to_string(t.dp), "D1");
-  if (r.ddp.use_distributed_optimizer.get_or(false))
-    b.met("ddp.use_distributed_optimizer", "true", "true", "D1");
-  else
-    b.change("ddp.use_distributed_optimizer", "true",
-             text(r.ddp.use_distributed_optimizer, "null (false)"), "D1",
-             {{"ddp.use_distributed_optimizer", "true",
-               "the runtime applies data-parallel overlap only through the distributed "
-               "optimizer (rule D); it also shards the optimizer state, so the baseline gets it "
-               "too"}});
+  b.require(r.ddp.use_distributed_optimizer.get_or(false), "ddp.use_distributed_optimizer", "true",
+            text(r.ddp.use_distributed_optimizer, "null (false)"), "D1", "true",
+            "the runtime applies data-parallel overlap only through the distributed optimizer "
+            "(rule D); it also shards the optimizer state, so the baseline gets it too");
   a.notes.push_back(
       t.nodes > 1
           ? fmt::format("visibility: the data-parallel group spans {} nodes: the collectives "
@@ -445,11 +438,7 @@ Advice dp_advice(const Plan& p, bool grad_reduce) {
 Advice p2p_advice(const Plan& p) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
-  Advice a;
-  a.id = "p2p-overlap";
-  a.title = "pipeline P2P overlap";
-  a.knob = "comm_overlap.overlap_p2p_comm";
-  a.rules = "M2, E5";
+  Advice a = advice_for(kP2pOverlap);
   if (t.pp <= 1) {
     a.why = fmt::format("pp is {}: there is no pipeline send/receive", t.pp);
     return a;
@@ -460,25 +449,19 @@ Advice p2p_advice(const Plan& p) {
     a.why = fmt::format("on: pp {} with vpp {}", t.pp, t.vp());
     return a;
   }
-  a.state = AdviceState::kSuggested;
-  a.why = fmt::format(
-      "pp {} > 1: the activations sent between pipeline stages can overlap with compute, but "
-      "only in the interleaved schedule, which needs a virtual pipeline (vpp >= 2)",
-      t.pp);
-  Builder b(a);
+  Builder b(a, fmt::format("pp {} > 1: the activations sent between pipeline stages can "
+                           "overlap with compute, but only in the interleaved schedule, which "
+                           "needs a virtual pipeline (vpp >= 2)",
+                           t.pp));
   b.met("model.pipeline_model_parallel_size", "> 1", std::to_string(t.pp), "M2");
   require_vpp(b, r, t, "E5",
               "P2P overlap needs the interleaved schedule: without a virtual pipeline "
               "Megatron-Core refuses overlap_p2p_comm");
-  if (r.comm_overlap.batch_p2p_comm.get_or(false))
-    b.change("comm_overlap.batch_p2p_comm", "not true (exclusive with overlap_p2p_comm)", "true",
-             "E5",
-             {{"comm_overlap.batch_p2p_comm", "null",
-               "the interleaved schedule refuses overlap_p2p_comm with batch_p2p_comm; unset, "
-               "rule M2 picks false with vpp >= 2"}});
-  else
-    b.met("comm_overlap.batch_p2p_comm", "not true (exclusive with overlap_p2p_comm)",
-          text(r.comm_overlap.batch_p2p_comm, "null (M2 decides)"), "E5");
+  b.require(!r.comm_overlap.batch_p2p_comm.get_or(false), "comm_overlap.batch_p2p_comm",
+            "not true (exclusive with overlap_p2p_comm)",
+            text(r.comm_overlap.batch_p2p_comm, "null (M2 decides)"), "E5", "null",
+            "the interleaved schedule refuses overlap_p2p_comm with batch_p2p_comm; unset, rule "
+            "M2 picks false with vpp >= 2");
   if (t.vp() < 2)
     a.notes.push_back(
         "a virtual pipeline also changes the schedule by itself (a smaller pipeline bubble): "

@@ -88,8 +88,8 @@ using AdviceCheck = std::function<void(const std::vector<std::string>& extra, Di
 std::vector<Advice> advise_overlap(const Plan& plan, const AdviceInvocation& invocation,
                                    const AdviceCheck& check);
 
-// The guides' caveats, printed with every advice: when to enable overlap, what decides the
-// gain, how to measure it.
+// The caveats printed with every advice (docs/advise.md, "The caveats"): when to enable
+// overlap, what decides the gain, how to measure it.
 const std::vector<std::string>& advice_caveats();
 
 // The smallest virtual pipeline size >= 2 for which num_layers divides by pp * vpp (rule T5);

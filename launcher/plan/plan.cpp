@@ -64,7 +64,8 @@ std::string job_base_dir(const Recipe& r, const std::string& executor, const Hos
     fallback = "/workspace/bridge-launch/jobs";
   } else {
     f = &r.executor.local.job_dir;
-    fallback = "~/.local/state/bridge-launch/jobs";
+    // Beside the registry, not in it (<state root>/jobs holds the registry entries).
+    fallback = state_root(env) + "/logs";
   }
   std::string raw = f->get_or(fallback);
   auto expanded = expand_path(raw, env, "executor." + executor + ".job_dir", f->loc, diags);

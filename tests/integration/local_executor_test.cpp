@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -353,7 +354,7 @@ TEST_F(LocalExecutorTest, CancelNeverSignalsAProcessThatIsNotTheJobsLauncher) {
   ASSERT_FALSE(entry.empty());
   std::string json = read_file(entry);
   json = std::regex_replace(json, std::regex(R"("state": "[A-Z]+")"), R"("state": "RUNNING")");
-  json = std::regex_replace(json, std::regex(R"("scheduler_id": "[0-9]+")"),
+  json = std::regex_replace(json, std::regex(R"("scheduler_id": "[0-9.]+")"),
                             "\"scheduler_id\": \"" + std::to_string(other) + "\"");
   std::ofstream(entry) << json;
   CommandResult cancel = launch({"cancel", "finished"});
@@ -451,6 +452,47 @@ TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
       R"(\n\s+ablate-\S+\s+SUCCEEDED\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+comm_overlap\.overlap_grad_reduce)");
   ASSERT_TRUE(std::regex_search(r.out, m, ratio)) << r.out;
   EXPECT_GT(std::stod(m[1]), 1.15) << "no-overlap variant should be slower than the baseline";
+  // One launcher ran both jobs: each still has its own scheduler id, "<launcher pid>.<n>".
+  CommandResult list = launch({"list", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::set<std::string> ids;
+  std::set<std::string> launchers;
+  static const std::regex kId(R"re("scheduler_id": "([0-9]+)\.([0-9]+)")re");
+  for (std::sregex_iterator it(list.out.begin(), list.out.end(), kId), end; it != end; ++it) {
+    ids.insert((*it)[0]);
+    launchers.insert((*it)[1]);
+  }
+  EXPECT_EQ(ids.size(), 2u) << list.out;
+  EXPECT_EQ(launchers.size(), 1u) << list.out;
+}
+
+// One state root: the registry in <root>/jobs, a local job's files in <root>/logs/<name>/<id>
+// when the recipe names no job_dir; both follow BRIDGE_LAUNCH_STATE_DIR (and XDG_STATE_HOME).
+TEST_F(LocalExecutorTest, RegistryAndLocalLogsLiveInSeparateDirectoriesOfTheStateRoot) {
+  fs::path p = dir_ / "where.yaml";
+  std::ofstream(p) << "name: where\ncluster: {num_gpus: 1, gpus_per_node: 1}\n"
+                      "runtime: {command: [/bin/echo, hello-from-rank], adapter: none}\n";
+  for (const auto& [var, root] : {std::pair{"BRIDGE_LAUNCH_STATE_DIR", dir_ / "state"},
+                                  std::pair{"XDG_STATE_HOME", dir_ / "xdg" / "bridge-launch"}}) {
+    // An empty BRIDGE_LAUNCH_STATE_DIR counts as unset (the XDG round must not inherit one).
+    env_ = {{"BRIDGE_LAUNCH_STATE_DIR", ""}, {"HOME", (dir_ / "home").string()}};
+    env_[var] = var == std::string("XDG_STATE_HOME") ? (dir_ / "xdg").string() : root.string();
+    CommandResult r = launch({p.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    CommandResult st = launch({"status", "where", "--format", "json"});
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(st.out, m, std::regex(R"re("job_dir": "([^"]+)")re"))) << st.out;
+    fs::path job_dir = m[1].str();
+    EXPECT_EQ(job_dir.parent_path(), root / "logs" / "where") << var;
+    EXPECT_THAT(read_file(job_dir / "rank0.log"), HasSubstr("hello-from-rank"));
+    size_t entries = 0;
+    for (const auto& e : fs::directory_iterator(root / "jobs"))
+      entries += e.path().extension() == ".json";
+    EXPECT_EQ(entries, 1u) << var;
+    EXPECT_FALSE(fs::exists(root / "jobs" / "where")) << "job files mixed into the registry";
+    EXPECT_FALSE(fs::exists(dir_ / "home" / ".local")) << var;
+  }
 }
 
 TEST_F(LocalExecutorTest, AblateRefusesToSubmitWhenAnyVariantIsInvalid) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "executors/executor.h"
@@ -367,12 +368,26 @@ runtime:
 // jobs run side by side on the two nodes), each has its own job name, a value equal to the
 // baseline's is not submitted, and a value that resolves to another variant's plan is skipped.
 TEST_F(SlurmCluster, AblateSubmitsVariantsTogetherUnderTheirOwnNames) {
+  // The scheduler queries are counted by wrappers that log and run the real commands.
+  const std::string shims = tmp.path() + "/shims", calls = tmp.path() + "/queries.log";
+  std::filesystem::create_directories(shims);
+  for (const char* cmd : {"squeue", "scontrol", "sacct"}) {
+    std::string real = sh(std::string("command -v ") + cmd);
+    real.erase(real.find_last_not_of('\n') + 1);
+    ASSERT_FALSE(real.empty()) << cmd;
+    std::string shim = shims + "/" + cmd;
+    std::ofstream(shim) << "#!/bin/sh\necho \"" << cmd << " $*\" >> '" << calls << "'\nexec '"
+                        << real << "' \"$@\"\n";
+    std::filesystem::permissions(shim, std::filesystem::perms::owner_all);
+  }
+  auto with_shims = env();
+  with_shims["PATH"] = shims + ":" + std::string(getenv("PATH"));
   auto r = run_command(
       {BRIDGE_LAUNCH_BIN, "ablate", "--executor", "slurm", "-ng", "8", "-gn", "8", kRecipe,
        "executor.slurm.job_dir=" + jobs_dir, "train.max_steps=8",
        "runtime.args=[--compute-ms,100,--params,4096,--timeout,60]", "--vary",
        "comm_overlap.overlap_grad_reduce=true,false,False", "--wait", "--window", "2:8"},
-      env());
+      with_shims);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("ablate: 2 jobs (baseline + 1 variant)"));
   EXPECT_THAT(r.err, HasSubstr("variant [comm_overlap.overlap_grad_reduce=False] resolves to the "
@@ -400,6 +415,20 @@ TEST_F(SlurmCluster, AblateSubmitsVariantsTogetherUnderTheirOwnNames) {
   ASSERT_FALSE(first_end.empty() || second_start.empty()) << first << second;
   EXPECT_LT(second_start, first_end) << "the variants ran one after another";
   EXPECT_THAT(r.out, HasSubstr("steady-state step time, iterations 2-8"));
+  // --wait asked about both jobs with one squeue per poll while both were open; a job was
+  // polled alone (scontrol) only after the other had ended.
+  std::vector<std::string> queries;
+  std::istringstream log(read_file(calls));
+  for (std::string line; std::getline(log, line);) queries.push_back(line);
+  const std::string both = "--jobs=" + ids[0] + "," + ids[1];
+  size_t last_joint = queries.size();
+  for (size_t i = 0; i < queries.size(); ++i)
+    if (queries[i].find("squeue") == 0 && queries[i].find(both) != std::string::npos)
+      last_joint = i;
+  ASSERT_NE(last_joint, queries.size()) << "no squeue asked about both jobs:\n" << read_file(calls);
+  for (size_t i = 0; i < last_joint; ++i)
+    EXPECT_EQ(queries[i].find("show job"), std::string::npos)
+        << "a job was polled on its own while both were waited on: " << queries[i];
 }
 
 TEST_F(SlurmCluster, CancelStopsARunningJob) {

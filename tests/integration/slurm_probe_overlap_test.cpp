@@ -1,6 +1,6 @@
 // The MoE expert-parallel overlap ablation of examples/recipes/moe-probe-ep-overlap.yaml on the
 // local two-node Slurm test cluster (scripts/slurm-test-cluster.sh up): 16 bridge-probe ranks,
-// 8 per node, EP=16 all-to-all over the emulated link, varied as the overlap guide varies it.
+// 8 per node, EP=16 all-to-all over the emulated link: EP overlap on, off, and with delayed wgrad.
 //
 // Skips (with the reason) when `sinfo` is missing or the cluster is not up, like
 // slurm_cluster_test.cpp.
@@ -49,7 +49,7 @@ std::optional<double> Ratio(const std::string& table, const std::string& name_pa
   return std::stod(m[1].str());
 }
 
-// The guide's table: EP overlap on (baseline), off, and on with delayed wgrad. Without overlap
+// One row per job: EP overlap on (baseline), off, and on with delayed wgrad. Without overlap
 // every all-to-all is exposed, so that variant is slower by what the emulated link predicts
 // (about 1.3x here); the direction is asserted with a margin, not a time.
 TEST(SlurmProbeOverlap, MoeAblationOnTwoNodesShowsTheExpertParallelOverlapGain) {
