@@ -126,14 +126,14 @@ row "bash loop spawning 64 /bin/true" "$h" "$hmin" "$hmax" ""
 for ex in slurm kubernetes; do
   prev=""
   for ng in 8 64 512 4096 32768; do
+    # The global batch grows with the GPUs: it must be a multiple of micro_batch_size * dp (T7).
+    SCALE=(model.expert_model_parallel_size=8 model.num_moe_experts=128
+           runtime.container_image=nvcr.io/nvidia/nemo:25.11 "train.global_batch_size=$ng")
     : >"$TMP/scale"
     for _ in $(seq 5); do
-      measure_pair "$TMP/scale" "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" \
-        model.expert_model_parallel_size=8 model.num_moe_experts=128 \
-        runtime.container_image=nvcr.io/nvidia/nemo:25.11
+      measure_pair "$TMP/scale" "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" "${SCALE[@]}"
     done
-    rss=$(/usr/bin/time -f %M "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" \
-      model.expert_model_parallel_size=8 runtime.container_image=nvcr.io/nvidia/nemo:25.11 \
+    rss=$(/usr/bin/time -f %M "$BL" --dry-run --executor "$ex" -ng "$ng" -gn 8 "$MOE" "${SCALE[@]}" \
       2>&1 >/dev/null | tail -n1)
     read -r m mmin mmax < <(stats "$TMP/scale")
     growth=""
