@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -98,6 +99,21 @@ std::vector<std::string> translate_short_options(const std::vector<std::string>&
 // eagerly), so a subcommand gets them only when its name is on the command line; otherwise it
 // cannot be parsed anyway. Keeps `--dry-run` near the process floor (docs/performance.md).
 namespace {
+// A whole number of at least `min`. CLI11's PositiveNumber/NonNegativeNumber print their
+// range up to DBL_MAX (a 300-digit number) and call 0 "not in range 0 to ...".
+CLI::Validator at_least(long long min, const char* name) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        long long n = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || n < min)
+          return fmt::format("must be a whole number >= {}, got `{}`", min, text);
+        return {};
+      },
+      name);
+}
+
 bool mentioned(const std::vector<std::string>& args, std::string_view name) {
   return std::find(args.begin(), args.end(), name) != args.end();
 }
@@ -213,13 +229,13 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   CLI::App* logs_cmd = app.add_subcommand("logs", "show or follow a job's logs");
   logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
   logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
-  auto* rank_opt =
-      logs_cmd->add_option("--rank", logs_o.rank, "only this rank")->check(CLI::NonNegativeNumber);
+  auto* rank_opt = logs_cmd->add_option("--rank", logs_o.rank, "only this rank")
+                       ->check(at_least(0, "NONNEGATIVE"));
   logs_cmd->add_option("--node", logs_o.node, "only the ranks of this node (0 = first)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0, "NONNEGATIVE"))
       ->excludes(rank_opt);
   logs_cmd->add_option("--tail", logs_o.tail, "only the last N lines of each log (then follow)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0, "NONNEGATIVE"));
   logs_cmd->add_option("--grep", logs_o.grep,
                        "only lines matching this regular expression (ECMAScript syntax)");
   logs_cmd->footer(
@@ -267,10 +283,10 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
         ->check(CLI::IsMember({"dense", "moe"}));
     init_cmd->add_option("-g,--gpu", init_o.gpu, "GPU type (default h100)")->type_name("TYPE");
     init_cmd->add_option("--num-gpus", init_o.num_gpus, "total GPUs (default: one node)")
-        ->check(CLI::PositiveNumber)
+        ->check(at_least(1, "POSITIVE"))
         ->type_name("N");
     init_cmd->add_option("--gpus-per-node", init_o.gpus_per_node, "GPUs per node (default: GPU's)")
-        ->check(CLI::PositiveNumber)
+        ->check(at_least(1, "POSITIVE"))
         ->type_name("N");
     init_cmd->add_option("-e,--executor", init_o.executor, "executor (default slurm)")
         ->check(CLI::IsMember(executor_names()));

@@ -242,7 +242,8 @@ int cmd_cancel(const JobOptions& o, const Context& c) {
 int cmd_compare(const JobOptions& o, const Context& c) {
   auto window = parse_window(o.window);
   if (!window) {
-    c.err << "bridge-launch: error: --window must look like FIRST:LAST, e.g. 3:8\n";
+    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
+             "LAST, e.g. 3:8\n";
     return kExitUsage;
   }
   std::vector<Series> series;
@@ -261,6 +262,9 @@ int cmd_compare(const JobOptions& o, const Context& c) {
                                   job_state_name(*s.state)));
     if (s.samples.empty())
       notes.push_back(fmt::format("{}: no iteration lines in its logs", s.label));
+    else if (stats.back().samples == 0)
+      notes.push_back(fmt::format("{}: none of its iteration lines is in iterations {}-{}", s.label,
+                                  window->first, window->second));
     else if (stats.back().samples < 5)
       notes.push_back(
           fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
@@ -409,10 +413,25 @@ std::string variant_name(const std::string& base, const std::vector<std::string>
 
 // What makes two variants the same experiment: the resolved plan, with the variant's own
 // name and job dir (which only label it) masked.
+// Keeps what runs and drops why: a value set by the user equal to the one a rule derives is
+// the same plan (`value`/`secret` stay; `source`, `rule`, `reason` and the *_sources maps go).
+void drop_provenance(nlohmann::ordered_json& j) {
+  if (j.is_object()) {
+    if (j.contains("value"))
+      for (const char* why : {"source", "rule", "reason"}) j.erase(why);
+    for (auto& [key, value] : j.items()) drop_provenance(value);
+  } else if (j.is_array()) {
+    for (auto& item : j) drop_provenance(item);
+  }
+}
+
 std::string plan_fingerprint(const Plan& plan, const Diagnostics& diags) {
   nlohmann::ordered_json j = plan_to_json(plan, diags);
   j.erase("name");
   j.erase("diagnostics");
+  j.erase("runtime_arg_sources");
+  j.erase("setup_sources");
+  drop_provenance(j);
   std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   auto mask = [&](const std::string& what, const char* with) {
     if (what.empty()) return;
@@ -441,7 +460,8 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     vary.push_back(std::move(*parsed));
   }
   if (!parse_window(a.window)) {
-    c.err << "bridge-launch: error: --window must look like FIRST:LAST, e.g. 3:8\n";
+    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
+             "LAST, e.g. 3:8\n";
     return kExitUsage;
   }
   auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
@@ -479,8 +499,20 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     c.err << "no variant was submitted\n";
     return kExitUsage;
   }
-  c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", options.size(),
-                       options.size() - 1, options.size() == 2 ? "" : "s");
+  if (options.size() < 2) {
+    c.err << "bridge-launch: error: ablate has nothing to compare: every value of --vary "
+             "resolves to the same plan as the "
+          << (a.grid ? "other combinations" : "baseline")
+          << "; nothing was submitted\n  help: vary a knob to a value that changes the plan "
+             "(`bridge-launch plan --format json` shows the resolved values)\n";
+    return kExitUsage;
+  }
+  if (a.grid)
+    c.err << fmt::format("ablate: {} jobs (every combination of the --vary values)\n",
+                         options.size());
+  else
+    c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", options.size(),
+                         options.size() - 1, options.size() == 2 ? "" : "s");
   JobOptions cmp;
   cmp.window = a.window;
   int worst = kExitOk;

@@ -396,6 +396,9 @@ std::optional<std::string> completion_script(const std::string& shell) {
   if (shell == "zsh")
     return "#compdef bridge-launch\n# zsh completion for bridge-launch. Load with:\n"
            "#   source <(bridge-launch completion zsh)\n"
+           "# bashcompinit's `complete` needs compinit's `compdef`: start it when the\n"
+           "# shell has not (a plain ~/.zshrc).\n"
+           "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit; }\n"
            "autoload -U +X bashcompinit && bashcompinit\n" +
            bash_script();
   if (shell == "fish") return fish_script();

@@ -154,6 +154,13 @@ TEST(CliDocsTest, ZshCompletionLoadsThroughBashcompinit) {
   EXPECT_THAT(text, ::testing::HasSubstr("complete -o filenames -F _bridge_launch"));
   if (!have_shell("zsh")) GTEST_SKIP() << "zsh is not installed; the script was not run";
   EXPECT_EQ(run_command({"zsh", "-n", script}).exit_code, 0);
+  // Loaded as the docs say in a shell whose ~/.zshrc never ran compinit (found by a new-user
+  // trial: `compdef` was missing).
+  auto plain =
+      run_command({"zsh", "-f", "-c", "source " + script + " && complete -p bridge-launch"},
+                  {{"HOME", testing::TempDir()}});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, ::testing::HasSubstr("-F _bridge_launch bridge-launch"));
   // bashcompinit's compgen -F runs the function as zsh completion does; zsh itself filters by
   // the prefix, so the list holds more than the match.
   auto complete = [&](const std::string& words, int cword) {

@@ -499,6 +499,40 @@ TEST_F(CliTest, DryRunBeforeAblateDoesNotLaunch) {
       << "a dry-run wrote job state: it launched";
 }
 
+// Found by a new-user trial: a value a rule already derives (D1 turns param gather on in the
+// demo) differs from the baseline only in its provenance and must not be a second job.
+TEST_F(CliTest, AblateSkipsAValueThatAnOverlapRuleAlreadyChose) {
+  const std::string demo = std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml";
+  CommandResult r =
+      run({"--dry-run", "ablate", demo, "--vary", "comm_overlap.overlap_grad_reduce=false",
+           "--vary", "comm_overlap.overlap_param_gather=false,true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("variant [comm_overlap.overlap_param_gather=true] resolves to the "
+                               "same plan as [baseline]"));
+  EXPECT_THAT(r.err, HasSubstr("ablate: 3 jobs (baseline + 2 variants)"));
+  // Nothing but the baseline left: nothing to compare, nothing submitted, exit 2.
+  CommandResult only =
+      run({"--dry-run", "ablate", demo, "--vary", "comm_overlap.overlap_param_gather=true"});
+  EXPECT_EQ(only.exit_code, 2) << only.err;
+  EXPECT_THAT(only.err, HasSubstr("ablate has nothing to compare"));
+  EXPECT_EQ(only.out, "");
+  CommandResult grid = run(
+      {"--dry-run", "ablate", fixture("minimal.yaml"), "--grid", "--vary", "train.max_steps=5,6"});
+  EXPECT_EQ(grid.exit_code, 0) << grid.err;
+  EXPECT_THAT(grid.err, HasSubstr("ablate: 2 jobs (every combination of the --vary values)"));
+}
+
+// Numeric flags say their rule plainly (CLI11's own check printed DBL_MAX's 300 digits).
+TEST_F(CliTest, ANumericFlagOutOfRangeSaysTheRulePlainly) {
+  CommandResult r = run({"init", "-ng", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("must be a whole number >= 1, got `0`"));
+  EXPECT_LT(r.err.size(), 300u) << r.err;
+  CommandResult tail = run({"logs", "some-job", "--tail", "-1"});
+  EXPECT_EQ(tail.exit_code, 2);
+  EXPECT_THAT(tail.err, HasSubstr("must be a whole number >= 0, got `-1`"));
+}
+
 TEST_F(CliTest, ExecutorBeforeAblateAppliesToIt) {
   CommandResult r = run({"-e", "slurm", "ablate", "--dry-run", fixture("minimal.yaml"), "--vary",
                          "train.max_steps=5,6"});

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/jobs/triage_output.h"
+
 namespace bridge {
 namespace {
 
@@ -783,6 +785,27 @@ TEST(FailureTriageClassifyLine, AProgramsOwnErrorLineIsTheLeastSpecificCause) {
 // cluster, "tasks 0-2,4-7: Exited with exit code 5" came before "task 3: ... 17". The rank
 // whose log shows a cause is first, even when the ranks that only lost their peer are
 // reported earlier.
+// Found by a new-user trial: `why` on a cancelled job called the first rank SIGTERM stopped
+// its "first failure".
+TEST(FailureTriage, ACancelledJobsFirstStoppedRankIsNotCalledAFailure) {
+  FailureEvidence evidence;
+  for (int rank = 0; rank < 2; ++rank) {
+    RankEvidence u = rank_unit(rank, "node1", std::nullopt, rank, {"iteration 3/100"});
+    u.signal = 15;
+    evidence.units.push_back(u);
+  }
+  JobRecord job;
+  job.id = "demo-1";
+  job.state = JobState::kCancelled;
+  std::string text = triage_to_text(job, triage(evidence), false);
+  EXPECT_THAT(text, ::testing::HasSubstr("the job was cancelled: its ranks were stopped"));
+  EXPECT_THAT(text, ::testing::HasSubstr("first rank to stop: rank 0"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("first failure")));
+  job.state = JobState::kFailed;
+  EXPECT_THAT(triage_to_text(job, triage(evidence), false),
+              ::testing::HasSubstr("first failure: rank 0"));
+}
+
 TEST(FailureTriage, ACauseBeatsAnEarlierReportedRankThatOnlyLostItsPeer) {
   FailureEvidence evidence;
   for (int rank = 0; rank < 8; ++rank) {

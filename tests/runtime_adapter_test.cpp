@@ -68,6 +68,9 @@ TEST(RuntimeAdapterTest, ProgressRankIsTheLastUnderMegatronBridgeAndConfigurable
   Diagnostics too_big;
   make_plan(kMegatronBridge, too_big, {"runtime.progress_rank=16"}, "slurm");
   EXPECT_THAT(all_messages(too_big), HasSubstr("is 16, but the job has ranks 0..15"));
+  Diagnostics negative;  // found by a new-user trial: -1 was accepted
+  make_plan(kMegatronBridge, negative, {"runtime.progress_rank=-1"}, "slurm");
+  EXPECT_THAT(all_messages(negative), HasSubstr("is -1, but the job has ranks 0..15"));
   Diagnostics bad;
   make_plan(kMegatronBridge, bad, {"runtime.progress_rank=middle"}, "slurm");
   EXPECT_THAT(all_messages(bad), HasSubstr("must be last, first or a rank number"));

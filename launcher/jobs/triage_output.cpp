@@ -43,8 +43,12 @@ std::string triage_to_text(const JobRecord& job, const Triage& t, bool excerpt) 
     return out;
   }
   const FirstFailure& f = *t.first;
-  out += fmt::format("first failure: {}{}, {}{}\n", f.label, f.host.empty() ? "" : " on " + f.host,
-                     how(f), t.order_source.empty() ? "" : " (order: " + t.order_source + ")");
+  // A cancelled job's ranks were stopped on purpose: the first to end is no failure's cause.
+  const bool cancelled = job.state == JobState::kCancelled;
+  if (cancelled) out += "the job was cancelled: its ranks were stopped, not failing on their own\n";
+  out += fmt::format("{}: {}{}, {}{}\n", cancelled ? "first rank to stop" : "first failure",
+                     f.label, f.host.empty() ? "" : " on " + f.host, how(f),
+                     t.order_source.empty() ? "" : " (order: " + t.order_source + ")");
   if (!f.finding) {
     out += "  its log shows no known error";
     out += f.log_path.empty() ? "\n" : fmt::format("; see {}\n", f.log_path);

@@ -165,7 +165,7 @@ int resolve_progress_rank(const Recipe& r, const Topology& t, const std::string&
   if (*f.value == "last") return last;
   if (*f.value == "first") return 0;
   auto rank = parse_decimal<int>(*f.value);
-  if (rank && *rank <= last) return *rank;
+  if (rank && *rank >= 0 && *rank <= last) return *rank;
   if (rank)
     diags.error(
         "bad-value", "runtime.progress_rank", f.loc,
