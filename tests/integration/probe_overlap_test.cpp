@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -94,21 +95,32 @@ std::optional<double> Exposed(const std::string& out, const std::string& kind) {
 
 // Runs `base` with `field=off_value` and `field=on_value` and checks that the exposed time of
 // `kind` with the overlap on is below `ratio` times the time with it off.
+// Exposed time is wall-clock time on a shared machine: another test's ranks on the same two
+// cores add to it. So each value is the least of up to three runs (load only ever adds), and
+// the runs stop as soon as the comparison holds.
 void ExpectLessExposed(int world, const std::vector<std::string>& base, const std::string& field,
                        const std::string& off_value, const std::string& on_value,
                        const std::string& kind, double ratio) {
-  const RankRuns off = RunRanks(world, With(base, {field + "=" + off_value}));
-  const RankRuns on = RunRanks(world, With(base, {field + "=" + on_value}));
-  ASSERT_TRUE(off.all_exited(0)) << off.rank0() << off.logs.back();
-  ASSERT_TRUE(on.all_exited(0)) << on.rank0() << on.logs.back();
-  const auto exposed_off = Exposed(off.rank0(), kind);
-  const auto exposed_on = Exposed(on.rank0(), kind);
-  ASSERT_TRUE(exposed_off && exposed_on) << off.rank0() << on.rank0();
-  EXPECT_GT(*exposed_off, 0.0) << off.rank0();
-  EXPECT_LT(*exposed_on, ratio * *exposed_off)
-      << field << ": exposed " << kind << " " << *exposed_on << " ms with " << on_value << ", "
-      << *exposed_off << " ms with " << off_value << "\n"
-      << on.rank0();
+  std::optional<double> least_off, least_on;
+  std::string last_on_log;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const RankRuns off = RunRanks(world, With(base, {field + "=" + off_value}));
+    const RankRuns on = RunRanks(world, With(base, {field + "=" + on_value}));
+    ASSERT_TRUE(off.all_exited(0)) << off.rank0() << off.logs.back();
+    ASSERT_TRUE(on.all_exited(0)) << on.rank0() << on.logs.back();
+    const auto exposed_off = Exposed(off.rank0(), kind);
+    const auto exposed_on = Exposed(on.rank0(), kind);
+    ASSERT_TRUE(exposed_off && exposed_on) << off.rank0() << on.rank0();
+    ASSERT_GT(*exposed_off, 0.0) << off.rank0();
+    least_off = std::min(least_off.value_or(*exposed_off), *exposed_off);
+    least_on = std::min(least_on.value_or(*exposed_on), *exposed_on);
+    last_on_log = on.rank0();
+    if (*least_on < ratio * *least_off) break;
+  }
+  EXPECT_LT(*least_on, ratio * *least_off)
+      << field << ": exposed " << kind << " " << *least_on << " ms with " << on_value << ", "
+      << *least_off << " ms with " << off_value << " (least of three runs each)\n"
+      << last_on_log;
 }
 
 class ProbeOverlap : public ::testing::Test {
