@@ -221,6 +221,10 @@ int cmd_logs(const JobOptions& o, const Context& c) {
   std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
   Diagnostics diags;
   int rc = ex ? ex->logs(*rec, query, c.out, c.err, diags) : kExitRuntime;
+  // grep prints nothing when nothing matches; a note on stderr says it was looked for.
+  if (rc == kExitOk && !o.grep.empty() && query.grep.kept() == 0)
+    c.err << fmt::format("no line matched `{}`{}\n", printable_text(o.grep, 200),
+                         o.tail ? fmt::format(" in the last {} lines of each log", *o.tail) : "");
   print_diagnostics(diags, c.err, c.color, false);
   return rc;
 }

@@ -98,8 +98,8 @@ std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<Wait
 
 // Follows scheduler jobs until they end. SIGINT stops the waiting only: the jobs keep
 // running and `status` still finds them.
-int wait_for_jobs(const Executor& executor, std::vector<JobRecord*> records, const JobRegistry& reg,
-                  const Context& c) {
+int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
+                  const JobRegistry& reg, const Context& c) {
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_handler = on_wait_signal;

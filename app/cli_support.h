@@ -39,8 +39,8 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
                  const Context& c);
 // The same for several jobs of one executor (an ablate): each poll asks the scheduler about
 // all the jobs not yet ended with one query. Exit code: 0 when every job succeeded.
-int wait_for_jobs(const Executor& executor, std::vector<JobRecord*> records, const JobRegistry& reg,
-                  const Context& c);
+int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
+                  const JobRegistry& reg, const Context& c);
 
 // Plans and launches; `job_id` (optional) receives the registry id once chosen; `sequence`
 // is the job's place among the jobs of this command (SubmissionIdentity::sequence).

@@ -30,7 +30,10 @@ std::optional<LineFilter> LineFilter::compile(const std::string& pattern, std::s
 }
 
 bool LineFilter::keep(std::string_view line) const {
-  return !pattern_ || std::regex_search(line.begin(), line.end(), *pattern_);
+  if (!pattern_) return true;
+  if (!std::regex_search(line.begin(), line.end(), *pattern_)) return false;
+  ++*kept_;
+  return true;
 }
 
 void LogTail::emit(std::ostream& out, bool prefix, const LineFilter& filter, const char* data,

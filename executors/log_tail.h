@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <regex>
@@ -33,9 +34,13 @@ class LineFilter {
   // nullopt, with the reason in `error`, when `pattern` is not a valid regular expression.
   static std::optional<LineFilter> compile(const std::string& pattern, std::string& error);
   bool keep(std::string_view line) const;
+  // How many lines a pattern kept so far, over this filter and its copies (an executor may
+  // copy the query): `logs` says "no line matched" rather than print nothing.
+  size_t kept() const { return *kept_; }
 
  private:
   std::optional<std::regex> pattern_;
+  std::shared_ptr<size_t> kept_ = std::make_shared<size_t>(0);
 };
 
 class LogTail {

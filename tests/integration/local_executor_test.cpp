@@ -415,6 +415,12 @@ TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
   EXPECT_EQ(grep.exit_code, 0) << grep.err;
   EXPECT_THAT(grep.out, HasSubstr("iteration        1/    1000"));
   EXPECT_THAT(grep.out, Not(HasSubstr("iteration        2/")));
+  EXPECT_THAT(grep.err, Not(HasSubstr("no line matched")));
+  // Nothing matched: stdout stays empty, and stderr says the pattern was looked for.
+  CommandResult none = launch({"logs", id, "--rank", "0", "--tail", "3", "--grep", "no-such-x"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "");
+  EXPECT_THAT(none.err, HasSubstr("no line matched `no-such-x` in the last 3 lines of each log"));
   CommandResult tail = launch({"logs", id, "--rank", "0", "--tail", "1"});
   EXPECT_EQ(tail.exit_code, 0) << tail.err;
   EXPECT_EQ(std::count(tail.out.begin(), tail.out.end(), '\n'), 1) << tail.out;
