@@ -201,6 +201,9 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   app.require_subcommand(0, 1);
   add_plan_options(&app, launch, true);
   app.get_option("recipe")->required(false);
+  // A subcommand gets its options only when its name is on the command line: building every
+  // option of every subcommand cost a quarter of a dry-run (docs/performance.md). Only the
+  // named subcommand can run, and `--help` lists the others by name.
 
   CLI::App* validate_cmd = app.add_subcommand("validate", "load and validate a recipe only");
   if (mentioned(raw_args, "validate")) add_plan_options(validate_cmd, validate, false);
@@ -212,60 +215,79 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   plan_cmd->footer("Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml");
   CLI::App* plugins_cmd = app.add_subcommand("plugins", "list the launch plugins");
   std::string plugins_format = "text";
-  plugins_cmd->add_option("--format", plugins_format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  if (mentioned(raw_args, "plugins")) {
+    plugins_cmd->add_option("--format", plugins_format, "output format")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   plugins_cmd->footer("Example: bridge-launch plugins --format json");
 
   JobOptions list_o, status_o, logs_o, why_o, cancel_o, compare_o;
   CLI::App* list_cmd = app.add_subcommand("list", "recent jobs from the local registry");
-  list_cmd->add_option("--format", list_o.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  if (mentioned(raw_args, "list")) {
+    list_cmd->add_option("--format", list_o.format, "output format")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   list_cmd->footer("Example: bridge-launch list --format json");
   CLI::App* status_cmd = app.add_subcommand("status", "state of one job, or of all recent jobs");
-  status_cmd->add_option("job", status_o.jobs, "job id or unique prefix (default: all)");
-  status_cmd->add_option("--format", status_o.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  if (mentioned(raw_args, "status")) {
+    status_cmd->add_option("job", status_o.jobs, "job id or unique prefix (default: all)");
+    status_cmd->add_option("--format", status_o.format, "output format")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   status_cmd->footer("Example: bridge-launch status demo-2026");
   CLI::App* logs_cmd = app.add_subcommand("logs", "show or follow a job's logs");
-  logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
-  logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
-  auto* rank_opt = logs_cmd->add_option("--rank", logs_o.rank, "only this rank")
-                       ->check(at_least(0, "NONNEGATIVE"));
-  logs_cmd->add_option("--node", logs_o.node, "only the ranks of this node (0 = first)")
-      ->check(at_least(0, "NONNEGATIVE"))
-      ->excludes(rank_opt);
-  logs_cmd->add_option("--tail", logs_o.tail, "only the last N lines of each log (then follow)")
-      ->check(at_least(0, "NONNEGATIVE"));
-  logs_cmd->add_option("--grep", logs_o.grep,
-                       "only lines matching this regular expression (ECMAScript syntax)");
+  if (mentioned(raw_args, "logs")) {
+    logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
+    logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
+    auto* rank_opt = logs_cmd->add_option("--rank", logs_o.rank, "only this rank")
+                         ->check(at_least(0, "NONNEGATIVE"));
+    logs_cmd->add_option("--node", logs_o.node, "only the ranks of this node (0 = first)")
+        ->check(at_least(0, "NONNEGATIVE"))
+        ->excludes(rank_opt);
+    logs_cmd->add_option("--tail", logs_o.tail, "only the last N lines of each log (then follow)")
+        ->check(at_least(0, "NONNEGATIVE"));
+    logs_cmd->add_option("--grep", logs_o.grep,
+                         "only lines matching this regular expression (ECMAScript syntax)");
+  }
   logs_cmd->footer(
       "Examples: bridge-launch logs demo-2026 --rank 0 -f\n"
       "          bridge-launch logs demo-2026 --node 1 --grep 'NCCL|CUDA' --tail 50");
   CLI::App* why_cmd = app.add_subcommand("why", "which rank of a failed job failed first, and why");
-  why_cmd->add_option("job", why_o.jobs, "job id or unique prefix")->required()->expected(1);
-  why_cmd->add_option("--format", why_o.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  if (mentioned(raw_args, "why")) {
+    why_cmd->add_option("job", why_o.jobs, "job id or unique prefix")->required()->expected(1);
+    why_cmd->add_option("--format", why_o.format, "output format")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   why_cmd->footer("Example: bridge-launch why demo-2026");
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
-  cancel_cmd->add_option("job", cancel_o.jobs, "job id or unique prefix")->required()->expected(1);
+  if (mentioned(raw_args, "cancel")) {
+    cancel_cmd->add_option("job", cancel_o.jobs, "job id or unique prefix")
+        ->required()
+        ->expected(1);
+  }
   cancel_cmd->footer("Example: bridge-launch cancel demo-2026");
   CLI::App* compare_cmd =
       app.add_subcommand("compare", "side-by-side steady-state step time of finished jobs");
-  compare_cmd->add_option("jobs", compare_o.jobs, "job ids/prefixes or log files")->required();
-  compare_cmd->add_option("--window", compare_o.window,
-                          "steady-state iterations FIRST:LAST (default 3:8)");
-  compare_cmd->add_option("--format", compare_o.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}));
+  if (mentioned(raw_args, "compare")) {
+    compare_cmd->add_option("jobs", compare_o.jobs, "job ids/prefixes or log files")->required();
+    compare_cmd->add_option("--window", compare_o.window,
+                            "steady-state iterations FIRST:LAST (default 3:8)");
+    compare_cmd->add_option("--format", compare_o.format, "output format")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   compare_cmd->footer("Example: bridge-launch compare JOB_A JOB_B --window 3:8");
   AblateOptions ablate_o;
   CLI::App* ablate_cmd = app.add_subcommand(
       "ablate", "submit a baseline and one job per changed value, one knob at a time");
   if (mentioned(raw_args, "ablate")) add_plan_options(ablate_cmd, ablate_o.launch, true);
-  ablate_cmd->add_option("--vary", ablate_o.vary, "KEY=V1,V2 (repeatable)")
-      ->required()
-      ->allow_extra_args(false);
-  ablate_cmd->add_flag("--grid", ablate_o.grid, "every combination instead of one knob at a time");
-  ablate_cmd->add_option("--window", ablate_o.window, "steady-state iterations for the compare");
+  if (mentioned(raw_args, "ablate")) {
+    ablate_cmd->add_option("--vary", ablate_o.vary, "KEY=V1,V2 (repeatable)")
+        ->required()
+        ->allow_extra_args(false);
+    ablate_cmd->add_flag("--grid", ablate_o.grid,
+                         "every combination instead of one knob at a time");
+    ablate_cmd->add_option("--window", ablate_o.window, "steady-state iterations for the compare");
+  }
   ablate_cmd->footer(
       "Example: bridge-launch ablate examples/recipes/demo.yaml "
       "--vary comm_overlap.overlap_grad_reduce=false,true");
@@ -298,17 +320,21 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   std::string shell;
   CLI::App* completion_cmd =
       app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
-  completion_cmd->add_option("shell", shell, "bash, zsh or fish")
-      ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  if (mentioned(raw_args, "completion")) {
+    completion_cmd->add_option("shell", shell, "bash, zsh or fish")
+        ->required()
+        ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  }
   completion_cmd->footer(
       "Examples: source <(bridge-launch completion bash)\n"
       "          bridge-launch completion fish > ~/.config/fish/completions/bridge-launch.fish");
   std::string schema_format = "json";
   CLI::App* schema_cmd =
       app.add_subcommand("schema", "print the recipe's JSON Schema (for editors and validators)");
-  schema_cmd->add_option("--format", schema_format, "output format (json only)")
-      ->check(CLI::IsMember({"json"}));
+  if (mentioned(raw_args, "schema")) {
+    schema_cmd->add_option("--format", schema_format, "output format (json only)")
+        ->check(CLI::IsMember({"json"}));
+  }
   schema_cmd->footer(
       "Example: bridge-launch schema > bridge-launch.schema.json\n"
       "  then start a recipe with: # yaml-language-server: $schema=./bridge-launch.schema.json");

@@ -283,7 +283,8 @@ int cmd_plugins(const std::string& format, const Context& c) {
 }
 
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id, int sequence) {
+                   std::string* job_id, int sequence, std::unique_ptr<Executor> prepared,
+                   const std::string& prepared_name) {
   auto fail = [&](int code) {
     if (o.format == "json")
       c.out
@@ -295,7 +296,10 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   };
   if (!plan.complete || diags.has_errors()) return fail(kExitUsage);
   const ExecutorInfo* info = find_executor(plan.executor);
-  std::unique_ptr<Executor> executor = c.services.executor(plan.executor);
+  std::unique_ptr<Executor> executor = prepared && prepared_name == plan.executor
+                                           ? std::move(prepared)
+                                           : c.services.executor(plan.executor);
+  prepared.reset();  // another executor's preparation stops here, before anything is submitted
   if (!executor || !info) {
     diags.error("executor-unavailable", "", {},
                 fmt::format("the {} executor is not available in this build", plan.executor));
@@ -410,8 +414,16 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
 
 int cmd_launch(const Options& o, const Context& c) {
   Diagnostics diags(o.strict);
+  // An executor named by --executor prepares its submission first (Slurm starts sbatch, which
+  // then waits for its script), so that the scheduler command's start-up overlaps planning
+  // (docs/performance.md). A plan that fails stops it before it got anything to submit.
+  std::unique_ptr<Executor> prepared;
+  if (!o.dry_run && !o.executor.empty()) {
+    prepared = c.services.executor(o.executor);
+    if (prepared) prepared->prepare_to_submit();
+  }
   Plan plan = build_plan(make_request(o), c.services.env, diags);
-  return launch_planned(o, c, plan, diags, nullptr);
+  return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor);
 }
 
 }  // namespace bridge

@@ -44,7 +44,11 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
 
 // Plans and launches; `job_id` (optional) receives the registry id once chosen; `sequence`
 // is the job's place among the jobs of this command (SubmissionIdentity::sequence).
+// `prepared` (optional) is an executor that prepare_to_submit already ran on: it is used when
+// the plan chose the same executor (`prepared_name`), and otherwise dropped unused.
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id, int sequence = 0);
+                   std::string* job_id, int sequence = 0,
+                   std::unique_ptr<Executor> prepared = nullptr,
+                   const std::string& prepared_name = "");
 
 }  // namespace bridge

@@ -48,7 +48,7 @@ class RealServices {
 
  private:
   ProcessEnvironment env_;
-  BoostCommandRunner runner_;
+  SpawnCommandRunner runner_;
   SystemClock clock_;
   ThreadSleeper sleeper_;
   Services services_;

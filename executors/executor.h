@@ -130,6 +130,12 @@ class BoundJob : public PreparedJob {
 class Executor {
  public:
   virtual ~Executor() = default;
+  // Called before planning when the command will submit to this executor: starts what a
+  // submission needs that does not depend on the plan (Slurm: an sbatch waiting for its
+  // script on stdin), so that its start-up overlaps planning. It never submits anything by
+  // itself: an executor destroyed without submitting stops what it started. The default
+  // starts nothing.
+  virtual void prepare_to_submit() {}
   // nullptr, with the reasons in `diags`, when the plan cannot run on this executor.
   virtual std::unique_ptr<PreparedJob> render(const Plan& plan, const SubmissionIdentity& identity,
                                               Diagnostics& diags) const = 0;

@@ -203,14 +203,21 @@ class SlurmExecutor : public Executor {
         /*calls_before_submit=*/true);
   }
 
+  // sbatch takes everything that depends on the plan from its script (the registry id is its
+  // `#SBATCH --comment`), so the sbatch of a submission can start before the plan exists.
+  void prepare_to_submit() override {
+    if (!ready_sbatch_) ready_sbatch_ = services_.runner.start(sbatch_spec({}));
+  }
+
   // Never waits: with --wait the CLI follows the job through status() (the same for every
   // scheduler), so stdout keeps only what the CLI prints (the job id).
   //
-  // sbatch is started before `before_submit` (the CLI's durable pending registry entry) and
-  // gets its script on stdin only after that returned: sbatch cannot submit before it read
-  // the script, so the entry is on disk first, and writing it overlaps sbatch's own start-up
-  // (loading libslurm, reading slurm.conf: about half of its time). A false return kills the
-  // sbatch that never got a script.
+  // sbatch is started before `before_submit` (the CLI's durable pending registry entry),
+  // usually even before planning (prepare_to_submit), and gets its script on stdin only
+  // after that returned: sbatch cannot submit before it read the script, so the entry is on
+  // disk first, and planning and writing the entry overlap sbatch's own start-up (loading
+  // libslurm, reading slurm.conf: about half of its time). A false return kills the sbatch
+  // that never got a script.
   SubmitResult submit_script(const Plan& plan, const SubmissionIdentity& identity,
                              const std::string& script, const std::function<bool()>& before_submit,
                              Diagnostics& diags, const OnAccepted& on_accepted) const {
@@ -237,10 +244,12 @@ class SlurmExecutor : public Executor {
     // The registry id is unique by construction (JobRegistry::reserve_id), so it tells our
     // job apart from any other of the same name.
     std::string comment = "bridge-launch:" + identity.job_id;
-    CommandSpec spec;
-    spec.argv = {"sbatch", "--parsable", "--comment=" + comment};
+    // A user template that leaves out the directives gets the comment on the command line
+    // (which wins over the script), and a fresh sbatch to carry it.
+    bool tagged_by_script = script_sets_comment(script, comment);
+    CommandSpec spec = sbatch_spec(secrets);
+    if (!tagged_by_script) spec.argv.push_back("--comment=" + comment);
     spec.stdin_text = script;
-    spec.extra_env = secrets;
     std::optional<std::string> id;
     // Before retrying a transient failure: did the "failed" try create the job after all?
     auto settled = [&]() {
@@ -248,8 +257,8 @@ class SlurmExecutor : public Executor {
       if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
       return id.has_value();
     };
-    spec.timeout = policy_.timeout;
-    std::unique_ptr<StartedCommand> sbatch = services_.runner.start(spec);
+    std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
+    if (!sbatch) sbatch = services_.runner.start(spec);
     if (before_submit && !before_submit()) {
       sbatch.reset();  // killed before it read a script: nothing was submitted
       remove_if_empty(created);
@@ -549,6 +558,28 @@ class SlurmExecutor : public Executor {
     return "";
   }
 
+  // sbatch reading its script from stdin; `secrets` are added to its environment.
+  CommandSpec sbatch_spec(const std::map<std::string, std::string>& secrets) const {
+    CommandSpec spec;
+    spec.argv = {"sbatch", "--parsable"};
+    spec.extra_env = secrets;
+    spec.timeout = policy_.timeout;
+    return spec;
+  }
+
+  // The sbatch prepare_to_submit started, when its command line and environment are the ones
+  // this submission needs: the script must carry the comment, and as it inherited the
+  // launcher's environment, each secret must have its value there already (a secret whose
+  // value the recipe sets does not). Otherwise it is stopped before it read anything.
+  std::unique_ptr<StartedCommand> take_ready_sbatch(
+      const std::map<std::string, std::string>& secrets, bool tagged_by_script) const {
+    std::unique_ptr<StartedCommand> ready = std::move(ready_sbatch_);
+    if (!tagged_by_script) return nullptr;
+    for (const auto& [name, value] : secrets)
+      if (services_.env.get(name) != value) return nullptr;
+    return ready;
+  }
+
   // The id of our own job `name` carrying `comment`, if the controller has it.
   std::optional<std::string> find_by_comment(const std::string& name,
                                              const std::string& comment) const {
@@ -564,6 +595,9 @@ class SlurmExecutor : public Executor {
   ExecutorServices services_;
   SlurmClient slurm_;
   SlurmRetryPolicy policy_;  // sbatch's first try runs outside slurm_ (submit_script)
+  // The sbatch prepare_to_submit started, waiting for a script; taken by the submission.
+  // Mutable: rendering is const, and the job it returns submits through this executor.
+  mutable std::unique_ptr<StartedCommand> ready_sbatch_;
   // Once sacct said "accounting storage is disabled", status stops asking it.
   mutable std::atomic<bool> accounting_disabled_{false};
 };

@@ -121,6 +121,16 @@ class Checker {
           "slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
           fmt::format("sbatch_args entry `{}` is not an option (it must start with -)", arg),
           "write options as `--name=value`, e.g. --constraint=h100");
+    } else if (std::string_view(arg).substr(0, arg.find('=')) == "--comment") {
+      // The comment names the registry entry: `status`, a lost sbatch answer and a killed
+      // launcher find the job by it, so a second one would silently replace it.
+      ok_ = false;
+      diags_.error("slurm-sbatch-arg-contradicts-plan", "executor.slurm.sbatch_args", loc,
+                   fmt::format("sbatch_args entry `{}` would replace the job's comment, "
+                               "`bridge-launch:<id>`, by which bridge-launch finds the job",
+                               one_line(arg)),
+                   "drop it; the job's registry id is its comment (`bridge-launch list` shows "
+                   "it), and --job-name comes from the recipe's `name`");
     } else if (const char* owner = plan_owned_option(arg)) {
       // A second #SBATCH line would silently win over the plan's node/GPU layout.
       ok_ = false;
@@ -264,7 +274,8 @@ int64_t retries(const Plan& plan, Diagnostics& diags) {
   return effective_retries(plan);
 }
 
-std::vector<std::string> directives(const Plan& plan, const std::string& files_dir, bool per_node,
+std::vector<std::string> directives(const Plan& plan, const std::string& files_dir,
+                                    const std::string& submission_id, bool per_node,
                                     int64_t n_retries, const std::vector<std::string>& secrets,
                                     Checker& check) {
   const Recipe& r = *plan.recipe;
@@ -272,6 +283,9 @@ std::vector<std::string> directives(const Plan& plan, const std::string& files_d
   const Topology& t = *plan.topology;
   std::vector<std::string> d;
   d.push_back("--job-name=" + directive_value(slurm_job_name(*r.name.value)));
+  // The registry id tags the job, to find one whose sbatch answer was lost. It is in the
+  // script, not on sbatch's command line, so that sbatch can be started before the id exists.
+  d.push_back("--comment=bridge-launch:" + submission_id);
   d.push_back(fmt::format("--nodes={}", t.nodes));
   d.push_back(fmt::format("--ntasks-per-node={}", per_node ? 1 : t.gpus_per_node));
   d.push_back(fmt::format("--gpus-per-node={}", t.gpus_per_node));
@@ -334,12 +348,32 @@ std::string slurm_job_name(const std::string& name) {
   return out.empty() ? "bridge-job" : out;
 }
 
+namespace {
+
+// The registry id, or the dry-run id `<name>-dry-run` where there is none; sanitized like a
+// job name (registry ids are already [A-Za-z0-9-]; the dry-run id holds the raw recipe name).
+std::string submission_id_or_dry_run(const Plan& plan, const std::string& submission_id) {
+  if (!submission_id.empty()) return slurm_job_name(submission_id);
+  return slurm_job_name(
+      (plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job") + "-dry-run");
+}
+
+}  // namespace
+
 std::string slurm_submission_dir(const Plan& plan, const std::string& submission_id) {
-  std::string id = submission_id;
-  if (id.empty())
-    id = (plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job") + "-dry-run";
-  // Registry ids are already [A-Za-z0-9-]; the dry-run id holds the raw recipe name.
-  return plan.job_dir + "/" + slurm_job_name(id);
+  return plan.job_dir + "/" + submission_id_or_dry_run(plan, submission_id);
+}
+
+bool script_sets_comment(std::string_view script, std::string_view comment) {
+  for (size_t at = 0; at < script.size();) {
+    size_t end = std::min(script.find('\n', at), script.size());
+    std::string_view line = script.substr(at, end - at);
+    at = end + 1;
+    if (line.empty()) continue;
+    if (line[0] != '#') return false;  // the first command: sbatch reads no directive after it
+    if (line.substr(0, 18) == "#SBATCH --comment=") return line.substr(18) == comment;
+  }
+  return false;
 }
 
 int slurm_master_port(long long job_id) {
@@ -426,7 +460,8 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
   for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "BRIDGE_JOB_DIR"}) env_names.push_back(v);
 
   int64_t n_retries = retries(plan, diags);
-  for (auto& d : directives(plan, files_dir, per_node, n_retries, secrets, check))
+  std::string submission_id = submission_id_or_dry_run(plan, options.submission_id);
+  for (auto& d : directives(plan, files_dir, submission_id, per_node, n_retries, secrets, check))
     data.add_text_item("directives", std::move(d));
 
   data.ensure_list("setup_steps");

@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "executors/slurm_template.h"
@@ -61,6 +62,11 @@ std::string slurm_job_name(const std::string& name);
 // <job_dir>/<submission id>: where the batch output, the script copy and the rank logs of
 // one submission go (the id sanitized as a single path component).
 std::string slurm_submission_dir(const Plan& plan, const std::string& submission_id);
+
+// True when sbatch will read `#SBATCH --comment=<comment>` from `script`: the line is in the
+// script's leading block of comments (sbatch stops looking at the first command). The
+// built-in template always has it; a user template without {{#directives}} may not.
+bool script_sets_comment(std::string_view script, std::string_view comment);
 
 // The MASTER_PORT a job gets: 20000 + job id % 10000 (matches the script's arithmetic).
 int slurm_master_port(long long job_id);

@@ -1,13 +1,20 @@
-// The only file that uses Boost.Process; its exceptions stop here.
+// The only file that starts scheduler commands (posix_spawn); nothing here throws.
 #include "launcher/command_runner.h"
 
-#include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/process.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
 #include <csignal>
-#include <future>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,31 +23,51 @@
 
 namespace bridge {
 
-namespace bp = boost::process;
-
 namespace {
 
-// The inherited environment plus `extra` (which wins). Boost.Process 1.74 looks a name up by
-// comparing `NAME=` with std::equal against every entry, which reads past the end of an
-// entry shorter than that (AddressSanitizer: heap-buffer-overflow). So the environment is
-// built from an empty one, longest entries first: every entry present is then at least as
-// long as the `NAME=` of each entry added after it, and no comparison leaves its entry.
-bp::environment child_environment(const std::map<std::string, std::string>& extra) {
-  std::map<std::string, std::string> vars;
-  for (auto& [name, value] : ProcessEnvironment().all()) vars.emplace(name, value);
-  for (const auto& [name, value] : extra) vars[name] = value;
-  std::vector<std::pair<std::string, std::string>> longest_first(vars.begin(), vars.end());
-  std::stable_sort(longest_first.begin(), longest_first.end(), [](const auto& a, const auto& b) {
-    return a.first.size() + a.second.size() > b.first.size() + b.second.size();
-  });
-  bp::environment env;
-  for (const auto& [name, value] : longest_first) env[name] = value;
+using Clock = std::chrono::steady_clock;
+
+// After the program exited, how long its pipes are still read: a process it left behind
+// (`daemon &`) may hold them open for ever.
+constexpr auto kDrainAfterExit = std::chrono::milliseconds(200);
+
+// "NAME=VALUE" strings: the inherited environment with `extra` added (extra wins).
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (const auto& [name, value] : ProcessEnvironment().all())
+    if (!extra.count(name)) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
   return env;
 }
 
-}  // namespace
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
 
-namespace {
+// One pipe; both ends close on exec, and neither is 0, 1 or 2 (dup2 onto the same number
+// would keep close-on-exec set, and the child would start without that stream).
+bool make_pipe(std::array<int, 2>& fds) {
+  if (pipe2(fds.data(), O_CLOEXEC) != 0) return false;
+  for (int& fd : fds) {
+    if (fd > 2) continue;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    fd = moved;
+    if (fd < 0) return false;
+  }
+  return true;
+}
+
+// A program that could not be started: finish reports why.
+class NotStarted : public StartedCommand {
+ public:
+  explicit NotStarted(std::string why) { result_.started = false, result_.err = std::move(why); }
+  CommandResult finish(const std::string&) override { return result_; }
+
+ private:
+  CommandResult result_;
+};
 
 // CommandRunner::start's default: nothing runs before finish.
 class DeferredCommand : public StartedCommand {
@@ -57,85 +84,124 @@ class DeferredCommand : public StartedCommand {
   CommandSpec spec_;
 };
 
-// A program that could not be started: finish reports why.
-class NotStarted : public StartedCommand {
- public:
-  explicit NotStarted(std::string why) { result_.started = false, result_.err = std::move(why); }
-  CommandResult finish(const std::string&) override { return result_; }
-
- private:
-  CommandResult result_;
-};
-
 // A running child whose stdin is an open pipe that nothing was written to yet.
-class BoostStartedCommand : public StartedCommand {
+class SpawnedCommand : public StartedCommand {
  public:
-  BoostStartedCommand(const boost::filesystem::path& exe, const std::vector<std::string>& args,
-                      const bp::environment& env, std::chrono::milliseconds timeout)
-      : in_pipe_(io_), timeout_(timeout) {
+  SpawnedCommand(pid_t pid, int in, int out, int err, std::chrono::milliseconds timeout)
+      : pid_(pid), in_(in), out_(out), err_(err), timeout_(timeout) {
+    // Readable when the program has ended: its end wakes poll like its output does. Without
+    // one (kernels before 5.3) the loop looks every millisecond.
+    exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
     // A command that does not read its stdin must not kill us with SIGPIPE.
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ignore, &old_pipe_);
-    try {
-      // on_exit fires from the io_context once the child has been reaped, so the exit code
-      // is final; polling child.running() right after the pipes close races with the reaping.
-      child_ = bp::child(exe, bp::args(args), env, bp::std_out > out_, bp::std_err > err_,
-                         bp::std_in < in_pipe_, io_,
-                         bp::on_exit([this](int code, const std::error_code&) {
-                           exited_ = true;
-                           exit_code_ = code;
-                         }));
-    } catch (...) {
-      sigaction(SIGPIPE, &old_pipe_, nullptr);
-      throw;
-    }
+    for (int fd : {in_, out_, err_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
-  ~BoostStartedCommand() override {
-    std::error_code ec;
-    if (!finished_ && child_.valid()) child_.terminate(ec);  // before it read any input
-    boost::system::error_code bec;
-    in_pipe_.close(bec);
+  ~SpawnedCommand() override {
+    if (!reaped_) {  // unfinished: killed before it read any input
+      kill(pid_, SIGKILL);
+      reap(true);
+    }
+    for (int* fd : {&in_, &out_, &err_, &exit_fd_}) close_fd(*fd);
     sigaction(SIGPIPE, &old_pipe_, nullptr);
   }
-  BoostStartedCommand(const BoostStartedCommand&) = delete;
-  BoostStartedCommand& operator=(const BoostStartedCommand&) = delete;
+  SpawnedCommand(const SpawnedCommand&) = delete;
+  SpawnedCommand& operator=(const SpawnedCommand&) = delete;
 
   CommandResult finish(const std::string& stdin_text) override {
     CommandResult result;
-    finished_ = true;
-    try {
-      boost::asio::async_write(in_pipe_, boost::asio::buffer(stdin_text),
-                               [&](const boost::system::error_code&, size_t) { in_pipe_.close(); });
-      io_.run_for(timeout_);
-      result.exit_code = exit_code_;
-      if (!exited_) {
-        std::error_code ec;
-        child_.terminate(ec);
-        result.timed_out = true;
-        result.exit_code = 128 + SIGKILL;
+    const auto deadline = Clock::now() + timeout_;
+    std::optional<Clock::time_point> exited_at;
+    size_t written = 0;
+    if (stdin_text.empty()) close_fd(in_);
+    for (;;) {
+      auto now = Clock::now();
+      if (now >= deadline) break;
+      if (!reaped_ && exit_fd_ < 0) reap(false);  // no pidfd: look at each turn
+      if (reaped_ && !exited_at) exited_at = now;
+      if (reaped_ && out_ < 0 && err_ < 0) break;
+      if (exited_at && now - *exited_at > kDrainAfterExit) break;
+      std::vector<pollfd> fds;
+      if (in_ >= 0) fds.push_back({in_, POLLOUT, 0});
+      if (out_ >= 0) fds.push_back({out_, POLLIN, 0});
+      if (err_ >= 0) fds.push_back({err_, POLLIN, 0});
+      if (!reaped_ && exit_fd_ >= 0) fds.push_back({exit_fd_, POLLIN, 0});
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      long long slice = left.count() + 1;
+      if (exited_at || exit_fd_ < 0) slice = std::min<long long>(slice, 1);
+      if (poll(fds.data(), fds.size(), static_cast<int>(slice)) < 0 && errno != EINTR) break;
+      for (const pollfd& p : fds) {
+        if (!p.revents) continue;
+        if (p.fd == exit_fd_) {
+          reap(false);
+        } else if (p.fd == in_) {
+          ssize_t n = write(in_, stdin_text.data() + written, stdin_text.size() - written);
+          if (n > 0) written += static_cast<size_t>(n);
+          if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == stdin_text.size())
+            close_fd(in_);  // all written, or the program closed its stdin (EPIPE)
+        } else {
+          read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
+        }
       }
-      if (out_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-        result.out = out_.get();
-      if (err_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-        result.err = err_.get();
-    } catch (const std::exception& e) {
-      result.started = false;
-      result.err = e.what();
     }
+    close_fd(in_);
+    if (!reaped_) {
+      kill(pid_, SIGKILL);
+      reap(true);
+      result.timed_out = true;
+      result.exit_code = 128 + SIGKILL;
+      return result;
+    }
+    result.exit_code = exit_code_;
     return result;
   }
 
  private:
-  boost::asio::io_context io_;
-  std::future<std::string> out_, err_;
-  bp::async_pipe in_pipe_;
-  bp::child child_;
+  // Reads what is there; closes `fd` at end of file or on an error.
+  static void read_into(int& fd, std::string& into) {
+    char buf[16384];
+    for (;;) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        into.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      close_fd(fd);
+      return;
+    }
+  }
+
+  // True once the program has ended (its exit code kept); `block` waits for it.
+  bool reap(bool block) {
+    int status = 0;
+    pid_t r;
+    do {
+      r = waitpid(pid_, &status, block ? 0 : WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r != pid_) return reaped_ = r < 0;  // r < 0: not our child any more; nothing to wait for
+    reaped_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  }
+
+  pid_t pid_;
+  int in_, out_, err_;
+  int exit_fd_ = -1;
   std::chrono::milliseconds timeout_;
   struct sigaction old_pipe_ {};
-  bool exited_ = false;
+  bool reaped_ = false;
   int exit_code_ = 0;
-  bool finished_ = false;
+};
+
+// Closes every pipe end it owns unless released.
+struct PipeSet {
+  std::array<int, 2> in{-1, -1}, out{-1, -1}, err{-1, -1};
+  ~PipeSet() {
+    for (auto* p : {&in, &out, &err})
+      for (int& fd : *p) close_fd(fd);
+  }
 };
 
 }  // namespace
@@ -144,22 +210,48 @@ std::unique_ptr<StartedCommand> CommandRunner::start(const CommandSpec& spec) {
   return std::make_unique<DeferredCommand>(*this, spec);
 }
 
-std::unique_ptr<StartedCommand> BoostCommandRunner::start(const CommandSpec& spec) {
+std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
   if (spec.argv.empty()) return std::make_unique<NotStarted>("empty command");
-  try {
-    boost::filesystem::path exe = spec.argv[0].find('/') == std::string::npos
-                                      ? bp::search_path(spec.argv[0])
-                                      : boost::filesystem::path(spec.argv[0]);
-    if (exe.empty()) return std::make_unique<NotStarted>(spec.argv[0] + ": command not found");
-    std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
-    return std::make_unique<BoostStartedCommand>(exe, args, child_environment(spec.extra_env),
-                                                 spec.timeout);
-  } catch (const std::exception& e) {
-    return std::make_unique<NotStarted>(e.what());
+  PipeSet pipes;
+  if (!make_pipe(pipes.in) || !make_pipe(pipes.out) || !make_pipe(pipes.err))
+    return std::make_unique<NotStarted>(std::string("pipe: ") + std::strerror(errno));
+  std::vector<std::string> env = child_environment(spec.extra_env);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+  // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    bool searched = spec.argv[0].find('/') == std::string::npos;
+    return std::make_unique<NotStarted>(rc == ENOENT && searched
+                                            ? spec.argv[0] + ": command not found"
+                                            : spec.argv[0] + ": " + std::strerror(rc));
   }
+  auto started =
+      std::make_unique<SpawnedCommand>(pid, pipes.in[1], pipes.out[0], pipes.err[0], spec.timeout);
+  pipes.in[1] = pipes.out[0] = pipes.err[0] = -1;  // owned by `started` now
+  return started;
 }
 
-CommandResult BoostCommandRunner::run(const CommandSpec& spec) {
+CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
   return start(spec)->finish(spec.stdin_text);
 }
 

@@ -1,10 +1,10 @@
 // YamlNode: the project's own exception-free YAML document tree.
 //
-// yaml-cpp is used in exactly one file (yaml_io.cpp), which converts its nodes into this
-// plain tree with source positions, rejecting duplicate keys, alias bombs and absurd nesting.
-// Everything else (the schema reader, overrides, plugins) works on YamlNode and never sees a
-// yaml-cpp exception. Scalars keep their raw text; `quoted` tells a quoted "true" (a string)
-// from a plain true (a boolean).
+// Recipes and override values are read by libyaml in exactly one file (yaml_io.cpp), which
+// turns its events into this plain tree with source positions, rejecting duplicate keys, alias
+// bombs and absurd nesting. Everything else (the schema reader, overrides, plugins) works on
+// YamlNode and never sees the parser. Scalars keep their raw text; `quoted` tells a quoted
+// "true" (a string) from a plain true (a boolean).
 #pragma once
 
 #include <string>

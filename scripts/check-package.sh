@@ -20,12 +20,12 @@ for f in ./usr/bin/bridge-launch ./usr/bin/bridge-probe ./usr/share/man/man1/bri
   grep -q " $f" <<<"$contents" || { echo "check-package: $f missing from the package"; exit 1; }
 done
 # dpkg-shlibdeps must have computed the dependencies. bridge-launch links its C++ libraries
-# statically (BRIDGE_STATIC_RUNTIME), so only the C/C++ runtime packages may appear.
+# and libyaml statically (BRIDGE_STATIC_RUNTIME), so only the C/C++ runtime packages may appear.
 depends=$(dpkg-deb -f "$deb" Depends)
 grep -q "libc6" <<<"$depends" || { echo "check-package: Depends lacks libc6: $depends"; exit 1; }
 if grep -q "BRIDGE_STATIC_RUNTIME:BOOL=ON" "$BUILD_DIR/CMakeCache.txt" &&
-   grep -Eq "libyaml-cpp|libspdlog|libfmt" <<<"$depends"; then
-  echo "check-package: the static-runtime build still depends on a shared C++ library: $depends"
+   grep -Eq "libyaml|libspdlog|libfmt" <<<"$depends"; then
+  echo "check-package: the static-runtime build still depends on a shared library: $depends"
   exit 1
 fi
 if [ "$(id -u)" -ne 0 ]; then

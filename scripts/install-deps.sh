@@ -10,8 +10,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ccache git pkg-config make
-  libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
-  libboost-dev libboost-filesystem-dev nlohmann-json3-dev libkainjow-mustache-dev
+  libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libyaml-dev
+  nlohmann-json3-dev libkainjow-mustache-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   python3 python3-yaml python3-jsonschema

@@ -1,14 +1,21 @@
-// The real scheduler-command runner (Boost.Process): output, stdin, env, exit codes,
-// time-outs, and no SIGPIPE death.
+// The real scheduler-command runner (posix_spawn): output, stdin, env, exit codes,
+// time-outs, no SIGPIPE death, a started command killed before its input, and programs
+// that leave a process holding their pipes.
 #include "launcher/command_runner.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 namespace bridge {
 namespace {
 
 TEST(CommandRunnerTest, CapturesOutputStdinEnvAndExitCodes) {
-  BoostCommandRunner r;
+  SpawnCommandRunner r;
   CommandSpec s;
   s.argv = {"/bin/sh", "-c", "cat; echo \"[$X]\" >&2; exit 3"};
   s.stdin_text = "in\n";
@@ -27,7 +34,7 @@ TEST(CommandRunnerTest, CapturesOutputStdinEnvAndExitCodes) {
 }
 
 TEST(CommandRunnerTest, NotFoundTimeoutAndIgnoredStdin) {
-  BoostCommandRunner r;
+  SpawnCommandRunner r;
   CommandSpec s;
   s.argv = {"no-such-program-bridge"};
   CommandResult res = r.run(s);
@@ -46,6 +53,64 @@ TEST(CommandRunnerTest, NotFoundTimeoutAndIgnoredStdin) {
   s.stdin_text = std::string(1 << 20, 'x');
   res = r.run(s);
   EXPECT_TRUE(res.ok());
+}
+
+TEST(CommandRunnerTest, LargeOutputOnBothStreamsAndASignalledExit) {
+  SpawnCommandRunner r;
+  CommandSpec s;
+  // More than a pipe holds on each stream, written alternately: neither may block the other.
+  s.argv = {"/bin/sh", "-c",
+            "i=0; while [ $i -lt 2000 ]; do echo \"out $i 0123456789012345678901234567890123\"; "
+            "echo \"err $i\" >&2; i=$((i+1)); done"};
+  CommandResult res = r.run(s);
+  ASSERT_TRUE(res.ok()) << res.err.substr(0, 200);
+  // 40 bytes a line plus the digits of i: 10 one-digit, 90 two-, 900 three-, 1000 four-digit.
+  EXPECT_EQ(res.out.size(), 2000u * 40 + 10 * 1 + 90 * 2 + 900 * 3 + 1000 * 4);
+  EXPECT_NE(res.err.find("err 1999\n"), std::string::npos);
+
+  s.argv = {"/bin/sh", "-c", "kill -TERM $$"};
+  res = r.run(s);
+  EXPECT_EQ(res.exit_code, 128 + SIGTERM);
+  EXPECT_FALSE(res.ok());
+}
+
+TEST(CommandRunnerTest, AStartedCommandDestroyedBeforeItsInputNeverActsOnIt) {
+  SpawnCommandRunner r;
+  std::filesystem::path marker =
+      std::filesystem::temp_directory_path() / ("bridge-runner-" + std::to_string(getpid()));
+  std::filesystem::remove(marker);
+  CommandSpec s;
+  // Acts only on input it read, as sbatch does.
+  s.argv = {"/bin/sh", "-c", "read line && echo \"$line\" > " + marker.string()};
+  {
+    auto started = r.start(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // it is waiting for stdin
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a killed command acted on no input";
+
+  auto started = r.start(s);
+  CommandResult res = started->finish("given\n");
+  EXPECT_TRUE(res.ok()) << res.err;
+  std::ifstream in(marker);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "given");
+  std::filesystem::remove(marker);
+}
+
+TEST(CommandRunnerTest, AProcessLeftHoldingThePipesDoesNotHoldTheRunner) {
+  SpawnCommandRunner r;
+  CommandSpec s;
+  // The program prints and exits; the sleep it leaves behind keeps stdout and stderr open.
+  s.argv = {"/bin/sh", "-c", "sleep 30 & echo done"};
+  s.timeout = std::chrono::milliseconds(20000);
+  auto t0 = std::chrono::steady_clock::now();
+  CommandResult res = r.run(s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(res.ok()) << res.err;
+  EXPECT_EQ(res.out, "done\n");
+  EXPECT_LT(took, std::chrono::seconds(10)) << "waited for the process the program left behind";
 }
 
 }  // namespace

@@ -159,6 +159,84 @@ TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironmen
               ::testing::HasSubstr("#SBATCH --output=" + r.job_dir + "/slurm-%j.out\n"));
 }
 
+// prepare_to_submit starts sbatch before the plan exists, so its command line and environment
+// cannot depend on the plan. The submission uses that sbatch when the script carries the
+// job's comment and every secret already has its value in the launcher's environment.
+TEST_F(SlurmExecutorTest, ThePreparedSbatchSubmitsWhenNothingItNeedsDependsOnThePlan) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("4711\n"); });
+  install(runner);
+  seams.env.set("WANDB_API_KEY", kMarker);
+  executor->prepare_to_submit();
+  ASSERT_EQ(forward.started.size(), 1u);
+  EXPECT_EQ(forward.started[0].argv, (std::vector<std::string>{"sbatch", "--parsable"}));
+  EXPECT_TRUE(forward.started[0].extra_env.empty());
+  EXPECT_TRUE(runner.calls.empty()) << "nothing reaches the scheduler before the script";
+
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.scheduler_id, "4711") << diag_text(diags);
+  EXPECT_EQ(forward.started.size(), 1u) << "a second sbatch was started";
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0].argv, (std::vector<std::string>{"sbatch", "--parsable"}));
+  EXPECT_TRUE(runner.calls[0].extra_env.empty());  // the secret is in what it inherited
+  EXPECT_THAT(
+      runner.calls[0].stdin_text,
+      ::testing::HasSubstr("\n#SBATCH --comment=bridge-launch:unit-20261130-120000-ab12\n"));
+}
+
+// A secret whose value the launcher's environment does not hold needs an sbatch started with
+// it: the prepared one is stopped before it read anything, and a fresh one submits.
+TEST_F(SlurmExecutorTest, ASecretTheLauncherDoesNotHoldNeedsAFreshSbatch) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("4712\n"); });
+  install(runner);
+  executor->prepare_to_submit();
+  Plan p = plan(dir.path() + "/jobs");  // WANDB_API_KEY comes from the plan's environment only
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.scheduler_id, "4712") << diag_text(diags);
+  ASSERT_EQ(forward.started.size(), 2u);
+  EXPECT_EQ(forward.started[1].extra_env.at("WANDB_API_KEY"), kMarker);
+  ASSERT_EQ(runner.calls.size(), 1u) << "the prepared sbatch must never run";
+  EXPECT_EQ(runner.calls[0].extra_env.at("WANDB_API_KEY"), kMarker);
+}
+
+// A user template without {{#directives}} has no `#SBATCH --comment`: the comment goes on
+// sbatch's command line (which wins over the script), through a fresh sbatch.
+TEST_F(SlurmExecutorTest, AUserTemplateWithoutTheCommentGetsItOnTheCommandLine) {
+  TempDir dir;
+  FakeRunner runner([](const CommandSpec&) { return ok("4713\n"); });
+  install(runner);
+  std::string tmpl = dir.write("bare.mustache", "#!/bin/bash\nsrun {{task_command}}\n");
+  seams.env.set("WANDB_API_KEY", kMarker);
+  executor->prepare_to_submit();
+  MapEnvironment env;
+  env.set("HOME", "/home/alice");
+  PlanRequest req;
+  req.recipe_path = "t.yaml";
+  req.executor = "slurm";
+  Plan p = build_plan_from_text(
+      "name: unit\ncluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}\n"
+      "runtime: {command: [bridge-probe], pass_overrides: false}\n"
+      "executor:\n  slurm: {job_dir: \"" +
+          dir.path() + "/jobs\", template: \"" + tmpl + "\"}\n",
+      req, env, plan_diags);
+  ASSERT_TRUE(p.complete) << diag_text(plan_diags);
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  EXPECT_EQ(r.scheduler_id, "4713") << diag_text(diags);
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0].argv,
+            (std::vector<std::string>{"sbatch", "--parsable",
+                                      "--comment=bridge-launch:unit-20261130-120000-ab12"}));
+  EXPECT_EQ(forward.started.size(), 2u);
+}
+
 // A controller whose state was reset hands out old Slurm ids again: two submissions that get
 // the same id still have a directory each (named after the registry id), so neither the batch
 // output nor the rank logs of the two jobs mix.
@@ -266,14 +344,19 @@ TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
   EXPECT_NE(diag_text(diags).find("Socket timed out"), std::string::npos);
 }
 
-// A fake Slurm whose sbatch records the job's unique --comment and answers `sbatch_answer`;
-// squeue (the lookup by comment) answers `squeue_answer(comment)`.
+// A fake Slurm whose sbatch records the job's unique comment (its script's
+// `#SBATCH --comment=` line) and answers `sbatch_answer`; squeue (the lookup by comment)
+// answers `squeue_answer(comment)`.
 FakeRunner comment_tracking_slurm(std::string& comment, CommandResult sbatch_answer,
                                   std::function<std::string(const std::string&)> squeue_answer) {
   return FakeRunner([&comment, sbatch_answer, squeue_answer](const CommandSpec& s) {
     if (s.argv[0] != "sbatch") return ok(squeue_answer(comment));
-    for (const auto& a : s.argv)
-      if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+    const std::string directive = "\n#SBATCH --comment=";
+    size_t at = s.stdin_text.find(directive);
+    if (at != std::string::npos) {
+      at += directive.size();
+      comment = s.stdin_text.substr(at, s.stdin_text.find('\n', at) - at);
+    }
     return sbatch_answer;
   });
 }

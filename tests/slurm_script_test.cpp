@@ -214,7 +214,7 @@ executor:
     exclusive: true
     dependency: afterok:12345
     retries: 1
-    sbatch_args: [--constraint=gpu80, --comment=nightly run, --reservation=bench]
+    sbatch_args: [--constraint=gpu80, --mail-type=END, --reservation=bench]
     srun_args: [--cpus-per-task=16, --mpi=pmix, "--container-env=A B"]
 )";
   if (name == "setup_steps_nsys")
@@ -351,7 +351,7 @@ TEST_F(SlurmRender, PreemptionDependencyAndRawArgs) {
        {"#SBATCH --signal=TERM@120\n", "#SBATCH --dependency=afterok:12345\n",
         "#SBATCH --account=my-account\n", "#SBATCH --partition=batch\n", "#SBATCH --qos=high\n",
         "#SBATCH --time=04:00:00\n", "#SBATCH --mem=0\n", "#SBATCH --exclusive\n",
-        "#SBATCH --requeue\n", "#SBATCH --constraint=gpu80\n", "#SBATCH --comment=nightly run\n",
+        "#SBATCH --requeue\n", "#SBATCH --constraint=gpu80\n", "#SBATCH --mail-type=END\n",
         "#SBATCH --open-mode=append\n"})
     EXPECT_TRUE(contains(s, line)) << line;
   EXPECT_TRUE(contains(s, "-lt 1 ]"));
@@ -426,6 +426,16 @@ TEST_F(SlurmRender, BadValuesAreDiagnosed) {
   ASSERT_TRUE(plan.complete) << diag_text(diags);
   EXPECT_EQ(render(plan, diags), "");
   EXPECT_TRUE(diags.has_code("slurm-bad-sbatch-arg")) << diag_text(diags);
+
+  // The comment is the registry id bridge-launch finds its job by: a second one would win.
+  for (const char* comment : {"--comment=nightly", "--comment"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.sbatch_args=[\"") + comment + "\"]"});
+    ASSERT_TRUE(p.complete) << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << comment;
+    EXPECT_TRUE(d.has_code("slurm-sbatch-arg-contradicts-plan")) << comment << diag_text(d);
+  }
 
   Diagnostics d2;
   Plan p2 = make_plan(recipe(golden_cases()[2].recipe, golden_tail("container")), d2,
@@ -799,4 +809,20 @@ TEST(SlurmScript, JobDirInACustomTemplateIsAlwaysOneQuotedWord) {
   EXPECT_THAT(script, ::testing::HasSubstr("cd '/tmp/a b$(touch /tmp/pwned);rm -rf x/demo' && "));
 }
 
+}  // namespace bridge
+
+namespace bridge {
+namespace {
+
+// sbatch reads directives only up to the script's first command.
+TEST(ScriptSetsComment, OnlyInTheLeadingCommentBlockAndOnlyTheSameComment) {
+  EXPECT_TRUE(script_sets_comment(
+      "#!/bin/bash\n#SBATCH --job-name=a\n\n#SBATCH --comment=c:1\nsrun x\n", "c:1"));
+  EXPECT_FALSE(script_sets_comment("#!/bin/bash\n#SBATCH --comment=c:2\nsrun x\n", "c:1"));
+  EXPECT_FALSE(script_sets_comment("#!/bin/bash\nset -e\n#SBATCH --comment=c:1\n", "c:1"));
+  EXPECT_FALSE(script_sets_comment("#!/bin/bash\nsrun x\n", "c:1"));
+  EXPECT_FALSE(script_sets_comment("", "c:1"));
+}
+
+}  // namespace
 }  // namespace bridge

@@ -44,7 +44,7 @@ inline CommandResult run_command(const std::vector<std::string>& argv,
   spec.extra_env = extra_env;
   spec.extra_env["NO_COLOR"] = "1";
   spec.timeout = std::chrono::minutes(15);  // ctest's per-test timeout stops a hang first
-  bridge::CommandResult r = bridge::BoostCommandRunner().run(spec);
+  bridge::CommandResult r = bridge::SpawnCommandRunner().run(spec);
   CommandResult result;
   result.out = std::move(r.out);
   result.err = std::move(r.err);

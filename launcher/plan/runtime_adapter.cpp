@@ -57,8 +57,8 @@ std::string hydra_value(std::string text) {
   return text;
 }
 
-std::string plan_value_origin(const AdapterInput& in, const std::string& key) {
-  for (const auto& v : plan_value_list(in))
+std::string plan_value_origin(const std::vector<PlanValue>& values, const std::string& key) {
+  for (const auto& v : values)
     if (v.key == key)
       return v.loc.describe().empty() ? key + " (default)" : key + " from " + v.loc.describe();
   return key;
@@ -386,8 +386,9 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
     result.args.push_back(expand_placeholders(a, in, rt.args.loc, diags));
   AdapterOutput out;
   adapter->emit(in, out, diags);
+  const std::vector<PlanValue> values = plan_value_list(in);  // once, not once per argument
   for (auto& a : out.args)
-    if (a.reason.empty()) a.reason = plan_value_origin(in, a.key);
+    if (a.reason.empty()) a.reason = plan_value_origin(values, a.key);
   check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
   // A NUL byte cannot be part of a program argument (execve ends the string there).
   for (const auto& a : out.args)

@@ -438,12 +438,11 @@ class SubmitKillTest : public FakeSlurmTest {
     // The lock lets the test wait for an sbatch that outlived its killed launcher.
     fake("sbatch",
          "exec 9>>\"$(dirname \"$0\")/sbatch.lock\"; flock 9\n"
-         "dir=$(dirname \"$0\"); comment=''\n"
-         "for a in \"$@\"; do case \"$a\" in --comment=*) comment=${a#--comment=} ;; esac; "
-         "done\n"
+         "dir=$(dirname \"$0\")\n"
          "[ \"$KILL_AT\" = before-script ] && kill -9 $PPID\n"
          "script=$(cat)\n"
          "[ -n \"$script\" ] || { echo 'sbatch: error: Batch script is empty!' >&2; exit 1; }\n"
+         "comment=$(printf '%s\\n' \"$script\" | sed -n 's/^#SBATCH --comment=//p')\n"
          "[ \"$KILL_AT\" = before-accept ] && kill -9 $PPID\n"
          "id=$((7000 + $(cat \"$dir/accepted\" 2>/dev/null | wc -l)))\n"
          "echo \"$id $comment\" >>\"$dir/accepted\"\n"

@@ -178,7 +178,7 @@ class SlurmCluster : public ::testing::Test {
   }
 
   // The real seams, as main builds them: the tests follow jobs through the real Slurm.
-  BoostCommandRunner real_runner;
+  SpawnCommandRunner real_runner;
   ProcessEnvironment real_env;
   SystemClock real_clock;
   ThreadSleeper real_sleeper;

@@ -34,6 +34,12 @@ class ForwardingRunner : public CommandRunner {
     }
     return target->run(spec);
   }
+  // Records what was started early (CommandRunner::start); it runs through `run` at finish.
+  std::unique_ptr<StartedCommand> start(const CommandSpec& spec) override {
+    started.push_back(spec);
+    return CommandRunner::start(spec);
+  }
+  std::vector<CommandSpec> started;
 };
 
 // Executor seams for a test: commands go to `runner`, waits return at once, the host
