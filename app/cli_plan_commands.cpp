@@ -34,7 +34,8 @@ std::atomic<bool> g_wait_interrupted{false};
 // Ctrl-C or SIGTERM while a scheduler takes the job must not leave a job that runs but is
 // not recorded: the two signals are held back from before `sbatch`/`kubectl apply` until the
 // registry entry is written (bounded by the command runner's timeout), then taken. sbatch
-// inherits the blocked mask, so a terminal's Ctrl-C does not cut it off half-way either.
+// runs in a process group of its own, so a terminal's Ctrl-C (sent to the whole foreground
+// group) does not cut it off half-way either.
 class DeferredInterrupts {
  public:
   DeferredInterrupts() {

@@ -284,10 +284,10 @@ class SlurmExecutor : public Executor {
     if (id && !r.ok())
       spdlog::warn("sbatch exited with code {} after printing job id {}; the job was accepted",
                    r.exit_code, *id);
-    // An sbatch that the runner's own timeout killed may have created the job all the same
-    // (the controller answered late): look for it by its unique comment before deleting
-    // anything. A definite refusal (controller down, bad option) needs no lookup.
-    if (!id && r.timed_out) settled();
+    // An sbatch that was killed (the runner's own timeout, or a signal) may have created the
+    // job all the same (the controller answered late): look for it by its unique comment
+    // before deleting anything. A definite refusal (controller down, bad option) needs none.
+    if (!id && (r.timed_out || r.exit_code > 128)) settled();
     if (!id) {
       remove_if_empty(created);
       std::string message =
@@ -564,6 +564,9 @@ class SlurmExecutor : public Executor {
     spec.argv = {"sbatch", "--parsable"};
     spec.extra_env = secrets;
     spec.timeout = policy_.timeout;
+    // A Ctrl-C at the terminal waits for the submission (DeferredInterrupts in the CLI) and
+    // must not kill sbatch half-way: it may have reached the controller already.
+    spec.own_process_group = true;
     return spec;
   }
 

@@ -121,7 +121,7 @@ class Checker {
           "slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
           fmt::format("sbatch_args entry `{}` is not an option (it must start with -)", arg),
           "write options as `--name=value`, e.g. --constraint=h100");
-    } else if (std::string_view(arg).substr(0, arg.find('=')) == "--comment") {
+    } else if (sbatch_option_sets_comment(arg)) {
       // The comment names the registry entry: `status`, a lost sbatch answer and a killed
       // launcher find the job by it, so a second one would silently replace it.
       ok_ = false;
@@ -364,16 +364,29 @@ std::string slurm_submission_dir(const Plan& plan, const std::string& submission
   return plan.job_dir + "/" + submission_id_or_dry_run(plan, submission_id);
 }
 
+bool sbatch_option_sets_comment(std::string_view option) {
+  // sbatch (getopt_long) takes an unambiguous prefix of a long option: "--com" is the
+  // shortest that names --comment alone. The value follows `=` or a blank.
+  std::string_view name = option.substr(0, option.find_first_of("= \t"));
+  return name.size() >= 5 && std::string_view("--comment").substr(0, name.size()) == name;
+}
+
 bool script_sets_comment(std::string_view script, std::string_view comment) {
+  // sbatch keeps the last of repeated directives, so every one that sets a comment counts.
+  std::optional<bool> last_is_ours;
   for (size_t at = 0; at < script.size();) {
     size_t end = std::min(script.find('\n', at), script.size());
     std::string_view line = script.substr(at, end - at);
     at = end + 1;
     if (line.empty()) continue;
-    if (line[0] != '#') return false;  // the first command: sbatch reads no directive after it
-    if (line.substr(0, 18) == "#SBATCH --comment=") return line.substr(18) == comment;
+    if (line[0] != '#') break;  // the first command: sbatch reads no directive after it
+    if (line.substr(0, 8) != "#SBATCH ") continue;
+    std::string_view option = line.substr(8);
+    option.remove_prefix(std::min(option.find_first_not_of(" \t"), option.size()));
+    if (sbatch_option_sets_comment(option))
+      last_is_ours = option == "--comment=" + std::string(comment);
   }
-  return false;
+  return last_is_ours.value_or(false);
 }
 
 int slurm_master_port(long long job_id) {

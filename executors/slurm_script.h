@@ -63,9 +63,14 @@ std::string slurm_job_name(const std::string& name);
 // one submission go (the id sanitized as a single path component).
 std::string slurm_submission_dir(const Plan& plan, const std::string& submission_id);
 
-// True when sbatch will read `#SBATCH --comment=<comment>` from `script`: the line is in the
-// script's leading block of comments (sbatch stops looking at the first command). The
-// built-in template always has it; a user template without {{#directives}} may not.
+// True when `option` (an sbatch option, with its value after `=` or a blank) sets the job's
+// comment: --comment, or a prefix of it that sbatch accepts (--com, --comm, ...).
+bool sbatch_option_sets_comment(std::string_view option);
+
+// True when the comment sbatch takes from `script` is exactly `comment`: the last directive
+// in the script's leading block of comments (sbatch stops looking at the first command) that
+// sets a comment is `#SBATCH --comment=<comment>`. The built-in template always has it; a
+// user template may leave it out or set another after it.
 bool script_sets_comment(std::string_view script, std::string_view comment);
 
 // The MASTER_PORT a job gets: 20000 + job id % 10000 (matches the script's arithmetic).

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,11 +32,13 @@ using Clock = std::chrono::steady_clock;
 // (`daemon &`) may hold them open for ever.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(200);
 
-// "NAME=VALUE" strings: the inherited environment with `extra` added (extra wins).
+// "NAME=VALUE" strings: the inherited environment with `extra` added (extra wins). A name
+// the environment holds twice is passed once, with its first value, as getenv reads it.
 std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> env;
+  std::set<std::string> seen;
   for (const auto& [name, value] : ProcessEnvironment().all())
-    if (!extra.count(name)) env.push_back(name + "=" + value);
+    if (!extra.count(name) && seen.insert(name).second) env.push_back(name + "=" + value);
   for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
   return env;
 }
@@ -114,6 +117,7 @@ class SpawnedCommand : public StartedCommand {
     const auto deadline = Clock::now() + timeout_;
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
+    bool poll_failed = false;
     if (stdin_text.empty()) close_fd(in_);
     for (;;) {
       auto now = Clock::now();
@@ -130,7 +134,11 @@ class SpawnedCommand : public StartedCommand {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       long long slice = left.count() + 1;
       if (exited_at || exit_fd_ < 0) slice = std::min<long long>(slice, 1);
-      if (poll(fds.data(), fds.size(), static_cast<int>(slice)) < 0 && errno != EINTR) break;
+      if (poll(fds.data(), fds.size(), static_cast<int>(slice)) < 0 && errno != EINTR) {
+        result.err = std::string("poll: ") + std::strerror(errno);
+        poll_failed = true;
+        break;
+      }
       for (const pollfd& p : fds) {
         if (!p.revents) continue;
         if (p.fd == exit_fd_) {
@@ -149,7 +157,7 @@ class SpawnedCommand : public StartedCommand {
     if (!reaped_) {
       kill(pid_, SIGKILL);
       reap(true);
-      result.timed_out = true;
+      result.timed_out = !poll_failed;
       result.exit_code = 128 + SIGKILL;
       return result;
     }
@@ -158,10 +166,11 @@ class SpawnedCommand : public StartedCommand {
   }
 
  private:
-  // Reads what is there; closes `fd` at end of file or on an error.
+  // Reads what is there, at most 1 MiB a call (so that a program writing without pause
+  // cannot keep the loop from its time limit); closes `fd` at end of file or on an error.
   static void read_into(int& fd, std::string& into) {
     char buf[16384];
-    for (;;) {
+    for (int chunk = 0; chunk < 64; ++chunk) {
       ssize_t n = read(fd, buf, sizeof buf);
       if (n > 0) {
         into.append(buf, static_cast<size_t>(n));
@@ -180,7 +189,11 @@ class SpawnedCommand : public StartedCommand {
     do {
       r = waitpid(pid_, &status, block ? 0 : WNOHANG);
     } while (r < 0 && errno == EINTR);
-    if (r != pid_) return reaped_ = r < 0;  // r < 0: not our child any more; nothing to wait for
+    if (r < 0) {  // not our child any more (ECHILD): its exit status is lost
+      exit_code_ = 128 + SIGKILL;
+      return reaped_ = true;
+    }
+    if (r != pid_) return false;
     reaped_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return true;
@@ -234,7 +247,12 @@ std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spe
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  short flags = POSIX_SPAWN_SETSIGDEF;
+  if (spec.own_process_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
   pid_t pid = -1;
   int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

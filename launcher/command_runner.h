@@ -36,6 +36,11 @@ struct CommandSpec {
   std::string stdin_text;
   std::map<std::string, std::string> extra_env;  // added to the inherited environment
   std::chrono::milliseconds timeout{60000};
+  // The program gets a process group of its own: a Ctrl-C at the terminal (sent to the whole
+  // foreground group) reaches the launcher, which defers it while it submits, but cannot cut
+  // the submission off half-way. (A blocked signal mask is not enough: shells and programs
+  // may unblock signals when they start.)
+  bool own_process_group = false;
 };
 
 // A program started by CommandRunner::start that waits for its stdin: it starts up while the

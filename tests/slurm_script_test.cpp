@@ -428,7 +428,7 @@ TEST_F(SlurmRender, BadValuesAreDiagnosed) {
   EXPECT_TRUE(diags.has_code("slurm-bad-sbatch-arg")) << diag_text(diags);
 
   // The comment is the registry id bridge-launch finds its job by: a second one would win.
-  for (const char* comment : {"--comment=nightly", "--comment"}) {
+  for (const char* comment : {"--comment=nightly", "--comment", "--comment nightly", "--comm=x"}) {
     Diagnostics d;
     Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
                        {std::string("executor.slurm.sbatch_args=[\"") + comment + "\"]"});
@@ -822,6 +822,16 @@ TEST(ScriptSetsComment, OnlyInTheLeadingCommentBlockAndOnlyTheSameComment) {
   EXPECT_FALSE(script_sets_comment("#!/bin/bash\nset -e\n#SBATCH --comment=c:1\n", "c:1"));
   EXPECT_FALSE(script_sets_comment("#!/bin/bash\nsrun x\n", "c:1"));
   EXPECT_FALSE(script_sets_comment("", "c:1"));
+  // sbatch keeps the last comment directive, in any spelling it accepts.
+  EXPECT_FALSE(
+      script_sets_comment("#!/bin/bash\n#SBATCH --comment=c:1\n#SBATCH --comment x\n", "c:1"));
+  EXPECT_FALSE(
+      script_sets_comment("#!/bin/bash\n#SBATCH --comment=c:1\n#SBATCH --comm=x\n", "c:1"));
+  EXPECT_TRUE(
+      script_sets_comment("#!/bin/bash\n#SBATCH --comment=x\n#SBATCH --comment=c:1\n", "c:1"));
+  EXPECT_TRUE(sbatch_option_sets_comment("--com=a"));
+  EXPECT_FALSE(sbatch_option_sets_comment("--co=a"));  // ambiguous for sbatch (--constraint, ...)
+  EXPECT_FALSE(sbatch_option_sets_comment("--constraint=a"));
 }
 
 }  // namespace

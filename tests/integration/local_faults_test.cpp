@@ -414,6 +414,24 @@ TEST_F(FakeSlurmTest, SignalDuringSbatchEndsWithTheJobRecorded) {
   }
 }
 
+// A terminal's Ctrl-C goes to the whole process group: the launcher and the sbatch it started
+// before planning (--executor on the command line). sbatch runs with SIGINT and SIGTERM
+// blocked, so the submission completes and is recorded, as when only the launcher is hit.
+TEST_F(FakeSlurmTest, CtrlCToTheProcessGroupDoesNotCutTheEarlySbatchOff) {
+  fake("sbatch", "cat >/dev/null\nsleep 2\necho 5252\n");
+  fs::path out = dir_ / "group-ctrl-c.txt";
+  // setsid makes the launcher a process group leader, as a shell's job control does.
+  pid_t pid = start_background(
+      {"/usr/bin/setsid", BRIDGE_LAUNCH_BIN, "--executor", "slurm", slurm_recipe("group")}, env_,
+      out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // sbatch is sleeping
+  kill(-pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
+  EXPECT_THAT(slurp(out), HasSubstr("was submitted and recorded"));
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"5252\"")) << list.out << slurp(out);
+}
+
 // sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
 TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
   fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
