@@ -144,6 +144,32 @@ size_t subcommand_index(const std::vector<std::string>& args,
 }
 }  // namespace
 
+// The subcommands' names (run_cli adds them). Only the early start below reads this list: a
+// name missing here costs that subcommand a started and stopped sbatch, nothing else.
+constexpr std::string_view kSubcommandNames[] = {
+    "validate", "plan",    "plugins", "list",   "status", "logs",       "why",
+    "cancel",   "compare", "ablate",  "advise", "init",   "completion", "schema"};
+
+std::string executor_of_a_plain_launch(const std::vector<std::string>& raw_args) {
+  std::vector<std::string> args = translate_short_options(raw_args);
+  std::string executor;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a == "--dry-run" || a == "--help" || a == "-h" || a == "--help-all" || a == "--version" ||
+        std::find(std::begin(kSubcommandNames), std::end(kSubcommandNames), a) !=
+            std::end(kSubcommandNames))
+      return "";
+    if ((a == "--executor" || a == "-e") && i + 1 < args.size())
+      executor = args[++i];
+    else if (a.rfind("--executor=", 0) == 0)
+      executor = a.substr(std::string_view("--executor=").size());
+    else if (a.size() > 1 && a[0] == '-' && takes_value(a))
+      ++i;
+  }
+  return executor;
+}
+
 // `bridge-launch --dry-run ablate r.yaml` must never launch anything: options written before
 // a subcommand apply to it exactly as if written after its name. CLI11 binds options to the
 // command they follow, so they are moved behind the name; whatever the subcommand does not
@@ -179,6 +205,14 @@ std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
 
 int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
             const Services& services) {
+  // A launch that names its executor starts its submission before anything else (Slurm:
+  // sbatch starts and waits for its script), so that the scheduler command's start-up
+  // overlaps building the parser, parsing and planning (docs/performance.md). Anything the
+  // parse then finds (another command, an error) drops it before it got any input.
+  EarlySubmission early;
+  early.executor = executor_of_a_plain_launch(raw_args);
+  if (!early.executor.empty()) early.prepared = services.executor(early.executor);
+  if (early.prepared) early.prepared->prepare_to_submit();
   Options launch, validate, plan;
   int verbose = 0;
   bool quiet = false;
@@ -419,7 +453,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
         << "usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help\n";
     return kExitUsage;
   }
-  return cmd_launch(launch, ctx);
+  return cmd_launch(launch, ctx, std::move(early));
 }
 
 }  // namespace bridge

@@ -3,10 +3,13 @@
 // usage or invalid recipe, 130 interrupted; README.md lists them).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "executors/executor.h"
 
 namespace bridge {
 
@@ -61,7 +64,14 @@ struct Context {
 
 int cmd_validate(const Options& o, const Context& c);
 int cmd_plan(const Options& o, const Context& c);
-int cmd_launch(const Options& o, const Context& c);
+// A submission started before the command line was parsed (run_cli): the executor named on
+// it, with prepare_to_submit already done. cmd_launch takes it when the parsed launch names
+// the same executor; otherwise it is dropped, which stops it before it got any input.
+struct EarlySubmission {
+  std::string executor;
+  std::unique_ptr<Executor> prepared;
+};
+int cmd_launch(const Options& o, const Context& c, EarlySubmission early = {});
 int cmd_plugins(const std::string& format, const Context& c);
 int cmd_list(const JobOptions& o, const Context& c);
 int cmd_status(const JobOptions& o, const Context& c);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -208,8 +209,7 @@ std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) 
   return out;
 }
 
-JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diags,
-                     const PreparedJob& job) {
+JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job) {
   JobRecord rec;
   rec.name = *plan.recipe->name.value;
   rec.executor = plan.executor;
@@ -218,23 +218,29 @@ JobRecord new_record(const Options& o, const Plan& plan, const Diagnostics& diag
   rec.submitted_at = utc_timestamp_iso8601();
   rec.nodes = static_cast<int>(plan.topology->nodes);
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
-  rec.plan_json = plan_to_json(plan, diags);
+  // rec.knobs and rec.plan_json are left for the submission to fill in (launch_planned,
+  // recorded_knobs and plan_to_json): they cost more than the rest of the record, and are
+  // written while the scheduler command works.
   rec.rendered = job.dry_run_text();
-  // `compare` diffs these knobs; a secret shows as <secret> (equal in every job).
-  rec.knobs = plan.recipe->inputs;
-  for (auto& [key, value] : rec.knobs)
+  rec.progress_rank = plan.progress_rank;
+  return rec;
+}
+
+// What `compare` diffs; a secret shows as <secret> (equal in every job).
+std::map<std::string, std::string> recorded_knobs(const Options& o, const Plan& plan) {
+  std::map<std::string, std::string> knobs = plan.recipe->inputs;
+  for (auto& [key, value] : knobs)
     if (names_secret(plan, key)) value = "<secret>";
   for (const auto& e : o.env) {
     size_t eq = e.find('=');
     std::string name = e.substr(0, eq);
     const EnvVar* v = plan.env.find(name);
-    rec.knobs["-E " + name] = (v == nullptr || v->secret)
-                                  ? "<secret>"
-                                  : (eq == std::string::npos ? "" : e.substr(eq + 1));
+    knobs["-E " + name] = (v == nullptr || v->secret)
+                              ? "<secret>"
+                              : (eq == std::string::npos ? "" : e.substr(eq + 1));
   }
-  rec.knobs["executor"] = plan.executor;
-  rec.progress_rank = plan.progress_rank;
-  return rec;
+  knobs["executor"] = plan.executor;
+  return knobs;
 }
 
 }  // namespace
@@ -317,7 +323,8 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   }
   const JobRegistry& reg = c.services.registry;
   Diagnostics submit_diags;
-  JobRecord rec = new_record(o, plan, diags, *preview);
+  JobRecord rec = new_record(o, plan, *preview);
+  const Diagnostics plan_diags = diags;  // what the recorded plan lists (later renders add none)
   // The id only (lock, exclusive create): the entry itself is written by `before_submit`
   // below, before the scheduler can take the job.
   std::optional<std::string> id = reg.reserve_id(rec.name, "", submit_diags);
@@ -340,22 +347,46 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   so.verbosity = o.quiet ? -1 : o.verbose;
   bool recorded = true;  // every registry write since acceptance succeeded
   JobLifecycle lifecycle(reg);
-  // The durable pending entry (docs/reliability.md, "Submission durability"): written and
-  // fsynced before the scheduler can take the job, so a job it took is never missing from
-  // the registry, also when bridge-launch is killed right after. Slurm calls this while
-  // sbatch starts up; other executors get it done before submit. A full disk or an
-  // unwritable registry stops the launch here, before anything runs.
+  // The pending entry (docs/reliability.md, "Submission durability"): written before the
+  // scheduler can take the job, so a job it took is never missing from the registry, also
+  // when bridge-launch is killed right after; then completed with the plan and fsynced.
+  // Slurm writes it while sbatch starts up and completes it while sbatch talks to the
+  // controller (a failure is then a warning: sbatch has the script); other executors get both
+  // done before submit. A full disk or an unwritable registry stops the launch at the write,
+  // before anything runs.
   std::optional<PendingEntry> pending;
   so.before_submit = [&]() {
     pending = lifecycle.submitting(rec, submit_diags);
     return pending.has_value();
   };
-  if (!job->calls_before_submit() && !so.before_submit()) {
-    reg.release_id(rec.id);
-    print_diagnostics(submit_diags, c.err, c.color);
-    return kExitRuntime;
+  auto complete_record = [&]() {
+    if (!rec.plan_json.is_null()) return;
+    rec.knobs = recorded_knobs(o, plan);
+    rec.plan_json = plan_to_json(plan, plan_diags);
+  };
+  so.while_submitting = [&]() {
+    complete_record();
+    Diagnostics flush_diags;
+    if (pending && !lifecycle.flush(*pending, rec, flush_diags))
+      for (const auto& d : flush_diags.items())
+        submit_diags.warning(d.code, d.path, d.loc,
+                             d.message +
+                                 "; the submission was already under way, so the job may run "
+                                 "and a crash of this machine could lose its entry",
+                             d.help);
+  };
+  if (!job->calls_before_submit()) {
+    complete_record();
+    bool ready = so.before_submit() && lifecycle.flush(*pending, rec, submit_diags);
+    if (!ready) {
+      if (pending) lifecycle.not_accepted(*pending);
+      reg.release_id(rec.id);
+      print_diagnostics(submit_diags, c.err, c.color);
+      return kExitRuntime;
+    }
   }
   auto on_accepted = [&](const SubmitResult& sr) {
+    complete_record();  // when the submission found the job without giving it its input
     rec.scheduler_id = sr.scheduler_id;
     rec.job_dir = sr.job_dir;
     rec.context = sr.context;
@@ -413,16 +444,22 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   return sr.exit_code;
 }
 
-int cmd_launch(const Options& o, const Context& c) {
+int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
   Diagnostics diags(o.strict);
   // An executor named by --executor prepares its submission first (Slurm starts sbatch, which
   // then waits for its script), so that the scheduler command's start-up overlaps planning
-  // (docs/performance.md). A plan that fails stops it before it got anything to submit.
+  // (docs/performance.md); run_cli usually did so before parsing. A plan that fails stops it
+  // before it got anything to submit.
   std::unique_ptr<Executor> prepared;
   if (!o.dry_run && !o.executor.empty()) {
-    prepared = c.services.executor(o.executor);
-    if (prepared) prepared->prepare_to_submit();
+    if (early.prepared && early.executor == o.executor) {
+      prepared = std::move(early.prepared);
+    } else {
+      prepared = c.services.executor(o.executor);
+      if (prepared) prepared->prepare_to_submit();
+    }
   }
+  early.prepared.reset();
   Plan plan = build_plan(make_request(o), c.services.env, diags);
   return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor);
 }

@@ -52,12 +52,17 @@ struct SubmissionIdentity {
 struct SubmitOptions {
   bool wait = true;  // local always waits; schedulers only with --wait
   int verbosity = 0;
-  // Makes the job's pending registry entry durable; false: submit nothing and return not
-  // accepted (the reason is in the diagnostics). A PreparedJob whose calls_before_submit() is
-  // true calls it exactly once, before the scheduler can take the job, while its submission
+  // Writes the job's pending registry entry; false: submit nothing and return not accepted
+  // (the reason is in the diagnostics). A PreparedJob whose calls_before_submit() is true
+  // calls it exactly once, before the scheduler can take the job, while its submission
   // command starts up (Slurm: sbatch starts and waits for the script on stdin), so the write
   // overlaps that start-up; for any other job the CLI calls it before submit.
   std::function<bool()> before_submit;
+  // Flushes that entry to disk (fsync). A PreparedJob that calls before_submit calls this
+  // once its submission command has all its input, so that the flush overlaps the command's
+  // exchange with the scheduler (Slurm: sbatch has its script); for any other job the CLI
+  // calls it right after before_submit.
+  std::function<void()> while_submitting;
 };
 
 // What a submission produced. `accepted` means the scheduler took the job (or the local

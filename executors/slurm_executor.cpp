@@ -198,7 +198,7 @@ class SlurmExecutor : public Executor {
         [this, &plan, identity, sbatch = std::move(script->text)](
             const SubmitOptions& so, std::ostream&, Diagnostics& submit_diags,
             const OnAccepted& accepted) {
-          return submit_script(plan, identity, sbatch, so.before_submit, submit_diags, accepted);
+          return submit_script(plan, identity, sbatch, so, submit_diags, accepted);
         },
         /*calls_before_submit=*/true);
   }
@@ -212,15 +212,17 @@ class SlurmExecutor : public Executor {
   // Never waits: with --wait the CLI follows the job through status() (the same for every
   // scheduler), so stdout keeps only what the CLI prints (the job id).
   //
-  // sbatch is started before `before_submit` (the CLI's durable pending registry entry),
-  // usually even before planning (prepare_to_submit), and gets its script on stdin only
-  // after that returned: sbatch cannot submit before it read the script, so the entry is on
-  // disk first, and planning and writing the entry overlap sbatch's own start-up (loading
-  // libslurm, reading slurm.conf: about half of its time). A false return kills the sbatch
-  // that never got a script.
+  // sbatch is started before `before_submit` (the CLI's pending registry entry), usually
+  // even before planning (prepare_to_submit), and gets its script on stdin only after that
+  // returned: sbatch cannot submit before it read the script, so the entry is written first
+  // (no kill of bridge-launch can lose it then), and planning and writing the entry overlap
+  // sbatch's own start-up (loading libslurm, reading slurm.conf: about half of its time). A
+  // false return kills the sbatch that never got a script. The entry's fsync
+  // (`while_submitting`) runs once sbatch has the whole script, while sbatch gets its
+  // credential and talks to the controller.
   SubmitResult submit_script(const Plan& plan, const SubmissionIdentity& identity,
-                             const std::string& script, const std::function<bool()>& before_submit,
-                             Diagnostics& diags, const OnAccepted& on_accepted) const {
+                             const std::string& script, const SubmitOptions& so, Diagnostics& diags,
+                             const OnAccepted& on_accepted) const {
     SubmitResult result;
     result.exit_code = kExitFailed;
     std::map<std::string, std::string> secrets;
@@ -259,12 +261,12 @@ class SlurmExecutor : public Executor {
     };
     std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
     if (!sbatch) sbatch = services_.runner.start(spec);
-    if (before_submit && !before_submit()) {
+    if (so.before_submit && !so.before_submit()) {
       sbatch.reset();  // killed before it read a script: nothing was submitted
       remove_if_empty(created);
       return result;
     }
-    CommandResult r = sbatch->finish(script);
+    CommandResult r = sbatch->finish(script, so.while_submitting);
     sbatch.reset();
     // A transient failure is retried as SlurmClient::run retries (its first try was this one).
     if (!r.ok() && r.started && !r.timed_out && policy_.attempts > 1 &&

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -66,7 +68,9 @@ bool make_pipe(std::array<int, 2>& fds) {
 class NotStarted : public StartedCommand {
  public:
   explicit NotStarted(std::string why) { result_.started = false, result_.err = std::move(why); }
-  CommandResult finish(const std::string&) override { return result_; }
+  CommandResult finish(const std::string&, const std::function<void()>&) override {
+    return result_;
+  }
 
  private:
   CommandResult result_;
@@ -77,8 +81,11 @@ class DeferredCommand : public StartedCommand {
  public:
   DeferredCommand(CommandRunner& runner, CommandSpec spec)
       : runner_(runner), spec_(std::move(spec)) {}
-  CommandResult finish(const std::string& stdin_text) override {
+  // The input is complete before the command runs, so `input_given` runs first.
+  CommandResult finish(const std::string& stdin_text,
+                       const std::function<void()>& input_given) override {
     spec_.stdin_text = stdin_text;
+    if (input_given) input_given();
     return runner_.run(spec_);
   }
 
@@ -112,13 +119,22 @@ class SpawnedCommand : public StartedCommand {
   SpawnedCommand(const SpawnedCommand&) = delete;
   SpawnedCommand& operator=(const SpawnedCommand&) = delete;
 
-  CommandResult finish(const std::string& stdin_text) override {
+  CommandResult finish(const std::string& stdin_text,
+                       const std::function<void()>& input_given) override {
     CommandResult result;
     const auto deadline = Clock::now() + timeout_;
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
     bool poll_failed = false;
+    bool told = false;
+    auto tell_once_closed = [&]() {
+      if (in_ >= 0 || told) return;
+      told = true;
+      if (input_given) input_given();
+    };
+    fit_pipe_to(stdin_text.size());
     if (stdin_text.empty()) close_fd(in_);
+    tell_once_closed();
     for (;;) {
       auto now = Clock::now();
       if (now >= deadline) break;
@@ -148,6 +164,7 @@ class SpawnedCommand : public StartedCommand {
           if (n > 0) written += static_cast<size_t>(n);
           if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == stdin_text.size())
             close_fd(in_);  // all written, or the program closed its stdin (EPIPE)
+          tell_once_closed();
         } else {
           read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
         }
@@ -166,6 +183,15 @@ class SpawnedCommand : public StartedCommand {
   }
 
  private:
+  // Grows the stdin pipe so that `size` bytes fit it (Linux rounds up to a power of two
+  // pages; an unprivileged process may go up to /proc/sys/fs/pipe-max-size, 1 MiB by
+  // default): poll then reports it writable and one write() takes it all. Best effort.
+  void fit_pipe_to(size_t size) const {
+    constexpr size_t kDefaultPipeBuffer = 65536, kMostWeAsk = 1 << 20;
+    if (in_ < 0 || size <= kDefaultPipeBuffer || size > kMostWeAsk) return;
+    fcntl(in_, F_SETPIPE_SZ, static_cast<int>(size));
+  }
+
   // Reads what is there, at most 1 MiB a call (so that a program writing without pause
   // cannot keep the loop from its time limit); closes `fd` at end of file or on an error.
   static void read_into(int& fd, std::string& into) {
@@ -223,54 +249,143 @@ std::unique_ptr<StartedCommand> CommandRunner::start(const CommandSpec& spec) {
   return std::make_unique<DeferredCommand>(*this, spec);
 }
 
-std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
-  if (spec.argv.empty()) return std::make_unique<NotStarted>("empty command");
-  PipeSet pipes;
-  if (!make_pipe(pipes.in) || !make_pipe(pipes.out) || !make_pipe(pipes.err))
-    return std::make_unique<NotStarted>(std::string("pipe: ") + std::strerror(errno));
-  std::vector<std::string> env = child_environment(spec.extra_env);
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+namespace {
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
-  // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGDEF;
-  if (spec.own_process_group) {
-    posix_spawnattr_setpgroup(&attr, 0);
-    flags |= POSIX_SPAWN_SETPGROUP;
+// Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
+// environment. `spawn` may run on another thread than the one that built it.
+struct SpawnRequest {
+  PipeSet pipes;
+  std::vector<std::string> argv, env;
+  bool own_process_group = false;
+  sigset_t mask{};  // the signal mask the program starts with
+
+  // posix_spawnp's result (0 or an errno value); closes the child's pipe ends.
+  int spawn(pid_t* pid) {
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+    // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &mask);
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+    if (own_process_group) {
+      posix_spawnattr_setpgroup(&attr, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr, flags);
+    int rc = posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) close_fd(*fd);
+    return rc;
   }
-  posix_spawnattr_setflags(&attr, flags);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    bool searched = spec.argv[0].find('/') == std::string::npos;
-    return std::make_unique<NotStarted>(rc == ENOENT && searched
-                                            ? spec.argv[0] + ": command not found"
-                                            : spec.argv[0] + ": " + std::strerror(rc));
+
+  std::string failure(int rc) const {
+    bool searched = argv[0].find('/') == std::string::npos;
+    return rc == ENOENT && searched ? argv[0] + ": command not found"
+                                    : argv[0] + ": " + std::strerror(rc);
   }
-  auto started =
-      std::make_unique<SpawnedCommand>(pid, pipes.in[1], pipes.out[0], pipes.err[0], spec.timeout);
-  pipes.in[1] = pipes.out[0] = pipes.err[0] = -1;  // owned by `started` now
+};
+
+// The request for `spec` (pipes made, environment read), or why there is none.
+std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string& why) {
+  auto req = std::make_unique<SpawnRequest>();
+  if (spec.argv.empty()) {
+    why = "empty command";
+    return nullptr;
+  }
+  if (!make_pipe(req->pipes.in) || !make_pipe(req->pipes.out) || !make_pipe(req->pipes.err)) {
+    why = std::string("pipe: ") + std::strerror(errno);
+    return nullptr;
+  }
+  req->argv = spec.argv;
+  req->env = child_environment(spec.extra_env);
+  req->own_process_group = spec.own_process_group;
+  pthread_sigmask(SIG_SETMASK, nullptr, &req->mask);  // what a child of this thread inherits
+  return req;
+}
+
+std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
+                                                std::chrono::milliseconds timeout) {
+  auto started = std::make_unique<SpawnedCommand>(pid, req.pipes.in[1], req.pipes.out[0],
+                                                  req.pipes.err[0], timeout);
+  req.pipes.in[1] = req.pipes.out[0] = req.pipes.err[0] = -1;  // owned by `started` now
   return started;
 }
 
+// A command being started on a thread of its own: posix_spawn (vfork) holds its caller until
+// the program's execve is done, the search along $PATH included (about 0.2 ms for sbatch),
+// and start() is for overlapping exactly that. finish and the destructor first wait for
+// the thread.
+class SpawningCommand : public StartedCommand {
+ public:
+  SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout)
+      : req_(std::move(req)), timeout_(timeout) {
+    // The thread takes no signal meant for the launcher: all are blocked in it (the
+    // program gets the caller's mask, recorded in the request).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    thread_ = std::thread([this]() { rc_ = req_->spawn(&pid_); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  ~SpawningCommand() override { started(); }
+  SpawningCommand(const SpawningCommand&) = delete;
+  SpawningCommand& operator=(const SpawningCommand&) = delete;
+
+  CommandResult finish(const std::string& stdin_text,
+                       const std::function<void()>& input_given) override {
+    return started()->finish(stdin_text, input_given);
+  }
+
+ private:
+  // The started program, once the thread is done (or what could not be started).
+  StartedCommand* started() {
+    if (thread_.joinable()) {
+      thread_.join();
+      command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_)
+                          : std::make_unique<NotStarted>(req_->failure(rc_));
+    }
+    return command_.get();
+  }
+
+  std::unique_ptr<SpawnRequest> req_;
+  std::chrono::milliseconds timeout_;
+  int rc_ = 0;
+  pid_t pid_ = -1;
+  std::thread thread_;
+  std::unique_ptr<StartedCommand> command_;
+};
+
+}  // namespace
+
+std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
+  std::string why;
+  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
+  if (!req) return std::make_unique<NotStarted>(why);
+  return std::make_unique<SpawningCommand>(std::move(req), spec.timeout);
+}
+
 CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
-  return start(spec)->finish(spec.stdin_text);
+  std::string why;
+  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
+  if (!req) return NotStarted(why).finish("", {});
+  pid_t pid = -1;
+  int rc = req->spawn(&pid);
+  if (rc != 0) return NotStarted(req->failure(rc)).finish("", {});
+  return started_command(*req, pid, spec.timeout)->finish(spec.stdin_text, {});
 }
 
 }  // namespace bridge

@@ -10,10 +10,12 @@
 // Why not Boost.Process (1.74, Debian's): starting a command through it cost 0.7-1.0 ms of a
 // 9 ms submission (a full fork, five pipes, an asio reactor, and a std::locale("") that reads
 // every locale file to search $PATH), and its vfork mode does not build with async pipes.
-// posix_spawn is glibc's vfork+exec: the launcher waits only for the exec.
+// posix_spawn is glibc's vfork+exec: run() waits only for the exec, and start() spawns on a
+// thread of its own, so that its caller does not even wait for that.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,7 +52,17 @@ class StartedCommand {
  public:
   virtual ~StartedCommand() = default;
   // Writes `stdin_text`, closes stdin and waits for the end (the spec's time limit).
-  virtual CommandResult finish(const std::string& stdin_text) = 0;
+  // `input_given` (may be empty) runs once, as soon as stdin is closed (the program has all
+  // its input, or closed stdin itself), while the program still runs: work the caller
+  // overlaps with the program's own (Slurm: the registry entry's fsync while sbatch talks to
+  // the controller). It does not run when the program never got its stdin closed (not
+  // started, timed out first).
+  //
+  // An input that fits a pipe's buffer (up to 1 MiB; the pipe is grown to fit it) is written
+  // with one write(): a launcher killed at any moment has given the program all of it or
+  // none of it, never a cut script. A larger one is written in pieces.
+  virtual CommandResult finish(const std::string& stdin_text,
+                               const std::function<void()>& input_given) = 0;
 };
 
 class CommandRunner {

@@ -73,6 +73,31 @@ TEST(CliTranslateTest, TwoLetterOptionsBecomeLongForms) {
   EXPECT_THAT(translate_short_options({}), IsEmpty());
 }
 
+// The executor a launch names, read before the parser exists (run_cli starts its submission
+// with it): only for a plain launch, in every spelling, the last one winning.
+TEST(CliEarlySubmissionTest, OnlyAPlainLaunchNamesItsExecutorEarly) {
+  EXPECT_EQ(executor_of_a_plain_launch({"--executor", "slurm", "r.yaml"}), "slurm");
+  EXPECT_EQ(executor_of_a_plain_launch({"-e", "slurm", "r.yaml", "a.b=1"}), "slurm");
+  EXPECT_EQ(executor_of_a_plain_launch({"--executor=kubernetes", "r.yaml"}), "kubernetes");
+  EXPECT_EQ(executor_of_a_plain_launch({"-ng", "16", "-gn", "8", "r.yaml", "--executor", "slurm"}),
+            "slurm");
+  EXPECT_EQ(executor_of_a_plain_launch({"-e", "local", "--executor", "slurm", "r.yaml"}), "slurm");
+  // An option's value is not a subcommand (`-E plan=1`, `--format plan`).
+  EXPECT_EQ(executor_of_a_plain_launch({"-E", "plan", "--executor", "slurm", "r.yaml"}), "slurm");
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"r.yaml"},
+        {"--executor", "slurm", "--dry-run", "r.yaml"},
+        {"--executor", "slurm", "plan", "r.yaml"},
+        {"--executor", "slurm", "ablate", "r.yaml", "--vary", "a=1,2"},
+        {"status", "--executor", "slurm"},
+        {"--executor", "slurm", "--help"},
+        {"--executor", "slurm", "-h"},
+        {"--version", "--executor", "slurm"},
+        {"r.yaml", "--", "--executor", "slurm"},
+        {"--executor"}})
+    EXPECT_EQ(executor_of_a_plain_launch(args), "") << ::testing::PrintToString(args);
+}
+
 // ---------------------------------------------------------------------------------------
 // Help and version.
 

@@ -90,7 +90,7 @@ TEST(CommandRunnerTest, AStartedCommandDestroyedBeforeItsInputNeverActsOnIt) {
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a killed command acted on no input";
 
   auto started = r.start(s);
-  CommandResult res = started->finish("given\n");
+  CommandResult res = started->finish("given\n", {});
   EXPECT_TRUE(res.ok()) << res.err;
   std::ifstream in(marker);
   std::string line;
@@ -111,6 +111,41 @@ TEST(CommandRunnerTest, AProcessLeftHoldingThePipesDoesNotHoldTheRunner) {
   EXPECT_TRUE(res.ok()) << res.err;
   EXPECT_EQ(res.out, "done\n");
   EXPECT_LT(took, std::chrono::seconds(10)) << "waited for the process the program left behind";
+}
+
+// input_given runs while the program still runs: the program below waits for the marker the
+// callback creates (a callback run only after the program's end would never let it end), and
+// it reads nothing before the marker exists, so the whole 512 KiB input must already be in
+// the pipe when stdin is closed (the pipe was grown to fit it; a 64 KiB pipe would block the
+// write and the callback would never run).
+TEST(CommandRunnerTest, InputGivenRunsOnceWhileTheProgramRunsWithTheWholeInputInThePipe) {
+  SpawnCommandRunner r;
+  auto marker =
+      std::filesystem::temp_directory_path() / ("bridge-runner-given-" + std::to_string(getpid()));
+  std::filesystem::remove(marker);
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c",
+            "while [ ! -e " + marker.string() + " ]; do sleep 0.01; done; wc -c | tr -d ' '"};
+  s.timeout = std::chrono::milliseconds(20000);
+  const std::string input(512 * 1024, 'x');
+  int calls = 0;
+  auto started = r.start(s);
+  CommandResult res = started->finish(input, [&]() {
+    ++calls;
+    std::ofstream(marker.string()) << "go";
+  });
+  EXPECT_TRUE(res.ok()) << res.err;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(res.out, std::to_string(input.size()) + "\n");
+  std::filesystem::remove(marker);
+
+  // Not run for a program that never got its input (it could not be started).
+  CommandSpec missing;
+  missing.argv = {"bridge-no-such-program-xyz"};
+  calls = 0;
+  CommandResult none = r.start(missing)->finish("input", [&]() { ++calls; });
+  EXPECT_FALSE(none.started);
+  EXPECT_EQ(calls, 0);
 }
 
 }  // namespace

@@ -147,6 +147,55 @@ TEST_F(RegistryTest, APendingEntryIsListedAndTheCommitAddsTheSchedulersAnswer) {
   EXPECT_EQ(reg.list(diags).at(0).state, JobState::kRunning);
 }
 
+// The launch writes the pending entry without the knobs and the plan (they are computed while
+// the scheduler command works): flush_pending adds them as a line of their own, once, and
+// the commit that follows writes only the scheduler's answer.
+TEST_F(RegistryTest, TheFlushAddsTheKnobsAndThePlanOnceAndTheCommitOnlyTheAnswer) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> id = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(id);
+  JobRecord r = record(*id, "2026-01-01T00:00:00.000Z");
+  r.scheduler_id = "";
+  r.state = JobState::kPending;
+  r.knobs.clear();
+  std::optional<PendingEntry> pending = reg.create_pending(r, diags);
+  ASSERT_TRUE(pending);
+  EXPECT_FALSE(pending->flushed);
+  ASSERT_EQ(reg.list(diags).size(), 1u) << "listed before it is flushed";
+  EXPECT_TRUE(reg.list(diags).at(0).plan_json.is_null());
+
+  r.knobs = {{"model.tensor_model_parallel_size", "4"}};
+  r.plan_json = {{"executor", "slurm"}, {"ranks", 16}};
+  ASSERT_TRUE(reg.flush_pending(*pending, r, diags));
+  EXPECT_TRUE(pending->flushed);
+  fs::path entry = dir_ / "jobs" / (*id + ".json");
+  auto size = fs::file_size(entry);
+  ASSERT_TRUE(reg.flush_pending(*pending, r, diags));
+  EXPECT_EQ(fs::file_size(entry), size) << "a second flush adds nothing";
+  std::vector<JobRecord> listed = reg.list(diags);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].knobs, r.knobs);
+  EXPECT_EQ(listed[0].plan_json, r.plan_json);
+
+  r.scheduler_id = "4242";
+  r.state_detail = "submitted";
+  ASSERT_TRUE(reg.commit_pending(*pending, r, diags));
+  std::string text = test::read_file(entry);
+  size_t plans = 0;
+  for (size_t at = text.find("\"plan\":"); at != std::string::npos;
+       at = text.find("\"plan\":", at + 1))
+    ++plans;
+  EXPECT_EQ(plans, 2u) << "the first line's null and the added line; the commit repeats none";
+  EXPECT_THAT(text, HasSubstr("{\"scheduler_id\":\"4242\",\"state_detail\":\"submitted\"}"));
+  listed = reg.list(diags);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].scheduler_id, "4242");
+  EXPECT_EQ(listed[0].plan_json, r.plan_json);
+  EXPECT_EQ(listed[0].knobs, r.knobs);
+  EXPECT_FALSE(diags.has_errors());
+}
+
 // A commit cut short by a crash (a torn line, garbage) leaves the pending record readable;
 // a commit larger than the reserved space is appended instead.
 TEST_F(RegistryTest, ADamagedCommitLeavesThePendingRecordAndALongOneIsAppended) {

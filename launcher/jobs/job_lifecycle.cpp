@@ -10,6 +10,10 @@ std::optional<PendingEntry> JobLifecycle::submitting(JobRecord& record, Diagnost
   return registry_.create_pending(record, diags);
 }
 
+bool JobLifecycle::flush(PendingEntry& pending, const JobRecord& record, Diagnostics& diags) const {
+  return registry_.flush_pending(pending, record, diags);
+}
+
 bool JobLifecycle::accepted(const JobRecord& record, Diagnostics& diags,
                             PendingEntry* pending) const {
   if (pending) return registry_.commit_pending(*pending, record, diags);

@@ -1,7 +1,8 @@
 // JobLifecycle: the one owner of registry writes. Every change of a job's record (accepted,
 // a new state seen by status/--wait/logs, cancelled, finished) goes through here, so the
 // rules live in one place:
-// - `submitting` writes the durable pending entry before the scheduler can take the job;
+// - `submitting` writes the pending entry before the scheduler can take the job, `flush`
+//   makes it durable (before the submission starts, or while it runs: Slurm);
 // - `accepted` commits the scheduler's answer into it, or creates the entry (never
 //   overwrites one; JobRegistry::put with create) and consumes the id's reservation;
 // - `observe` applies a status the scheduler reported: UNKNOWN never replaces a known state
@@ -25,10 +26,14 @@ class JobLifecycle {
  public:
   explicit JobLifecycle(const JobRegistry& registry) : registry_(registry) {}
 
-  // The job is about to be submitted: its entry, PENDING "submitting", is made durable before
-  // the scheduler can take it (JobRegistry::create_pending). nullopt (with the error): submit
-  // nothing.
+  // The job is about to be submitted: its entry, PENDING "submitting", is written before the
+  // scheduler can take it (JobRegistry::create_pending; no kill can lose it from then on).
+  // nullopt (with the error): submit nothing.
   std::optional<PendingEntry> submitting(JobRecord& record, Diagnostics& diags) const;
+  // Completes that entry with what `submitting` had not yet (record.plan_json) and flushes
+  // it to disk (JobRegistry::flush_pending): a crash of the machine cannot lose it either.
+  // False with the error.
+  bool flush(PendingEntry& pending, const JobRecord& record, Diagnostics& diags) const;
   // The scheduler took the job: `record` already carries its scheduler id, job dir and
   // first state. With `pending` the changed fields are committed into the pending entry;
   // without, the entry is created.

@@ -27,7 +27,7 @@ bool is_final(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
-nlohmann::ordered_json job_record_to_json(const JobRecord& r) {
+nlohmann::ordered_json job_record_to_json(const JobRecord& r, RecordFields fields) {
   nlohmann::ordered_json j;
   j["format"] = "bridge-launch-job/1";
   j["id"] = r.id;
@@ -45,9 +45,11 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r) {
   j["context"] = r.context;
   j["nodes"] = r.nodes;
   j["ranks"] = r.ranks;
-  j["knobs"] = r.knobs;
-  j["plan"] = r.plan_json;
-  j["rendered"] = r.rendered;
+  if (fields == RecordFields::kAll) {
+    j["knobs"] = r.knobs;
+    j["plan"] = r.plan_json;
+    j["rendered"] = r.rendered;
+  }
   j["started_at"] = r.started_at;
   j["ended_at"] = r.ended_at;
   j["progress_rank"] = r.progress_rank;

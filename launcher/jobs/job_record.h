@@ -46,7 +46,13 @@ struct JobRecord {
   int progress_rank = -1;
 };
 
-nlohmann::ordered_json job_record_to_json(const JobRecord& r);
+// kAll: the whole record, as an entry holds it. kChanging: without the bulky fields that are
+// fixed when the job is submitted and never change after (`knobs`, `plan`, `rendered`): what
+// a commit of the scheduler's answer compares (copying the plan costs more than the rest of
+// the record together).
+enum class RecordFields { kAll, kChanging };
+nlohmann::ordered_json job_record_to_json(const JobRecord& r,
+                                          RecordFields fields = RecordFields::kAll);
 // nullopt when `j` is not a record of ours (missing or mistyped fields).
 std::optional<JobRecord> job_record_from_json(const nlohmann::json& j);
 

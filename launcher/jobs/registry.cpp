@@ -208,8 +208,9 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
   PendingEntry p;
   p.id = r.id;
   p.path = (jobs / (r.id + ".json")).string();
-  p.fields = job_record_to_json(r);
-  std::string text = compact_json(p.fields);
+  std::string text = compact_json(job_record_to_json(r));
+  p.fields = job_record_to_json(r, RecordFields::kChanging);
+  p.completed = !r.plan_json.is_null();
   p.room_offset = text.size();
   p.room = kCommitRoom;
   text += std::string(p.room - 1, ' ') + "\n";
@@ -238,18 +239,6 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
     ok = std::rename(reservation.c_str(), p.path.c_str()) == 0;
     saved = errno;
   }
-  // One fsync of the file after the rename, then of the directory: the entry, under its
-  // name, is on disk before the scheduler can take the job.
-  if (ok) {
-    ok = fsync(fd) == 0;
-    saved = errno;
-    int dir_fd = open(jobs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (ok && dir_fd >= 0 && fsync(dir_fd) != 0 && errno != EINVAL) {
-      ok = false;
-      saved = errno;
-    }
-    if (dir_fd >= 0) close(dir_fd);
-  }
   close(fd);
   if (!ok) {
     std::error_code ec;
@@ -262,10 +251,71 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
   return p;
 }
 
+bool JobRegistry::flush_pending(PendingEntry& pending, const JobRecord& r,
+                                Diagnostics& diags) const {
+  if (pending.flushed) return true;
+  auto fail = [&](const std::string& why) {
+    pending.flush_failed = true;
+    diags.error("registry-unwritable", "", {},
+                fmt::format("the entry of job {} could not be completed and flushed to disk in "
+                            "the job registry {} ({})",
+                            pending.id, dir_, why),
+                "fix the file system under the registry, or set BRIDGE_LAUNCH_STATE_DIR");
+    return false;
+  };
+  int fd = open(pending.path.c_str(), O_WRONLY | O_CLOEXEC);
+  struct stat st {};
+  // A file replaced meanwhile (put) holds the whole record and was fsynced by its writer.
+  bool ours = fd >= 0 && fstat(fd, &st) == 0 &&
+              static_cast<uint64_t>(st.st_dev) == pending.device &&
+              static_cast<uint64_t>(st.st_ino) == pending.inode;
+  if (fd < 0 && errno != ENOENT) return fail(std::strerror(errno));
+  bool ok = true;
+  int saved = 0;
+  if (ours && !pending.completed && !r.plan_json.is_null()) {
+    nlohmann::ordered_json late = nlohmann::ordered_json::object();
+    late["knobs"] = r.knobs;
+    late["plan"] = r.plan_json;
+    std::string line = compact_json(late);
+    DirLock lock(dir_, lock_timeout_);  // appends of concurrent writers must not interleave
+    if (!lock.ok()) {
+      close(fd);
+      return fail(lock_error());
+    }
+    ours = same_file(pending.path, pending.device, pending.inode);
+    if (ours) {
+      ok = lseek(fd, 0, SEEK_END) >= 0 && write_all(fd, line);
+      saved = errno;
+      pending.completed = ok;
+    }
+  }
+  // The file, then its directory (the rename): fsync works on the inode, so this descriptor
+  // is as good as the one that wrote the entry.
+  if (ok && ours && fsync(fd) != 0) {
+    ok = false;
+    saved = errno;
+  }
+  if (fd >= 0) close(fd);
+  if (ok) {
+    int dir_fd = open((fs::path(dir_) / "jobs").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0 && fsync(dir_fd) != 0 && errno != EINVAL) {
+      ok = false;
+      saved = errno;
+    }
+    if (dir_fd >= 0) close(dir_fd);
+  }
+  if (!ok) return fail(std::strerror(saved));
+  pending.flushed = true;
+  return true;
+}
+
 bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
                                  Diagnostics& diags) const {
   auto fail = [&](const std::string& what) { return write_failed(r.id, what, diags); };
-  nlohmann::ordered_json now = job_record_to_json(r);
+  // A commit never reaches the disk before the entry it belongs to. A flush that failed was
+  // reported; the commit still goes into the reserved space (no new block needed).
+  if (!pending.flushed && !pending.flush_failed) flush_pending(pending, r, diags);
+  nlohmann::ordered_json now = job_record_to_json(r, RecordFields::kChanging);
   nlohmann::ordered_json changed = nlohmann::ordered_json::object();
   for (const auto& [key, value] : now.items()) {
     auto it = pending.fields.find(key);

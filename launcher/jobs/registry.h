@@ -7,12 +7,14 @@
 // foreign file is reported as a warning and skipped. Records never hold secret values.
 //
 // Submission (docs/reliability.md, "Submission durability"): before the scheduler can take a
-// job, its entry is written and fsynced as a *pending* entry (create_pending: one JSON line,
-// then reserved blank space); once the scheduler answered, the fields that changed (its id,
-// the job dir, the state) are committed into that space with one pwrite (commit_pending): no
-// new block, no rename, no fsync on the path after sbatch. A commit lost to a crash leaves the
-// durable pending entry, which names the job (id, job dir, `--comment=bridge-launch:<id>`).
-// Later writes (`put`) replace the whole entry with plain JSON again.
+// job, its entry is written as a *pending* entry (create_pending: one JSON line, then
+// reserved blank space), so that no kill of bridge-launch can lose it; flush_pending then
+// fsyncs it (Slurm: while sbatch talks to the controller). Once the scheduler answered, the
+// fields that changed (its id, the job dir, the state) are committed into that space with
+// one pwrite (commit_pending): no new block, no rename, no fsync on the path after sbatch. A
+// commit lost to a crash leaves the pending entry, which names the job (id, job dir,
+// `--comment=bridge-launch:<id>`). Later writes (`put`) replace the whole entry with plain
+// JSON again.
 #pragma once
 
 #include <chrono>
@@ -31,11 +33,16 @@ namespace bridge {
 // A pending entry written by JobRegistry::create_pending, to be committed or dropped.
 struct PendingEntry {
   std::string id;
-  std::string path;                // <registry>/jobs/<id>.json
-  nlohmann::ordered_json fields;   // the pending record as written (commit writes what differs)
+  std::string path;  // <registry>/jobs/<id>.json
+  // The pending record as written, without the fields a commit never changes (knobs, plan,
+  // rendered submission: job_record_to_json's kChanging): commit writes what differs.
+  nlohmann::ordered_json fields;
   uint64_t room_offset = 0;        // where the reserved blank space starts
   size_t room = 0;                 // its size; a commit that does not fit is appended instead
   uint64_t device = 0, inode = 0;  // the file written, so a commit never writes into another
+  bool completed = false;     // the entry holds the record's knobs and plan (see flush_pending)
+  bool flushed = false;       // flush_pending succeeded: the entry is on disk
+  bool flush_failed = false;  // flush_pending failed (and said so); not tried again
 };
 
 class JobRegistry {
@@ -57,14 +64,27 @@ class JobRegistry {
                                         Diagnostics& diags) const;
   // Drops a reservation whose job was never accepted.
   void release_id(const std::string& id) const;
-  // The entry of a job about to be submitted (r.id reserved by reserve_id), durable before
-  // this returns: the record as one JSON line plus reserved space is written into the
-  // reservation and fsynced, then renamed (under the lock) to `jobs/<id>.json`, which must not
-  // exist. nullopt with `registry-unwritable` ("nothing was submitted") when it cannot be.
+  // The entry of a job about to be submitted (r.id reserved by reserve_id): the record as one
+  // JSON line plus reserved space is written into the reservation, then renamed (under the
+  // lock) to `jobs/<id>.json`, which must not exist. When this returns the entry is in the
+  // page cache under its name: a kill of this process at any later moment cannot lose it (a
+  // crash of the machine can, until flush_pending). nullopt with `registry-unwritable`
+  // ("nothing was submitted") when it cannot be written (a full disk shows here: write()
+  // reserves the blocks).
   std::optional<PendingEntry> create_pending(const JobRecord& r, Diagnostics& diags) const;
+  // Completes the pending entry and fsyncs it and its directory: the entry survives a crash
+  // of the machine. The knobs and the plan, when create_pending did not have them yet
+  // (r.plan_json was null: the CLI computes both while the submission command works, so the
+  // entry is written sooner), are added as a line of their own. False (with
+  // `registry-unwritable`) if the file system refused; the entry stays as written.
+  bool flush_pending(PendingEntry& pending, const JobRecord& r, Diagnostics& diags) const;
   // The scheduler took the job: the top-level fields of `r` that differ from the pending
   // record are written as one JSON line into the reserved space (pwrite, no fsync: if a crash
-  // loses it, the pending entry still names the job). False (with an error) if not written.
+  // loses it, the pending entry still names the job). The plan and the rendered submission
+  // are written once (create_pending, flush_pending) and never committed. An entry not
+  // flushed yet is flushed first, so a commit never reaches the disk before the entry it
+  // belongs to (a flush that fails is reported, and the commit is still written). False
+  // (with an error) if the commit is not written.
   bool commit_pending(PendingEntry& pending, const JobRecord& r, Diagnostics& diags) const;
   // The job was never accepted: its pending entry goes away.
   void drop_pending(const PendingEntry& pending) const;

@@ -432,6 +432,44 @@ TEST_F(FakeSlurmTest, CtrlCToTheProcessGroupDoesNotCutTheEarlySbatchOff) {
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"5252\"")) << list.out << slurp(out);
 }
 
+// `--executor slurm` starts sbatch before the command line is parsed. Whatever the parse
+// then finds decides: a subcommand or --dry-run starts no sbatch at all, a usage error leaves
+// the early one without a script (nothing submitted), a launch submits exactly once.
+TEST_F(FakeSlurmTest, TheSbatchStartedBeforeParsingSubmitsOnlyForALaunch) {
+  fs::path runs = dir_ / "bin" / "runs";
+  // Notes each start, and each script it got, as sbatch would take it.
+  fake("sbatch", "echo started >> " + runs.string() + "\nscript=$(cat)\n" +
+                     "[ -n \"$script\" ] || exit 1\necho submitted >> " + runs.string() +
+                     "\necho 7171\n");
+  std::string recipe = slurm_recipe("early");
+  auto lines = [&]() {
+    std::ifstream in(runs);
+    std::vector<std::string> v;
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    fs::remove(runs);
+    return v;
+  };
+  CommandResult plan = launch({"--executor", "slurm", "plan", recipe});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  CommandResult dry = launch({"--executor", "slurm", "--dry-run", recipe});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_THAT(lines(), ::testing::IsEmpty()) << "a plan or a dry-run started sbatch";
+
+  CommandResult bad = launch({"--executor", "slurm", "--no-such-option", recipe});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  CommandResult invalid = launch({"--executor", "slurm", recipe, "cluster.num_gpus=-3"});
+  EXPECT_EQ(invalid.exit_code, 2) << invalid.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a killed sbatch is gone
+  EXPECT_THAT(lines(), Not(::testing::Contains("submitted"))) << "a refused launch submitted";
+  EXPECT_EQ(registry_entries(state_), 0u);
+
+  CommandResult ok = launch({"--executor", "slurm", recipe});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(lines(), ::testing::ElementsAre("started", "submitted"));
+  CommandResult list = launch({"list", "--format", "json"});
+  EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"7171\"")) << list.out;
+}
+
 // sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
 TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
   fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
@@ -450,6 +488,50 @@ TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
 // claim a Slurm id that was not accepted, and no entry may be damaged.
 class SubmitKillTest : public FakeSlurmTest {
  protected:
+  // Runs the launch once under strace, then once per system call of the launcher's main
+  // thread from the id's reservation on, with SIGKILL injected at that call.
+  void kill_at_every_system_call(const std::vector<std::string>& args) {
+    fs::path trace = dir_ / "trace.txt";
+    std::vector<std::string> argv{"strace", "-qq", "-o", trace.string(), BRIDGE_LAUNCH_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult first = run_command(argv, env_);
+    if (first.exit_code != 0 && first.err.find("ptrace") != std::string::npos)
+      GTEST_SKIP() << "strace cannot trace here: " << first.err;
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    expect_no_accepted_job_lost("no kill");
+    // (system call, its n-th call in the process) for each call from the reservation on.
+    std::vector<std::pair<std::string, int>> points;
+    std::map<std::string, int> seen;
+    bool reserving = false;
+    std::ifstream lines(trace);
+    for (std::string line; std::getline(lines, line);) {
+      size_t paren = line.find('(');
+      if (paren == std::string::npos || line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0)
+        continue;
+      std::string name = line.substr(0, paren);
+      if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        continue;
+      int n = ++seen[name];
+      reserving |= line.find(".reservation") != std::string::npos;
+      if (reserving) points.emplace_back(name, n);
+    }
+    ASSERT_GT(points.size(), 10u) << "the trace shows no reservation:\n" << test::read_file(trace);
+    size_t accepted_before = accepted_jobs_;
+    for (const auto& [name, n] : points) {
+      std::string what = fmt::format("SIGKILL at {} #{}", name, n);
+      std::string inject = fmt::format("inject={}:signal=SIGKILL:when={}", name, n);
+      std::vector<std::string> killed{"strace",        "-qq", "-o",   "/dev/null",      "-e",
+                                      "trace=" + name, "-e",  inject, BRIDGE_LAUNCH_BIN};
+      killed.insert(killed.end(), args.begin(), args.end());
+      run_command(killed, env_);
+      expect_no_accepted_job_lost(what);
+      if (HasFatalFailure()) return;
+    }
+    // Some launches never got as far as sbatch.
+    EXPECT_LT(accepted_jobs_ - accepted_before, points.size() + 1);
+    std::cout << points.size() << " kill points\n";
+  }
+
   void SetUp() override {
     FakeSlurmTest::SetUp();
     if (IsSkipped()) return;
@@ -531,45 +613,20 @@ TEST_F(SubmitKillTest, KilledAtEverySystemCallOfTheSubmissionNeverLosesAnAccepte
   if (run_command({"sh", "-c", "command -v strace"}).exit_code != 0)
     GTEST_SKIP() << "strace is not installed";
   std::string recipe = slurm_recipe("killsc");
-  fs::path trace = dir_ / "trace.txt";
-  std::vector<std::string> argv{"strace", "-qq", "-o", trace.string(), BRIDGE_LAUNCH_BIN, recipe};
-  CommandResult first = run_command(argv, env_);
-  if (first.exit_code != 0 && first.err.find("ptrace") != std::string::npos)
-    GTEST_SKIP() << "strace cannot trace here: " << first.err;
-  ASSERT_EQ(first.exit_code, 0) << first.err;
-  expect_no_accepted_job_lost("no kill");
-  // (system call, its n-th call in the process) for each call from the reservation on.
-  std::vector<std::pair<std::string, int>> points;
-  std::map<std::string, int> seen;
-  bool reserving = false;
-  std::ifstream lines(trace);
-  for (std::string line; std::getline(lines, line);) {
-    size_t paren = line.find('(');
-    if (paren == std::string::npos || line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0)
-      continue;
-    std::string name = line.substr(0, paren);
-    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-      continue;
-    int n = ++seen[name];
-    reserving |= line.find(".reservation") != std::string::npos;
-    if (reserving) points.emplace_back(name, n);
-  }
-  ASSERT_GT(points.size(), 10u) << "the trace shows no reservation:\n" << test::read_file(trace);
-  for (const auto& [name, n] : points) {
-    std::string what = fmt::format("SIGKILL at {} #{}", name, n);
-    std::string inject = fmt::format("inject={}:signal=SIGKILL:when={}", name, n);
-    run_command({"strace", "-qq", "-o", "/dev/null", "-e", "trace=" + name, "-e", inject,
-                 BRIDGE_LAUNCH_BIN, recipe},
-                env_);
-    expect_no_accepted_job_lost(what);
-    if (HasFatalFailure()) return;
+  // sbatch started after planning (the recipe names the executor), and before parsing
+  // (--executor on the command line).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{recipe},
+        std::vector<std::string>{"--executor", "slurm", recipe}}) {
+    SCOPED_TRACE(args.size() == 1 ? "sbatch started after planning" : "sbatch started early");
+    kill_at_every_system_call(args);
+    if (HasFatalFailure() || IsSkipped()) return;
   }
   // The kills did land on both sides of sbatch's acceptance: some jobs were accepted and
   // only their pending entry names them, and some launches never got as far as sbatch.
   EXPECT_FALSE(accepted_but_pending_.empty());
-  EXPECT_LT(accepted_jobs_, points.size() + 1);
-  std::cout << points.size() << " kill points, " << accepted_jobs_ << " jobs accepted, "
-            << accepted_but_pending_.size() << " of them killed before the commit\n";
+  std::cout << accepted_jobs_ << " jobs accepted, " << accepted_but_pending_.size()
+            << " of them killed before the commit\n";
 }
 
 TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
