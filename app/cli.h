@@ -21,10 +21,12 @@ std::vector<std::string> translate_short_options(const std::vector<std::string>&
 std::vector<std::string> move_options_behind_subcommand(
     const std::vector<std::string>& args, const std::vector<std::string>& subcommands);
 
-// The executor a plain launch names (`--executor X`, `-e X`, `--executor=X`; the last one
-// wins, as in the parser), read before the parser is built; "" when anything on the command
-// line can make it something else than a submission (a subcommand's name, --dry-run, --help,
-// --version). run_cli starts that executor's submission early with it.
+// The executor a plain launch names (`--executor X`, `-e X`, `--executor=X`), read before the
+// parser is built; "" when anything on the command line can make it something else than a
+// submission (a subcommand's name, --dry-run, --help, --version). run_cli starts that
+// executor's submission early with it; whatever the parser then decides (it refuses a
+// repeated --executor, for one) drops the early start unless it is that same launch.
+// Conservative by design: a wrong guess costs a started and stopped sbatch, nothing else.
 std::string executor_of_a_plain_launch(const std::vector<std::string>& args);
 
 struct Services;

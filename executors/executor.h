@@ -58,10 +58,12 @@ struct SubmitOptions {
   // command starts up (Slurm: sbatch starts and waits for the script on stdin), so the write
   // overlaps that start-up; for any other job the CLI calls it before submit.
   std::function<bool()> before_submit;
-  // Flushes that entry to disk (fsync). A PreparedJob that calls before_submit calls this
-  // once its submission command has all its input, so that the flush overlaps the command's
-  // exchange with the scheduler (Slurm: sbatch has its script); for any other job the CLI
-  // calls it right after before_submit.
+  // Completes that entry (knobs, plan) and flushes it to disk (fsync); a failure is a
+  // warning, as the submission is under way. A PreparedJob that calls before_submit calls
+  // this once its submission command has all its input, so that the work overlaps the
+  // command's exchange with the scheduler (Slurm: sbatch has its script); for any other job
+  // the CLI completes and flushes the entry itself right after before_submit, where a
+  // failure stops the launch before anything runs.
   std::function<void()> while_submitting;
 };
 

@@ -1,4 +1,5 @@
-// The only file that starts scheduler commands (posix_spawn); nothing here throws.
+// The only file that starts scheduler commands (posix_spawn); nothing leaves it as an
+// exception (std::thread's, when no thread can be had, is caught here).
 #include "launcher/command_runner.h"
 
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -122,15 +124,20 @@ class SpawnedCommand : public StartedCommand {
   CommandResult finish(const std::string& stdin_text,
                        const std::function<void()>& input_given) override {
     CommandResult result;
-    const auto deadline = Clock::now() + timeout_;
+    auto deadline = Clock::now() + timeout_;
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
     bool poll_failed = false;
     bool told = false;
+    // The caller's work does not count against the program's time limit: an fsync on a slow
+    // file system must not turn a program that already answered into a timed-out one.
     auto tell_once_closed = [&]() {
       if (in_ >= 0 || told) return;
       told = true;
-      if (input_given) input_given();
+      if (!input_given) return;
+      auto before = Clock::now();
+      input_given();
+      deadline += Clock::now() - before;
     };
     fit_pipe_to(stdin_text.size());
     if (stdin_text.empty()) close_fd(in_);
@@ -183,13 +190,18 @@ class SpawnedCommand : public StartedCommand {
   }
 
  private:
-  // Grows the stdin pipe so that `size` bytes fit it (Linux rounds up to a power of two
-  // pages; an unprivileged process may go up to /proc/sys/fs/pipe-max-size, 1 MiB by
-  // default): poll then reports it writable and one write() takes it all. Best effort.
+  // Makes the stdin pipe hold `size` bytes, so that poll reports it writable and one write()
+  // takes it all: a launcher killed at any moment has given the program the whole input or
+  // none of it. Linux gives a pipe 64 KiB (one page once the user's pipes exceed
+  // /proc/sys/fs/pipe-user-pages-soft) and lets an unprivileged process grow it up to
+  // /proc/sys/fs/pipe-max-size (1 MiB by default). Best effort: a pipe that cannot grow gets
+  // the input in pieces.
   void fit_pipe_to(size_t size) const {
-    constexpr size_t kDefaultPipeBuffer = 65536, kMostWeAsk = 1 << 20;
-    if (in_ < 0 || size <= kDefaultPipeBuffer || size > kMostWeAsk) return;
-    fcntl(in_, F_SETPIPE_SZ, static_cast<int>(size));
+    constexpr size_t kMostWeAsk = 1 << 20;
+    if (in_ < 0 || size == 0 || size > kMostWeAsk) return;
+    int now = fcntl(in_, F_GETPIPE_SZ);
+    if (now < 0 || static_cast<size_t>(now) < size)
+      fcntl(in_, F_SETPIPE_SZ, static_cast<int>(size));
   }
 
   // Reads what is there, at most 1 MiB a call (so that a program writing without pause
@@ -271,6 +283,9 @@ struct SpawnRequest {
     posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+    // Only 0, 1 and 2 reach the program: a file another thread opens meanwhile without
+    // O_CLOEXEC (std::ifstream does) must not leak into it.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -338,7 +353,14 @@ class SpawningCommand : public StartedCommand {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    thread_ = std::thread([this]() { rc_ = req_->spawn(&pid_); });
+    try {
+      thread_ = std::thread([this]() { rc_ = req_->spawn(&pid_); });
+    } catch (const std::system_error&) {  // no thread to be had (a pids limit): spawn here
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      rc_ = req_->spawn(&pid_);
+      spawned_here_ = true;
+      return;
+    }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
   ~SpawningCommand() override { started(); }
@@ -353,8 +375,9 @@ class SpawningCommand : public StartedCommand {
  private:
   // The started program, once the thread is done (or what could not be started).
   StartedCommand* started() {
-    if (thread_.joinable()) {
-      thread_.join();
+    if (thread_.joinable() || spawned_here_) {
+      if (thread_.joinable()) thread_.join();
+      spawned_here_ = false;
       command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_)
                           : std::make_unique<NotStarted>(req_->failure(rc_));
     }
@@ -365,6 +388,7 @@ class SpawningCommand : public StartedCommand {
   std::chrono::milliseconds timeout_;
   int rc_ = 0;
   pid_t pid_ = -1;
+  bool spawned_here_ = false;  // no thread could be started: spawned by the constructor
   std::thread thread_;
   std::unique_ptr<StartedCommand> command_;
 };

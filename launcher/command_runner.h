@@ -58,9 +58,10 @@ class StartedCommand {
   // the controller). It does not run when the program never got its stdin closed (not
   // started, timed out first).
   //
-  // An input that fits a pipe's buffer (up to 1 MiB; the pipe is grown to fit it) is written
-  // with one write(): a launcher killed at any moment has given the program all of it or
-  // none of it, never a cut script. A larger one is written in pieces.
+  // An input of up to 1 MiB is written with one write() into a pipe grown to hold it: a
+  // launcher killed at any moment has given the program all of it or none of it, never a cut
+  // script. A larger one, or one for a pipe the system does not let grow (pipe-max-size,
+  // pipe-user-pages-soft), is written in pieces.
   virtual CommandResult finish(const std::string& stdin_text,
                                const std::function<void()>& input_given) = 0;
 };

@@ -5,14 +5,22 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "app/services.h"
+#include "launcher/command_runner.h"
+#include "plugins/plugin.h"
+#include "tests/support/fake_services.h"
 #include "tests/test_util.h"
 
 namespace bridge {
@@ -74,7 +82,8 @@ TEST(CliTranslateTest, TwoLetterOptionsBecomeLongForms) {
 }
 
 // The executor a launch names, read before the parser exists (run_cli starts its submission
-// with it): only for a plain launch, in every spelling, the last one winning.
+// with it): only for a plain launch, in every spelling. (A repeated --executor is the
+// parser's usage error; the pre-scan's guess is then dropped unused.)
 TEST(CliEarlySubmissionTest, OnlyAPlainLaunchNamesItsExecutorEarly) {
   EXPECT_EQ(executor_of_a_plain_launch({"--executor", "slurm", "r.yaml"}), "slurm");
   EXPECT_EQ(executor_of_a_plain_launch({"-e", "slurm", "r.yaml", "a.b=1"}), "slurm");
@@ -84,7 +93,7 @@ TEST(CliEarlySubmissionTest, OnlyAPlainLaunchNamesItsExecutorEarly) {
   EXPECT_EQ(executor_of_a_plain_launch({"-e", "local", "--executor", "slurm", "r.yaml"}), "slurm");
   // An option's value is not a subcommand (`-E plan=1`, `--format plan`).
   EXPECT_EQ(executor_of_a_plain_launch({"-E", "plan", "--executor", "slurm", "r.yaml"}), "slurm");
-  for (std::vector<std::string> args :
+  for (const std::vector<std::string>& args :
        {std::vector<std::string>{"r.yaml"},
         {"--executor", "slurm", "--dry-run", "r.yaml"},
         {"--executor", "slurm", "plan", "r.yaml"},
@@ -96,6 +105,94 @@ TEST(CliEarlySubmissionTest, OnlyAPlainLaunchNamesItsExecutorEarly) {
         {"r.yaml", "--", "--executor", "slurm"},
         {"--executor"}})
     EXPECT_EQ(executor_of_a_plain_launch(args), "") << ::testing::PrintToString(args);
+}
+
+// Every subcommand the parser has (as --help lists them) stops the early start: the pre-scan's
+// own list of names must not fall behind the parser's.
+TEST(CliEarlySubmissionTest, EverySubcommandOfTheParserStopsTheEarlyStart) {
+  CommandResult help = test::run_command({BRIDGE_LAUNCH_BIN, "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::istringstream lines(help.out.substr(help.out.find("Subcommands:")));
+  std::vector<std::string> names;
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ')
+    names.push_back(line.substr(2, line.find(' ', 2) - 2));
+  EXPECT_GE(names.size(), 10u) << help.out;
+  for (const auto& name : names)
+    EXPECT_EQ(executor_of_a_plain_launch({"--executor", "slurm", name, "r.yaml"}), "") << name;
+}
+
+// In process, with a recording runner: the early sbatch is started before parsing for a launch
+// and for a command line the parser then refuses, never for a dry-run or a subcommand; only
+// the launch gives it a script.
+TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
+  test::TempDir tmp;
+  std::filesystem::path dir = tmp.path();
+  std::string recipe = (dir / "r.yaml").string();
+  std::ofstream(recipe) << "name: early\ncluster: {num_gpus: 4, gpus_per_node: 2}\n"
+                           "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
+                           "executor:\n  slurm: {account: acct, partition: batch, job_dir: "
+                        << (dir / "jobs").string() << "}\n";
+  struct Submissions : CommandRunner {
+    std::vector<CommandSpec> ran;
+    bridge::CommandResult run(const CommandSpec& spec) override {
+      ran.push_back(spec);
+      bridge::CommandResult r;
+      if (spec.argv.at(0) == "sbatch") r.out = "4242\n";
+      return r;
+    }
+  } submissions;
+  testing::ForwardingRunner runner;
+  runner.target = &submissions;
+  MapEnvironment env;
+  SystemClock clock;
+  testing::RecordingSleeper sleeper;
+  Services services{env,
+                    runner,
+                    clock,
+                    sleeper,
+                    "",
+                    executor_registry(),
+                    plugin_registry(),
+                    JobRegistry((dir / "state").string())};
+  // run_cli points spdlog's default logger at `err`: the streams live as long as the test,
+  // and a logger of the test's own replaces it at the end.
+  std::ostringstream out, err;
+  auto launch = [&](const std::vector<std::string>& args) {
+    runner.started.clear();
+    submissions.ran.clear();
+    out.str("");
+    err.str("");
+    int code = run_cli(args, out, err, services);
+    return std::pair{code, err.str()};
+  };
+  auto sbatch_runs = [&]() {
+    size_t n = 0;
+    for (const auto& spec : submissions.ran) n += spec.argv.at(0) == "sbatch";
+    return n;
+  };
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--executor", "slurm", "--dry-run", recipe},
+        {"--executor", "slurm", "plan", recipe}}) {
+    EXPECT_EQ(launch(args).first, 0) << ::testing::PrintToString(args);
+    EXPECT_THAT(runner.started, IsEmpty()) << ::testing::PrintToString(args);
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--executor", "slurm", "--no-such-option", recipe},
+        {"--executor", "slurm", recipe, "cluster.num_gpus=-3"}}) {
+    EXPECT_EQ(launch(args).first, 2) << ::testing::PrintToString(args);
+    ASSERT_EQ(runner.started.size(), 1u) << "started before parsing";
+    EXPECT_EQ(runner.started[0].argv.at(0), "sbatch");
+    EXPECT_EQ(sbatch_runs(), 0u) << "a refused command line submitted";
+  }
+  auto [code, said] = launch({"--executor", "slurm", recipe});
+  EXPECT_EQ(code, 0) << said;
+  EXPECT_EQ(runner.started.size(), 1u);
+  ASSERT_EQ(sbatch_runs(), 1u);
+  EXPECT_THAT(submissions.ran[0].stdin_text, HasSubstr("#SBATCH --comment=bridge-launch:early-"));
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "cli-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(std::cerr)));
 }
 
 // ---------------------------------------------------------------------------------------

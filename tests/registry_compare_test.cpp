@@ -46,6 +46,14 @@ class RegistryTest : public ::testing::Test {
     r.knobs = {{"model.tensor_model_parallel_size", "4"}};
     return r;
   }
+  // The record a launch writes as its pending entry: no scheduler id yet.
+  static JobRecord submitting(const std::string& id) {
+    JobRecord r = record(id, "2026-01-01T00:00:00.000Z");
+    r.scheduler_id = "";
+    r.state = JobState::kPending;
+    r.state_detail = "submitting";
+    return r;
+  }
   fs::path dir_;
 };
 
@@ -110,10 +118,7 @@ TEST_F(RegistryTest, APendingEntryIsListedAndTheCommitAddsTheSchedulersAnswer) {
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
-  JobRecord r = record(*id, "2026-01-01T00:00:00.000Z");
-  r.scheduler_id = "";
-  r.state = JobState::kPending;
-  r.state_detail = "submitting";
+  JobRecord r = submitting(*id);
   std::optional<PendingEntry> pending = reg.create_pending(r, diags);
   ASSERT_TRUE(pending) << (diags.items().empty() ? "" : diags.items()[0].message);
   fs::path entry = dir_ / "jobs" / (*id + ".json");
@@ -155,9 +160,7 @@ TEST_F(RegistryTest, TheFlushAddsTheKnobsAndThePlanOnceAndTheCommitOnlyTheAnswer
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
-  JobRecord r = record(*id, "2026-01-01T00:00:00.000Z");
-  r.scheduler_id = "";
-  r.state = JobState::kPending;
+  JobRecord r = submitting(*id);
   r.knobs.clear();
   std::optional<PendingEntry> pending = reg.create_pending(r, diags);
   ASSERT_TRUE(pending);

@@ -239,7 +239,12 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
     ok = std::rename(reservation.c_str(), p.path.c_str()) == 0;
     saved = errno;
   }
-  close(fd);
+  // A network file system (NFS, the usual home of ~/.local/state on a cluster) writes the
+  // data back at close and reports a full disk or quota there, not at write().
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
   if (!ok) {
     std::error_code ec;
     fs::remove(reservation, ec);
@@ -276,18 +281,13 @@ bool JobRegistry::flush_pending(PendingEntry& pending, const JobRecord& r,
     nlohmann::ordered_json late = nlohmann::ordered_json::object();
     late["knobs"] = r.knobs;
     late["plan"] = r.plan_json;
-    std::string line = compact_json(late);
-    DirLock lock(dir_, lock_timeout_);  // appends of concurrent writers must not interleave
-    if (!lock.ok()) {
-      close(fd);
-      return fail(lock_error());
-    }
-    ours = same_file(pending.path, pending.device, pending.inode);
-    if (ours) {
-      ok = lseek(fd, 0, SEEK_END) >= 0 && write_all(fd, line);
-      saved = errno;
-      pending.completed = ok;
-    }
+    // No registry lock: only this process appends to its entry's file, and a file another
+    // bridge-launch replaced meanwhile (`put`, which renames a new file over it) is no longer
+    // the entry, so a line appended to it is harmless. (The lock could also hold sbatch's
+    // answer back for up to its 30 s timeout.)
+    ok = lseek(fd, 0, SEEK_END) >= 0 && write_all(fd, compact_json(late));
+    saved = errno;
+    pending.completed = ok;
   }
   // The file, then its directory (the rename): fsync works on the inode, so this descriptor
   // is as good as the one that wrote the entry.
@@ -312,9 +312,15 @@ bool JobRegistry::flush_pending(PendingEntry& pending, const JobRecord& r,
 bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
                                  Diagnostics& diags) const {
   auto fail = [&](const std::string& what) { return write_failed(r.id, what, diags); };
-  // A commit never reaches the disk before the entry it belongs to. A flush that failed was
-  // reported; the commit still goes into the reserved space (no new block needed).
-  if (!pending.flushed && !pending.flush_failed) flush_pending(pending, r, diags);
+  // A commit never reaches the disk before the entry it belongs to. A flush that fails here
+  // is a warning: the scheduler has the job, and the commit still goes into the reserved
+  // space (no new block needed).
+  if (!pending.flushed && !pending.flush_failed) {
+    Diagnostics flush_diags;
+    if (!flush_pending(pending, r, flush_diags))
+      for (const auto& d : flush_diags.items())
+        diags.warning(d.code, d.path, d.loc, d.message, d.help);
+  }
   nlohmann::ordered_json now = job_record_to_json(r, RecordFields::kChanging);
   nlohmann::ordered_json changed = nlohmann::ordered_json::object();
   for (const auto& [key, value] : now.items()) {

@@ -69,8 +69,8 @@ class JobRegistry {
   // lock) to `jobs/<id>.json`, which must not exist. When this returns the entry is in the
   // page cache under its name: a kill of this process at any later moment cannot lose it (a
   // crash of the machine can, until flush_pending). nullopt with `registry-unwritable`
-  // ("nothing was submitted") when it cannot be written (a full disk shows here: write()
-  // reserves the blocks).
+  // ("nothing was submitted") when it cannot be written (a full disk or quota shows here:
+  // at write() on a local file system, at close() on NFS, and both are checked).
   std::optional<PendingEntry> create_pending(const JobRecord& r, Diagnostics& diags) const;
   // Completes the pending entry and fsyncs it and its directory: the entry survives a crash
   // of the machine. The knobs and the plan, when create_pending did not have them yet
