@@ -69,7 +69,10 @@ TEST(CliDocsTest, EveryCommandHelpHasAnExample) {
 std::string completion_file(const std::string& shell) {
   auto r = run_command({BRIDGE_LAUNCH_BIN, "completion", shell});
   EXPECT_EQ(r.exit_code, 0) << shell;
-  std::string path = testing::TempDir() + "/bl-completion." + shell;
+  // A directory per test process (removed at its exit): ctest runs the completion tests side
+  // by side, and a test that sources the script while another rewrites it completes nothing.
+  static const test::TempDir dir;
+  std::string path = dir.path() + "/bl-completion." + shell;
   std::ofstream(path) << r.out;
   return path;
 }
