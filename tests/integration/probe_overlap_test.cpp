@@ -83,14 +83,20 @@ std::vector<std::string> With(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
-// Rank 0's steady-state exposed communication of one kind, from the summary line
-// `overlap efficiency (<kind>): ... | exposed comm (ms): X |`.
-std::optional<double> Exposed(const std::string& out, const std::string& kind) {
-  const std::regex line("overlap efficiency \\(" + kind +
-                        "\\): [^\n]*\\| exposed comm \\(ms\\): ([0-9.]+) \\|");
+// A steady-state figure (ms) of one kind from rank 0's summary line
+// `overlap efficiency (<kind>): ... | <label> (ms): X |`, e.g. "exposed comm" or "compute".
+std::optional<double> Figure(const std::string& out, const std::string& kind,
+                             const std::string& label) {
+  const std::regex line("overlap efficiency \\(" + kind + "\\): [^\n]*\\| " + label +
+                        " \\(ms\\): ([0-9.]+) \\|");
   std::smatch m;
   if (!std::regex_search(out, m, line)) return std::nullopt;
   return std::stod(m[1].str());
+}
+
+// Rank 0's steady-state exposed communication of one kind.
+std::optional<double> Exposed(const std::string& out, const std::string& kind) {
+  return Figure(out, kind, "exposed comm");
 }
 
 // Runs `base` with `field=off_value` and `field=on_value` and checks that the exposed time of
@@ -277,15 +283,6 @@ TEST_F(ProbeOverlap, UserbuffersPresetWithMoreSplitsExposesLessTpCommunication) 
       "userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192", "tp", 0.8);
 }
 
-// The compute time (ms) of `kind` that bridge-probe reports, if any.
-std::optional<double> Compute(const std::string& out, const std::string& kind) {
-  const std::regex line("overlap efficiency \\(" + kind +
-                        "\\): [^\n]*\\| compute \\(ms\\): ([0-9.]+) \\|");
-  std::smatch m;
-  if (!std::regex_search(out, m, line)) return std::nullopt;
-  return std::stod(m[1].str());
-}
-
 // With one bucket the all-reduce starts after the whole backward pass; with 16 it starts
 // after the first sixteenth and runs beside the rest. What that can hide is bounded by the
 // compute it runs beside, so the test asks that at least half of it is hidden: a fixed ratio
@@ -311,7 +308,7 @@ TEST_F(ProbeOverlap, SmallerBucketsLetTheOverlappedAllReduceStartEarlier) {
     ASSERT_TRUE(big.all_exited(0) && small.all_exited(0)) << big.rank0() << small.rank0();
     const auto exposed_big = Exposed(big.rank0(), "dp-grad");
     const auto exposed_small = Exposed(small.rank0(), "dp-grad");
-    const auto compute_small = Compute(small.rank0(), "dp-grad");
+    const auto compute_small = Figure(small.rank0(), "dp-grad", "compute");
     ASSERT_TRUE(exposed_big && exposed_small && compute_small) << big.rank0() << small.rank0();
     ASSERT_GT(*compute_small, 0.0) << small.rank0();
     hidden = std::max(hidden, *exposed_big - *exposed_small);
