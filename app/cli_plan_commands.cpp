@@ -291,7 +291,7 @@ int cmd_plugins(const std::string& format, const Context& c) {
 
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
                    std::string* job_id, int sequence, std::unique_ptr<Executor> prepared,
-                   const std::string& prepared_name) {
+                   const std::string& prepared_name, bool ends_command) {
   auto fail = [&](int code) {
     if (o.format == "json")
       c.out
@@ -441,6 +441,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   if (sr.accepted && !recorded && sr.exit_code == 0) return kExitRuntime;
   if (sr.accepted && o.wait && !runs_here && sr.exit_code == 0)
     return wait_for_job(*executor, rec, reg, c);
+  if (ends_command && c.services.end_process) c.services.end_process(sr.exit_code);
   return sr.exit_code;
 }
 
@@ -461,7 +462,8 @@ int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
   }
   early.prepared.reset();
   Plan plan = build_plan(make_request(o), c.services.env, diags);
-  return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor);
+  return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor,
+                        /*ends_command=*/true);
 }
 
 }  // namespace bridge

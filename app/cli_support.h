@@ -46,9 +46,11 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
 // is the job's place among the jobs of this command (SubmissionIdentity::sequence).
 // `prepared` (optional) is an executor that prepare_to_submit already ran on: it is used when
 // the plan chose the same executor (`prepared_name`), and otherwise dropped unused.
+// `ends_command`: nothing follows this launch in its command (a plain launch), so once the
+// job was submitted and reported the process may end there (Services::end_process).
 int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
                    std::string* job_id, int sequence = 0,
                    std::unique_ptr<Executor> prepared = nullptr,
-                   const std::string& prepared_name = "");
+                   const std::string& prepared_name = "", bool ends_command = false);
 
 }  // namespace bridge

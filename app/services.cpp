@@ -1,6 +1,10 @@
 #include "app/services.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <iostream>
 
 namespace bridge {
 
@@ -13,6 +17,15 @@ std::string probe_dir_next_to_self() {
   return fs::exists(dir / "bridge-probe", ec) ? dir.string() : "";
 }
 
+namespace {
+void end_process_now(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+}
+}  // namespace
+
 RealServices::RealServices()
     : services_{env_,
                 runner_,
@@ -21,6 +34,11 @@ RealServices::RealServices()
                 probe_dir_next_to_self(),
                 executor_registry(),
                 plugin_registry(),
-                JobRegistry(JobRegistry::default_dir(env_))} {}
+                JobRegistry(JobRegistry::default_dir(env_)),
+                nullptr} {
+#ifndef BRIDGE_SANITIZED
+  services_.end_process = end_process_now;
+#endif
+}
 
 }  // namespace bridge

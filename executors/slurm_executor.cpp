@@ -219,7 +219,8 @@ class SlurmExecutor : public Executor {
   // sbatch's own start-up (loading libslurm, reading slurm.conf: about half of its time). A
   // false return kills the sbatch that never got a script. The entry's fsync
   // (`while_submitting`) runs once sbatch has the whole script, while sbatch gets its
-  // credential and talks to the controller.
+  // credential and talks to the controller; `on_accepted` (the commit) runs once sbatch's id
+  // line arrived, while sbatch exits.
   SubmitResult submit_script(const Plan& plan, const SubmissionIdentity& identity,
                              const std::string& script, const SubmitOptions& so, Diagnostics& diags,
                              const OnAccepted& on_accepted) const {
@@ -259,6 +260,26 @@ class SlurmExecutor : public Executor {
       if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
       return id.has_value();
     };
+    // An id on stdout is an accepted job, also when sbatch then exits non-zero.
+    bool announced = false;
+    auto accept = [&]() {
+      result.exit_code = 0;
+      result.accepted = true;
+      result.scheduler_id = *id;
+      result.job_dir = files_dir;
+      result.final_state = JobState::kPending;
+      result.state_detail = "submitted";
+      announced = true;
+      if (on_accepted) on_accepted(result);
+    };
+    WhileRunning while_running;
+    while_running.input_given = so.while_submitting;
+    // sbatch --parsable prints the id and then tears down (about half a millisecond): the job
+    // is recorded and announced meanwhile, not after sbatch's exit.
+    while_running.first_line = [&](const std::string& line) {
+      id = parse_sbatch_id(line);
+      if (id) accept();
+    };
     std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
     if (!sbatch) sbatch = services_.runner.start(spec);
     if (so.before_submit && !so.before_submit()) {
@@ -266,7 +287,7 @@ class SlurmExecutor : public Executor {
       remove_if_empty(created);
       return result;
     }
-    CommandResult r = sbatch->finish(script, so.while_submitting);
+    CommandResult r = sbatch->finish(script, while_running);
     sbatch.reset();
     // A transient failure is retried as SlurmClient::run retries (its first try was this one).
     if (!r.ok() && r.started && !r.timed_out && policy_.attempts > 1 &&
@@ -281,7 +302,6 @@ class SlurmExecutor : public Executor {
         r = SlurmClient(services_.runner, services_.sleeper, rest).run(spec, nullptr, settled);
       }
     }
-    // An id on stdout is an accepted job, also when sbatch then exited non-zero.
     if (!id) id = parse_sbatch_id(r.out);
     if (id && !r.ok())
       spdlog::warn("sbatch exited with code {} after printing job id {}; the job was accepted",
@@ -300,13 +320,7 @@ class SlurmExecutor : public Executor {
                   help_for(message));
       return result;
     }
-    result.exit_code = 0;
-    result.accepted = true;
-    result.scheduler_id = *id;
-    result.job_dir = files_dir;
-    result.final_state = JobState::kPending;
-    result.state_detail = "submitted";
-    if (on_accepted) on_accepted(result);
+    if (!announced) accept();
     spdlog::info("Slurm job {} (`{}`, {} node(s) x {} GPU(s)): files in {}", *id, name,
                  plan.topology->nodes, plan.topology->gpus_per_node, result.job_dir);
     return result;

@@ -70,9 +70,7 @@ bool make_pipe(std::array<int, 2>& fds) {
 class NotStarted : public StartedCommand {
  public:
   explicit NotStarted(std::string why) { result_.started = false, result_.err = std::move(why); }
-  CommandResult finish(const std::string&, const std::function<void()>&) override {
-    return result_;
-  }
+  CommandResult finish(const std::string&, const WhileRunning&) override { return result_; }
 
  private:
   CommandResult result_;
@@ -83,12 +81,16 @@ class DeferredCommand : public StartedCommand {
  public:
   DeferredCommand(CommandRunner& runner, CommandSpec spec)
       : runner_(runner), spec_(std::move(spec)) {}
-  // The input is complete before the command runs, so `input_given` runs first.
-  CommandResult finish(const std::string& stdin_text,
-                       const std::function<void()>& input_given) override {
+  // The input is complete before the command runs, so `input_given` runs first; the output
+  // exists only once it ended, so `first_line` runs last.
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
     spec_.stdin_text = stdin_text;
-    if (input_given) input_given();
-    return runner_.run(spec_);
+    if (while_running.input_given) while_running.input_given();
+    CommandResult result = runner_.run(spec_);
+    size_t eol = result.out.find('\n');
+    if (while_running.first_line && result.started && eol != std::string::npos)
+      while_running.first_line(result.out.substr(0, eol));
+    return result;
   }
 
  private:
@@ -121,23 +123,30 @@ class SpawnedCommand : public StartedCommand {
   SpawnedCommand(const SpawnedCommand&) = delete;
   SpawnedCommand& operator=(const SpawnedCommand&) = delete;
 
-  CommandResult finish(const std::string& stdin_text,
-                       const std::function<void()>& input_given) override {
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
     CommandResult result;
     auto deadline = Clock::now() + timeout_;
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
     bool poll_failed = false;
-    bool told = false;
-    // The caller's work does not count against the program's time limit: an fsync on a slow
-    // file system must not turn a program that already answered into a timed-out one.
+    bool told = false, line_told = false;
+    // The caller's work does not count against the program's time limit.
+    auto unclocked = [&](const auto& work) {
+      auto before = Clock::now();
+      work();
+      deadline += Clock::now() - before;
+    };
     auto tell_once_closed = [&]() {
       if (in_ >= 0 || told) return;
       told = true;
-      if (!input_given) return;
-      auto before = Clock::now();
-      input_given();
-      deadline += Clock::now() - before;
+      if (while_running.input_given) unclocked(while_running.input_given);
+    };
+    auto tell_first_line = [&]() {
+      size_t eol = result.out.find('\n');
+      if (!told || line_told || eol == std::string::npos) return;
+      line_told = true;
+      if (while_running.first_line)
+        unclocked([&]() { while_running.first_line(result.out.substr(0, eol)); });
     };
     fit_pipe_to(stdin_text.size());
     if (stdin_text.empty()) close_fd(in_);
@@ -172,8 +181,10 @@ class SpawnedCommand : public StartedCommand {
           if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == stdin_text.size())
             close_fd(in_);  // all written, or the program closed its stdin (EPIPE)
           tell_once_closed();
+          tell_first_line();  // a line written before its input was all given
         } else {
           read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
+          tell_first_line();
         }
       }
     }
@@ -264,21 +275,34 @@ std::unique_ptr<StartedCommand> CommandRunner::start(const CommandSpec& spec) {
 namespace {
 
 // Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
-// environment. `spawn` may run on another thread than the one that built it.
+// environment. `spawn` may run on another thread than the one that built it, and allocates
+// nothing there: a thread's first malloc sets up an arena of its own, four system calls on
+// the way to the program's exec (docs/performance.md).
 struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;
   bool own_process_group = false;
-  sigset_t mask{};  // the signal mask the program starts with
+  sigset_t mask{};                // the signal mask the program starts with
+  std::vector<char*> args, envp;  // pointers into argv and env
+  posix_spawn_file_actions_t actions{};
+  posix_spawnattr_t attr{};
+  bool built = false;
 
-  // posix_spawnp's result (0 or an errno value); closes the child's pipe ends.
-  int spawn(pid_t* pid) {
-    std::vector<char*> args, envp;
+  SpawnRequest() = default;
+  SpawnRequest(const SpawnRequest&) = delete;
+  SpawnRequest& operator=(const SpawnRequest&) = delete;
+  ~SpawnRequest() {
+    if (!built) return;
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+
+  // On the caller's thread, once the pipes, argv, env and mask are set.
+  void build() {
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
@@ -287,7 +311,6 @@ struct SpawnRequest {
     // O_CLOEXEC (std::ifstream does) must not leak into it.
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
-    posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t defaults;
     sigemptyset(&defaults);
@@ -300,9 +323,12 @@ struct SpawnRequest {
       flags |= POSIX_SPAWN_SETPGROUP;
     }
     posix_spawnattr_setflags(&attr, flags);
+    built = true;
+  }
+
+  // posix_spawnp's result (0 or an errno value); closes the child's pipe ends.
+  int spawn(pid_t* pid) {
     int rc = posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
     for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) close_fd(*fd);
     return rc;
   }
@@ -329,6 +355,7 @@ std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string
   req->env = child_environment(spec.extra_env);
   req->own_process_group = spec.own_process_group;
   pthread_sigmask(SIG_SETMASK, nullptr, &req->mask);  // what a child of this thread inherits
+  req->build();
   return req;
 }
 
@@ -367,9 +394,8 @@ class SpawningCommand : public StartedCommand {
   SpawningCommand(const SpawningCommand&) = delete;
   SpawningCommand& operator=(const SpawningCommand&) = delete;
 
-  CommandResult finish(const std::string& stdin_text,
-                       const std::function<void()>& input_given) override {
-    return started()->finish(stdin_text, input_given);
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
+    return started()->finish(stdin_text, while_running);
   }
 
  private:

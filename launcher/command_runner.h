@@ -48,22 +48,35 @@ struct CommandSpec {
 // A program started by CommandRunner::start that waits for its stdin: it starts up while the
 // caller prepares what to write. Destroying it unfinished kills the program before it got any
 // input (a program that acts on its input, like sbatch, then does nothing).
+// What a caller overlaps with a started program's run (docs/performance.md). Both may be
+// empty. Both run on the caller's thread inside finish, each at most once, and their time
+// does not count against the program's time limit (an fsync on a slow file system must not
+// turn a program that already answered into a timed-out one).
+struct WhileRunning {
+  // As soon as stdin is closed (the program has all its input, or closed stdin itself),
+  // while the program still runs (Slurm: the registry entry's fsync while sbatch talks to the
+  // controller). Not run when the program never got its stdin closed (not started, timed out
+  // first).
+  std::function<void()> input_given;
+  // The first complete line the program writes on stdout (without its '\n'), once the input
+  // was given, while the program may still be running or exiting (Slurm: sbatch's job id,
+  // recorded and announced while sbatch tears down, about half a millisecond). Not run when
+  // no complete line came before the end.
+  std::function<void(const std::string& line)> first_line;
+};
+
 class StartedCommand {
  public:
   virtual ~StartedCommand() = default;
-  // Writes `stdin_text`, closes stdin and waits for the end (the spec's time limit).
-  // `input_given` (may be empty) runs once, as soon as stdin is closed (the program has all
-  // its input, or closed stdin itself), while the program still runs: work the caller
-  // overlaps with the program's own (Slurm: the registry entry's fsync while sbatch talks to
-  // the controller). It does not run when the program never got its stdin closed (not
-  // started, timed out first).
+  // Writes `stdin_text`, closes stdin and waits for the end (the spec's time limit), running
+  // `while_running`'s callbacks on the way.
   //
   // An input of up to 1 MiB is written with one write() into a pipe grown to hold it: a
   // launcher killed at any moment has given the program all of it or none of it, never a cut
   // script. A larger one, or one for a pipe the system does not let grow (pipe-max-size,
   // pipe-user-pages-soft), is written in pieces.
   virtual CommandResult finish(const std::string& stdin_text,
-                               const std::function<void()>& input_given) = 0;
+                               const WhileRunning& while_running) = 0;
 };
 
 class CommandRunner {

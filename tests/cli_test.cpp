@@ -155,13 +155,19 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
                     "",
                     executor_registry(),
                     plugin_registry(),
-                    JobRegistry((dir / "state").string())};
+                    JobRegistry((dir / "state").string()),
+                    nullptr};
   // run_cli points spdlog's default logger at `err`: the streams live as long as the test,
   // and a logger of the test's own replaces it at the end.
   std::ostringstream out, err;
+  // What the process would have ended with, and what was printed by then (the real
+  // end_process exits; this one returns, and the command then returns as usual).
+  std::vector<std::pair<int, std::string>> ended;
+  services.end_process = [&](int code) { ended.emplace_back(code, out.str() + err.str()); };
   auto launch = [&](const std::vector<std::string>& args) {
     runner.started.clear();
     submissions.ran.clear();
+    ended.clear();
     out.str("");
     err.str("");
     int code = run_cli(args, out, err, services);
@@ -177,6 +183,7 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
         {"--executor", "slurm", "plan", recipe}}) {
     EXPECT_EQ(launch(args).first, 0) << ::testing::PrintToString(args);
     EXPECT_THAT(runner.started, IsEmpty()) << ::testing::PrintToString(args);
+    EXPECT_THAT(ended, IsEmpty()) << "only a launch ends the process early";
   }
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--executor", "slurm", "--no-such-option", recipe},
@@ -185,12 +192,24 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
     ASSERT_EQ(runner.started.size(), 1u) << "started before parsing";
     EXPECT_EQ(runner.started[0].argv.at(0), "sbatch");
     EXPECT_EQ(sbatch_runs(), 0u) << "a refused command line submitted";
+    EXPECT_THAT(ended, IsEmpty()) << "a refused command line ends the usual way";
   }
   auto [code, said] = launch({"--executor", "slurm", recipe});
   EXPECT_EQ(code, 0) << said;
   EXPECT_EQ(runner.started.size(), 1u);
   ASSERT_EQ(sbatch_runs(), 1u);
   EXPECT_THAT(submissions.ran[0].stdin_text, HasSubstr("#SBATCH --comment=bridge-launch:early-"));
+  // The launch ends the process once the job is submitted and everything is printed.
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].first, 0);
+  EXPECT_THAT(ended[0].second, HasSubstr("(slurm id 4242)"));
+  EXPECT_EQ(ended[0].second, out.str() + err.str()) << "printed after the process ended";
+  // An ablate submits several jobs: none of them ends the process.
+  auto [ablated, ablate_said] =
+      launch({"--executor", "slurm", "ablate", recipe, "--vary", "cluster.num_gpus=2,6"});
+  EXPECT_EQ(ablated, 0) << ablate_said;
+  EXPECT_EQ(sbatch_runs(), 3u) << ablate_said;  // the baseline and two variants
+  EXPECT_THAT(ended, IsEmpty());
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "cli-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(std::cerr)));
 }

@@ -9,7 +9,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace bridge {
 namespace {
@@ -130,10 +132,12 @@ TEST(CommandRunnerTest, InputGivenRunsOnceWhileTheProgramRunsWithTheWholeInputIn
   const std::string input(512 * 1024, 'x');
   int calls = 0;
   auto started = r.start(s);
-  CommandResult res = started->finish(input, [&]() {
+  WhileRunning while_running;
+  while_running.input_given = [&]() {
     ++calls;
     std::ofstream(marker.string()) << "go";
-  });
+  };
+  CommandResult res = started->finish(input, while_running);
   EXPECT_TRUE(res.ok()) << res.err;
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(res.out, std::to_string(input.size()) + "\n");
@@ -143,9 +147,50 @@ TEST(CommandRunnerTest, InputGivenRunsOnceWhileTheProgramRunsWithTheWholeInputIn
   CommandSpec missing;
   missing.argv = {"bridge-no-such-program-xyz"};
   calls = 0;
-  CommandResult none = r.start(missing)->finish("input", [&]() { ++calls; });
+  WhileRunning counted;
+  counted.input_given = [&]() { ++calls; };
+  counted.first_line = [&](const std::string&) { ++calls; };
+  CommandResult none = r.start(missing)->finish("input", counted);
   EXPECT_FALSE(none.started);
   EXPECT_EQ(calls, 0);
+}
+
+// first_line runs while the program still runs, once its input was given: the program prints
+// a line and then waits for the marker the callback creates, so a callback run only after the
+// program's end would never let it end (the time limit would kill it). A line that came
+// before the input was all given waits for input_given.
+TEST(CommandRunnerTest, FirstLineRunsOnceWhileTheProgramRunsAfterTheInputWasGiven) {
+  SpawnCommandRunner r;
+  auto marker =
+      std::filesystem::temp_directory_path() / ("bridge-runner-line-" + std::to_string(getpid()));
+  std::filesystem::remove(marker);
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c",
+            "echo early; cat >/dev/null; echo 4242; echo second; "
+            "while [ ! -e " +
+                marker.string() + " ]; do sleep 0.01; done; echo after"};
+  s.timeout = std::chrono::milliseconds(20000);
+  std::vector<std::string> events;
+  WhileRunning while_running;
+  while_running.input_given = [&]() { events.push_back("input given"); };
+  while_running.first_line = [&](const std::string& line) {
+    events.push_back("line " + line);
+    std::ofstream(marker.string()) << "go";
+  };
+  CommandResult res = r.start(s)->finish("script\n", while_running);
+  EXPECT_TRUE(res.ok()) << res.err;
+  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line early"}));
+  EXPECT_EQ(res.out, "early\n4242\nsecond\nafter\n");
+  std::filesystem::remove(marker);
+
+  // The runner that starts nothing before finish (test fakes) keeps the order.
+  events.clear();
+  CommandSpec quick;
+  quick.argv = {"/bin/sh", "-c", "cat >/dev/null; echo 77"};
+  CommandResult deferred = r.CommandRunner::start(quick)->finish("x", while_running);
+  EXPECT_TRUE(deferred.ok()) << deferred.err;
+  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line 77"}));
+  std::filesystem::remove(marker);
 }
 
 }  // namespace

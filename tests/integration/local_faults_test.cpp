@@ -469,6 +469,26 @@ TEST_F(FakeSlurmTest, TheSbatchStartedBeforeParsingSubmitsOnlyForALaunch) {
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"7171\"")) << list.out;
 }
 
+// The job is recorded and announced as soon as sbatch prints its id, while sbatch still
+// runs (it tears down for about half a millisecond after printing): this fake sbatch prints
+// the id and then waits until the registry entry holds it, so a launcher that recorded the
+// id only after sbatch's exit would leave it waiting until its own limit ("late").
+TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
+  fs::path seen = dir_ / "bin" / "seen";
+  fake("sbatch",
+       "cat >/dev/null\necho 8181\ni=0\n"
+       "while ! grep -qs 8181 " +
+           (state_ / "jobs").string() +
+           "/*.json; do\n"
+           "  i=$((i+1)); if [ $i -gt 1000 ]; then echo late > " +
+           seen.string() + "; exit 0; fi\n  sleep 0.01\ndone\necho recorded > " + seen.string() +
+           "\n");
+  CommandResult r = launch({slurm_recipe("early-id")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(slurm id 8181)"));
+  EXPECT_EQ(slurp(seen), "recorded\n") << "the id was recorded only after sbatch ended";
+}
+
 // sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
 TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
   fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
