@@ -368,12 +368,9 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     complete_record();
     Diagnostics flush_diags;
     if (pending && !lifecycle.flush(*pending, rec, flush_diags))
-      for (const auto& d : flush_diags.items())
-        submit_diags.warning(d.code, d.path, d.loc,
-                             d.message +
-                                 "; the submission was already under way, so the job may run "
-                                 "and a crash of this machine could lose its entry",
-                             d.help);
+      submit_diags.add_as_warnings(flush_diags,
+                                   "; the submission was already under way, so the job may run "
+                                   "and a crash of this machine could lose its entry");
   };
   if (!job->calls_before_submit()) {
     complete_record();

@@ -34,9 +34,10 @@ struct Services {
   JobRegistry registry;
   // Ends the process with `code` once a command has nothing left to do, after flushing the
   // standard streams, without tearing down what it built: freeing the plan, its JSON and the
-  // rendered scripts took 0.13-0.16 ms of a 7 ms Slurm submission (docs/performance.md).
-  // Empty (tests, sanitizer builds, whose leak check runs at exit): the command returns as
-  // usual. Only a plain launch calls it, after its job was submitted and reported.
+  // rendered scripts took 0.13-0.16 ms of a 5-7 ms Slurm submission (docs/performance.md).
+  // Empty (sanitizer builds, whose leak check runs at exit; tests, unless they record the
+  // call): the command returns as usual. Only a plain launch calls it, once its submission
+  // is over, accepted or not (never an ablate, which submits more than one job).
   std::function<void(int code)> end_process;
 
   ExecutorServices executor_services() const { return {runner, env, clock, sleeper, probe_dir}; }

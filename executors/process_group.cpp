@@ -111,6 +111,7 @@ struct Running {
   std::string partial;
   bool exited = false;
   std::chrono::steady_clock::time_point exited_at{};
+  std::chrono::steady_clock::time_point closed_at{};  // when its pipe reached end of file
 };
 
 // How long a rank's pipe is still read after the rank exited. The end of a rank is its exit,
@@ -194,12 +195,7 @@ class GroupRunner {
         owners.push_back(&r);
       }
     if (g_signal_pipe[0] >= 0) fds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
-    // A rank closes its pipe (exit_files) a moment before the kernel makes its exit status
-    // available (exit_notify): with nothing left to wake poll, a full 50 ms wait for that
-    // moment made a 64-rank launch of /bin/true 35 or 85 ms at random.
-    bool exit_pending = false;
-    for (const auto& r : running_) exit_pending |= r.fd < 0 && !r.exited;
-    int n = poll(fds.data(), fds.size(), exit_pending ? 1 : 50);
+    int n = poll(fds.data(), fds.size(), exit_expected_soon() ? 1 : 50);
     if (n <= 0) return;
     for (size_t i = 0; i < owners.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*owners[i]);
@@ -215,6 +211,18 @@ class GroupRunner {
     }
   }
 
+  // A rank that exits closes its pipe (exit_files) a moment before the kernel makes its exit
+  // status available (exit_notify): with nothing left to wake poll, a full 50 ms wait for
+  // that moment made a 64-rank launch of /bin/true 35 or 85 ms at random. Only for a moment:
+  // a rank that closed or redirected its output and runs on must not cost a wake-up every
+  // millisecond for the rest of the job.
+  bool exit_expected_soon() const {
+    auto now = Clock::now();
+    for (const auto& r : running_)
+      if (r.fd < 0 && !r.exited && now - r.closed_at < std::chrono::milliseconds(100)) return true;
+    return false;
+  }
+
   void read_from(Running& r) {
     char buf[65536];
     ssize_t n = read(r.fd, buf, sizeof buf);
@@ -223,6 +231,7 @@ class GroupRunner {
       flush_partial(r);
       close(r.fd);
       r.fd = -1;
+      r.closed_at = Clock::now();
       return;
     }
     // Linear in the output: only the new bytes are searched for newlines, and a "line" that

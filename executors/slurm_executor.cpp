@@ -236,6 +236,7 @@ class SlurmExecutor : public Executor {
     std::error_code ec;
     fs::create_directories(files_dir, ec);
     if (ec) {
+      ready_sbatch_.reset();  // the early sbatch is killed before it got a script
       diags.error("slurm-job-dir", "executor.slurm.job_dir",
                   plan.recipe->executor.slurm.job_dir.loc,
                   fmt::format("cannot create job dir {}: {}", files_dir, ec.message()),
@@ -275,10 +276,12 @@ class SlurmExecutor : public Executor {
     WhileRunning while_running;
     while_running.input_given = so.while_submitting;
     // sbatch --parsable prints the id and then tears down (about half a millisecond): the job
-    // is recorded and announced meanwhile, not after sbatch's exit.
-    while_running.first_line = [&](const std::string& line) {
+    // is recorded and announced meanwhile, not after sbatch's exit. A line before it (a
+    // site's wrapper may print one) is passed over, as parse_sbatch_id does.
+    while_running.until_line = [&](const std::string& line) {
       id = parse_sbatch_id(line);
       if (id) accept();
+      return id.has_value();
     };
     std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
     if (!sbatch) sbatch = services_.runner.start(spec);

@@ -82,14 +82,15 @@ class DeferredCommand : public StartedCommand {
   DeferredCommand(CommandRunner& runner, CommandSpec spec)
       : runner_(runner), spec_(std::move(spec)) {}
   // The input is complete before the command runs, so `input_given` runs first; the output
-  // exists only once it ended, so `first_line` runs last.
+  // exists only once it ended, so the lines come last.
   CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
     spec_.stdin_text = stdin_text;
     if (while_running.input_given) while_running.input_given();
     CommandResult result = runner_.run(spec_);
-    size_t eol = result.out.find('\n');
-    if (while_running.first_line && result.started && eol != std::string::npos)
-      while_running.first_line(result.out.substr(0, eol));
+    size_t from = 0;
+    if (while_running.until_line && result.started)
+      for (size_t eol; (eol = result.out.find('\n', from)) != std::string::npos; from = eol + 1)
+        if (while_running.until_line(result.out.substr(from, eol - from))) break;
     return result;
   }
 
@@ -129,7 +130,9 @@ class SpawnedCommand : public StartedCommand {
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
     bool poll_failed = false;
-    bool told = false, line_told = false;
+    bool told = false;
+    size_t lines_from = 0;  // where the next line not yet given to until_line starts
+    bool lines_done = !while_running.until_line;
     // The caller's work does not count against the program's time limit.
     auto unclocked = [&](const auto& work) {
       auto before = Clock::now();
@@ -141,12 +144,13 @@ class SpawnedCommand : public StartedCommand {
       told = true;
       if (while_running.input_given) unclocked(while_running.input_given);
     };
-    auto tell_first_line = [&]() {
-      size_t eol = result.out.find('\n');
-      if (!told || line_told || eol == std::string::npos) return;
-      line_told = true;
-      if (while_running.first_line)
-        unclocked([&]() { while_running.first_line(result.out.substr(0, eol)); });
+    auto tell_lines = [&]() {
+      for (size_t eol;
+           told && !lines_done && (eol = result.out.find('\n', lines_from)) != std::string::npos;) {
+        std::string line = result.out.substr(lines_from, eol - lines_from);
+        lines_from = eol + 1;
+        unclocked([&]() { lines_done = while_running.until_line(line); });
+      }
     };
     fit_pipe_to(stdin_text.size());
     if (stdin_text.empty()) close_fd(in_);
@@ -181,10 +185,10 @@ class SpawnedCommand : public StartedCommand {
           if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == stdin_text.size())
             close_fd(in_);  // all written, or the program closed its stdin (EPIPE)
           tell_once_closed();
-          tell_first_line();  // a line written before its input was all given
+          tell_lines();  // lines written before the input was all given
         } else {
           read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
-          tell_first_line();
+          tell_lines();
         }
       }
     }
@@ -276,8 +280,8 @@ namespace {
 
 // Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
 // environment. `spawn` may run on another thread than the one that built it, and allocates
-// nothing there: a thread's first malloc sets up an arena of its own, four system calls on
-// the way to the program's exec (docs/performance.md).
+// nothing there before the exec: a thread's first malloc sets up an arena of its own, four
+// system calls on the way to the program's exec (docs/performance.md).
 struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;

@@ -45,26 +45,27 @@ struct CommandSpec {
   bool own_process_group = false;
 };
 
+// What a caller overlaps with a started program's run (docs/performance.md). Both may be
+// empty. Both run on the caller's thread inside finish, and their time does not count
+// against the program's time limit (an fsync on a slow file system must not turn a program
+// that already answered into a timed-out one).
+struct WhileRunning {
+  // Once, as soon as stdin is closed (the program has all its input, or closed stdin
+  // itself), while the program still runs (Slurm: the registry entry's fsync while sbatch
+  // talks to the controller). Not run when the program never got its stdin closed (not
+  // started, timed out first).
+  std::function<void()> input_given;
+  // Each complete line the program writes on stdout (without its '\n'), in order, until it
+  // returns true (the caller found what it waited for), while the program may still be
+  // running or exiting (Slurm: sbatch's job id, recorded and announced while sbatch tears
+  // down, about half a millisecond). Lines come only once the input was given (after
+  // input_given); none when it never was.
+  std::function<bool(const std::string& line)> until_line;
+};
+
 // A program started by CommandRunner::start that waits for its stdin: it starts up while the
 // caller prepares what to write. Destroying it unfinished kills the program before it got any
 // input (a program that acts on its input, like sbatch, then does nothing).
-// What a caller overlaps with a started program's run (docs/performance.md). Both may be
-// empty. Both run on the caller's thread inside finish, each at most once, and their time
-// does not count against the program's time limit (an fsync on a slow file system must not
-// turn a program that already answered into a timed-out one).
-struct WhileRunning {
-  // As soon as stdin is closed (the program has all its input, or closed stdin itself),
-  // while the program still runs (Slurm: the registry entry's fsync while sbatch talks to the
-  // controller). Not run when the program never got its stdin closed (not started, timed out
-  // first).
-  std::function<void()> input_given;
-  // The first complete line the program writes on stdout (without its '\n'), once the input
-  // was given, while the program may still be running or exiting (Slurm: sbatch's job id,
-  // recorded and announced while sbatch tears down, about half a millisecond). Not run when
-  // no complete line came before the end.
-  std::function<void(const std::string& line)> first_line;
-};
-
 class StartedCommand {
  public:
   virtual ~StartedCommand() = default;

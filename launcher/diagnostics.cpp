@@ -46,6 +46,10 @@ void Diagnostics::warning(std::string code, std::string path, SourceLoc loc, std
       std::move(help));
 }
 
+void Diagnostics::add_as_warnings(const Diagnostics& other, const std::string& why) {
+  for (const Diagnostic& d : other.items()) warning(d.code, d.path, d.loc, d.message + why, d.help);
+}
+
 void Diagnostics::info(std::string code, std::string path, SourceLoc loc, std::string message,
                        std::string help) {
   add(Severity::kInfo, std::move(code), std::move(path), std::move(loc), std::move(message),

@@ -52,6 +52,10 @@ class Diagnostics {
   void dropped(std::string code, std::string path, SourceLoc loc, std::string message,
                std::string help = {});
 
+  // Each item of `other` as a warning here, its message followed by `why` (a step that
+  // failed after the job was submitted: its errors can no longer stop the command).
+  void add_as_warnings(const Diagnostics& other, const std::string& why = {});
+
   bool has_errors() const;
   bool strict() const { return strict_; }
   const std::vector<Diagnostic>& items() const { return items_; }

@@ -115,6 +115,19 @@ TEST(CommandRunnerTest, AProcessLeftHoldingThePipesDoesNotHoldTheRunner) {
   EXPECT_LT(took, std::chrono::seconds(10)) << "waited for the process the program left behind";
 }
 
+// A path no file is at yet, for a callback under test to create.
+std::filesystem::path fresh_marker(const std::string& what) {
+  auto marker = std::filesystem::temp_directory_path() /
+                ("bridge-runner-" + what + "-" + std::to_string(getpid()));
+  std::filesystem::remove(marker);
+  return marker;
+}
+
+// The shell loop of a program that goes on only once `marker` exists.
+std::string wait_for(const std::filesystem::path& marker) {
+  return "while [ ! -e " + marker.string() + " ]; do sleep 0.01; done";
+}
+
 // input_given runs while the program still runs: the program below waits for the marker the
 // callback creates (a callback run only after the program's end would never let it end), and
 // it reads nothing before the marker exists, so the whole 512 KiB input must already be in
@@ -122,12 +135,9 @@ TEST(CommandRunnerTest, AProcessLeftHoldingThePipesDoesNotHoldTheRunner) {
 // write and the callback would never run).
 TEST(CommandRunnerTest, InputGivenRunsOnceWhileTheProgramRunsWithTheWholeInputInThePipe) {
   SpawnCommandRunner r;
-  auto marker =
-      std::filesystem::temp_directory_path() / ("bridge-runner-given-" + std::to_string(getpid()));
-  std::filesystem::remove(marker);
+  auto marker = fresh_marker("given");
   CommandSpec s;
-  s.argv = {"/bin/sh", "-c",
-            "while [ ! -e " + marker.string() + " ]; do sleep 0.01; done; wc -c | tr -d ' '"};
+  s.argv = {"/bin/sh", "-c", wait_for(marker) + "; wc -c | tr -d ' '"};
   s.timeout = std::chrono::milliseconds(20000);
   const std::string input(512 * 1024, 'x');
   int calls = 0;
@@ -149,47 +159,47 @@ TEST(CommandRunnerTest, InputGivenRunsOnceWhileTheProgramRunsWithTheWholeInputIn
   calls = 0;
   WhileRunning counted;
   counted.input_given = [&]() { ++calls; };
-  counted.first_line = [&](const std::string&) { ++calls; };
+  counted.until_line = [&](const std::string&) { return ++calls > 0; };
   CommandResult none = r.start(missing)->finish("input", counted);
   EXPECT_FALSE(none.started);
   EXPECT_EQ(calls, 0);
 }
 
-// first_line runs while the program still runs, once its input was given: the program prints
-// a line and then waits for the marker the callback creates, so a callback run only after the
-// program's end would never let it end (the time limit would kill it). A line that came
-// before the input was all given waits for input_given.
-TEST(CommandRunnerTest, FirstLineRunsOnceWhileTheProgramRunsAfterTheInputWasGiven) {
+// until_line gets each stdout line in order, once the input was given, until it returns true,
+// while the program still runs: the program below prints a banner at once, reads its 2 MiB
+// of input only 0.2 s later (so stdin is still open when the banner arrives: that line waits
+// for input_given), prints the number the caller waits for and then waits for the marker the
+// callback creates on it; a callback run only after the program's end would never let it end.
+TEST(CommandRunnerTest, UntilLineGetsTheLinesWhileTheProgramRunsAfterTheInputWasGiven) {
   SpawnCommandRunner r;
-  auto marker =
-      std::filesystem::temp_directory_path() / ("bridge-runner-line-" + std::to_string(getpid()));
-  std::filesystem::remove(marker);
+  auto marker = fresh_marker("line");
   CommandSpec s;
   s.argv = {"/bin/sh", "-c",
-            "echo early; cat >/dev/null; echo 4242; echo second; "
-            "while [ ! -e " +
-                marker.string() + " ]; do sleep 0.01; done; echo after"};
+            "echo banner; sleep 0.2; cat >/dev/null; echo 4242; echo second; " + wait_for(marker) +
+                "; echo after"};
   s.timeout = std::chrono::milliseconds(20000);
   std::vector<std::string> events;
   WhileRunning while_running;
   while_running.input_given = [&]() { events.push_back("input given"); };
-  while_running.first_line = [&](const std::string& line) {
+  while_running.until_line = [&](const std::string& line) {
     events.push_back("line " + line);
-    std::ofstream(marker.string()) << "go";
+    bool number = line.find_first_not_of("0123456789") == std::string::npos;
+    if (number) std::ofstream(marker.string()) << "go";
+    return number;
   };
-  CommandResult res = r.start(s)->finish("script\n", while_running);
+  CommandResult res = r.start(s)->finish(std::string(2 << 20, 'x'), while_running);
   EXPECT_TRUE(res.ok()) << res.err;
-  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line early"}));
-  EXPECT_EQ(res.out, "early\n4242\nsecond\nafter\n");
+  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line banner", "line 4242"}));
+  EXPECT_EQ(res.out, "banner\n4242\nsecond\nafter\n");
   std::filesystem::remove(marker);
 
   // The runner that starts nothing before finish (test fakes) keeps the order.
   events.clear();
   CommandSpec quick;
-  quick.argv = {"/bin/sh", "-c", "cat >/dev/null; echo 77"};
+  quick.argv = {"/bin/sh", "-c", "cat >/dev/null; echo banner; echo 77; echo more"};
   CommandResult deferred = r.CommandRunner::start(quick)->finish("x", while_running);
   EXPECT_TRUE(deferred.ok()) << deferred.err;
-  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line 77"}));
+  EXPECT_EQ(events, (std::vector<std::string>{"input given", "line banner", "line 77"}));
   std::filesystem::remove(marker);
 }
 

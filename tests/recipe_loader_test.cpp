@@ -624,6 +624,29 @@ executor:
   EXPECT_EQ(l.diags.count(Severity::kError), 5u) << dump(l.diags);
 }
 
+// A step that failed after the job was submitted reports its errors as warnings: same code,
+// position and help, the reason appended to the message, and no error left to stop the command.
+TEST(DiagnosticsTest, ErrorsAddedAsWarningsKeepEverythingButTheSeverity) {
+  SourceLoc at;
+  at.file = "jobs/x.json";
+  at.line = 3;
+  at.column = 7;
+  Diagnostics failed;
+  failed.error("registry-write", "jobs/x.json", at, "disk full", "free space");
+  Diagnostics d;
+  d.add_as_warnings(failed, "; the job runs");
+  ASSERT_EQ(d.items().size(), 1u);
+  const Diagnostic& w = d.items()[0];
+  EXPECT_EQ(w.severity, Severity::kWarning);
+  EXPECT_EQ(w.code, "registry-write");
+  EXPECT_EQ(w.path, "jobs/x.json");
+  EXPECT_EQ(w.loc.line, 3);
+  EXPECT_EQ(w.loc.column, 7);
+  EXPECT_EQ(w.message, "disk full; the job runs");
+  EXPECT_EQ(w.help, "free space");
+  EXPECT_FALSE(d.has_errors());
+}
+
 TEST(RecipeLoaderTest, FormattedDiagnosticShowsFileLineColumnAndCaret) {
   test::TempDir dir;
   std::string path = dir.write("bad.yaml", "name: x\nmodel:\n  num_layers: many\n");

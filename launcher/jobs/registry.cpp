@@ -317,9 +317,7 @@ bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
   // space (no new block needed).
   if (!pending.flushed && !pending.flush_failed) {
     Diagnostics flush_diags;
-    if (!flush_pending(pending, r, flush_diags))
-      for (const auto& d : flush_diags.items())
-        diags.warning(d.code, d.path, d.loc, d.message, d.help);
+    if (!flush_pending(pending, r, flush_diags)) diags.add_as_warnings(flush_diags);
   }
   nlohmann::ordered_json now = job_record_to_json(r, RecordFields::kChanging);
   nlohmann::ordered_json changed = nlohmann::ordered_json::object();

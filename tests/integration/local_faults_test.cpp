@@ -470,14 +470,15 @@ TEST_F(FakeSlurmTest, TheSbatchStartedBeforeParsingSubmitsOnlyForALaunch) {
 }
 
 // The job is recorded and announced as soon as sbatch prints its id, while sbatch still
-// runs (it tears down for about half a millisecond after printing): this fake sbatch prints
-// the id and then waits until the registry entry holds it, so a launcher that recorded the
-// id only after sbatch's exit would leave it waiting until its own limit ("late").
+// runs (it tears down for about half a millisecond after printing): this fake sbatch prints a
+// banner line (passed over, as a site's wrapper might print one), then the id, and then waits
+// until the registry entry holds the id as its Slurm id, so a launcher that recorded the id
+// only after sbatch's exit would leave it waiting until its own limit ("late").
 TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
   fs::path seen = dir_ / "bin" / "seen";
   fake("sbatch",
-       "cat >/dev/null\necho 8181\ni=0\n"
-       "while ! grep -qs 8181 " +
+       "cat >/dev/null\necho 'site banner'\necho 8181\ni=0\n"
+       "while ! grep -qs '\"scheduler_id\": *\"8181\"' " +
            (state_ / "jobs").string() +
            "/*.json; do\n"
            "  i=$((i+1)); if [ $i -gt 1000 ]; then echo late > " +
@@ -486,6 +487,7 @@ TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
   CommandResult r = launch({slurm_recipe("early-id")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("(slurm id 8181)"));
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("early-id-[-0-9a-z]+\n")) << "the id, flushed";
   EXPECT_EQ(slurp(seen), "recorded\n") << "the id was recorded only after sbatch ended";
 }
 
