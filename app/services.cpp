@@ -18,7 +18,7 @@ std::string probe_dir_next_to_self() {
 }
 
 namespace {
-void end_process_now(int code) {
+[[maybe_unused]] void end_process_now(int code) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
