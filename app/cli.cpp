@@ -15,6 +15,7 @@
 #include "app/cli_commands.h"
 #include "app/completion.h"
 #include "app/services.h"
+#include "app/version.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -221,8 +222,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
       "communication/computation overlap",
       "bridge-launch"};
   app.formatter(std::make_shared<HelpFormatter>());
-  app.set_version_flag(
-      "--version", fmt::format("bridge-launch {} (commit {})", BRIDGE_VERSION, BRIDGE_GIT_COMMIT));
+  app.set_version_flag("--version", version_line());
   app.footer(
       "Examples:\n"
       "  bridge-launch examples/recipes/demo.yaml\n"

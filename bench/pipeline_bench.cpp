@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench/bench_paths.h"
 #include "executors/executor.h"
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"

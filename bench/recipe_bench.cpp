@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_paths.h"
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
 #include "launcher/recipe_loader.h"
@@ -201,7 +202,7 @@ std::vector<std::string> example_texts() {
 void BM_LoadExamples(benchmark::State& state) {
   const std::vector<std::string> texts = example_texts();
   if (texts.empty()) {
-    state.SkipWithError("no examples in " BRIDGE_EXAMPLES);
+    state.SkipWithError((std::string("no examples in ") + BRIDGE_EXAMPLES).c_str());
     return;
   }
   size_t i = 0;

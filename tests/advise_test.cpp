@@ -17,6 +17,7 @@
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
 #include "launcher/shell_quote.h"
+#include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 
 namespace bridge {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 
 namespace bridge {

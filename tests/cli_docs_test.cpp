@@ -10,6 +10,7 @@
 
 #include "launcher/recipe_loader.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

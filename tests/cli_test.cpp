@@ -20,6 +20,7 @@
 #include "app/services.h"
 #include "launcher/command_runner.h"
 #include "plugins/plugin.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 #include "tests/test_util.h"
 

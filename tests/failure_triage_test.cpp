@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launcher/jobs/triage_output.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

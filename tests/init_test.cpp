@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/starter_recipe.h"
+#include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 
 namespace bridge {

@@ -14,6 +14,7 @@
 
 #include "launcher/jobs/registry.h"
 #include "tests/integration/process_util.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
 

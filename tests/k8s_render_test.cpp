@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/rank_env.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
 

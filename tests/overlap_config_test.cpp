@@ -15,6 +15,7 @@
 #include "launcher/plan/plan_output.h"
 #include "launcher/recipe_loader.h"
 #include "launcher/topology.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "launcher/yaml_tree.h"
+#include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 
 namespace bridge {

@@ -13,6 +13,7 @@
 #include "launcher/recipe.h"
 #include "launcher/recipe_loader.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

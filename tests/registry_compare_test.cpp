@@ -19,6 +19,7 @@
 #include "launcher/jobs/job_record.h"
 #include "launcher/jobs/registry.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

@@ -21,6 +21,7 @@
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

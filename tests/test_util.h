@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "launcher/command_runner.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge::test {
 

@@ -18,6 +18,7 @@
 #include "process_util.h"
 #include "runtime/env_hash.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

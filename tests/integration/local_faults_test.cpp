@@ -36,6 +36,7 @@
 #include "test_util.h"
 
 namespace bridge {
+#include "tests/support/build_paths.h"
 namespace {
 
 namespace fs = std::filesystem;

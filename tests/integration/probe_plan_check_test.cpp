@@ -16,6 +16,7 @@
 
 #include "process_util.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

@@ -19,6 +19,7 @@
 #include "executors/executor.h"
 #include "process_util.h"
 #include "test_util.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

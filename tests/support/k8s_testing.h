@@ -22,6 +22,7 @@
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
 #include "launcher/plan/plan.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge::testing {
