@@ -43,6 +43,7 @@ class DeferredInterrupts {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set_, &old_);
   }
   ~DeferredInterrupts() { release(); }
@@ -103,10 +104,11 @@ std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<Wait
 int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
                   const JobRegistry& reg, const Context& c) {
   struct sigaction sa {
-  }, old_int{}, old_term{};
+  }, old_int{}, old_term{}, old_hup{};
   sa.sa_handler = on_wait_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
   g_wait_interrupted = false;
   // One job gets one live line rewritten in place; several get a line per change.
   bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr && records.size() == 1;
@@ -175,6 +177,7 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   return rc;
 }
 
@@ -424,7 +427,9 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     outcome.exit_code = sr.exit_code_of_rank;
     if (runs_here && is_final(sr.final_state))
       outcome.ended_at = utc_time_text(c.services.clock.now());
-    recorded = lifecycle.observe(rec, outcome, submit_diags) && recorded;
+    recorded = (runs_here ? lifecycle.finished(rec, outcome, submit_diags)
+                          : lifecycle.observe(rec, outcome, submit_diags)) &&
+               recorded;
   }
   // A job whose outcome is not on record must not look like a clean success to a script.
   if (sr.accepted && !recorded)

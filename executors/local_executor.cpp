@@ -1,8 +1,10 @@
 // The local executor: every rank of the job as a process on this machine.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -133,18 +135,45 @@ std::string launcher_pid_text(const std::string& scheduler_id) {
   return scheduler_id.substr(0, scheduler_id.find('.'));
 }
 
-// Whether the launcher of `scheduler_id` is the live launcher of the job in `job_dir`. A pid alone
-// may have been reused by any process since (even another bridge-launch): the launcher is
-// recognized by holding the job's own rank logs open (it writes them until the ranks are gone),
-// which only that process does. Not readable (another user's process) means not ours.
+// The lock file by which a job's launcher says it is alive (take_owner_lock).
+constexpr const char* kOwnerLockFile = ".launcher.lock";
+
+// Takes the job's owner lock: an exclusive flock on <job dir>/.launcher.lock, held from before
+// the job is recorded until this process exits. The descriptor is deliberately never closed:
+// the lock must outlive the run itself, up to and including the launcher's final write of the
+// job's outcome to the registry, and the kernel releases it however the process ends (a kill
+// included). O_CLOEXEC keeps it out of the ranks. False when the lock cannot be taken.
+bool take_owner_lock(const fs::path& dir) {
+  int fd = open((dir / kOwnerLockFile).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                0600);
+  if (fd < 0) return false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  return true;  // the descriptor stays open on purpose (see above)
+}
+
+// Whether the job in `job_dir` still has its launcher: someone holds its owner lock. A pid alone
+// says nothing (it may have been reused, even by another bridge-launch), and the launcher's
+// open rank logs end before its final registry write, so a reader that judged by them could
+// mark a job that succeeded as FAILED (docs/reliability.md, "Readers and the job's owner").
+// Entries of launchers older than the lock are judged by the rank logs the launcher holds.
 bool launcher_alive(const std::string& scheduler_id, const std::string& job_dir) {
+  if (job_dir.empty()) return false;
+  int fd = open((fs::path(job_dir) / kOwnerLockFile).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) {
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);  // also releases the shared lock if it was taken
+    return held;
+  }
   const std::string pid_text = launcher_pid_text(scheduler_id);
   auto pid = parse_decimal<int>(pid_text);
-  if (!pid || *pid <= 0 || job_dir.empty() || kill(static_cast<pid_t>(*pid), 0) != 0) return false;
+  if (!pid || *pid <= 0 || kill(static_cast<pid_t>(*pid), 0) != 0) return false;
   std::error_code ec;
   const std::string prefix = fs::path(job_dir).lexically_normal().string() + "/";
-  for (const auto& fd : fs::directory_iterator("/proc/" + pid_text + "/fd", ec)) {
-    fs::path target = fs::read_symlink(fd.path(), ec);
+  for (const auto& fd_link : fs::directory_iterator("/proc/" + pid_text + "/fd", ec)) {
+    fs::path target = fs::read_symlink(fd_link.path(), ec);
     if (!ec && target.string().rfind(prefix, 0) == 0) return true;
   }
   return false;
@@ -218,6 +247,14 @@ class LocalExecutor : public Executor {
       return sr;
     }
     sr.job_dir = dir.string();
+    if (!take_owner_lock(dir)) {
+      diags.error("job-dir", "executor.local.job_dir", plan.recipe->executor.local.job_dir.loc,
+                  fmt::format("cannot create the job's lock file {}: {}",
+                              (dir / kOwnerLockFile).string(), std::strerror(errno)),
+                  "check that the job directory is writable and not shared with another job");
+      sr.exit_code = kExitFailed;
+      return sr;
+    }
     // One launcher process runs an ablate's local jobs one after another: the sequence
     // keeps their ids apart, the pid part is what launcher_alive and cancel use.
     sr.scheduler_id = fmt::format("{}.{}", getpid(), identity.sequence);
@@ -232,8 +269,8 @@ class LocalExecutor : public Executor {
       logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
       if (!logs[s.rank]) log_errors[s.rank] = std::strerror(errno);
     }
-    // Accepted (and recorded) only now: `status` recognizes a live launcher by the rank
-    // logs it holds open (launcher_alive), so they are open before the entry exists.
+    // Accepted (and recorded) only now: `status` recognizes a live launcher by its owner
+    // lock (launcher_alive), taken above, before the entry names the job dir.
     sr.accepted = true;
     if (on_accepted) on_accepted(sr);
     spdlog::info("launching `{}`: {} process{} on this machine, logs in {}",
@@ -272,6 +309,13 @@ class LocalExecutor : public Executor {
       s.state = j.state;
       s.detail = j.state_detail;
       s.exit_code = j.exit_code;
+      // An entry without a scheduler id is still being submitted by its launcher, which
+      // records the id and the job dir once the job dir exists: nothing to judge yet (a
+      // launcher killed then leaves the entry saying so, JobLifecycle::submitting).
+      if (j.scheduler_id.empty() && j.state == JobState::kPending) {
+        out.push_back(std::move(s));
+        continue;
+      }
       if (!is_final(j.state) && !launcher_alive(j.scheduler_id, j.job_dir)) {
         s.state = JobState::kFailed;
         // Only what is known: the ranks themselves got SIGKILL with the launcher

@@ -30,7 +30,9 @@ void on_signal(int sig) {
   errno = saved;
 }
 
-// Installs SIGINT/SIGTERM handlers for the duration of a run and restores the old ones.
+// Installs SIGINT/SIGTERM/SIGHUP handlers for the duration of a run and restores the old
+// ones. SIGHUP (the terminal or the ssh session went away) stops the job as SIGTERM does:
+// the ranks get their grace period and the outcome is recorded.
 class SignalGuard {
  public:
   SignalGuard() {
@@ -40,10 +42,12 @@ class SignalGuard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);
   }
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
     for (int& fd : g_signal_pipe) {
       if (fd >= 0) close(fd);
       fd = -1;
@@ -55,6 +59,7 @@ class SignalGuard {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
 };
 
 // Processes a job leaves behind outside its process group (`setsid daemon &`) must not
@@ -130,6 +135,7 @@ constexpr std::chrono::seconds kDrainAfterExit{2};
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));

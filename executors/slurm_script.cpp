@@ -73,6 +73,48 @@ bool valid_slurm_time(std::string_view v) {
   return groups < 3;
 }
 
+// The words sbatch reads from the options of one #SBATCH line: blanks separate them, quotes
+// group (as sbatch's script parser does), so `--x --nodes=9` is two options and
+// `--nodes 9` is --nodes with the value 9.
+std::vector<std::string> sbatch_line_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : line) {
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+// The short options a cluster such as `-lN9` sets after its first letter, each as `-X...`
+// with the rest of the word (`-N9`). getopt reads a cluster letter by letter until one that
+// takes a value; these are the sbatch and srun short options that take none.
+std::vector<std::string> short_options_in_cluster(const std::string& word) {
+  static constexpr std::string_view kNoValue = "hHklOQsuvVXZ";
+  std::vector<std::string> out;
+  if (word.size() < 3 || word[0] != '-' || word[1] == '-') return out;
+  for (size_t i = 1; i + 1 < word.size() && kNoValue.find(word[i]) != std::string_view::npos; ++i)
+    out.push_back("-" + word.substr(i + 1));
+  return out;
+}
+
 class Checker {
  public:
   Checker(const Plan& plan, Diagnostics& diags) : plan_(plan), diags_(diags) {}
@@ -121,18 +163,21 @@ class Checker {
           "slurm-bad-sbatch-arg", "executor.slurm.sbatch_args", loc,
           fmt::format("sbatch_args entry `{}` is not an option (it must start with -)", arg),
           "write options as `--name=value`, e.g. --constraint=h100");
-    } else if (sbatch_option_sets_comment(arg)) {
+    } else if (std::string set = sbatch_line_option(arg, sbatch_option_sets_comment);
+               !set.empty()) {
       // The comment names the registry entry: `status`, a lost sbatch answer and a killed
       // launcher find the job by it, so a second one would silently replace it.
       ok_ = false;
       diags_.error("slurm-sbatch-arg-contradicts-plan", "executor.slurm.sbatch_args", loc,
                    fmt::format("sbatch_args entry `{}` would replace the job's comment, "
-                               "`bridge-launch:<id>`, by which bridge-launch finds the job",
-                               one_line(arg)),
+                               "`bridge-launch:<id>`, by which bridge-launch finds the job "
+                               "(sbatch reads every option of an #SBATCH line: `{}`)",
+                               one_line(arg), one_line(set)),
                    "drop it; the job's registry id is its comment (`bridge-launch list` shows "
                    "it), and --job-name comes from the recipe's `name`");
-    } else if (const char* owner = plan_owned_option(arg)) {
-      // A second #SBATCH line would silently win over the plan's node/GPU layout.
+    } else if (const char* owner = sbatch_line_owned_option(arg)) {
+      // A second #SBATCH line would silently win over the plan's node/GPU layout; sbatch
+      // reads every option of the line, so each word is checked (`--x --nodes=9`).
       ok_ = false;
       diags_.error("slurm-sbatch-arg-contradicts-plan", "executor.slurm.sbatch_args", loc,
                    fmt::format("sbatch_args entry `{}` sets what the plan decides ({})",
@@ -176,6 +221,10 @@ class Checker {
         {"-m", "the block layout of ranks on nodes"},
         {"--kill-on-bad-exit", "stopping all ranks when one fails"},
         {"-K", "stopping all ranks when one fails"}};
+    for (const std::string& word : short_options_in_cluster(arg)) {
+      for (auto [option, what] : kOwned)
+        if (option.size() == 2 && word.rfind(option, 0) == 0) return what;
+    }
     std::string_view name(arg);
     name = name.substr(0, name.find('='));
     for (auto [option, what] : kOwned)
@@ -183,7 +232,30 @@ class Checker {
     return nullptr;
   }
 
+  // The first word of an #SBATCH line's options for which `sets` holds, or "".
+  template <typename Pred>
+  static std::string sbatch_line_option(const std::string& line, Pred sets) {
+    for (const std::string& word : sbatch_line_words(line))
+      if (!word.empty() && word[0] == '-' && sets(word)) return word;
+    return "";
+  }
+
+  static const char* sbatch_line_owned_option(const std::string& line) {
+    for (const std::string& word : sbatch_line_words(line))
+      if (!word.empty() && word[0] == '-')
+        if (const char* owner = plan_owned_option(word)) return owner;
+    return nullptr;
+  }
+
+  // What the plan owns among the options one argument word sets: a long option
+  // (`--nodes=9`), or a short one, also inside a cluster of short flags (`-lN9` is -l -N9).
   static const char* plan_owned_option(const std::string& arg) {
+    for (const std::string& option : short_options_in_cluster(arg))
+      if (const char* owner = plan_owned_single_option(option)) return owner;
+    return plan_owned_single_option(arg);
+  }
+
+  static const char* plan_owned_single_option(const std::string& arg) {
     static constexpr std::pair<std::string_view, const char*> kOwned[] = {
         {"--nodes", "the node count"},
         {"-N", "the node count"},

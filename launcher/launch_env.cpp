@@ -1,5 +1,7 @@
 #include "launcher/launch_env.h"
 
+#include <string_view>
+
 namespace bridge {
 
 const EnvVar* LaunchEnv::find(const std::string& name) const {
@@ -15,5 +17,18 @@ EnvVar* LaunchEnv::find(const std::string& name) {
 }
 
 std::string redacted_value(const EnvVar& v) { return v.secret ? "<secret>" : v.value; }
+
+const char* launcher_set_env_owner(const std::string& name) {
+  static constexpr std::string_view kRendezvous[] = {
+      "RANK",      "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+      "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"};
+  static constexpr std::string_view kChecks[] = {"BRIDGE_EXPECTED_ENV", "BRIDGE_EXPECTED_PLAN",
+                                                 "BRIDGE_JOB_DIR", "BRIDGE_OVERLAP_GRAD_REDUCE"};
+  for (std::string_view n : kRendezvous)
+    if (name == n) return "the executor (the rendezvous of the ranks)";
+  for (std::string_view n : kChecks)
+    if (name == n) return "bridge-launch";
+  return nullptr;
+}
 
 }  // namespace bridge

@@ -127,6 +127,22 @@ std::optional<UserbuffersConfig> read_userbuffers_mapping(const YamlNode& node,
 
 // A per-layer mapping as one Hydra override value: {qkv_dgrad:{method:bulk,num_sm:4},...}.
 std::string userbuffers_hydra_value(const UserbuffersConfig& cfg);
+// The same mapping as Megatron-Bridge instantiates it: a TransformerLayerTPOverlapCfg with one
+// Bulk/RingExchange/PipelineOverlapCfg per layer (by its method) and null for a layer left out
+// (the dataclass has no defaults). A plain dict there fails the release's setup
+// (dataclasses.asdict), as the conformance suite showed.
+std::string userbuffers_megatron_bridge_value(const UserbuffersConfig& cfg);
+
+// The resolved comm_overlap section as the value of ONE override for Megatron-Bridge's
+// ConfigContainer, `++comm_overlap={_target_:megatron.bridge.training.comm_overlap.
+// CommOverlapConfig,...}`.
+// The runtime adapters send `++comm_overlap=null` before it, so that the section is built
+// anew on every recipe: where the runtime's recipe has none (comm_overlap: None, where every
+// `comm_overlap.x=` is refused) and where it has its own (which `++` alone would merge into).
+// A preset goes by reference ({_target_:...<preset name>,_call_:false}), since the release has
+// no lookup by name. Null fields are left out: CommOverlapConfig's default (None, resolved by
+// its setup) applies. tp_comm_overlap, which CommOverlapConfig requires, is always given.
+std::string megatron_bridge_comm_overlap_value(const OverlapResolution& r);
 
 // A PEP 440 version, the ordering the runtime's own minimum-version checks use
 // (packaging.version): "2.6.0a0+ecf3bae40a.nv25.01" is release {2,6,0}, pre-release a0, local
@@ -163,7 +179,10 @@ void take_user(Resolved<T>& r, const Field<T>& user, const char* rule) {
   if (user.is_set()) r = Resolved<T>{user.value, ValueSource::kUser, rule};
 }
 void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnostics& diags);
-void check_delay_wgrad_compute(const Recipe& r, Diagnostics& diags);
+// After the whole resolution: its checks read the values the job gets (a grad-reduce overlap
+// that a rule turned on counts as much as one the user set).
+void check_delay_wgrad_compute(const Recipe& r, const OverlapResolution& resolved,
+                               Diagnostics& diags);
 // M6: the preset tuned for the plan's GPU, precision, hidden, TP/CP, mbs and sequence length
 // ("" when none is, or the plan lacks the GPU or the hidden size), and the check that warns
 // (errors under --strict) for each of those a used preset disagrees with.

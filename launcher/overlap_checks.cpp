@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "launcher/overlap.h"
+#include "launcher/runtime_kind.h"
 
 namespace bridge {
 
@@ -244,18 +245,27 @@ bool in_list(const Field<StringList>& f, const char* item) {
   return std::find(l.begin(), l.end(), item) != l.end();
 }
 
-// M4(a)/(b): TE >= 2.7.0 when delayed wgrad meets grad-reduce overlap or GA fusion.
-void check_delay_wgrad_te(const Recipe& r, Diagnostics& diags) {
+// M4(a)/(b): TE >= 2.7.0 when delayed wgrad meets grad-reduce overlap or GA fusion. The
+// grad-reduce overlap is the one the job gets, the resolved value (a rule turns it on with
+// the distributed optimizer, D1/D2), not only what the user wrote.
+void check_delay_wgrad_te(const Recipe& r, const OverlapResolution& resolved, Diagnostics& diags) {
   const auto& u = r.comm_overlap;
-  bool grad_reduce = r.ddp.overlap_grad_reduce.get_or(false) || u.overlap_grad_reduce.get_or(false);
-  bool ga_fusion = r.model.gradient_accumulation_fusion.get_or(false);
+  bool grad_reduce = resolved.ddp.overlap_grad_reduce.value_or(false);
+  // Unset: Megatron-Bridge's GPTModelProvider turns the fusion on whenever Transformer
+  // Engine imports (the conformance suite checks it); Megatron-Core alone leaves it off.
+  bool ga_fusion =
+      r.model.gradient_accumulation_fusion.get_or(runtime_is_megatron_bridge(r.runtime));
   if (!grad_reduce && !ga_fusion) return;
+  const Resolved<bool>& reduce = resolved.overlap.overlap_grad_reduce;
+  std::string reduce_text =
+      reduce.source == ValueSource::kRule && !reduce.rule.empty()
+          ? fmt::format("overlap_grad_reduce (turned on by rule {})", reduce.rule)
+          : std::string("overlap_grad_reduce");
   VersionNeed n = te_need(r, "2.7.0", u.delay_wgrad_compute.loc);
   n.what = fmt::format("delay_wgrad_compute with {}",
-                       grad_reduce && ga_fusion ? "overlap_grad_reduce and "
-                                                  "gradient_accumulation_fusion"
-                       : grad_reduce            ? "overlap_grad_reduce"
-                                                : "gradient_accumulation_fusion");
+                       grad_reduce && ga_fusion ? reduce_text + " and gradient_accumulation_fusion"
+                       : grad_reduce            ? reduce_text
+                                                : std::string("gradient_accumulation_fusion"));
   n.code = "delay-wgrad-te-version";
   n.help =
       "use Transformer Engine >= 2.7.0 (declare it in runtime.transformer_engine), or set "
@@ -336,9 +346,10 @@ void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnost
   EpPrerequisites(r, t, diags).run();
 }
 
-void check_delay_wgrad_compute(const Recipe& r, Diagnostics& diags) {
+void check_delay_wgrad_compute(const Recipe& r, const OverlapResolution& resolved,
+                               Diagnostics& diags) {
   if (!r.comm_overlap.delay_wgrad_compute.get_or(false)) return;
-  check_delay_wgrad_te(r, diags);
+  check_delay_wgrad_te(r, resolved, diags);
   check_delay_wgrad_ep(r, diags);
   check_delay_wgrad_cuda_graph(r, diags);
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "launcher/overlap.h"
+#include "launcher/runtime_kind.h"
 #include "launcher/suggest.h"
 
 namespace bridge {
@@ -223,6 +224,49 @@ void check_wgrad_deferral(const Recipe& r, const ResolvedOverlap& o, Diagnostics
               "every micro-batch, N > 0 of the first N (NeMo's recipes use 22 or 50)");
 }
 
+// E8-E10: what Megatron-Core's config checks refuse at start-up on the final values
+// (ValueError in TransformerConfig/OptimizerConfig __post_init__, after the queue wait), found
+// by running the released Megatron-Bridge in the conformance suite (tests/conformance/).
+void check_megatron_core_refusals(const Recipe& r, const Topology& t, const OverlapResolution& res,
+                                  Diagnostics& diags) {
+  const ResolvedOverlap& o = res.overlap;
+  const CommOverlapSpec& u = r.comm_overlap;
+  if (o.defer_embedding_wgrad_compute.value.value_or(false)) {
+    if (t.pp <= 1)
+      diags.error("defer-wgrad-needs-pipeline", "comm_overlap.defer_embedding_wgrad_compute",
+                  u.defer_embedding_wgrad_compute.loc,
+                  "defer_embedding_wgrad_compute=true without pipeline parallelism: "
+                  "Megatron-Core refuses it (\"Cannot defer embedding wgrad compute when "
+                  "pipeline model parallel is not used\"); the deferral hides the embedding's "
+                  "weight gradient behind the last pipeline stage",
+                  "set comm_overlap.defer_embedding_wgrad_compute: false, or use "
+                  "model.pipeline_model_parallel_size > 1");
+    if (!r.model.gradient_accumulation_fusion.get_or(runtime_is_megatron_bridge(r.runtime)))
+      diags.error("defer-wgrad-needs-ga-fusion", "model.gradient_accumulation_fusion",
+                  r.model.gradient_accumulation_fusion.loc,
+                  "defer_embedding_wgrad_compute=true with gradient_accumulation_fusion false: "
+                  "Megatron-Core refuses it (\"Cannot defer embedding wgrad compute when "
+                  "gradient accumulation fusion is not used\")",
+                  "set model.gradient_accumulation_fusion: true (Megatron-Bridge's default "
+                  "when Transformer Engine is installed), or "
+                  "comm_overlap.defer_embedding_wgrad_compute: false");
+  }
+  if (res.optimizer.overlap_param_gather_with_optimizer_step.value_or(false) &&
+      r.model.compute_dtype.get_or("") == "fp8_mx")
+    diags.error("param-gather-step-vs-mxfp8",
+                "comm_overlap.overlap_param_gather_with_optimizer_step",
+                u.overlap_param_gather_with_optimizer_step.is_set()
+                    ? u.overlap_param_gather_with_optimizer_step.loc
+                    : r.model.compute_dtype.loc,
+                "overlap_param_gather_with_optimizer_step=true with compute_dtype fp8_mx: "
+                "MXFP8's mixed-precision recipe reuses the gradient buffer for the parameter "
+                "all-gather (reuse_grad_buf_for_mxfp8_param_ag), which Megatron-Core refuses "
+                "with this overlap (\"overlap_param_gather_with_optimizer_step is not supported "
+                "with reuse_grad_buf_for_mxfp8_param_ag\")",
+                "set comm_overlap.overlap_param_gather_with_optimizer_step: false, or use "
+                "another compute_dtype");
+}
+
 void check_pipeline_overlap(const Recipe& r, const Topology& t, const ResolvedOverlap& o,
                             Diagnostics& diags) {
   if (t.pp <= 1) return;  // no pipeline schedule: the P2P flags are unused
@@ -309,7 +353,6 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
   bool tp_gated = apply_tp_gate(recipe, topo, o, diags);
   apply_pipeline_rule(topo, o);
   overlap_detail::check_ep_overlap_prerequisites(recipe, topo, diags);
-  overlap_detail::check_delay_wgrad_compute(recipe, diags);
   apply_user_values(recipe.comm_overlap, tp_gated, o);
   resolve_tp_config(recipe, topo, tp_gated, o, diags);
   check_pipeline_overlap(recipe, topo, o, diags);
@@ -317,6 +360,8 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
   check_model_ep_flag(recipe, o, diags);
   out.flex_dispatcher_backend = effective_flex_backend(recipe, diags);
   overlap_detail::resolve_data_parallel(recipe, topo, out, diags);
+  overlap_detail::check_delay_wgrad_compute(recipe, out, diags);
+  check_megatron_core_refusals(recipe, topo, out, diags);
   return out;
 }
 

@@ -7,6 +7,7 @@
 // from the plan's values. Null fields are omitted: the runtime's own default (the same M0
 // value) applies.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/overlap.h"
 
@@ -53,6 +54,36 @@ std::vector<std::string> overlap_runtime_args(const OverlapResolution& r) {
   add(out, "align_param_gather", o.align_param_gather);
   add(out, "bucket_size", o.bucket_size);
   return out;
+}
+
+std::string megatron_bridge_comm_overlap_value(const OverlapResolution& r) {
+  constexpr const char* kModule = "megatron.bridge.training.comm_overlap";
+  const ResolvedOverlap& o = r.overlap;
+  std::vector<std::string> fields{
+      fmt::format("_target_:{}.CommOverlapConfig", kModule),
+      fmt::format("tp_comm_overlap:{}", value_text(o.tp_comm_overlap.value.value_or(false)))};
+  if (o.tp_comm_overlap_cfg.value)
+    fields.push_back(
+        "tp_comm_overlap_cfg:" +
+        (o.tp_comm_overlap_preset.empty()
+             ? userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value)
+             : fmt::format("{{_target_:{}.{},_call_:false}}", kModule, o.tp_comm_overlap_preset)));
+  auto field = [&](const char* name, const auto& resolved) {
+    if (resolved.value) fields.push_back(fmt::format("{}:{}", name, value_text(*resolved.value)));
+  };
+  field("tp_comm_bootstrap_backend", o.tp_comm_bootstrap_backend);
+  field("overlap_p2p_comm", o.overlap_p2p_comm);
+  field("batch_p2p_comm", o.batch_p2p_comm);
+  field("defer_embedding_wgrad_compute", o.defer_embedding_wgrad_compute);
+  field("wgrad_deferral_limit", o.wgrad_deferral_limit);
+  field("overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
+  field("delay_wgrad_compute", o.delay_wgrad_compute);
+  field("overlap_grad_reduce", o.overlap_grad_reduce);
+  field("overlap_param_gather", o.overlap_param_gather);
+  field("overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
+  field("align_param_gather", o.align_param_gather);
+  field("bucket_size", o.bucket_size);
+  return fmt::format("{{{}}}", fmt::join(fields, ","));
 }
 
 }  // namespace bridge

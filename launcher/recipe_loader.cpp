@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "launcher/gpu_table.h"
+#include "launcher/launch_env.h"
 #include "launcher/numbers.h"
 #include "launcher/suggest.h"
 
@@ -566,6 +567,14 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
       top.diags().error("bad-env-name", "env." + name, e.key_loc,
                         fmt::format("`{}` is not a valid environment variable name", name),
                         "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    if (const char* who = launcher_set_env_owner(e.key)) {
+      top.diags().error("env-set-by-launcher", path, e.key_loc,
+                        fmt::format("`{}` is set by {} on every rank; a value from the recipe "
+                                    "would be replaced there, or break the job's start",
+                                    e.key, who),
+                        "remove it from env and -E; the launcher derives it from the plan");
       continue;
     }
     EnvEntry entry{e.key, "", false, false, e.value.loc};

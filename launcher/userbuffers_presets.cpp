@@ -418,4 +418,40 @@ std::string userbuffers_hydra_value(const UserbuffersConfig& cfg) {
   return fmt::format("{{{}}}", fmt::join(layers, ","));
 }
 
+namespace {
+
+// The classes of megatron.bridge.training.comm_overlap that hold one layer's settings, by the
+// layer's `method` (the preset definitions use the same three).
+const char* megatron_bridge_layer_class(const UserbuffersLayer& layer) {
+  for (const auto& s : layer.settings) {
+    if (s.key != "method") continue;
+    const std::string* method = std::get_if<std::string>(&s.value);
+    if (method && *method == "bulk") return "BulkOverlapCfg";
+    if (method && *method == "pipeline") return "PipelineOverlapCfg";
+  }
+  return "RingExchangeOverlapCfg";
+}
+
+}  // namespace
+
+std::string userbuffers_megatron_bridge_value(const UserbuffersConfig& cfg) {
+  constexpr const char* kModule = "megatron.bridge.training.comm_overlap";
+  std::vector<std::string> layers;
+  for (const auto& name : userbuffers_layer_names()) {
+    auto layer = std::find_if(cfg.begin(), cfg.end(),
+                              [&](const UserbuffersLayer& l) { return l.name == name; });
+    if (layer == cfg.end()) {
+      layers.push_back(name + ":null");
+      continue;
+    }
+    std::vector<std::string> kv{
+        fmt::format("_target_:{}.{}", kModule, megatron_bridge_layer_class(*layer))};
+    for (const auto& setting : layer->settings)
+      kv.push_back(fmt::format("{}:{}", setting.key, hydra_scalar(setting.value)));
+    layers.push_back(fmt::format("{}:{{{}}}", name, fmt::join(kv, ",")));
+  }
+  return fmt::format("{{_target_:{}.TransformerLayerTPOverlapCfg,{}}}", kModule,
+                     fmt::join(layers, ","));
+}
+
 }  // namespace bridge

@@ -417,6 +417,19 @@ class EventReader {
     if (absent) std::tie(n.line, n.column) = in_.position(absent_at);
     n.text.assign(reinterpret_cast<const char*>(s.value), s.length);
     if (in_.has_escapes) restore_bytes(n.text);
+    // A NUL written as an escape ("abc\0def"): no file name, program argument or environment
+    // value can carry one (the C string ends there: a rank would get "abc", a log path would
+    // be cut), so it is refused where it is written, whatever key it is for.
+    if (n.text.find('\0') != std::string::npos) {
+      ReadError nul;
+      nul.kind = ReadError::Kind::kSyntax;
+      std::tie(nul.line, nul.column) = in_.position(ev.start_mark);
+      nul.reason =
+          "this value holds a NUL byte (\\0), which no file name, argument or environment "
+          "value can carry";
+      nul.help = "remove the \\0 escape from the value";
+      return nul;
+    }
     if (s.tag)
       n.tag = reinterpret_cast<const char*>(s.tag);
     else

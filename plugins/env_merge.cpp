@@ -105,6 +105,14 @@ void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& launch_en
           "use letters, digits and '_', not starting with a digit");
       continue;
     }
+    if (const char* who = launcher_set_env_owner(name)) {
+      diags.error("env-set-by-launcher", "", {},
+                  fmt::format("-E `{}=...`: `{}` is set by {} on every rank; the value would be "
+                              "replaced there, or break the job's start",
+                              name, name, who),
+                  "drop it; the launcher derives it from the plan");
+      continue;
+    }
     set_explicit(env, EnvVar{name, kv.substr(eq + 1), "-E", "set with -E on the command line"});
   }
 }

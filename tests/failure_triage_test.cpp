@@ -221,6 +221,7 @@ TEST(FailureTriageClassifyLine, TheTableHasTheDocumentedIdsAndNoEntryIsShadowed)
       {"node-failure", SignatureKind::kCause},
       {"nccl-error", SignatureKind::kCause},
       {"peer-lost", SignatureKind::kConsequence},
+      {"peer-timeout", SignatureKind::kConsequence},
       {"watchdog-timeout", SignatureKind::kConsequence},
       {"comm-aborted", SignatureKind::kConsequence},
       {"stopped", SignatureKind::kConsequence},
@@ -586,6 +587,51 @@ TEST(FailureTriage, WhenOnlyConsequencesAreKnownTheEarliestFailingRankShowsItsCo
   ASSERT_TRUE(result.first->finding.has_value());
   EXPECT_EQ(result.first->finding->signature, "peer-lost");
   EXPECT_FALSE(result.first->finding->cause);
+}
+
+// A hang (bridge-probe --hang-rank 1): rank 1 stops talking and logs nothing, rank 2 gives up
+// on it first ("timed out after 8 s waiting for rank 1"), the launcher then stops the rest.
+// The rank that was waited for is the culprit; the ones that timed out are consequences.
+TEST(FailureTriage, InAHangTheRankOthersTimedOutWaitingForIsFirst) {
+  FailureEvidence evidence;
+  evidence.units.push_back(rank_unit(0, "node1", std::nullopt, 2, {"step 1", "Received SIGTERM"}));
+  evidence.units.push_back(rank_unit(1, "node1", std::nullopt, 1, {"step 1", "step 2"}));
+  evidence.units.push_back(
+      rank_unit(2, "node1", 3, 0,
+                {"step 1",
+                 "bridge-probe: error: timed out after 8 s waiting for rank 1 (step 2 "
+                 "gradient all-reduce)"}));
+  evidence.units.push_back(rank_unit(3, "node1", std::nullopt, 3, {"step 1", "Received SIGTERM"}));
+  for (auto& u : evidence.units)
+    if (!u.exit_code) u.signal = 15;
+  Triage result = triage(evidence);
+  ASSERT_TRUE(result.first.has_value());
+  EXPECT_EQ(result.first->label, "rank 1");
+  EXPECT_NE(result.first->hung.find("rank 2 timed out waiting for it"), std::string::npos)
+      << result.first->hung;
+  bool rank2_is_a_consequence = false;
+  for (const auto& g : result.consequences)
+    if (g.signature == "peer-timeout") rank2_is_a_consequence = g.units_text == "rank 2";
+  EXPECT_TRUE(rank2_is_a_consequence);
+  JobRecord job;
+  job.id = "hang";
+  job.state = JobState::kFailed;
+  std::string text = triage_to_text(job, result, true);
+  EXPECT_NE(text.find("first failure: rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("it hung: rank 2 timed out waiting for it"), std::string::npos) << text;
+}
+
+// A chain of waits (0 waited for 1, 1 for 2) ends at the rank that hung first.
+TEST(FailureTriage, AChainOfWaitsEndsAtTheRankThatHung) {
+  FailureEvidence evidence;
+  evidence.units.push_back(
+      rank_unit(0, "n", 3, 0, {"bridge-probe: error: timed out after 8 s waiting for rank 1 (x)"}));
+  evidence.units.push_back(
+      rank_unit(1, "n", 3, 1, {"bridge-probe: error: timed out after 9 s waiting for rank 2 (x)"}));
+  evidence.units.push_back(rank_unit(2, "n", std::nullopt, 2, {"step 1"}));
+  Triage result = triage(evidence);
+  ASSERT_TRUE(result.first.has_value());
+  EXPECT_EQ(result.first->label, "rank 2");
 }
 
 TEST(FailureTriage, AHealthyJobHasNoFirstFailure) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -107,6 +108,53 @@ TEST_F(JobLifecycleTest, CancelledIsRecorded) {
   ASSERT_TRUE(lifecycle_.accepted(r, diags_));
   EXPECT_TRUE(lifecycle_.cancelled(r, diags_));
   EXPECT_EQ(saved(r).state, JobState::kCancelled);
+}
+
+// A reader that read the entry RUNNING, then saw the launcher gone, must not replace the
+// SUCCEEDED that the job's owner wrote in between (docs/reliability.md, "Readers and the
+// job's owner").
+TEST_F(JobLifecycleTest, ObserveNeverOverwritesWhatTheOwnerWroteAfterTheRead) {
+  JobRecord owner = slurm_job();
+  owner.executor = "local";
+  owner.state = JobState::kRunning;
+  ASSERT_TRUE(lifecycle_.accepted(owner, diags_));
+  JobRecord reader = saved(owner);  // the reader's copy: RUNNING
+  ASSERT_TRUE(lifecycle_.finished(owner, status_of(JobState::kSucceeded, "finished", 0), diags_));
+  EXPECT_TRUE(
+      lifecycle_.observe(reader, status_of(JobState::kFailed, "the launcher is gone", {}), diags_));
+  EXPECT_EQ(saved(owner).state, JobState::kSucceeded);
+  EXPECT_EQ(saved(owner).state_detail, "finished");
+  EXPECT_EQ(reader.state, JobState::kSucceeded) << "the reader shows what the owner wrote";
+  EXPECT_FALSE(diags_.has_errors());
+}
+
+// The owner's record of a run it saw end stands, whatever a reader wrote meanwhile.
+TEST_F(JobLifecycleTest, FinishedIsWrittenOverAReadersGuess) {
+  JobRecord owner = slurm_job();
+  owner.state = JobState::kRunning;
+  ASSERT_TRUE(lifecycle_.accepted(owner, diags_));
+  JobRecord reader = saved(owner);
+  ASSERT_TRUE(lifecycle_.observe(reader, status_of(JobState::kFailed, "guess", {}), diags_));
+  ASSERT_EQ(saved(owner).state, JobState::kFailed);
+  ASSERT_TRUE(lifecycle_.finished(owner, status_of(JobState::kSucceeded, "finished", 0), diags_));
+  EXPECT_EQ(saved(owner).state, JobState::kSucceeded);
+}
+
+// A file in jobs/ far larger than any entry is skipped by its size, without being read.
+TEST_F(JobLifecycleTest, AHugeFileInTheRegistryIsSkippedUnread) {
+  JobRecord r = slurm_job();
+  ASSERT_TRUE(lifecycle_.accepted(r, diags_));
+  const std::string huge = reg_.dir() + "/jobs/huge.json";
+  { std::ofstream(huge) << "{"; }
+  std::filesystem::resize_file(huge, uintmax_t{3} << 30);  // sparse: 3 GiB, nothing on disk
+  Diagnostics read;
+  std::vector<JobRecord> all = reg_.list(read);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id, r.id);
+  ASSERT_EQ(read.items().size(), 1u);
+  EXPECT_NE(read.items()[0].message.find("more than any entry"), std::string::npos)
+      << read.items()[0].message;
+  std::filesystem::remove(huge);
 }
 
 }  // namespace

@@ -582,8 +582,11 @@ TEST(OverlapDelayWgrad, ModelLevelEpFlagSatisfiesTheRequirement) {
 }
 
 TEST(OverlapDelayWgrad, GradReduceOverlapNeedsTe27) {
-  Outcome old_te = resolve(delay_wgrad(
-      {"comm_overlap.overlap_grad_reduce=true", "runtime.transformer_engine=\"2.6.0\""}));
+  // Data-parallel overlap applies with the distributed optimizer (D1); without it the user's
+  // comm_overlap.overlap_grad_reduce is ignored, and so is its TE requirement.
+  Outcome old_te = resolve(
+      delay_wgrad({"ddp.use_distributed_optimizer=true", "comm_overlap.overlap_grad_reduce=true",
+                   "runtime.transformer_engine=\"2.6.0\""}));
   const Diagnostic* d = old_te.first("delay-wgrad-te-version");
   ASSERT_NE(d, nullptr) << old_te.dump();
   EXPECT_EQ(d->path, "runtime.transformer_engine");
@@ -595,9 +598,28 @@ TEST(OverlapDelayWgrad, GradReduceOverlapNeedsTe27) {
   Outcome ok = resolve(delay_wgrad(
       {"comm_overlap.overlap_grad_reduce=true", "runtime.transformer_engine=\"2.7.0\""}));
   EXPECT_FALSE(ok.diags.has_code("delay-wgrad-te-version")) << ok.dump();
-  Outcome dev = resolve(delay_wgrad({"comm_overlap.overlap_grad_reduce=true",
-                                     "runtime.transformer_engine=\"2.7.0.dev0+f05f12c\""}));
+  Outcome dev = resolve(
+      delay_wgrad({"ddp.use_distributed_optimizer=true", "comm_overlap.overlap_grad_reduce=true",
+                   "runtime.transformer_engine=\"2.7.0.dev0+f05f12c\""}));
   EXPECT_TRUE(dev.diags.has_code("delay-wgrad-te-version")) << dev.dump();
+}
+
+// The check reads the value the job gets: with the distributed optimizer a rule turns the
+// grad-reduce overlap on (D1/D2), and delay_wgrad then needs TE >= 2.7 just the same
+// (the plan used to send ddp.overlap_grad_reduce=true with TE 2.6 and say ok).
+TEST(OverlapDelayWgrad, GradReduceOverlapFromARuleNeedsTe27Too) {
+  Outcome old_te = resolve(
+      delay_wgrad({"ddp.use_distributed_optimizer=true", "runtime.transformer_engine=\"2.6.0\""}));
+  ASSERT_EQ(old_te.res.ddp.overlap_grad_reduce, std::optional<bool>(true)) << old_te.dump();
+  const Diagnostic* d = old_te.first("delay-wgrad-te-version");
+  ASSERT_NE(d, nullptr) << old_te.dump();
+  EXPECT_THAT(d->message, HasSubstr("turned on by rule"));
+  Outcome unknown = resolve(delay_wgrad({"ddp.use_distributed_optimizer=true"}));
+  EXPECT_NE(unknown.first("unverified-version", "runtime.transformer_engine"), nullptr)
+      << unknown.dump();
+  Outcome ok = resolve(
+      delay_wgrad({"ddp.use_distributed_optimizer=true", "runtime.transformer_engine=\"2.7.0\""}));
+  EXPECT_FALSE(ok.diags.has_code("delay-wgrad-te-version")) << ok.dump();
 }
 
 TEST(OverlapDelayWgrad, GradientAccumulationFusionNeedsTe27) {

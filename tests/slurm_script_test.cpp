@@ -446,6 +446,39 @@ TEST_F(SlurmRender, BadValuesAreDiagnosed) {
   EXPECT_TRUE(d2.has_code("slurm-bad-mount")) << diag_text(d2);
 }
 
+// sbatch reads every option of an #SBATCH line, so a blank inside one sbatch_args entry must
+// not smuggle a second option past the guard (issue: "--nodes 9" and "--x --nodes=9" used to
+// pass and override the validated layout or the job's comment). srun gets each srun_args
+// entry as one word, in which a cluster of short flags (`-lN9`) still sets -N.
+TEST_F(SlurmRender, ABlankOrAFlagClusterCannotSmuggleAnOptionPastTheGuard) {
+  for (const char* bad :
+       {"--nodes 9", "--x --nodes=9", "-Jx --nodes=5", "--exclusive --gres=gpu:8",
+        "--reservation=r --comment=bridge-launch:evil", "-HN3", "--reservation='a b' -n 4"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.sbatch_args=[\"") + bad + "\"]"});
+    ASSERT_TRUE(p.complete) << bad << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << bad;
+    EXPECT_TRUE(d.has_code("slurm-sbatch-arg-contradicts-plan")) << bad << diag_text(d);
+  }
+  for (const char* bad : {"-lN9", "-ulN2", "-lK"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.srun_args=[\"") + bad + "\"]"});
+    ASSERT_TRUE(p.complete) << bad << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << bad;
+    EXPECT_TRUE(d.has_code("slurm-srun-arg-contradicts-plan")) << bad << diag_text(d);
+  }
+  // Options that only look alike stay allowed: a job name with an N in it, a quoted blank.
+  for (const char* fine : {"-JNightly", "--constraint=h100", "--reservation='a b'"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.sbatch_args=[\"") + fine + "\"]"});
+    ASSERT_TRUE(p.complete) << fine << diag_text(d);
+    EXPECT_NE(render(p, d), "") << fine << diag_text(d);
+  }
+}
+
 TEST_F(SlurmRender, UserTemplateOverride) {
   TempDir dir;
   std::string path = dir.write("my.mustache",

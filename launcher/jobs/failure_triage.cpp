@@ -52,6 +52,12 @@ const std::vector<ErrorSignature> kSignatures = {
      {"Connection closed by", "Connection reset by peer", "connection closed", "ncclRemoteError",
       "remote process exited", "lost connection", "Lost connection", "Broken pipe",
       "Connection refused"}},
+    // bridge-probe and other runtimes name the rank they waited for: that rank hung, and it
+    // is the culprit even when its own log shows nothing (UnitScan::waited_for).
+    {"peer-timeout",
+     K::kConsequence,
+     "timed out waiting for another rank",
+     {" waiting for rank ", "Timed out waiting for rank"}},
     {"watchdog-timeout",
      K::kConsequence,
      "collective timed out (waiting for a failed rank)",
@@ -137,8 +143,26 @@ struct UnitScan {
   const RankEvidence* unit = nullptr;
   std::optional<Finding> cause;        // the first cause in the log
   std::optional<Finding> consequence;  // the first consequence in the log
+  std::optional<int> waited_for;       // the rank a peer-timeout line says it waited for
   const std::optional<Finding>& primary() const { return cause ? cause : consequence; }
 };
+
+// The rank number after "waiting for rank " in a peer-timeout line.
+std::optional<int> waited_for_rank(const std::string& line) {
+  for (std::string_view needle : {"waiting for rank ", "waiting for rank"}) {
+    size_t at = line.find(needle);
+    if (at == std::string::npos) continue;
+    size_t i = at + needle.size();
+    while (i < line.size() && line[i] == ' ') ++i;
+    int rank = 0;
+    size_t digits = 0;
+    for (; i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])) && digits < 7;
+         ++i, ++digits)
+      rank = rank * 10 + (line[i] - '0');
+    if (digits > 0) return rank;
+  }
+  return std::nullopt;
+}
 
 Finding make_finding(const ErrorSignature& sig, const std::string& line, size_t index) {
   Finding f;
@@ -160,10 +184,12 @@ UnitScan scan(const RankEvidence& unit) {
     const ErrorSignature* sig = classify_line(bounded(unit.lines[i]));
     if (!sig) continue;
     Finding f = make_finding(*sig, unit.lines[i], i);
-    if (f.cause)
+    if (f.cause) {
       s.cause = f;
-    else
+    } else {
+      if (f.signature == "peer-timeout") s.waited_for = waited_for_rank(unit.lines[i]);
       s.consequence = f;
+    }
     break;
   }
   return s;
@@ -245,16 +271,43 @@ bool earlier(const RankEvidence& a, const RankEvidence& b) {
   return unit_number(a) < unit_number(b);
 }
 
-// The earliest failing unit that shows a cause; else the earliest failing unit; else (no
-// exit codes known) the earliest unit that shows a cause.
-const UnitScan* pick_first(const std::vector<UnitScan>& scans) {
+// A rank that others timed out waiting for, with no cause in its own log: it hung, and the
+// ranks that gave up on it are its consequences (they fail first, having timed out). The
+// earliest such timeout names it; `by` is the unit that waited.
+const UnitScan* hung_rank(const std::vector<UnitScan>& scans, const UnitScan*& by) {
+  by = nullptr;
+  for (const auto& s : scans)
+    if (s.waited_for && (!by || earlier(*s.unit, *by->unit))) by = &s;
+  if (!by) return nullptr;
+  auto rank_unit = [&](int rank) -> const UnitScan* {
+    for (const auto& s : scans)
+      if (s.unit->rank == rank && !s.cause) return &s;
+    return nullptr;
+  };
+  const UnitScan* blamed = rank_unit(*by->waited_for);
+  // Down a chain (rank 0 waited for 1, which waited for 2): the end of it hung first.
+  for (size_t hops = 0; blamed && blamed->waited_for && hops < scans.size(); ++hops) {
+    const UnitScan* next = rank_unit(*blamed->waited_for);
+    if (!next || next == by) break;
+    by = blamed;
+    blamed = next;
+  }
+  return blamed == by ? nullptr : blamed;
+}
+
+// The earliest failing unit that shows a cause; else a rank the others timed out waiting for
+// (hung_rank); else the earliest failing unit; else (no exit codes known) the earliest unit
+// that shows a cause.
+const UnitScan* pick_first(const std::vector<UnitScan>& scans, const UnitScan*& waited_by) {
   auto earliest = [&](auto&& accept) {
     const UnitScan* best = nullptr;
     for (const auto& s : scans)
       if (accept(s) && (!best || earlier(*s.unit, *best->unit))) best = &s;
     return best;
   };
+  waited_by = nullptr;
   if (auto* s = earliest([](const UnitScan& x) { return x.unit->failed() && x.cause; })) return s;
+  if (auto* s = hung_rank(scans, waited_by)) return s;
   if (auto* s = earliest([](const UnitScan& x) { return x.unit->failed(); })) return s;
   return earliest([](const UnitScan& x) { return x.cause.has_value(); });
 }
@@ -345,7 +398,8 @@ Triage triage(const FailureEvidence& evidence) {
   std::vector<UnitScan> scans;
   scans.reserve(evidence.units.size());
   for (const auto& u : evidence.units) scans.push_back(scan(u));
-  const UnitScan* first = pick_first(scans);
+  const UnitScan* waited_by = nullptr;
+  const UnitScan* first = pick_first(scans, waited_by);
   if (!first) return t;
 
   FirstFailure f;
@@ -358,6 +412,9 @@ Triage triage(const FailureEvidence& evidence) {
   f.signal = u.signal;
   f.log_path = printable_text(u.log_path, 1000);
   f.finding = first->primary();
+  if (waited_by)
+    f.hung = fmt::format("{} timed out waiting for it: {}", waited_by->unit->label,
+                         waited_by->consequence->line);
   if (f.finding) {
     size_t first_index = 0;
     f.excerpt = excerpt_of(u, f.finding->line_index, first_index);

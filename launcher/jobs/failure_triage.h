@@ -13,7 +13,9 @@
 // - A unit's finding is the first line of its log that a signature matches (a rank whose log
 //   first shows a consequence, then aborts, died of another rank's failure).
 // - The first failure is the earliest failing unit (scheduler order) whose log shows a cause;
-//   when no failing unit shows a cause, the earliest failing unit. Ranks with the same error
+//   when no failing unit shows a cause, a rank that another timed out waiting for
+//   ("timed out after 8 s waiting for rank 1": rank 1 hung, down a chain of such waits);
+//   else the earliest failing unit. Ranks with the same error
 //   (same signature, same text once numbers are masked) are grouped as "same error on ranks
 //   3, 5, 7-9"; consequences are grouped per signature and counted by rank.
 // - Everything it returns for display is printable (control bytes escaped) and bounded.
@@ -100,6 +102,9 @@ struct FirstFailure {
   std::vector<std::string> excerpt;  // the error with its context (traceback), printable
   size_t excerpt_first_line = 0;     // line number of excerpt[0] in the log; 0 unknown
   std::string log_path;
+  // Set when this unit is blamed because another timed out waiting for it (a hang): which
+  // unit, and its line. Such a unit's own log may show nothing.
+  std::string hung;
 };
 
 struct Triage {

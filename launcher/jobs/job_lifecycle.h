@@ -10,7 +10,11 @@
 //   nothing, and an exit code is kept unless a new one is known; start/end times the status
 //   carries are recorded, and a status without them keeps the recorded ones; a scheduler id
 //   found for an entry without one (a submission interrupted before it was recorded) is
-//   recorded;
+//   recorded. It is a reader's write: if the entry's state changed since the caller read it
+//   (the job's owner recorded how it ended), the entry is left as it is and `record` becomes
+//   it, so no status, --wait or logs ever overwrites what the owner wrote after it read;
+// - `finished` is the owner's write of a job it ran itself (local runs end inside submit):
+//   it always stands;
 // - every function returns whether the registry now holds what the caller has in `record`.
 #pragma once
 
@@ -42,6 +46,9 @@ class JobLifecycle {
   void not_accepted(const PendingEntry& pending) const;
   // A status seen for the job; returns true also when nothing needed writing.
   bool observe(JobRecord& record, const JobStatus& status, Diagnostics& diags) const;
+  // The outcome of a run this process owned and saw end (a local job): written whatever a
+  // reader recorded meanwhile.
+  bool finished(JobRecord& record, const JobStatus& status, Diagnostics& diags) const;
   // bridge-launch cancel succeeded.
   bool cancelled(JobRecord& record, Diagnostics& diags) const;
 

@@ -146,7 +146,50 @@ bool JobRegistry::write_failed(const std::string& id, const std::string& what,
   return false;
 }
 
+namespace {
+
+// The largest entry file read back. An entry holds one plan and one rendered submission, a
+// few hundred KiB for the largest jobs; anything far bigger is not ours, and reading it whole
+// would stall `list` (a 3 GB file took 36 s and 6 GB of memory).
+constexpr uintmax_t kMaxEntryBytes = 16u << 20;
+
+// The entry at `path`, or nullopt (with `why`) when it is not a readable entry of ours.
+std::optional<JobRecord> read_entry_file(const fs::path& path, std::string& why) {
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) {
+    why = ec.message();
+    return std::nullopt;
+  }
+  if (size > kMaxEntryBytes) {
+    why = fmt::format("{} bytes, more than any entry ({} MiB)", size, kMaxEntryBytes >> 20);
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));
+  std::optional<JobRecord> r = read_job_entry(text);
+  if (!r) why = "not a bridge-launch job record";
+  return r;
+}
+
+}  // namespace
+
 bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const {
+  return write_entry(r, diags, create ? WriteMode::kCreate : WriteMode::kReplace, {}, nullptr);
+}
+
+UpdateResult JobRegistry::update_if_state(const JobRecord& r, JobState seen_state,
+                                          JobRecord& current, Diagnostics& diags) const {
+  bool superseded = false;
+  if (!write_entry(r, diags, WriteMode::kIfState, seen_state, &current, &superseded))
+    return UpdateResult::kFailed;
+  return superseded ? UpdateResult::kSuperseded : UpdateResult::kWritten;
+}
+
+bool JobRegistry::write_entry(const JobRecord& r, Diagnostics& diags, WriteMode mode,
+                              JobState seen_state, JobRecord* current, bool* superseded) const {
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   fs::create_directories(jobs, ec);
@@ -157,8 +200,19 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const
   if (!lock.ok()) return fail(lock_error());
   fs::path target = jobs / (r.id + ".json");
   // Under the lock, so no other bridge-launch can create the entry in between.
-  if (create && fs::exists(target, ec))
+  if (mode == WriteMode::kCreate && fs::exists(target, ec))
     return fail("an entry with this id exists already; entries are never overwritten");
+  if (mode == WriteMode::kIfState) {
+    // Also under the lock: the entry as it is now, which another process (the job's owner
+    // writing the final state) may have changed since this one read it.
+    std::string why;
+    std::optional<JobRecord> now = read_entry_file(target, why);
+    if (now && now->state != seen_state) {
+      *current = std::move(*now);
+      *superseded = true;
+      return true;
+    }
+  }
   fs::path tmp = jobs / fmt::format(".{}.{}.tmp", r.id, getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return fail(std::strerror(errno));
@@ -172,7 +226,7 @@ bool JobRegistry::put(const JobRecord& r, Diagnostics& diags, bool create) const
     fs::remove(tmp, ec);
     return fail(std::strerror(saved));
   }
-  if (create) fs::remove(reservation_path(jobs, r.id), ec);
+  if (mode == WriteMode::kCreate) fs::remove(reservation_path(jobs, r.id), ec);
   return true;
 }
 
@@ -398,13 +452,11 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
     if (p.extension() != ".json" || p.filename().string()[0] == '.') continue;
     // A FIFO (or device) named like an entry would block `list` forever.
     if (!entry.is_regular_file(ec)) continue;
-    std::ifstream in(p);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::optional<JobRecord> r = read_job_entry(text.str());
+    std::string why;
+    std::optional<JobRecord> r = read_entry_file(p, why);
     if (!r) {
       diags.warning("registry-corrupt-entry", "", {},
-                    fmt::format("skipping unreadable registry entry {}", p.string()),
+                    fmt::format("skipping unreadable registry entry {} ({})", p.string(), why),
                     "remove the file if it is not needed");
       continue;
     }

@@ -45,6 +45,13 @@ struct PendingEntry {
   bool flush_failed = false;  // flush_pending failed (and said so); not tried again
 };
 
+// What JobRegistry::update_if_state did.
+enum class UpdateResult {
+  kWritten,     // the entry now holds the record
+  kSuperseded,  // another process had changed the entry's state: nothing was written
+  kFailed,      // the write failed (with the error)
+};
+
 class JobRegistry {
  public:
   // `lock_timeout`: how long a write waits for the registry lock before it gives up.
@@ -92,13 +99,23 @@ class JobRegistry {
   // entry is never overwritten by a new job) and the id's reservation is dropped. False
   // (with an error) when it cannot be written.
   bool put(const JobRecord& r, Diagnostics& diags, bool create = false) const;
-  // Every readable entry, oldest first; damaged files become warnings.
+  // A reader's write (status, --wait, logs): the entry is replaced by `r` only if it still
+  // has `seen_state`, the state the reader based `r` on. If another process changed it since
+  // (the job's own launcher recording how it ended), nothing is written and `current` is the
+  // entry as it is now: a reader never overwrites what the job's owner wrote after it read.
+  UpdateResult update_if_state(const JobRecord& r, JobState seen_state, JobRecord& current,
+                               Diagnostics& diags) const;
+  // Every readable entry, oldest first; damaged files (and files larger than any entry)
+  // become warnings, read no further than their size.
   std::vector<JobRecord> list(Diagnostics& diags) const;
   // By exact id, a recipe name (its latest job), a unique id prefix or a scheduler id;
   // errors name the ambiguity or suggest ids.
   std::optional<JobRecord> find(const std::string& ref, Diagnostics& diags) const;
 
  private:
+  enum class WriteMode { kReplace, kCreate, kIfState };
+  bool write_entry(const JobRecord& r, Diagnostics& diags, WriteMode mode, JobState seen_state,
+                   JobRecord* current, bool* superseded = nullptr) const;
   std::string lock_error() const;
   // The one "cannot record job" error (put and commit_pending); always returns false.
   bool write_failed(const std::string& id, const std::string& what, Diagnostics& diags) const;

@@ -49,6 +49,7 @@ std::string triage_to_text(const JobRecord& job, const Triage& t, bool excerpt) 
   out += fmt::format("{}: {}{}, {}{}\n", cancelled ? "first rank to stop" : "first failure",
                      f.label, f.host.empty() ? "" : " on " + f.host, how(f),
                      t.order_source.empty() ? "" : " (order: " + t.order_source + ")");
+  if (!f.hung.empty()) out += fmt::format("  it hung: {}\n", f.hung);
   if (!f.finding) {
     out += "  its log shows no known error";
     out += f.log_path.empty() ? "\n" : fmt::format("; see {}\n", f.log_path);
@@ -107,6 +108,7 @@ ordered_json triage_to_json(const JobRecord& job, const Triage& t) {
     } else {
       first["signature"] = nullptr;
     }
+    first["hung"] = f.hung.empty() ? ordered_json(nullptr) : ordered_json(f.hung);
     first["excerpt"] = f.excerpt;
     first["excerpt_first_line"] =
         f.excerpt_first_line > 0 ? ordered_json(f.excerpt_first_line) : ordered_json(nullptr);

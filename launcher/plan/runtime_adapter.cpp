@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "launcher/runtime_kind.h"
 #include "launcher/suggest.h"
 
 namespace bridge {
@@ -262,11 +263,37 @@ void check_contradictions(const std::vector<std::string>& args, const RuntimeAda
   }
 }
 
+// The comm_overlap.<field> arguments replaced by one override of the whole section, where
+// the first of them stood (RuntimeAdapter::comm_overlap_as_section). They stay separate up to
+// here so that a contradiction in runtime.args is still found field by field.
+void fold_comm_overlap_section(const AdapterInput& in, AdapterOutput& out) {
+  auto is_field = [](const AdapterArg& a) { return a.key.rfind("comm_overlap.", 0) == 0; };
+  auto first = std::find_if(out.args.begin(), out.args.end(), is_field);
+  if (first == out.args.end()) return;
+  size_t at = static_cast<size_t>(first - out.args.begin());
+  out.args.erase(std::remove_if(out.args.begin(), out.args.end(), is_field), out.args.end());
+  // First cleared, then set: `++` alone would merge into a section the runtime's recipe
+  // already has (GPT-175B keeps its own userbuffers preset that way), and Hydra cannot delete
+  // a section that is None (`~comm_overlap` fails there). Cleared and set, the section holds
+  // the plan's values and CommOverlapConfig's defaults, on every recipe.
+  const auto pos = out.args.begin() + static_cast<std::ptrdiff_t>(at);
+  out.args.insert(pos,
+                  {AdapterArg{"comm_overlap", "", "null",
+                              "clears the runtime recipe's comm_overlap section, so that "
+                              "only the plan's values apply",
+                              "++comm_overlap"},
+                   AdapterArg{"comm_overlap", "", megatron_bridge_comm_overlap_value(in.overlap),
+                              "the resolved overlap fields as Megatron-Bridge's "
+                              "CommOverlapConfig (docs/overlap.md)",
+                              "++comm_overlap"}});
+}
+
 std::vector<RuntimeArg> as_words(const std::vector<AdapterArg>& args, const std::string& source) {
   std::vector<RuntimeArg> out;
   for (const auto& a : args) {
     if (a.flag.empty()) {
-      out.push_back({a.key + "=" + a.value, source, a.reason});
+      out.push_back(
+          {(a.runtime_key.empty() ? a.key : a.runtime_key) + "=" + a.value, source, a.reason});
     } else {
       out.push_back({a.flag, source, a.reason});
       out.push_back({a.value, source, a.reason});
@@ -343,8 +370,12 @@ const std::vector<RuntimeAdapter>& runtime_adapters() {
   static const std::vector<RuntimeAdapter> kAdapters{
       {"megatron_bridge",
        "Megatron-Bridge scripts/performance/run_script.py: its flags, then Hydra overrides",
-       megatron_bridge_flags(), emit_megatron_bridge},
-      {"hydra", "section.key=value overrides for ConfigContainer-style runtimes", {}, emit_hydra},
+       megatron_bridge_flags(), emit_megatron_bridge, true},
+      {"hydra",
+       "section.key=value overrides for Megatron-Bridge's ConfigContainer",
+       {},
+       emit_hydra,
+       true},
       {"probe",
        "bridge-probe: Hydra overrides it checks against BRIDGE_EXPECTED_PLAN on every rank",
        {{"", "--steps", "train.max_steps"}, {"", "--global-batch", "train.global_batch_size"}},
@@ -358,16 +389,6 @@ const RuntimeAdapter* find_runtime_adapter(std::string_view name) {
   for (const auto& a : runtime_adapters())
     if (a.name == name) return &a;
   return nullptr;
-}
-
-std::string effective_adapter_name(const RuntimeSpec& runtime) {
-  if (runtime.adapter.is_set()) return *runtime.adapter.value;
-  if (!runtime.pass_overrides.get_or(true)) return "none";
-  const StringList command = runtime.command.get_or({"bridge-probe"});
-  const std::string& program = command.front();
-  std::string base =
-      program.substr(program.rfind('/') == std::string::npos ? 0 : program.rfind('/') + 1);
-  return base == "bridge-probe" ? "probe" : "hydra";
 }
 
 AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
@@ -390,6 +411,7 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
   for (auto& a : out.args)
     if (a.reason.empty()) a.reason = plan_value_origin(values, a.key);
   check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
+  if (adapter->comm_overlap_as_section) fold_comm_overlap_section(in, out);
   // A NUL byte cannot be part of a program argument (execve ends the string there).
   for (const auto& a : out.args)
     if (a.value.find('\0') != std::string::npos)

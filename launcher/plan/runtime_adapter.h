@@ -28,6 +28,7 @@
 #include "launcher/launch_env.h"
 #include "launcher/overlap.h"
 #include "launcher/recipe.h"
+#include "launcher/runtime_kind.h"
 #include "launcher/topology.h"
 
 namespace bridge {
@@ -39,6 +40,9 @@ struct AdapterArg {
   std::string flag;
   std::string value;
   std::string reason;
+  // How the runtime spells the key in `KEY=value`, when not as the plan does (the hydra
+  // adapter's train.train_iters for train.max_steps); "" = `key`.
+  std::string runtime_key = "";
 };
 
 // A runtime flag that carries a plan key (for contradiction checks of runtime.args).
@@ -64,14 +68,17 @@ struct RuntimeAdapter {
   std::string_view description;
   std::vector<AdapterFlag> flags;
   void (*emit)(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags);
+  // The runtime is Megatron-Bridge's ConfigContainer: the comm_overlap fields reach it as one
+  // `++comm_overlap={_target_:...CommOverlapConfig,...}` override
+  // (megatron_bridge_comm_overlap_value), the only form its override machinery accepts both on
+  // a recipe without that section and for a userbuffers preset.
+  bool comm_overlap_as_section = false;
 };
 
 const std::vector<RuntimeAdapter>& runtime_adapters();
 const RuntimeAdapter* find_runtime_adapter(std::string_view name);
 
-// The adapter a recipe uses: runtime.adapter; else `none` when runtime.pass_overrides is
-// false; else `probe` for bridge-probe and `hydra` for anything else.
-std::string effective_adapter_name(const RuntimeSpec& runtime);
+// The adapter a recipe uses is effective_adapter_name (launcher/recipe.h).
 
 struct AdaptedRuntime {
   std::string adapter;

@@ -8,6 +8,11 @@ words left over are the Hydra overrides run_script.py applies to its ConfigConta
 example recipe that targets Megatron-Bridge, and for command-line variations of them, the
 parsed values must equal the plan's topology, sizes and every user-set overlap field.
 
+The replica mirrors NVIDIA-NeMo/Megatron-Bridge scripts/performance/argument_parser.py of the
+release branch r0.6.0 at commit 6124fbe38a68eea9c4f4be3aa5e084bd5d461d98 (the newest release
+branch; the wheel of 0.6.2 does not ship scripts/). Whether the values then land in the
+release's config is the conformance suite's job (tests/conformance/).
+
 Usage: megatron_bridge_argv_test.py BRIDGE_LAUNCH_BIN SOURCE_DIR
 """
 import argparse
@@ -63,6 +68,21 @@ def hydra_value(v):
     return str(v)
 
 
+def top_level_fields(obj):
+    """The key:value pairs of a Hydra object `{k:v,k:{...},...}`, nested braces kept whole."""
+    inner, depth, start, out = obj[1:-1], 0, 0, []
+    for i, c in enumerate(inner + ","):
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            key, value = inner[start:i].split(":", 1)
+            out.append((key, value))
+            start = i + 1
+    return out
+
+
 def check(binary, recipe, extra, home):
     plan = plan_json(binary, recipe, extra, home)
     argv = plan["argv"]
@@ -72,8 +92,17 @@ def check(binary, recipe, extra, home):
     for word in rest:
         assert "=" in word and not word.startswith("-"), f"{recipe}: not a Hydra override: {word}"
         key, value = word.split("=", 1)
+        if key == "++comm_overlap" and hydra.get(key) == "null":
+            hydra[key] = value  # the section is cleared, then set (docs/recipe.md)
+            continue
         assert key not in hydra or hydra[key] == value, f"{recipe}: {key} given twice"
         hydra[key] = value
+    # The comm_overlap section arrives as one CommOverlapConfig object: its fields.
+    section = hydra.get("++comm_overlap", "")
+    assert section.startswith("{_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig,"), (
+        f"{recipe}: comm_overlap section is {section!r}")
+    for field, value in top_level_fields(section):
+        hydra["comm_overlap." + field] = value
     t = plan["topology"]
     expected = {
         "tensor_model_parallel_size": t["tp"], "pipeline_model_parallel_size": t["pp"],
@@ -102,7 +131,8 @@ def check(binary, recipe, extra, home):
             continue
         want = plan["comm_overlap"][field]["value"]
         if field == "tp_comm_overlap_cfg" and isinstance(value, str):
-            want = value  # a preset travels by name; the runtime knows the presets
+            # A preset travels as a reference to the release's own object.
+            want = "{_target_:megatron.bridge.training.comm_overlap." + value + ",_call_:false}"
         got = hydra.get("comm_overlap." + field)
         assert got == hydra_value(want), (
             f"{recipe}: comm_overlap.{field} reaches the runtime as {got!r}, plan has {want!r}")
