@@ -36,23 +36,34 @@ void add_tp_config(std::vector<std::string>& out, const ResolvedOverlap& o) {
 
 }  // namespace
 
+namespace {
+
+// The scalar fields after tp_comm_overlap and its config, in the order both forms send them.
+template <class Fn>
+void for_each_scalar_field(const ResolvedOverlap& o, Fn&& fn) {
+  fn("tp_comm_bootstrap_backend", o.tp_comm_bootstrap_backend);
+  fn("overlap_p2p_comm", o.overlap_p2p_comm);
+  fn("batch_p2p_comm", o.batch_p2p_comm);
+  fn("defer_embedding_wgrad_compute", o.defer_embedding_wgrad_compute);
+  fn("wgrad_deferral_limit", o.wgrad_deferral_limit);
+  fn("overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
+  fn("delay_wgrad_compute", o.delay_wgrad_compute);
+  fn("overlap_grad_reduce", o.overlap_grad_reduce);
+  fn("overlap_param_gather", o.overlap_param_gather);
+  fn("overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
+  fn("align_param_gather", o.align_param_gather);
+  fn("bucket_size", o.bucket_size);
+}
+
+}  // namespace
+
 std::vector<std::string> overlap_runtime_args(const OverlapResolution& r) {
   const ResolvedOverlap& o = r.overlap;
   std::vector<std::string> out;
   add(out, "tp_comm_overlap", o.tp_comm_overlap);
   add_tp_config(out, o);
-  add(out, "tp_comm_bootstrap_backend", o.tp_comm_bootstrap_backend);
-  add(out, "overlap_p2p_comm", o.overlap_p2p_comm);
-  add(out, "batch_p2p_comm", o.batch_p2p_comm);
-  add(out, "defer_embedding_wgrad_compute", o.defer_embedding_wgrad_compute);
-  add(out, "wgrad_deferral_limit", o.wgrad_deferral_limit);
-  add(out, "overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
-  add(out, "delay_wgrad_compute", o.delay_wgrad_compute);
-  add(out, "overlap_grad_reduce", o.overlap_grad_reduce);
-  add(out, "overlap_param_gather", o.overlap_param_gather);
-  add(out, "overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
-  add(out, "align_param_gather", o.align_param_gather);
-  add(out, "bucket_size", o.bucket_size);
+  for_each_scalar_field(o,
+                        [&](const char* name, const auto& resolved) { add(out, name, resolved); });
   return out;
 }
 
@@ -68,21 +79,9 @@ std::string megatron_bridge_comm_overlap_value(const OverlapResolution& r) {
         (o.tp_comm_overlap_preset.empty()
              ? userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value)
              : fmt::format("{{_target_:{}.{},_call_:false}}", kModule, o.tp_comm_overlap_preset)));
-  auto field = [&](const char* name, const auto& resolved) {
+  for_each_scalar_field(o, [&](const char* name, const auto& resolved) {
     if (resolved.value) fields.push_back(fmt::format("{}:{}", name, value_text(*resolved.value)));
-  };
-  field("tp_comm_bootstrap_backend", o.tp_comm_bootstrap_backend);
-  field("overlap_p2p_comm", o.overlap_p2p_comm);
-  field("batch_p2p_comm", o.batch_p2p_comm);
-  field("defer_embedding_wgrad_compute", o.defer_embedding_wgrad_compute);
-  field("wgrad_deferral_limit", o.wgrad_deferral_limit);
-  field("overlap_moe_expert_parallel_comm", o.overlap_moe_expert_parallel_comm);
-  field("delay_wgrad_compute", o.delay_wgrad_compute);
-  field("overlap_grad_reduce", o.overlap_grad_reduce);
-  field("overlap_param_gather", o.overlap_param_gather);
-  field("overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
-  field("align_param_gather", o.align_param_gather);
-  field("bucket_size", o.bucket_size);
+  });
   return fmt::format("{{{}}}", fmt::join(fields, ","));
 }
 
