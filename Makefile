@@ -26,8 +26,13 @@ demo: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target bridge-launch bridge-probe
 	./$(BUILD_DIR)/bridge-launch $(DEMO_RECIPE)
 
-# All suites: format check, unit, integration (local + Slurm test cluster), clang-tidy.
-test: build
+# All suites: format check, unit, conformance, integration (local, Slurm test cluster,
+# Kubernetes control plane), sanitizers, fuzz, package, clang-tidy. The one-time caches start
+# in the background first (scripts/prefetch-caches.sh), so that on a new machine they overlap
+# the build.
+test: deps
+	@bash scripts/prefetch-caches.sh
+	@$(MAKE) --no-print-directory build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/run-tests.sh
 
 unit: build
