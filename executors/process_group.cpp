@@ -211,7 +211,9 @@ class GroupRunner {
         if (!result_.interrupted) {
           result_.interrupted = true;
           result_.interrupt_signal = sig;
-          begin_shutdown(sig);
+          // SIGHUP means the terminal went away, not "hang up the ranks": they get SIGTERM
+          // and their grace period, as for a SIGTERM to the launcher.
+          begin_shutdown(sig == SIGHUP ? SIGTERM : sig);
         }
       }
     }

@@ -19,9 +19,11 @@ EnvVar* LaunchEnv::find(const std::string& name) {
 std::string redacted_value(const EnvVar& v) { return v.secret ? "<secret>" : v.value; }
 
 const char* launcher_set_env_owner(const std::string& name) {
-  static constexpr std::string_view kRendezvous[] = {
-      "RANK",      "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-      "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"};
+  // MASTER_ADDR and MASTER_PORT are not among them: a user's value there works (the Slurm
+  // script exports the recipe's env after its own rendezvous values), and moving the port off
+  // a collision on a shared node is a real need.
+  static constexpr std::string_view kRendezvous[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE",
+                                                     "LOCAL_WORLD_SIZE", "NODE_RANK"};
   static constexpr std::string_view kChecks[] = {"BRIDGE_EXPECTED_ENV", "BRIDGE_EXPECTED_PLAN",
                                                  "BRIDGE_JOB_DIR", "BRIDGE_OVERLAP_GRAD_REDUCE"};
   for (std::string_view n : kRendezvous)

@@ -32,8 +32,8 @@ struct LaunchEnv {
 // "<secret>" for secrets, the value otherwise.
 std::string redacted_value(const EnvVar& v);
 
-// Who sets `name` on every rank, when bridge-launch or the executor does (the rendezvous
-// variables RANK, WORLD_SIZE, MASTER_ADDR, ...; bridge-launch's own checks such as
+// Who sets `name` on every rank, when bridge-launch or the executor does (the rank variables
+// RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK; bridge-launch's own checks such as
 // BRIDGE_EXPECTED_ENV); nullptr for a name a recipe's env: or -E may set. A value from the
 // user would be replaced on the rank or break the job's start, so both refuse these names.
 const char* launcher_set_env_owner(const std::string& name);

@@ -128,6 +128,18 @@ TEST_F(JobLifecycleTest, ObserveNeverOverwritesWhatTheOwnerWroteAfterTheRead) {
   EXPECT_FALSE(diags_.has_errors());
 }
 
+// A reader that is behind on a live job (--wait still holds PENDING while `status` recorded
+// RUNNING) still records how the job ended: only a final state stands against a reader.
+TEST_F(JobLifecycleTest, AReaderBehindOnALiveJobStillRecordsTheEnd) {
+  JobRecord r = slurm_job();
+  ASSERT_TRUE(lifecycle_.accepted(r, diags_));
+  JobRecord waiter = saved(r);  // PENDING
+  JobRecord other = saved(r);
+  ASSERT_TRUE(lifecycle_.observe(other, status_of(JobState::kRunning, "RUNNING", {}), diags_));
+  EXPECT_TRUE(lifecycle_.observe(waiter, status_of(JobState::kSucceeded, "COMPLETED", 0), diags_));
+  EXPECT_EQ(saved(r).state, JobState::kSucceeded);
+}
+
 // The owner's record of a run it saw end stands, whatever a reader wrote meanwhile.
 TEST_F(JobLifecycleTest, FinishedIsWrittenOverAReadersGuess) {
   JobRecord owner = slurm_job();

@@ -285,6 +285,10 @@ const UnitScan* hung_rank(const std::vector<UnitScan>& scans, const UnitScan*& b
     return nullptr;
   };
   const UnitScan* blamed = rank_unit(*by->waited_for);
+  if (!blamed || blamed == by) {
+    by = nullptr;  // nobody to blame: the caller must not report a hang
+    return nullptr;
+  }
   // Down a chain (rank 0 waited for 1, which waited for 2): the end of it hung first.
   for (size_t hops = 0; blamed && blamed->waited_for && hops < scans.size(); ++hops) {
     const UnitScan* next = rank_unit(*blamed->waited_for);
@@ -292,7 +296,7 @@ const UnitScan* hung_rank(const std::vector<UnitScan>& scans, const UnitScan*& b
     by = blamed;
     blamed = next;
   }
-  return blamed == by ? nullptr : blamed;
+  return blamed;
 }
 
 // The earliest failing unit that shows a cause; else a rank the others timed out waiting for

@@ -207,7 +207,10 @@ bool JobRegistry::write_entry(const JobRecord& r, Diagnostics& diags, WriteMode 
     // writing the final state) may have changed since this one read it.
     std::string why;
     std::optional<JobRecord> now = read_entry_file(target, why);
-    if (now && now->state != seen_state) {
+    // Only a final state recorded since stands against the reader: a reader that is behind
+    // on a live job (--wait still at PENDING while `status` recorded RUNNING) must still be
+    // able to record how the job ended.
+    if (now && now->state != seen_state && is_final(now->state)) {
       *current = std::move(*now);
       *superseded = true;
       return true;

@@ -99,10 +99,11 @@ class JobRegistry {
   // entry is never overwritten by a new job) and the id's reservation is dropped. False
   // (with an error) when it cannot be written.
   bool put(const JobRecord& r, Diagnostics& diags, bool create = false) const;
-  // A reader's write (status, --wait, logs): the entry is replaced by `r` only if it still
-  // has `seen_state`, the state the reader based `r` on. If another process changed it since
-  // (the job's own launcher recording how it ended), nothing is written and `current` is the
-  // entry as it is now: a reader never overwrites what the job's owner wrote after it read.
+  // A reader's write (status, --wait, logs): the entry is replaced by `r` unless another
+  // process recorded a final state since the reader read it (`seen_state`: the state `r` was
+  // based on), such as the job's own launcher recording how it ended. Then nothing is
+  // written and `current` is the entry as it is now: a reader never overwrites what the job's
+  // owner wrote after it read.
   UpdateResult update_if_state(const JobRecord& r, JobState seen_state, JobRecord& current,
                                Diagnostics& diags) const;
   // Every readable entry, oldest first; damaged files (and files larger than any entry)

@@ -233,7 +233,9 @@ void check_contradictions(const std::vector<std::string>& args, const RuntimeAda
       e = std::find_if(emitted.begin(), emitted.end(),
                        [](const AdapterArg& a) { return a.key == "model.compute_dtype"; });
     if (e == emitted.end()) continue;
-    std::string emitted_text = e->flag.empty() ? e->key + "=" + e->value : e->flag + " " + e->value;
+    std::string emitted_text =
+        e->flag.empty() ? (e->runtime_key.empty() ? e->key : e->runtime_key) + "=" + e->value
+                        : e->flag + " " + e->value;
     if (s.deletes || !s.comparable) {
       diags.error(
           "runtime-arg-contradicts-plan", "runtime.args", loc,
