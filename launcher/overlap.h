@@ -191,6 +191,11 @@ void check_preset_matches_plan(const Recipe& r, const Topology& t, const std::st
                                Diagnostics& diags);
 void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution& out,
                            Diagnostics& diags);
+// E11-E15 (model_config_checks.cpp): model keys Megatron-Core or Megatron-Bridge refuse at
+// start-up (linear bias, CUDA-graph implementation, Transformer Engine for Megatron-Bridge).
+void check_model_config(const Recipe& r, const Topology& t, Diagnostics& diags);
+// cuda_graph_impl local with `full_iteration` in its scope: a whole-iteration graph.
+bool is_full_iteration_cuda_graph(const ModelSpec& model);
 }  // namespace overlap_detail
 
 }  // namespace bridge

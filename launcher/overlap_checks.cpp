@@ -315,23 +315,25 @@ void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
         what + " requires model.gradient_accumulation_fusion: true",
         "set model.gradient_accumulation_fusion: true" + help_tail);
   if (!attn) return;
-  // Unset fields take Megatron-Core's TransformerConfig defaults: add_bias_linear is TRUE
-  // there (biased linear layers are the default), add_qkv_bias false. So an unset
-  // add_bias_linear fails this check, exactly as the runtime's assertion does.
+  // Unset fields take the runtime's defaults (runtime_model_defaults): add_bias_linear is
+  // TRUE in Megatron-Core's TransformerConfig and GPT-3 recipes, false in Qwen3's;
+  // add_qkv_bias is false. So an unset add_bias_linear fails where the runtime's does.
   struct BiasField {
     const Field<bool>* field;
     const char* name;
     bool megatron_default;
   };
-  for (const BiasField& b : {BiasField{&m.add_bias_linear, "add_bias_linear", true},
-                             BiasField{&m.add_qkv_bias, "add_qkv_bias", false}}) {
+  const RuntimeModelDefaults defaults = runtime_model_defaults(r);
+  for (const BiasField& b :
+       {BiasField{&m.add_bias_linear, "add_bias_linear", defaults.add_bias_linear},
+        BiasField{&m.add_qkv_bias, "add_qkv_bias", false}}) {
     if (!b.field->get_or(b.megatron_default)) continue;
     diags.error("cuda-graph-scope-unsupported", std::string("model.") + b.name,
                 b.field->is_set() ? b.field->loc : scope_loc,
                 fmt::format("{} requires attention without bias, but model.{} is {}", what, b.name,
-                            b.field->is_set() ? "true"
-                                              : "unset, which means true (Megatron-Core's "
-                                                "default)"),
+                            b.field->is_set()
+                                ? std::string("true")
+                                : fmt::format("unset, which means true ({})", defaults.source)),
                 fmt::format("set model.{}: false", b.name) + help_tail);
   }
 }

@@ -5,9 +5,12 @@
 // users: comm_overlap DP fields silently do nothing without the distributed optimizer, and
 // ddp.* values silently lose to the rules with it. Both get a "dropped" warning here.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <type_traits>
 
+#include "launcher/megatron_bridge_perf_recipes.h"
 #include "launcher/overlap.h"
 #include "launcher/runtime_kind.h"
 
@@ -103,6 +106,26 @@ void ignore_user_field(const Field<T>& user, Resolved<T>& resolved, const char* 
                             field));
 }
 
+// D4: without the distributed optimizer Megatron-Bridge leaves the DDP config alone, so the
+// job gets the user's ddp.* values and otherwise its recipe's: every 0.6.2 pretrain recipe
+// sets overlap_grad_reduce and overlap_param_gather true and leaves the aligned and
+// optimizer-step gathers off (the conformance suite compares these with the release). They
+// are shown, not sent: the runtime already holds them.
+void recipe_ddp_values(const Recipe& r, OverlapResolution& out) {
+  ResolvedOverlap& o = out.overlap;
+  auto pick = [](Resolved<bool>& resolved, const Field<bool>& user, bool recipe) {
+    resolved = user.is_set() ? Resolved<bool>{user.value, ValueSource::kUser, "D4"}
+                             : Resolved<bool>{recipe, ValueSource::kDefault, "D4"};
+  };
+  pick(o.overlap_grad_reduce, r.ddp.overlap_grad_reduce, true);
+  pick(o.overlap_param_gather, r.ddp.overlap_param_gather, true);
+  pick(o.align_param_gather, r.ddp.align_param_gather, false);
+  pick(o.overlap_param_gather_with_optimizer_step,
+       r.optimizer.overlap_param_gather_with_optimizer_step, false);
+  if (r.ddp.bucket_size.is_set())
+    o.bucket_size = Resolved<int64_t>{r.ddp.bucket_size.value, ValueSource::kUser, "D4"};
+}
+
 void pass_through(const Recipe& r, OverlapResolution& out, Diagnostics& diags) {
   out.ddp.overlap_grad_reduce = r.ddp.overlap_grad_reduce.value;
   out.ddp.overlap_param_gather = r.ddp.overlap_param_gather.value;
@@ -119,6 +142,42 @@ void pass_through(const Recipe& r, OverlapResolution& out, Diagnostics& diags) {
                     "overlap_param_gather_with_optimizer_step", diags);
   ignore_user_field(u.align_param_gather, o.align_param_gather, "align_param_gather", diags);
   ignore_user_field(u.bucket_size, o.bucket_size, "bucket_size", diags);
+  if (runtime_is_megatron_bridge(r.runtime)) recipe_ddp_values(r, out);
+}
+
+// R1: run_script.py (adapter megatron_bridge) builds the job from a performance recipe of
+// another GPU count when there is none for -ng, and then sets
+// overlap_param_gather_with_optimizer_step on whenever dp > 1, pp > 1 and vpp > 1, except for
+// MXFP8 and NVFP4 (its set_post_overrides, after the Hydra overrides): the plan shows that
+// value, and refuses a `false` it would overwrite.
+void apply_run_script_post_overrides(const Recipe& r, const Topology& t, OverlapResolution& out,
+                                     Diagnostics& diags) {
+  if (effective_adapter_name(r.runtime) != "megatron_bridge" || !r.model.recipe.is_set()) return;
+  const std::string dtype = r.model.compute_dtype.get_or("bf16");
+  const PerfRecipe* recipe = find_perf_recipe(
+      *r.model.recipe.value, r.train.task.get_or("pretrain"), t.gpu, perf_recipe_dtype(dtype));
+  if (!recipe) return;  // the adapter refuses the plan (megatron-bridge-no-perf-recipe)
+  const auto& counts = recipe->gpu_counts;
+  if (std::find(counts.begin(), counts.end(), t.num_gpus) != counts.end()) return;
+  if (t.dp <= 1 || t.pp <= 1 || t.vp() <= 1 || dtype == "fp8_mx" || dtype == "nvfp4") return;
+  const Field<bool>& mine = r.comm_overlap.overlap_param_gather_with_optimizer_step.is_set()
+                                ? r.comm_overlap.overlap_param_gather_with_optimizer_step
+                                : r.optimizer.overlap_param_gather_with_optimizer_step;
+  if (mine.is_set() && !*mine.value)
+    diags.error(
+        "megatron-bridge-post-override", "comm_overlap.overlap_param_gather_with_optimizer_step",
+        mine.loc,
+        fmt::format("overlap_param_gather_with_optimizer_step is false, but Megatron-Bridge "
+                    "has no performance recipe for {} GPUs ({}), so run_script.py starts "
+                    "from another GPU count's and turns it on after the overrides (dp {}, "
+                    "pp {}, vpp {})",
+                    t.num_gpus, fmt::join(counts, ", "), t.dp, t.pp, t.vp()),
+        fmt::format("use a GPU count that has a recipe ({}), or remove the setting (the "
+                    "job then runs with it on)",
+                    fmt::join(counts, ", ")));
+  out.overlap.overlap_param_gather_with_optimizer_step =
+      Resolved<bool>{true, ValueSource::kRule, "R1"};
+  out.optimizer.overlap_param_gather_with_optimizer_step = true;
 }
 
 }  // namespace
@@ -136,6 +195,7 @@ void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution
     apply_distributed_optimizer(r, t, out, diags);
   else
     pass_through(r, out, diags);
+  apply_run_script_post_overrides(r, t, out, diags);
 }
 
 }  // namespace overlap_detail

@@ -70,7 +70,7 @@ std::optional<GateFailure> tp_gate_failure(const Recipe& r, const Topology& t) {
     return GateFailure{fmt::format("tensor_model_parallel_size is {} (< 2)", t.tp),
                        "set model.tensor_model_parallel_size >= 2 with "
                        "model.sequence_parallel: true, or remove comm_overlap.tp_comm_overlap"};
-  if (!r.model.sequence_parallel.get_or(false))
+  if (!runtime_forced_sequence_parallel(r, t.tp).value_or(r.model.sequence_parallel.get_or(false)))
     return GateFailure{"model.sequence_parallel is false",
                        "set model.sequence_parallel: true (TP overlap hides the sequence-parallel "
                        "all-gather/reduce-scatter), or remove comm_overlap.tp_comm_overlap"};
@@ -362,6 +362,7 @@ OverlapResolution resolve_comm_overlap(const Recipe& recipe, const Topology& top
   overlap_detail::resolve_data_parallel(recipe, topo, out, diags);
   overlap_detail::check_delay_wgrad_compute(recipe, out, diags);
   check_megatron_core_refusals(recipe, topo, out, diags);
+  overlap_detail::check_model_config(recipe, topo, diags);
   return out;
 }
 

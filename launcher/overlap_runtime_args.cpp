@@ -73,12 +73,12 @@ std::string megatron_bridge_comm_overlap_value(const OverlapResolution& r) {
   std::vector<std::string> fields{
       fmt::format("_target_:{}.CommOverlapConfig", kModule),
       fmt::format("tp_comm_overlap:{}", value_text(o.tp_comm_overlap.value.value_or(false)))};
+  // A preset is sent as its layers too, not by reference: the release's preset objects keep
+  // PipelineOverlapCfg's default fp8_buf, the tuple (False,), which Python reads as true
+  // (docs/overlap.md, "Userbuffers presets"); spelled out, every layer holds the plan's value.
   if (o.tp_comm_overlap_cfg.value)
-    fields.push_back(
-        "tp_comm_overlap_cfg:" +
-        (o.tp_comm_overlap_preset.empty()
-             ? userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value)
-             : fmt::format("{{_target_:{}.{},_call_:false}}", kModule, o.tp_comm_overlap_preset)));
+    fields.push_back("tp_comm_overlap_cfg:" +
+                     userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value));
   for_each_scalar_field(o, [&](const char* name, const auto& resolved) {
     if (resolved.value) fields.push_back(fmt::format("{}:{}", name, value_text(*resolved.value)));
   });

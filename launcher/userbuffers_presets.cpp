@@ -446,8 +446,16 @@ std::string userbuffers_megatron_bridge_value(const UserbuffersConfig& cfg) {
     }
     std::vector<std::string> kv{
         fmt::format("_target_:{}.{}", kModule, megatron_bridge_layer_class(*layer))};
-    for (const auto& setting : layer->settings)
+    bool has_fp8_buf = false;
+    for (const auto& setting : layer->settings) {
       kv.push_back(fmt::format("{}:{}", setting.key, hydra_scalar(setting.value)));
+      has_fp8_buf = has_fp8_buf || setting.key == "fp8_buf";
+    }
+    // PipelineOverlapCfg's own default for fp8_buf is the tuple (False,), true to Python: an
+    // unset fp8_buf is sent as the false every other layer class defaults to.
+    if (!has_fp8_buf &&
+        std::string_view(megatron_bridge_layer_class(*layer)) == "PipelineOverlapCfg")
+      kv.emplace_back("fp8_buf:false");
     layers.push_back(fmt::format("{}:{{{}}}", name, fmt::join(kv, ",")));
   }
   return fmt::format("{{_target_:{}.TransformerLayerTPOverlapCfg,{}}}", kModule,

@@ -355,6 +355,13 @@ void add_overlap_args(const AdapterInput& in, AdapterOutput& out) {
   auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
   const char* why = "applied by the overlap resolution (docs/overlap.md, D1-D3)";
   out.args.push_back({"ddp.use_distributed_optimizer", "", flag(d.use_distributed_optimizer), why});
+  // Megatron-Bridge turns both back on when either is on (ConfigContainer.validate syncs
+  // them), and its recipes set the optimizer's: the plan's value goes to both.
+  if (runtime_is_megatron_bridge(in.recipe.runtime))
+    out.args.push_back({"optimizer.use_distributed_optimizer", "",
+                        flag(d.use_distributed_optimizer),
+                        "the same as ddp.use_distributed_optimizer (Megatron-Bridge keeps the two "
+                        "in sync, turning both on when either is)"});
   for (auto [key, value] :
        {std::pair{"ddp.overlap_grad_reduce", d.overlap_grad_reduce},
         std::pair{"ddp.overlap_param_gather", d.overlap_param_gather},

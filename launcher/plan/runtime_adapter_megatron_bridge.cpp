@@ -9,8 +9,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+
 #include "launcher/gpu_table.h"
+#include "launcher/megatron_bridge_perf_recipes.h"
 #include "launcher/plan/runtime_adapter.h"
+#include "launcher/suggest.h"
 
 namespace bridge {
 
@@ -88,10 +92,78 @@ void check_gpu(const Topology& t, const Recipe& r, Diagnostics& diags) {
               "use one of those GPU types, or the hydra adapter with your own training script");
 }
 
+// run_script.py's -tp handling sets model.sequence_parallel = (tp > 1) after the Hydra
+// overrides: another value in the recipe cannot reach the runtime.
+void check_sequence_parallel(const Recipe& r, const Topology& t, Diagnostics& diags) {
+  const Field<bool>& sp = r.model.sequence_parallel;
+  if (!sp.is_set() || *sp.value == (t.tp > 1)) return;
+  diags.error("megatron-bridge-sequence-parallel", "model.sequence_parallel", sp.loc,
+              fmt::format("model.sequence_parallel is {} with tensor_model_parallel_size {}, but "
+                          "run_script.py sets sequence_parallel to (tp > 1) = {} after applying "
+                          "the overrides, so the job would not run the validated plan",
+                          *sp.value ? "true" : "false", t.tp, t.tp > 1 ? "true" : "false"),
+              "remove model.sequence_parallel (run_script.py decides it from tp), or use the "
+              "hydra adapter with your own training script");
+}
+
+std::string available_for(std::string_view model_recipe) {
+  std::vector<std::string> have;
+  for (const auto& p : megatron_bridge_perf_recipes())
+    if (p.model_recipe == model_recipe)
+      have.push_back(
+          fmt::format("{}/{}/{} ({} GPUs)", p.task, p.gpu, p.dtype, fmt::join(p.gpu_counts, ", ")));
+  return fmt::format("{}", fmt::join(have, "; "));
+}
+
+// run_script.py 0.6.x runs only the flat performance recipes the release ships; a model,
+// task, GPU and dtype without one stops it at start ("No flat perf recipe found").
+void check_perf_recipe(const Recipe& r, const Topology& t, Diagnostics& diags) {
+  if (!r.model.recipe.is_set() || t.gpu.empty()) return;
+  const std::string& mr = *r.model.recipe.value;
+  const std::string task = r.train.task.get_or("pretrain");
+  const std::string dtype = perf_recipe_dtype(r.model.compute_dtype.get_or("bf16"));
+  if (find_perf_recipe(mr, task, t.gpu, dtype)) return;
+  std::string have = available_for(mr);
+  std::vector<std::string> models;
+  for (const auto& p : megatron_bridge_perf_recipes()) models.emplace_back(p.model_recipe);
+  std::sort(models.begin(), models.end());
+  models.erase(std::unique(models.begin(), models.end()), models.end());
+  diags.error("megatron-bridge-no-perf-recipe", "model.recipe", r.model.recipe.loc,
+              fmt::format("runtime adapter megatron_bridge: Megatron-Bridge 0.6.2's run_script.py "
+                          "has no performance recipe for {}/{}/{}/{} (it stops with \"No flat perf "
+                          "recipe found\"); {}",
+                          mr, task, t.gpu, dtype,
+                          have.empty() ? "it has none for " + mr + did_you_mean(mr, models)
+                                       : "it has " + have),
+              have.empty()
+                  ? std::string("use a model recipe of megatron.bridge.perf_recipes, or the "
+                                "hydra adapter with a training script that builds this "
+                                "model's library recipe")
+                  : std::string("use one of those GPU/dtype combinations, or the hydra "
+                                "adapter with your own training script"));
+}
+
+// run_script.py turns the precision-aware optimizer on for bf16 with Adam (its
+// _run_training), and Megatron-Core supports that optimizer only with the distributed one.
+void check_distributed_optimizer(const Recipe& r, Diagnostics& diags) {
+  const Field<bool>& dist = r.ddp.use_distributed_optimizer;
+  if (!dist.is_set() || *dist.value || r.model.compute_dtype.get_or("bf16") != "bf16") return;
+  diags.error("megatron-bridge-needs-dist-opt", "ddp.use_distributed_optimizer", dist.loc,
+              "ddp.use_distributed_optimizer is false with compute dtype bf16, but run_script.py "
+              "turns on the precision-aware optimizer for bf16, which Megatron-Core refuses "
+              "without the distributed optimizer (\"--use-precision-aware-optimizer only "
+              "supported with distributed optimizer\")",
+              "remove ddp.use_distributed_optimizer (Megatron-Bridge's recipes turn it on), or "
+              "use the hydra adapter with a script that keeps the plain optimizer");
+}
+
 }  // namespace
 
 void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) {
   const Recipe& r = in.recipe;
+  check_sequence_parallel(r, in.topology, diags);
+  check_perf_recipe(r, in.topology, diags);
+  check_distributed_optimizer(r, diags);
   need(r.model.family, "model.family", "-m/--model_family_name", diags);
   need(r.model.recipe, "model.recipe", "-mr/--model_recipe_name", diags);
   need(r.cluster.gpu, "cluster.gpu", "-g/--gpu", diags);

@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_recipe_table  # noqa: E402  (this directory's table generator)
+
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -573,17 +576,69 @@ def covers(landed, want):
     leaves to the runtime's recipe or defaults, which the plan shows as null)."""
     if isinstance(want, dict) and isinstance(landed, dict):
         return all(v is None or (k in landed and covers(landed[k], v)) for k, v in want.items())
-    # Megatron-Bridge 0.6.2's PipelineOverlapCfg.fp8_buf defaults to the tuple (False,), which
-    # its presets keep: the plan's false (docs/overlap.md, "Userbuffers presets").
-    if want is False and landed == [False]:
-        return True
     return same(landed, want)
+
+
+def mp_object_fields(value):
+    """A planned `{_target_:...MixedPrecisionConfig,...}` as the fields the object gets: torch
+    dtypes (`{_target_:torch.bfloat16,_call_:false}`) as the harness prints them."""
+    out = {}
+    for k, v in value.items():
+        if k == "_target_":
+            continue
+        if isinstance(v, dict) and v.get("_call_") is False:
+            v = v["_target_"]
+        out[k] = v
+    return out
+
+
+def mixed_precision_base(plan, adapter, res):
+    """The MixedPrecisionConfig the job would have without the recipe's mixed_precision keys:
+    for the hydra adapter the named recipe of the plan's precision (it replaces the recipe's,
+    as `mixed_precision=<name>` did), for megatron_bridge the flat perf recipe's own."""
+    recipes = res.get("mixed_precision_recipes") or {}
+    if adapter == "hydra":
+        for src in plan.get("runtime_arg_sources") or []:
+            m = re.search(r"mixed-precision recipe (\w+) with", src.get("reason") or "")
+            if m:
+                return recipes.get(m.group(1)), m.group(1)
+        return None, "?"
+    own = (res.get("defaults") or {}).get("mixed_precision")
+    if isinstance(own, str):
+        return recipes.get(own), own
+    return own, "the perf recipe's object"
+
+
+def check_mixed_precision(rid, adapter, plan, doc, e, res):
+    """The object sent for mixed_precision is the base recipe with only the recipe's own
+    mixed_precision keys changed: no other field differs from what the runtime would use."""
+    if (res.get("base") or {}).get("instead_of_perf_recipe"):
+        return []  # no perf recipe: the runtime stops before (release-refuses-no-perf-recipe)
+    base, name = mixed_precision_base(plan, adapter, res)
+    if not isinstance(base, dict):
+        return [finding("mixed-precision-base-unknown", rid, adapter, key="mixed_precision",
+                        message=f"no MixedPrecisionConfig for base {name!r}")]
+    want = dict(base)
+    for k, v in ((doc or {}).get("mixed_precision") or {}).items():
+        want[k] = v
+        if k == "fp8_param_gather":
+            want["fp8_param"] = v
+    got = e["landed"] if isinstance(e["landed"], dict) else {}
+    diff = sorted(k for k in set(want) | set(got) if not same(got.get(k), want.get(k)))
+    if not diff:
+        return []
+    return [finding("mixed-precision-not-the-recipes", rid, adapter, key="mixed_precision",
+                    message=f"base {name}: " + ", ".join(
+                        f"{k} sent {short(got.get(k))}, recipe {short(want.get(k))}"
+                        for k in diff[:6]))]
 
 
 def expected_value(override, plan):
     key, text = override.split("=", 1)
     key = key.lstrip("+~")
     value = parse_value(text)
+    if key == "mixed_precision" and isinstance(value, dict):
+        return key, mp_object_fields(value)
     if key == "comm_overlap" and value is None:
         return key, None  # the section cleared before it is set (the next override)
     if key == "comm_overlap" and isinstance(value, dict):
@@ -647,6 +702,8 @@ def check_case(item, plan, vrc, vout, res):
         return out
     if res.get("derived_from_recipe"):
         return out
+    if not validate_ok:
+        return out  # nothing is submitted: (a) and (c) only matter for plans that would run
     # (a) overrides
     resolved = res.get("resolved") or {}
     fin = res.get("finalize") or {}
@@ -658,10 +715,14 @@ def check_case(item, plan, vrc, vout, res):
         key, want = expected_value(e["override"], plan)
         if key == "comm_overlap" and want is None:
             continue  # `++comm_overlap=null` clears the section; the next override sets it
-        landed_ok = covers(e["landed"], want) if key == "comm_overlap" else same(e["landed"], want)
+        landed_ok = covers(e["landed"], want) if key in ("comm_overlap", "mixed_precision") \
+            else same(e["landed"], want)
         if not landed_ok:
             out.append(finding("override-landed-wrong", rid, adapter, key=key,
                                message=f"planned {short(want)}, landed {short(e['landed'])}"))
+            continue
+        if key == "mixed_precision" and isinstance(want, dict):
+            out += check_mixed_precision(rid, adapter, plan, _doc, e, res)
             continue
         if key == "comm_overlap":
             continue  # the section's values after finalisation are check (c)
@@ -915,6 +976,13 @@ def main():
             known += 1
     stale = [g for g in gaps if gap_hits[g["id"]] == 0]
     failed += len(stale)
+    # The performance-recipe table validate checks megatron_bridge plans against
+    # (launcher/megatron_bridge_perf_recipes.cpp) must be exactly the release's.
+    table_drift = perf_recipe_table.differences(
+        perf_recipe_table.table_from_names(hout.get("perf_recipe_names") or []),
+        perf_recipe_table.table_from_source(
+            open(os.path.join(source, "launcher", "megatron_bridge_perf_recipes.cpp")).read()))
+    failed += 1 if table_drift else 0
     # Report
     n_cases = len(items)
     log(f"conformance: bridge-launch {binary} vs megatron-bridge "
@@ -956,6 +1024,11 @@ def main():
         log(f"known gap {g['id']} ({g['class']}): {gap_hits[g['id']]} findings - {g['description']}")
     for g in stale:
         log(f"FAIL known gap {g['id']} no longer occurs: fixed: remove it from known_gaps.json")
+    for d in table_drift[:20]:
+        log(f"FAIL perf recipe table differs from the release: {d} (regenerate it with "
+            f"tests/conformance/perf_recipe_table.py --write)")
+    if not table_drift:
+        log("perf recipe table: equal to the release's megatron.bridge.perf_recipes")
     for rid, fs in failures[: (len(failures) if args.verbose else 15)]:
         log(f"FAIL {rid}")
         for f in fs[:8]:
