@@ -49,6 +49,10 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
           {"job_dir", r.job_dir}};
 }
 
+// A registry field in a table cell: what the scheduler wrote may span lines (a Kubernetes
+// condition message) or hold escapes; the row stays one line, the terminal is not driven.
+std::string one_line(const std::string& text) { return printable_text(text, 500); }
+
 std::string elapsed_cell(const JobRecord& r, SystemTime now) {
   auto elapsed = job_elapsed(r, now);
   return elapsed ? duration_text(*elapsed) : "-";
@@ -61,7 +65,7 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"job", r.id},
       {"state", r.state_detail.empty() || r.state_detail == job_state_name(r.state)
                     ? job_state_name(r.state)
-                    : fmt::format("{} ({})", job_state_name(r.state), r.state_detail)},
+                    : fmt::format("{} ({})", job_state_name(r.state), one_line(r.state_detail))},
       {"executor", fmt::format("{} (id {})", r.executor, or_dash(r.scheduler_id))},
       {"nodes", fmt::format("{} ({} rank{})", r.nodes, r.ranks, r.ranks == 1 ? "" : "s")},
       {"submitted", or_dash(r.submitted_at)},
@@ -88,8 +92,9 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
   std::vector<std::vector<std::string>> rows{
       {"job", "executor", "scheduler id", "state", "nodes", "submitted", "elapsed", "detail"}};
   for (const auto& r : recs)
-    rows.push_back({r.id, r.executor, r.scheduler_id, job_state_name(r.state),
-                    std::to_string(r.nodes), r.submitted_at, elapsed_cell(r, now), r.state_detail});
+    rows.push_back({one_line(r.id), one_line(r.executor), one_line(r.scheduler_id),
+                    job_state_name(r.state), std::to_string(r.nodes), one_line(r.submitted_at),
+                    elapsed_cell(r, now), one_line(r.state_detail)});
   c.out << format_table(rows, false);
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "executors/job_dir.h"
 #include "executors/log_tail.h"
 #include "executors/rank_logs.h"
 #include "executors/slurm_scheduler.h"
@@ -231,16 +232,18 @@ class SlurmExecutor : public Executor {
       if (v.secret) secrets[v.name] = v.value;
 
     // sbatch opens slurm-<id>.out/.err in the submission's directory before the script runs.
+    // A directory of this user's, created new (executors/job_dir.h): the job dir is shared.
     std::string files_dir = slurm_submission_dir(plan, identity.job_id);
     std::vector<fs::path> created = missing_dirs(files_dir);
-    std::error_code ec;
-    fs::create_directories(files_dir, ec);
-    if (ec) {
+    std::string why;
+    if (make_own_job_dir(plan.job_dir, fs::path(files_dir).filename().string(), why).empty()) {
       ready_sbatch_.reset();  // the early sbatch is killed before it got a script
+      remove_if_empty(created);
       diags.error("slurm-job-dir", "executor.slurm.job_dir",
                   plan.recipe->executor.slurm.job_dir.loc,
-                  fmt::format("cannot create job dir {}: {}", files_dir, ec.message()),
-                  "set executor.slurm.job_dir to a writable directory on the shared file system");
+                  "cannot create the submission's directory: " + why,
+                  "set executor.slurm.job_dir to a writable directory of your own on the shared "
+                  "file system");
       return result;
     }
 

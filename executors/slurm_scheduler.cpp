@@ -111,7 +111,7 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   if (!info.reason.empty() && info.reason != "None" && info.reason != "(null)")
     notes.push_back(printable_text(info.reason, 200));  // shown in `status`: no raw escapes
   if (!info.exit_code.empty()) {
-    notes.push_back("ExitCode=" + info.exit_code);
+    notes.push_back("ExitCode=" + printable_text(info.exit_code, 40));  // escaped as the reason
     auto parts = split(info.exit_code, ':');
     auto code = parts.size() == 2 ? parse_decimal<int>(parts[0]) : std::nullopt;
     auto sig = parts.size() == 2 ? parse_decimal<int>(parts[1]) : std::nullopt;
@@ -123,7 +123,7 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   if (s.state == JobState::kPending && !info.reason.empty() && info.reason != "None" &&
       info.reason != "(null)")
     s.pending_reason = printable_text(info.reason, 200);
-  s.detail = info.state;
+  s.detail = printable_text(info.state, 200);
   if (!notes.empty()) s.detail += " (" + fmt::format("{}", fmt::join(notes, ", ")) + ")";
   return s;
 }

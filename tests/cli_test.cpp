@@ -19,6 +19,7 @@
 
 #include "app/services.h"
 #include "launcher/command_runner.h"
+#include "launcher/jobs/registry.h"
 #include "plugins/plugin.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
@@ -595,6 +596,30 @@ TEST_F(CliTest, EmptyListSaysSoAndHelpTypesGpuCountsAsNumbers) {
   CommandResult help = run({"--help"});
   EXPECT_THAT(help.out, HasSubstr("-ng, --num-gpus N"));
   EXPECT_THAT(help.out, HasSubstr("-gn, --gpus-per-node N"));
+}
+
+// A scheduler's message in a job's detail (a Kubernetes condition spans lines) is shown on
+// one line in `list` and `status JOB`, escaped: a table row stays a row, and an escape in it
+// is not sent to the terminal.
+TEST_F(CliTest, ListShowsAMultiLineDetailOnOneEscapedLine) {
+  std::string state = home_.path() + "/state";
+  JobRecord rec;
+  rec.id = "job-multi-20260101-000000-0001";
+  rec.name = "multi";
+  rec.executor = "kubernetes";
+  rec.scheduler_id = "jobset/multi";
+  rec.state = JobState::kFailed;
+  rec.state_detail = "BackoffLimitExceeded: pod failed\nsecond line\x1b[2J";
+  rec.submitted_at = "2026-01-01T00:00:00Z";
+  Diagnostics diags;
+  ASSERT_TRUE(JobRegistry(state).put(rec, diags, /*create=*/true)) << diags.items().size();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list"}, {"status", rec.id}}) {
+    CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    EXPECT_THAT(r.out, HasSubstr("pod failed\\x0asecond line\\x1b[2J")) << r.out << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\nsecond line"), std::string::npos) << r.out;
+  }
 }
 
 TEST_F(CliTest, ExamplesValidate) {
