@@ -456,6 +456,19 @@ std::string variant_label(const std::vector<std::string>& extra) {
   return extra.empty() ? "baseline" : fmt::format("{}", fmt::join(extra, " "));
 }
 
+// A variant's overrides as labels and job names show them: the value of a key that names a
+// secret of the plan is <secret> (`--vary env.S.value=A,B` must not print A and B). `n`
+// tells such variants apart: "<secret 2>".
+std::vector<std::string> shown_overrides(const std::vector<std::string>& extra, const Plan& plan,
+                                         size_t n) {
+  std::vector<std::string> shown = extra;
+  for (auto& kv : shown) {
+    std::string key = kv.substr(0, kv.find('='));
+    if (names_secret(plan, key)) kv = fmt::format("{}=<secret {}>", key, n);
+  }
+  return shown;
+}
+
 }  // namespace
 
 int cmd_ablate(const AblateOptions& a, const Context& c) {
@@ -481,27 +494,29 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   std::map<std::string, std::string> seen;  // fingerprint -> label
   std::string base_name;
   bool all_ok = true;
-  for (const auto& extra : variants) {
+  for (size_t n = 0; n < variants.size(); ++n) {
+    const std::vector<std::string>& extra = variants[n];
     Options o = a.launch;
     o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
     Diagnostics diags(o.strict);
     Plan plan = build_plan(make_request(o), c.services.env, diags);
+    const std::vector<std::string> shown = shown_overrides(extra, plan, n);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
-      c.err << fmt::format("variant [{}] is invalid:\n", variant_label(extra));
+      c.err << fmt::format("variant [{}] is invalid:\n", variant_label(shown));
       print_diagnostics(diags, c.err, c.color, false);
       continue;
     }
     if (base_name.empty()) base_name = plan.recipe->name.get_or("job");
-    auto [it, fresh] = seen.emplace(plan_fingerprint(plan, diags), variant_label(extra));
+    auto [it, fresh] = seen.emplace(plan_fingerprint(plan, diags), variant_label(shown));
     if (!fresh) {
       c.err << fmt::format(
           "ablate: variant [{}] resolves to the same plan as [{}]; not submitted\n",
-          variant_label(extra), it->second);
+          variant_label(shown), it->second);
       continue;
     }
-    if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, extra));
-    labels.push_back(variant_label(extra));
+    if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, shown));
+    labels.push_back(variant_label(shown));
     options.push_back(std::move(o));
   }
   if (!all_ok) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launcher/numbers.h"
+#include "launcher/secret_scrub.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -210,8 +211,15 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
     if (r.ok() || !r.started || r.timed_out || attempt >= policy_.attempts ||
         !is_transient_slurm_error(r.err + r.out))
       break;
+    // What the program got in its environment (sbatch: the job's secrets) is never shown.
+    std::vector<std::string> given;
+    for (const auto& [name, value] : spec.extra_env) given.push_back(value);
+    CommandResult shown = r;
+    shown.out = scrub_secrets(shown.out, given);
+    shown.err = scrub_secrets(shown.err, given);
     spdlog::warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
-                 slurm_error_text(spec.argv[0], r), backoff.count(), attempt + 1, policy_.attempts);
+                 slurm_error_text(spec.argv[0], shown), backoff.count(), attempt + 1,
+                 policy_.attempts);
     sleeper_.sleep_for(backoff);
     backoff *= 2;
     if (settled && settled()) break;

@@ -542,9 +542,11 @@ struct Converter {
         // booleans; other explicit tags are refused (check_tag) instead of being ignored.
         out.quoted = n.tag == "!" || n.tag == kStrTag;
         // YAML is Unicode text; other bytes would reach messages, JSON and job records.
-        if (first_invalid_utf8(out.scalar) != std::string::npos)
+        // The value is not quoted: it may be a secret, whose `secret: true` is not read yet.
+        if (size_t bad = first_invalid_utf8(out.scalar); bad != std::string::npos)
           diags.error("yaml-not-utf8", "", out.loc,
-                      "value is not UTF-8 text: `" + printable_text(out.scalar, 40) + "`",
+                      "value is not UTF-8 text (its byte " + std::to_string(bad + 1) +
+                          " is not part of a UTF-8 character)",
                       "save the recipe as UTF-8");
         break;
       case YamlNode::Kind::kSequence:

@@ -801,6 +801,51 @@ TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
   EXPECT_EQ(entries, 1);
 }
 
+// No message holds a secret value (docs/reliability.md, item 5 of round 3): each path that
+// once quoted one, in text and in `--format json`. A secret is known from the recipe's
+// `secret: true` (file or override), also when the recipe fails to load.
+TEST_F(CliTest, NoMessageQuotesASecretValue) {
+  const std::string secret = "SEKRIT-M4RKER";
+  auto expect_scrubbed = [&](const CommandResult& r, const std::string& what) {
+    EXPECT_NE(r.exit_code, 0) << what;
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr(secret))) << what << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("SEKRIT"))) << what;
+  };
+  // An override diagnostic quoting the whole override (text and JSON).
+  std::string override_arg = "env.N={value: " + secret + ", secret: true, bogus: 1}";
+  CommandResult quoted = run({"validate", fixture("minimal.yaml"), override_arg});
+  expect_scrubbed(quoted, "override");
+  EXPECT_THAT(quoted.err, HasSubstr("override 'env.N={value: <secret>, secret: true"));
+  expect_scrubbed(run({"validate", "--format", "json", fixture("minimal.yaml"), override_arg}),
+                  "override, json");
+  // An env override that cannot be read: its value is not shown at all.
+  CommandResult unread =
+      run({"validate", fixture("minimal.yaml"), "env.N={value: " + secret + ", secret: true"});
+  expect_scrubbed(unread, "unreadable override");
+  EXPECT_THAT(unread.err, HasSubstr("override 'env.N=<value not shown>'"));
+  // The source excerpt of a flow-style secret line, the caret still under `bogus`.
+  std::string flow = home_.path() + "/flow.yaml";
+  std::ofstream(flow) << "name: t\nenv: {S: {value: " << secret << ", secret: true, bogus: 1}}\n";
+  CommandResult excerpt = run({"validate", flow});
+  expect_scrubbed(excerpt, "excerpt");
+  EXPECT_THAT(excerpt.err, HasSubstr("| env: {S: {value: <secret>, secret: true, bogus: 1}}\n"
+                                     "       |                                          ^"));
+  // A secret that is not UTF-8 (yaml-not-utf8, reported before `secret: true` is read).
+  std::string bytes = home_.path() + "/bytes.yaml";
+  std::ofstream(bytes) << "name: t\nenv:\n  S: {value: \"SEKRIT-M4\xffRKER\", secret: true}\n";
+  CommandResult utf8 = run({"validate", bytes});
+  expect_scrubbed(utf8, "yaml-not-utf8");
+  EXPECT_THAT(utf8.err, HasSubstr("yaml-not-utf8"));
+  expect_scrubbed(run({"validate", "--format", "json", bytes}), "yaml-not-utf8, json");
+  // ablate's variant labels (and the job names made from them).
+  std::string base = home_.path() + "/ablate.yaml";
+  std::ofstream(base) << "name: t\nenv: {S: {value: X, secret: true}}\n";
+  CommandResult ablate =
+      run({"ablate", base, "--vary", "env.S.value=" + secret + "1," + secret + "2", "--dry-run"});
+  expect_scrubbed(ablate, "ablate");
+  EXPECT_THAT(ablate.err, HasSubstr("env.S.value=<secret"));
+}
+
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
   CommandResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
                          "executor.slurm.retries=2"});
