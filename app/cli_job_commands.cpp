@@ -49,6 +49,10 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
           {"job_dir", r.job_dir}};
 }
 
+// A registry field in a table cell: what the scheduler wrote may span lines (a Kubernetes
+// condition message) or hold escapes; the row stays one line, the terminal is not driven.
+std::string one_line(const std::string& text) { return printable_text(text, 500); }
+
 std::string elapsed_cell(const JobRecord& r, SystemTime now) {
   auto elapsed = job_elapsed(r, now);
   return elapsed ? duration_text(*elapsed) : "-";
@@ -61,7 +65,7 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"job", r.id},
       {"state", r.state_detail.empty() || r.state_detail == job_state_name(r.state)
                     ? job_state_name(r.state)
-                    : fmt::format("{} ({})", job_state_name(r.state), r.state_detail)},
+                    : fmt::format("{} ({})", job_state_name(r.state), one_line(r.state_detail))},
       {"executor", fmt::format("{} (id {})", r.executor, or_dash(r.scheduler_id))},
       {"nodes", fmt::format("{} ({} rank{})", r.nodes, r.ranks, r.ranks == 1 ? "" : "s")},
       {"submitted", or_dash(r.submitted_at)},
@@ -88,8 +92,9 @@ void print_records(const std::vector<JobRecord>& recs, const std::string& format
   std::vector<std::vector<std::string>> rows{
       {"job", "executor", "scheduler id", "state", "nodes", "submitted", "elapsed", "detail"}};
   for (const auto& r : recs)
-    rows.push_back({r.id, r.executor, r.scheduler_id, job_state_name(r.state),
-                    std::to_string(r.nodes), r.submitted_at, elapsed_cell(r, now), r.state_detail});
+    rows.push_back({one_line(r.id), one_line(r.executor), one_line(r.scheduler_id),
+                    job_state_name(r.state), std::to_string(r.nodes), one_line(r.submitted_at),
+                    elapsed_cell(r, now), one_line(r.state_detail)});
   c.out << format_table(rows, false);
 }
 
@@ -451,6 +456,19 @@ std::string variant_label(const std::vector<std::string>& extra) {
   return extra.empty() ? "baseline" : fmt::format("{}", fmt::join(extra, " "));
 }
 
+// A variant's overrides as labels and job names show them: the value of a key that names a
+// secret of the plan is <secret> (`--vary env.S.value=A,B` must not print A and B). `n`
+// tells such variants apart: "<secret 2>".
+std::vector<std::string> shown_overrides(const std::vector<std::string>& extra, const Plan& plan,
+                                         size_t n) {
+  std::vector<std::string> shown = extra;
+  for (auto& kv : shown) {
+    std::string key = kv.substr(0, kv.find('='));
+    if (names_secret(plan, key)) kv = fmt::format("{}=<secret {}>", key, n);
+  }
+  return shown;
+}
+
 }  // namespace
 
 int cmd_ablate(const AblateOptions& a, const Context& c) {
@@ -476,27 +494,29 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   std::map<std::string, std::string> seen;  // fingerprint -> label
   std::string base_name;
   bool all_ok = true;
-  for (const auto& extra : variants) {
+  for (size_t n = 0; n < variants.size(); ++n) {
+    const std::vector<std::string>& extra = variants[n];
     Options o = a.launch;
     o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
     Diagnostics diags(o.strict);
     Plan plan = build_plan(make_request(o), c.services.env, diags);
+    const std::vector<std::string> shown = shown_overrides(extra, plan, n);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
-      c.err << fmt::format("variant [{}] is invalid:\n", variant_label(extra));
+      c.err << fmt::format("variant [{}] is invalid:\n", variant_label(shown));
       print_diagnostics(diags, c.err, c.color, false);
       continue;
     }
     if (base_name.empty()) base_name = plan.recipe->name.get_or("job");
-    auto [it, fresh] = seen.emplace(plan_fingerprint(plan, diags), variant_label(extra));
+    auto [it, fresh] = seen.emplace(plan_fingerprint(plan, diags), variant_label(shown));
     if (!fresh) {
       c.err << fmt::format(
           "ablate: variant [{}] resolves to the same plan as [{}]; not submitted\n",
-          variant_label(extra), it->second);
+          variant_label(shown), it->second);
       continue;
     }
-    if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, extra));
-    labels.push_back(variant_label(extra));
+    if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, shown));
+    labels.push_back(variant_label(shown));
     options.push_back(std::move(o));
   }
   if (!all_ok) {

@@ -186,8 +186,6 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
   return wait_for_jobs(executor, {&rec}, reg, c);
 }
 
-namespace {
-
 // The registry keeps no function of a secret value (not even a hash: a dictionary recovers
 // weak secrets from an unsalted one). `env` / `env.NAME...` texts of a secret variable are
 // replaced by <secret>; other env values are kept as they are (the dry-run text in the
@@ -202,6 +200,8 @@ bool names_secret(const Plan& plan, const std::string& dotted_key) {
   const EnvVar* v = plan.env.find(name);
   return v == nullptr || v->secret;  // unknown: keep nothing rather than guess
 }
+
+namespace {
 
 std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) {
   std::vector<std::string> out = make_request(o).overrides;
@@ -326,6 +326,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   }
   const JobRegistry& reg = c.services.registry;
   Diagnostics submit_diags;
+  submit_diags.add_secrets(diags.secrets());  // what the scheduler says is scrubbed too
   JobRecord rec = new_record(o, plan, *preview);
   const Diagnostics plan_diags = diags;  // what the recorded plan lists (later renders add none)
   // The id only (lock, exclusive create): the entry itself is written by `before_submit`

@@ -16,6 +16,11 @@ namespace bridge {
 
 PlanRequest make_request(const Options& o);
 
+// Whether the recipe key `dotted_key` ("env", "env.NAME", "env.NAME.value") holds a secret of
+// `plan` (an env name the plan does not know counts as one): its values are shown and
+// recorded as <secret>.
+bool names_secret(const Plan& plan, const std::string& dotted_key);
+
 // The plan of `o`, rendered by its executor as a pre-flight check (nothing is written or
 // run): what validate, plan and advise report, so validate ok implies --dry-run ok.
 Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags);

@@ -34,6 +34,7 @@
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
 #include "launcher/command_runner.h"
+#include "launcher/secret_scrub.h"
 #include "launcher/utf8.h"
 
 namespace bridge {
@@ -65,63 +66,6 @@ std::string trim(std::string s) {
   return first == std::string::npos ? std::string() : s.substr(first);
 }
 
-// `s` as JSON writes it; `html` adds Go's encoding/json escapes of &, <, > (kubectl echoes
-// objects through it). U+2028/U+2029 are escaped as Go does.
-std::string json_escaped(const std::string& s, bool html) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (s.compare(i, 3, "\xe2\x80\xa8") == 0 || s.compare(i, 3, "\xe2\x80\xa9") == 0) {
-      out += s[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || (html && (c == '&' || c == '<' || c == '>'))) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string base64(const std::string& s) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < s.size(); i += 3) {
-    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(s[i])) << 16;
-    if (i + 1 < s.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(s[i + 1])) << 8;
-    if (i + 2 < s.size()) n |= static_cast<unsigned char>(s[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < s.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < s.size() ? kAlphabet[n & 63] : '=';
-  }
-  return out;
-}
-
-// Every secret value is replaced by <secret>, also in the spellings kubectl may print it in:
-// as is, JSON-escaped (with and without Go's HTML escapes) and base64 (a Secret's data).
-std::string scrub(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& secret : secrets) {
-    if (secret.empty()) continue;
-    for (const std::string& s :
-         {json_escaped(secret, true), json_escaped(secret, false), base64(secret), secret}) {
-      for (size_t pos = text.find(s); pos != std::string::npos; pos = text.find(s, pos + 8))
-        text.replace(pos, s.size(), "<secret>");
-    }
-  }
-  return text;
-}
-
 // kubectl's own words about a failed command.
 std::string kubectl_message(const CommandResult& r, const std::vector<std::string>& secrets = {}) {
   if (!r.started)
@@ -131,7 +75,7 @@ std::string kubectl_message(const CommandResult& r, const std::vector<std::strin
   if (msg.empty()) msg = trim(r.out);
   if (r.timed_out) msg = "kubectl timed out" + (msg.empty() ? "" : ": " + msg);
   if (msg.empty()) msg = fmt::format("kubectl exited with code {}", r.exit_code);
-  return scrub(msg, secrets);
+  return scrub_secrets(msg, secrets);
 }
 
 std::vector<std::string> secret_values(const Plan& plan) {
@@ -240,7 +184,7 @@ class KubernetesExecutor : public Executor {
                   "fix the cause and submit again; nothing of this submission is left running");
       return res;
     }
-    for (const auto& line : split_lines(scrub(trim(r.out), secrets)))
+    for (const auto& line : split_lines(scrub_secrets(trim(r.out), secrets)))
       spdlog::info("kubectl: {}", line);
     res.exit_code = kExitOk;
     res.accepted = true;

@@ -16,8 +16,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "executors/executor.h"
+#include "executors/job_dir.h"
 #include "executors/process_group.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
@@ -134,6 +136,28 @@ std::vector<std::string> base_environment(const HostEnvironment& host,
 std::string launcher_pid_text(const std::string& scheduler_id) {
   return scheduler_id.substr(0, scheduler_id.find('.'));
 }
+
+// A file the launcher writes in the job dir, by descriptor (create_job_file): a line at a
+// time, each written whole before the next, so `logs -f` and `why` see complete lines.
+struct RankLog {
+  int fd = -1;
+  RankLog() = default;
+  RankLog(const RankLog&) = delete;
+  RankLog& operator=(const RankLog&) = delete;
+  ~RankLog() {
+    if (fd >= 0) close(fd);
+  }
+  bool write_all(std::string_view text) const {
+    while (!text.empty()) {
+      ssize_t n = write(fd, text.data(), text.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      text.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  bool write_line(const std::string& line) const { return write_all(line + '\n'); }
+};
 
 // The lock file by which a job's launcher says it is alive (take_owner_lock).
 constexpr const char* kOwnerLockFile = ".launcher.lock";
@@ -260,14 +284,15 @@ class LocalExecutor : public Executor {
     sr.scheduler_id = fmt::format("{}.{}", getpid(), identity.sequence);
     std::string port = free_port();
     std::vector<RankSpec> specs = rank_specs(plan, port);
-    std::map<int, std::ofstream> logs;
+    std::map<int, RankLog> logs;
     std::map<int, std::deque<std::string>> tails;
     // The first write error per rank log (a full disk): a log that silently ends early would
     // make a job look complete when its output is not.
     std::map<int, std::string> log_errors;
     for (const auto& s : specs) {
-      logs[s.rank].open(dir / fmt::format("rank{}.log", s.rank));
-      if (!logs[s.rank]) log_errors[s.rank] = std::strerror(errno);
+      // New files, never through a link: the job dir may be shared (executors/job_dir.h).
+      logs[s.rank].fd = create_job_file((dir / fmt::format("rank{}.log", s.rank)).string());
+      if (logs[s.rank].fd < 0) log_errors[s.rank] = std::strerror(errno);
     }
     // Accepted (and recorded) only now: `status` recognizes a live launcher by its owner
     // lock (launcher_alive), taken above, before the entry names the job dir.
@@ -278,12 +303,8 @@ class LocalExecutor : public Executor {
                  dir.string());
     bool quiet = options.verbosity < 0;
     LineSink sink = [&](int rank, const std::string& line) {
-      std::ofstream& log = logs[rank];
-      if (log) {
-        log << line << '\n';
-        log.flush();
-        if (!log) log_errors.emplace(rank, std::strerror(errno));
-      }
+      RankLog& log = logs[rank];
+      if (log.fd >= 0 && !log.write_line(line)) log_errors.emplace(rank, std::strerror(errno));
       auto& tail = tails[rank];
       tail.push_back(line);
       if (tail.size() > 10) tail.pop_front();
@@ -386,13 +407,14 @@ class LocalExecutor : public Executor {
   // How each rank ended, in the order the launcher saw them end: what `why` reads to name
   // the first failure. "rank<TAB>exit code<TAB>signal", `-` for the one that does not apply.
   static void write_exits(const fs::path& dir, const GroupResult& result) {
-    std::ofstream out(dir / kExitsFile);
-    out << "# rank\texit_code\tsignal (in the order the ranks ended)\n";
+    std::string text = "# rank\texit_code\tsignal (in the order the ranks ended)\n";
     for (const auto& r : result.ranks)
-      out << r.rank << '\t' << (r.signaled ? "-" : std::to_string(r.exit_code)) << '\t'
-          << (r.signaled ? std::to_string(r.signal) : "-") << '\n';
-    out.flush();
-    if (!out)  // `why` then names ranks by their logs only; the job's result is unaffected
+      text += fmt::format("{}\t{}\t{}\n", r.rank, r.signaled ? "-" : std::to_string(r.exit_code),
+                          r.signaled ? std::to_string(r.signal) : "-");
+    RankLog out;
+    out.fd = create_job_file((dir / kExitsFile).string());
+    if (out.fd < 0 || !out.write_all(text))
+      // `why` then names ranks by their logs only; the job's result is unaffected
       spdlog::warn("could not write {}: {}; `why` will not know the order the ranks ended in",
                    (dir / kExitsFile).string(), std::strerror(errno));
   }
@@ -400,15 +422,12 @@ class LocalExecutor : public Executor {
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
     // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
     std::string leaf = job_id.empty() ? "run" : job_id;
-    fs::path dir = fs::path(plan.job_dir) / leaf;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
+    std::string why;
+    std::string dir = make_own_job_dir(plan.job_dir, leaf, why);
+    if (dir.empty())
       diags.error("job-dir", "executor.local.job_dir", plan.recipe->executor.local.job_dir.loc,
-                  fmt::format("cannot create job dir {}: {}", dir.string(), ec.message()),
-                  "set executor.local.job_dir to a writable directory");
-      return {};
-    }
+                  "cannot create the job's directory: " + why,
+                  "set executor.local.job_dir to a writable directory of your own");
     return dir;
   }
 

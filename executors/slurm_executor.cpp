@@ -11,11 +11,13 @@
 #include <map>
 #include <set>
 
+#include "executors/job_dir.h"
 #include "executors/log_tail.h"
 #include "executors/rank_logs.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
 #include "launcher/numbers.h"
+#include "launcher/secret_scrub.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -227,20 +229,34 @@ class SlurmExecutor : public Executor {
     SubmitResult result;
     result.exit_code = kExitFailed;
     std::map<std::string, std::string> secrets;
+    std::vector<std::string> secret_values;
     for (const auto& v : plan.env.vars)
-      if (v.secret) secrets[v.name] = v.value;
+      if (v.secret) {
+        secrets[v.name] = v.value;
+        secret_values.push_back(v.value);
+      }
+    // sbatch's words as shown: a wrapper or an sbatch that echoes its environment (which
+    // holds the secrets) shows none of them (launcher/secret_scrub.h).
+    auto said = [&](const CommandResult& answer) {
+      CommandResult shown = answer;
+      shown.out = scrub_secrets(shown.out, secret_values);
+      shown.err = scrub_secrets(shown.err, secret_values);
+      return slurm_error_text("sbatch", shown);
+    };
 
     // sbatch opens slurm-<id>.out/.err in the submission's directory before the script runs.
+    // A directory of this user's, created new (executors/job_dir.h): the job dir is shared.
     std::string files_dir = slurm_submission_dir(plan, identity.job_id);
     std::vector<fs::path> created = missing_dirs(files_dir);
-    std::error_code ec;
-    fs::create_directories(files_dir, ec);
-    if (ec) {
+    std::string why;
+    if (make_own_job_dir(plan.job_dir, fs::path(files_dir).filename().string(), why).empty()) {
       ready_sbatch_.reset();  // the early sbatch is killed before it got a script
+      remove_if_empty(created);
       diags.error("slurm-job-dir", "executor.slurm.job_dir",
                   plan.recipe->executor.slurm.job_dir.loc,
-                  fmt::format("cannot create job dir {}: {}", files_dir, ec.message()),
-                  "set executor.slurm.job_dir to a writable directory on the shared file system");
+                  "cannot create the submission's directory: " + why,
+                  "set executor.slurm.job_dir to a writable directory of your own on the shared "
+                  "file system");
       return result;
     }
 
@@ -295,7 +311,7 @@ class SlurmExecutor : public Executor {
     // A transient failure is retried as SlurmClient::run retries (its first try was this one).
     if (!r.ok() && r.started && !r.timed_out && policy_.attempts > 1 &&
         is_transient_slurm_error(r.err + r.out) && !parse_sbatch_id(r.out)) {
-      spdlog::warn("sbatch: {}; retrying in {} ms (attempt 2 of {})", slurm_error_text("sbatch", r),
+      spdlog::warn("sbatch: {}; retrying in {} ms (attempt 2 of {})", said(r),
                    policy_.first_backoff.count(), policy_.attempts);
       services_.sleeper.sleep_for(policy_.first_backoff);
       if (!settled()) {
@@ -316,8 +332,9 @@ class SlurmExecutor : public Executor {
     if (!id) {
       remove_if_empty(created);
       std::string message =
-          r.ok() ? fmt::format("sbatch printed no job id: `{}`", printable_text(r.out, 500))
-                 : slurm_error_text("sbatch", r);
+          r.ok() ? fmt::format("sbatch printed no job id: `{}`",
+                               printable_text(scrub_secrets(r.out, secret_values), 500))
+                 : said(r);
       diags.error("slurm-submit-failed", "", {},
                   fmt::format("Slurm did not accept job `{}`:\n    {}", name, message),
                   help_for(message));
@@ -347,9 +364,14 @@ class SlurmExecutor : public Executor {
       if (is_slurm_job_id(slurm_id(j)) &&
           std::find(ids.begin(), ids.end(), slurm_id(j)) == ids.end())
         ids.push_back(slurm_id(j));
+    // Slurm's words about these jobs show none of their secrets (their values as this
+    // environment has them: the registry records none).
+    for (const auto& j : jobs)
+      for (const auto& name : secret_env_names(j))
+        if (auto value = services_.env.get(name)) diags.add_secret(*value);
     std::map<std::string, SlurmJobInfo> known;
     std::string error;
-    if (!ids.empty()) error = query(ids, known);
+    if (!ids.empty()) error = query(ids, known, diags.secrets());
     if (!error.empty())
       diags.error("slurm-status-failed", "", {},
                   fmt::format("cannot get job states from Slurm:\n    {}", error), help_for(error));
@@ -507,6 +529,8 @@ class SlurmExecutor : public Executor {
                   "cancel it with scancel yourself; the registry entry may be damaged");
       return kExitFailed;
     }
+    for (const auto& name : secret_env_names(job))
+      if (auto value = services_.env.get(name)) diags.add_secret(*value);
     CommandSpec spec;
     spec.argv = {"scancel", job.scheduler_id};
     CommandResult r = slurm_.run(spec);
@@ -523,8 +547,8 @@ class SlurmExecutor : public Executor {
 
  private:
   // Fills `known` for `ids`; returns "" or the error that made the query impossible.
-  std::string query(const std::vector<std::string>& ids,
-                    std::map<std::string, SlurmJobInfo>& known) const {
+  std::string query(const std::vector<std::string>& ids, std::map<std::string, SlurmJobInfo>& known,
+                    const std::vector<std::string>& secrets) const {
     auto keep = [&](const std::vector<SlurmJobInfo>& infos) {
       for (const auto& i : infos)
         if (std::find(ids.begin(), ids.end(), i.id) != ids.end() && !known.count(i.id))
@@ -559,7 +583,7 @@ class SlurmExecutor : public Executor {
       } else if ((a.err + a.out).find("accounting storage is disabled") != std::string::npos) {
         accounting_disabled_.store(true);
       } else {
-        spdlog::debug("sacct failed: {}", slurm_error_text("sacct", a));
+        spdlog::debug("sacct failed: {}", scrub_secrets(slurm_error_text("sacct", a), secrets));
       }
     }
 
@@ -572,7 +596,8 @@ class SlurmExecutor : public Executor {
       if (c.ok())
         keep(parse_scontrol_jobs(c.out));
       else if (c.err.find("Invalid job id specified") == std::string::npos)
-        spdlog::debug("scontrol show job failed: {}", slurm_error_text("scontrol", c));
+        spdlog::debug("scontrol show job failed: {}",
+                      scrub_secrets(slurm_error_text("scontrol", c), secrets));
     }
     return "";
   }

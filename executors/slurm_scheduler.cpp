@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launcher/numbers.h"
+#include "launcher/secret_scrub.h"
 #include "launcher/yaml_tree.h"
 
 namespace bridge {
@@ -111,7 +112,7 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   if (!info.reason.empty() && info.reason != "None" && info.reason != "(null)")
     notes.push_back(printable_text(info.reason, 200));  // shown in `status`: no raw escapes
   if (!info.exit_code.empty()) {
-    notes.push_back("ExitCode=" + info.exit_code);
+    notes.push_back("ExitCode=" + printable_text(info.exit_code, 40));  // escaped as the reason
     auto parts = split(info.exit_code, ':');
     auto code = parts.size() == 2 ? parse_decimal<int>(parts[0]) : std::nullopt;
     auto sig = parts.size() == 2 ? parse_decimal<int>(parts[1]) : std::nullopt;
@@ -123,7 +124,7 @@ JobStatus to_job_status(const SlurmJobInfo& info) {
   if (s.state == JobState::kPending && !info.reason.empty() && info.reason != "None" &&
       info.reason != "(null)")
     s.pending_reason = printable_text(info.reason, 200);
-  s.detail = info.state;
+  s.detail = printable_text(info.state, 200);
   if (!notes.empty()) s.detail += " (" + fmt::format("{}", fmt::join(notes, ", ")) + ")";
   return s;
 }
@@ -210,8 +211,15 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
     if (r.ok() || !r.started || r.timed_out || attempt >= policy_.attempts ||
         !is_transient_slurm_error(r.err + r.out))
       break;
+    // What the program got in its environment (sbatch: the job's secrets) is never shown.
+    std::vector<std::string> given;
+    for (const auto& [name, value] : spec.extra_env) given.push_back(value);
+    CommandResult shown = r;
+    shown.out = scrub_secrets(shown.out, given);
+    shown.err = scrub_secrets(shown.err, given);
     spdlog::warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
-                 slurm_error_text(spec.argv[0], r), backoff.count(), attempt + 1, policy_.attempts);
+                 slurm_error_text(spec.argv[0], shown), backoff.count(), attempt + 1,
+                 policy_.attempts);
     sleeper_.sleep_for(backoff);
     backoff *= 2;
     if (settled && settled()) break;

@@ -102,8 +102,9 @@ class DeferredCommand : public StartedCommand {
 // A running child whose stdin is an open pipe that nothing was written to yet.
 class SpawnedCommand : public StartedCommand {
  public:
-  SpawnedCommand(pid_t pid, int in, int out, int err, std::chrono::milliseconds timeout)
-      : pid_(pid), in_(in), out_(out), err_(err), timeout_(timeout) {
+  SpawnedCommand(pid_t pid, bool own_group, int in, int out, int err,
+                 std::chrono::milliseconds timeout)
+      : pid_(pid), own_group_(own_group), in_(in), out_(out), err_(err), timeout_(timeout) {
     // Readable when the program has ended: its end wakes poll like its output does. Without
     // one (kernels before 5.3) the loop looks every millisecond.
     exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
@@ -115,7 +116,7 @@ class SpawnedCommand : public StartedCommand {
   }
   ~SpawnedCommand() override {
     if (!reaped_) {  // unfinished: killed before it read any input
-      kill(pid_, SIGKILL);
+      kill_program();
       reap(true);
     }
     for (int* fd : {&in_, &out_, &err_, &exit_fd_}) close_fd(*fd);
@@ -194,7 +195,7 @@ class SpawnedCommand : public StartedCommand {
     }
     close_fd(in_);
     if (!reaped_) {
-      kill(pid_, SIGKILL);
+      kill_program();
       reap(true);
       result.timed_out = !poll_failed;
       result.exit_code = 128 + SIGKILL;
@@ -252,7 +253,16 @@ class SpawnedCommand : public StartedCommand {
     return true;
   }
 
+  // SIGKILL to the program, and to its process group when it has its own: a hung client's
+  // children (a wrapper's sbatch, a helper it started) go with it. The program is not reaped
+  // yet, so its pid, and the group it leads, cannot belong to anyone else.
+  void kill_program() const {
+    if (own_group_) kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
+
   pid_t pid_;
+  bool own_group_;
   int in_, out_, err_;
   int exit_fd_ = -1;
   std::chrono::milliseconds timeout_;
@@ -286,7 +296,6 @@ struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;
   bool own_process_group = false;
-  sigset_t mask{};                // the signal mask the program starts with
   std::vector<char*> args, envp;  // pointers into argv and env
   posix_spawn_file_actions_t actions{};
   posix_spawnattr_t attr{};
@@ -301,7 +310,7 @@ struct SpawnRequest {
     posix_spawnattr_destroy(&attr);
   }
 
-  // On the caller's thread, once the pipes, argv, env and mask are set.
+  // On the caller's thread, once the pipes, argv and env are set.
   void build() {
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -314,13 +323,19 @@ struct SpawnRequest {
     // Only 0, 1 and 2 reach the program: a file another thread opens meanwhile without
     // O_CLOEXEC (std::ifstream does) must not leak into it.
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    // The launcher ignores SIGPIPE; the program gets the default, as from a shell.
+    // The program starts as from a shell: nothing blocked and no signal ignored. The
+    // launcher blocks INT/TERM/HUP while it submits and ignores SIGPIPE; inherited, that made
+    // sbatch deaf to the runner's TERM and kept a hung client's children alive.
     posix_spawnattr_init(&attr);
     sigset_t defaults;
     sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2,
+                    SIGTSTP, SIGTTIN, SIGTTOU})
+      sigaddset(&defaults, sig);
     posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setsigmask(&attr, &mask);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
     short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
     if (own_process_group) {
       posix_spawnattr_setpgroup(&attr, 0);
@@ -358,15 +373,14 @@ std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string
   req->argv = spec.argv;
   req->env = child_environment(spec.extra_env);
   req->own_process_group = spec.own_process_group;
-  pthread_sigmask(SIG_SETMASK, nullptr, &req->mask);  // what a child of this thread inherits
   req->build();
   return req;
 }
 
 std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
                                                 std::chrono::milliseconds timeout) {
-  auto started = std::make_unique<SpawnedCommand>(pid, req.pipes.in[1], req.pipes.out[0],
-                                                  req.pipes.err[0], timeout);
+  auto started = std::make_unique<SpawnedCommand>(pid, req.own_process_group, req.pipes.in[1],
+                                                  req.pipes.out[0], req.pipes.err[0], timeout);
   req.pipes.in[1] = req.pipes.out[0] = req.pipes.err[0] = -1;  // owned by `started` now
   return started;
 }
@@ -380,7 +394,7 @@ class SpawningCommand : public StartedCommand {
   SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout)
       : req_(std::move(req)), timeout_(timeout) {
     // The thread takes no signal meant for the launcher: all are blocked in it (the
-    // program gets the caller's mask, recorded in the request).
+    // program starts with none blocked, SpawnRequest::build).
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <tuple>
 
+#include "launcher/secret_scrub.h"
+#include "launcher/utf8.h"
+
 namespace bridge {
 
 std::string SourceLoc::describe() const {
@@ -32,6 +35,25 @@ void Diagnostics::add(Severity s, std::string code, std::string path, SourceLoc 
                       std::string message, std::string help) {
   items_.push_back(Diagnostic{s, std::move(code), std::move(message), std::move(path),
                               std::move(loc), std::move(help)});
+  if (!secrets_.empty()) scrub(items_.back());
+}
+
+void Diagnostics::scrub(Diagnostic& d) const {
+  d.message = scrub_secrets(std::move(d.message), secrets_);
+  d.help = scrub_secrets(std::move(d.help), secrets_);
+  d.loc.override_arg = scrub_secrets(std::move(d.loc.override_arg), secrets_);
+}
+
+void Diagnostics::add_secret(const std::string& value) {
+  if (value.empty() || std::find(secrets_.begin(), secrets_.end(), value) != secrets_.end()) return;
+  secrets_.push_back(value);
+  // A secret found late (the recipe's env is read after the YAML reader complained) still
+  // leaves no earlier message holding it.
+  for (Diagnostic& d : items_) scrub(d);
+}
+
+void Diagnostics::add_secrets(const std::vector<std::string>& values) {
+  for (const auto& v : values) add_secret(v);
 }
 
 void Diagnostics::error(std::string code, std::string path, SourceLoc loc, std::string message,
@@ -47,6 +69,7 @@ void Diagnostics::warning(std::string code, std::string path, SourceLoc loc, std
 }
 
 void Diagnostics::add_as_warnings(const Diagnostics& other, const std::string& why) {
+  add_secrets(other.secrets());
   for (const Diagnostic& d : other.items()) warning(d.code, d.path, d.loc, d.message + why, d.help);
 }
 
@@ -136,9 +159,47 @@ std::string without_control_bytes(std::string_view text) {
   }
   return out;
 }
+
+// The source line as shown under a message: each secret as <secret>, control bytes and
+// bytes that are not UTF-8 as \xNN; `column` (1-based, in bytes of `line`) is moved to the
+// same text in what is shown (to the start of a <secret> that covers it).
+std::pair<std::string, int> shown_excerpt(const std::string& line, int column,
+                                          const std::vector<std::string>& secrets) {
+  std::vector<size_t> secret_end(line.size(), 0);  // a secret starting here ends there
+  for (const auto& s : secrets)
+    for (size_t at = s.empty() ? std::string::npos : line.find(s); at != std::string::npos;
+         at = line.find(s, at + 1))
+      secret_end[at] = std::max(secret_end[at], at + s.size());
+  std::string out;
+  int shown_column = 0;
+  size_t want = static_cast<size_t>(std::max(1, column) - 1);
+  for (size_t i = 0; i < line.size();) {
+    if (shown_column == 0 && i >= want) shown_column = static_cast<int>(out.size()) + 1;
+    if (secret_end[i] > i) {
+      size_t end = secret_end[i];
+      for (size_t j = i; j < end && j < line.size(); ++j) end = std::max(end, secret_end[j]);
+      if (shown_column == 0 && want < end) shown_column = static_cast<int>(out.size()) + 1;
+      out += "<secret>";
+      i = end;
+      continue;
+    }
+    Utf8Char c = decode_utf8(line, i);
+    unsigned char u = static_cast<unsigned char>(line[i]);
+    if (!c.valid || (u < 0x20 && u != '\t') || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+      i += 1;
+    } else {
+      out.append(line, i, c.length);
+      i += c.length;
+    }
+  }
+  if (shown_column == 0) shown_column = static_cast<int>(out.size()) + 1;
+  return {out, shown_column};
+}
 }  // namespace
 
-std::string format_diagnostic(const Diagnostic& d, bool color) {
+std::string format_diagnostic(const Diagnostic& d, bool color,
+                              const std::vector<std::string>& secrets) {
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
   std::string where = d.loc.describe();
@@ -149,14 +210,9 @@ std::string format_diagnostic(const Diagnostic& d, bool color) {
   if (!d.code.empty()) out += fmt::format(" [{}]", d.code);
   out += "\n";
   if (d.loc.has_position()) {
-    std::string text = source_line(d.loc.file, d.loc.line);
-    bool printable = std::none_of(text.begin(), text.end(), [](char ch) {
-      unsigned char u = static_cast<unsigned char>(ch);
-      return (u < 0x20 && ch != '\t') || u == 0x7f;
-    });
-    if (!text.empty() && printable) {
+    auto [text, col] = shown_excerpt(source_line(d.loc.file, d.loc.line), d.loc.column, secrets);
+    if (!text.empty()) {
       out += fmt::format("  {:>4} | {}\n", d.loc.line, text);
-      int col = std::max(1, std::min<int>(d.loc.column, static_cast<int>(text.size()) + 1));
       out += fmt::format("       | {}{}^{}\n", std::string(static_cast<size_t>(col - 1), ' '),
                          color ? color_of(d.severity) : "", reset);
     }

@@ -56,6 +56,13 @@ class Diagnostics {
   // failed after the job was submitted: its errors can no longer stop the command).
   void add_as_warnings(const Diagnostics& other, const std::string& why = {});
 
+  // A value no message may show (a secret env value known for the run): every message,
+  // help and quoted override held here is scrubbed of it (launcher/secret_scrub.h), the items
+  // already added and those added later, and format_diagnostic scrubs the source excerpt.
+  void add_secret(const std::string& value);
+  void add_secrets(const std::vector<std::string>& values);
+  const std::vector<std::string>& secrets() const { return secrets_; }
+
   bool has_errors() const;
   bool strict() const { return strict_; }
   const std::vector<Diagnostic>& items() const { return items_; }
@@ -68,12 +75,17 @@ class Diagnostics {
  private:
   void add(Severity s, std::string code, std::string path, SourceLoc loc, std::string message,
            std::string help);
+  void scrub(Diagnostic& d) const;
   bool strict_;
   std::vector<Diagnostic> items_;
+  std::vector<std::string> secrets_;
 };
 
 // Compiler-style rendering: "file:line:col: error: message [code]", the source line with a
-// caret when the file is readable, then "  help: ...". `color` adds ANSI colours.
-std::string format_diagnostic(const Diagnostic& d, bool color);
+// caret when the file is readable, then "  help: ...". `color` adds ANSI colours. The source
+// line shows `secrets` as <secret> and control bytes and bytes that are not UTF-8 as \xNN,
+// the caret kept under the same text.
+std::string format_diagnostic(const Diagnostic& d, bool color,
+                              const std::vector<std::string>& secrets = {});
 
 }  // namespace bridge

@@ -736,7 +736,16 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
 void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   SourceLoc where;
   // The argument as messages quote it: shortened, control characters and bad bytes escaped.
+  // An `env` value may be a secret, and one that cannot be read (or is cut short here) is
+  // not scrubbed by value (Diagnostics::add_secret): such an override is quoted without it.
   where.override_arg = printable_text(arg, 200);
+  size_t eq_at = arg.find('=');
+  bool env_key = arg.rfind("env.", 0) == 0 || arg.rfind("env=", 0) == 0;
+  std::string without_value =
+      printable_text(arg.substr(0, std::min(eq_at, size_t{200})), 200) + "=<value not shown>";
+  if (env_key && eq_at != std::string_view::npos &&
+      (arg.size() > 200 || first_invalid_utf8(arg) != std::string_view::npos))
+    where.override_arg = without_value;
   if (first_invalid_utf8(arg) != std::string_view::npos) {
     diags.error("bad-override", "", where, "an override must be UTF-8 text");
     return;
@@ -772,9 +781,15 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
                 fmt::format("give a value, or write `{}=null` to unset it", key));
     return;
   }
-  size_t errors_before = diags.count(Severity::kError);
-  YamlNode value = parse_yaml_value(value_text, where.override_arg, diags);
-  if (diags.count(Severity::kError) > errors_before) return;
+  Diagnostics value_diags;
+  YamlNode value = parse_yaml_value(value_text, where.override_arg, value_diags);
+  if (value_diags.has_errors()) {
+    if (env_key) where.override_arg = without_value;
+    for (const Diagnostic& d : value_diags.items())
+      diags.error(d.code, d.path, where, d.message, d.help);
+    return;
+  }
+  diags.add_as_warnings(value_diags);
   value.loc = where;
   if (root.is_null()) {
     root.kind = YamlNode::Kind::kMap;
@@ -842,11 +857,30 @@ std::map<std::string, std::string> flatten_inputs(const YamlNode& root) {
 
 }  // namespace
 
+// The values of the env entries the document marks secret (`secret:` anything but false),
+// from the file and the overrides, given to `diags` before the schema reads anything: no
+// message about the recipe, whatever reports it and in whatever order, can quote one
+// (docs/reliability.md). Also after a YAML error: the reader keeps the whole tree.
+void note_secret_values(const YamlNode& root, Diagnostics& diags) {
+  const YamlNode* env = root.is_map() ? root.find("env") : nullptr;
+  if (!env || !env->is_map()) return;
+  for (const auto& e : env->entries) {
+    const YamlNode* secret = e.value.is_map() ? e.value.find("secret") : nullptr;
+    const YamlNode* value = e.value.is_map() ? e.value.find("value") : nullptr;
+    bool marked =
+        secret &&
+        (!secret->is_scalar() ||
+         (secret->scalar != "false" && secret->scalar != "False" && secret->scalar != "FALSE"));
+    if (marked && value && value->is_scalar()) diags.add_secret(value->scalar);
+  }
+}
+
 std::optional<Recipe> load_recipe_text(std::string_view text, const std::string& file,
                                        const std::vector<std::string>& overrides,
                                        Diagnostics& diags, std::vector<PluginEntry>* plugins_seen) {
   size_t errors_before = diags.count(Severity::kError);
   YamlNode root = parse_yaml_document(text, file, diags);
+  note_secret_values(root, diags);
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
   if (root.is_null() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe file is empty",
@@ -855,6 +889,7 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
   }
   if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
     for (const auto& o : overrides) apply_override(root, o, diags);
+  note_secret_values(root, diags);
   if (diags.count(Severity::kError) > errors_before) return std::nullopt;
   auto rec = read_recipe_into(root, file, diags, nullptr, plugins_seen);
   if (rec) {

@@ -32,6 +32,7 @@ constexpr const char* kTooDeep = "nesting deeper than 64 levels";
 constexpr size_t kMaxReadDepth = 499;
 constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias bombs
 // Text after expanding aliases: a 4 KiB string referenced 200000 times is an alias bomb too.
+constexpr std::string_view kStrTag = "tag:yaml.org,2002:str";
 constexpr size_t kMaxScalarBytes = size_t{32} << 20;
 
 // ---------------------------------------------------------------------------------------
@@ -189,7 +190,7 @@ struct GraphNode {
   YamlNode::Kind kind = YamlNode::Kind::kNull;
   // A scalar's tag: "?" for a plain scalar without one, "!" for a quoted or block scalar
   // without one (and for the explicit non-specific tag `!`), else the tag in full, as
-  // "tag:yaml.org,2002:str" for `!!str`.
+  // "tag:yaml.org,2002:str" for `!!str`. A collection's: "" without one, else as written.
   std::string tag;
   std::string text;
   int line = 0;
@@ -345,6 +346,8 @@ class EventReader {
         if (e.kind != ReadError::Kind::kNone) return e;
         auto index = static_cast<uint32_t>(g_.nodes.size() - 1);
         g_.nodes[index].kind = seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap;
+        const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
+        if (tag) g_.nodes[index].tag = reinterpret_cast<const char*>(tag);
         open_.push_back(Open{index, placed_in_key_, 0});
         if (anchor) anchors_[reinterpret_cast<const char*>(anchor)] = index;
         return {};
@@ -495,6 +498,7 @@ struct Converter {
   size_t nodes = 0;
   size_t scalar_bytes = 0;
   bool failed = false;
+  std::set<uint32_t> tag_reported;  // an aliased node is converted each time, reported once
 
   SourceLoc loc_of(const GraphNode& n) const {
     SourceLoc l;
@@ -512,6 +516,7 @@ struct Converter {
     if (failed) return out;
     const GraphNode& n = g.nodes[index];
     out.loc = loc_of(n);
+    if (refused_tag(n) && tag_reported.insert(index).second) report_tag(n, out.loc);
     if (++nodes > kMaxNodes) {
       fail(out.loc, "document too large (more than 200000 nodes; an alias bomb?)");
       return out;
@@ -534,18 +539,14 @@ struct Converter {
         }
         out.scalar = n.text;
         // A quoted scalar (tag "!") and an explicit `!!str` are strings, never numbers or
-        // booleans; other explicit tags are refused below instead of being ignored.
-        out.quoted = n.tag == "!" || n.tag == "tag:yaml.org,2002:str";
-        if (!out.quoted && n.tag != "?" && n.tag != "tag:yaml.org,2002:int" &&
-            n.tag != "tag:yaml.org,2002:bool" && n.tag != "tag:yaml.org,2002:float" &&
-            n.tag != "tag:yaml.org,2002:null")
-          diags.error("yaml-tag", "", out.loc,
-                      "unsupported YAML tag `" + printable_text(n.tag, 60) + "`",
-                      "remove the tag; quote the value (or write !!str) to make it a string");
+        // booleans; other explicit tags are refused (check_tag) instead of being ignored.
+        out.quoted = n.tag == "!" || n.tag == kStrTag;
         // YAML is Unicode text; other bytes would reach messages, JSON and job records.
-        if (first_invalid_utf8(out.scalar) != std::string::npos)
+        // The value is not quoted: it may be a secret, whose `secret: true` is not read yet.
+        if (size_t bad = first_invalid_utf8(out.scalar); bad != std::string::npos)
           diags.error("yaml-not-utf8", "", out.loc,
-                      "value is not UTF-8 text: `" + printable_text(out.scalar, 40) + "`",
+                      "value is not UTF-8 text (its byte " + std::to_string(bad + 1) +
+                          " is not part of a UTF-8 character)",
                       "save the recipe as UTF-8");
         break;
       case YamlNode::Kind::kSequence:
@@ -588,6 +589,23 @@ struct Converter {
     return out;
   }
 
+  // Explicit tags mean different things to different YAML readers (`!!float 2` is 2.0 to
+  // one and 2 to another, `!!null 2` a null or a 2, `!!set` a mapping or an error), and
+  // bridge-launch reads each value by its key's type: only `!!str` (and `!`), which make a
+  // scalar a string, are taken; any other tag is refused, never ignored.
+  static bool refused_tag(const GraphNode& n) {
+    bool scalar_like = n.kind == YamlNode::Kind::kScalar || n.kind == YamlNode::Kind::kNull;
+    return !n.tag.empty() && n.tag != "!" && !(scalar_like && (n.tag == "?" || n.tag == kStrTag));
+  }
+
+  void report_tag(const GraphNode& n, const SourceLoc& l) {
+    constexpr std::string_view kCore = "tag:yaml.org,2002:";
+    std::string shown = n.tag.rfind(kCore, 0) == 0 ? "!!" + n.tag.substr(kCore.size()) : n.tag;
+    diags.error("yaml-tag", "", l, "unsupported YAML tag `" + printable_text(shown, 60) + "`",
+                "remove the tag: bridge-launch reads each value as its key's type; quote the "
+                "value (or write !!str) to make it a string");
+  }
+
   void fail(const SourceLoc& l, const std::string& msg) {
     if (!failed) diags.error("yaml-limit", "", l, msg);
     failed = true;
@@ -602,7 +620,7 @@ YamlNode convert_root(const Graph& g, const std::string& file, const std::string
     out.loc.override_arg = override_arg;
     return out;
   }
-  Converter c{g, file, override_arg, diags};
+  Converter c{g, file, override_arg, diags, 0, 0, false, {}};
   return c.convert(0, 0);
 }
 
@@ -699,10 +717,23 @@ YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg
     diags.error("bad-override", "", where, "value is not UTF-8 text without NUL bytes");
     return {};
   }
+  const char* help = "quote strings containing ':' or '#', write lists as [a,b]";
+  // `---` and `...` start and end a document: as a value they would leave it empty, and so
+  // unset the key (`model.num_layers=---`), which nobody means.
+  size_t first = text.find_first_not_of(" \t");
+  std::string_view start = first == std::string_view::npos ? "" : text.substr(first, 4);
+  if ((start.substr(0, 3) == "---" || start.substr(0, 3) == "...") &&
+      (start.size() == 3 || start[3] == ' ' || start[3] == '\t' || start[3] == '\n' ||
+       start[3] == '\r')) {
+    diags.error(
+        "bad-override", "", where,
+        "value starts with the YAML document marker `" + std::string(start.substr(0, 3)) + "`",
+        "quote it to give the text, or write KEY=null to unset the key");
+    return {};
+  }
   Input in = prepare(text);
   Graph g;
   ReadError e = read_stream(in, g, true);
-  const char* help = "quote strings containing ':' or '#', write lists as [a,b]";
   switch (e.kind) {
     case ReadError::Kind::kNone:
       return convert_root(g, {}, override_arg, diags);

@@ -19,6 +19,7 @@
 
 #include "app/services.h"
 #include "launcher/command_runner.h"
+#include "launcher/jobs/registry.h"
 #include "plugins/plugin.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
@@ -597,6 +598,30 @@ TEST_F(CliTest, EmptyListSaysSoAndHelpTypesGpuCountsAsNumbers) {
   EXPECT_THAT(help.out, HasSubstr("-gn, --gpus-per-node N"));
 }
 
+// A scheduler's message in a job's detail (a Kubernetes condition spans lines) is shown on
+// one line in `list` and `status JOB`, escaped: a table row stays a row, and an escape in it
+// is not sent to the terminal.
+TEST_F(CliTest, ListShowsAMultiLineDetailOnOneEscapedLine) {
+  std::string state = home_.path() + "/state";
+  JobRecord rec;
+  rec.id = "job-multi-20260101-000000-0001";
+  rec.name = "multi";
+  rec.executor = "kubernetes";
+  rec.scheduler_id = "jobset/multi";
+  rec.state = JobState::kFailed;
+  rec.state_detail = "BackoffLimitExceeded: pod failed\nsecond line\x1b[2J";
+  rec.submitted_at = "2026-01-01T00:00:00Z";
+  Diagnostics diags;
+  ASSERT_TRUE(JobRegistry(state).put(rec, diags, /*create=*/true)) << diags.items().size();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list"}, {"status", rec.id}}) {
+    CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    EXPECT_THAT(r.out, HasSubstr("pod failed\\x0asecond line\\x1b[2J")) << r.out << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\nsecond line"), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(CliTest, ExamplesValidate) {
   const std::filesystem::path dir =
       std::filesystem::path(BRIDGE_TEST_DATA) / ".." / ".." / "examples" / "recipes";
@@ -774,6 +799,51 @@ TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
     }
   }
   EXPECT_EQ(entries, 1);
+}
+
+// No message holds a secret value (docs/reliability.md, item 5 of round 3): each path that
+// once quoted one, in text and in `--format json`. A secret is known from the recipe's
+// `secret: true` (file or override), also when the recipe fails to load.
+TEST_F(CliTest, NoMessageQuotesASecretValue) {
+  const std::string secret = "SEKRIT-M4RKER";
+  auto expect_scrubbed = [&](const CommandResult& r, const std::string& what) {
+    EXPECT_NE(r.exit_code, 0) << what;
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr(secret))) << what << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("SEKRIT"))) << what;
+  };
+  // An override diagnostic quoting the whole override (text and JSON).
+  std::string override_arg = "env.N={value: " + secret + ", secret: true, bogus: 1}";
+  CommandResult quoted = run({"validate", fixture("minimal.yaml"), override_arg});
+  expect_scrubbed(quoted, "override");
+  EXPECT_THAT(quoted.err, HasSubstr("override 'env.N={value: <secret>, secret: true"));
+  expect_scrubbed(run({"validate", "--format", "json", fixture("minimal.yaml"), override_arg}),
+                  "override, json");
+  // An env override that cannot be read: its value is not shown at all.
+  CommandResult unread =
+      run({"validate", fixture("minimal.yaml"), "env.N={value: " + secret + ", secret: true"});
+  expect_scrubbed(unread, "unreadable override");
+  EXPECT_THAT(unread.err, HasSubstr("override 'env.N=<value not shown>'"));
+  // The source excerpt of a flow-style secret line, the caret still under `bogus`.
+  std::string flow = home_.path() + "/flow.yaml";
+  std::ofstream(flow) << "name: t\nenv: {S: {value: " << secret << ", secret: true, bogus: 1}}\n";
+  CommandResult excerpt = run({"validate", flow});
+  expect_scrubbed(excerpt, "excerpt");
+  EXPECT_THAT(excerpt.err, HasSubstr("| env: {S: {value: <secret>, secret: true, bogus: 1}}\n"
+                                     "       |                                          ^"));
+  // A secret that is not UTF-8 (yaml-not-utf8, reported before `secret: true` is read).
+  std::string bytes = home_.path() + "/bytes.yaml";
+  std::ofstream(bytes) << "name: t\nenv:\n  S: {value: \"SEKRIT-M4\xffRKER\", secret: true}\n";
+  CommandResult utf8 = run({"validate", bytes});
+  expect_scrubbed(utf8, "yaml-not-utf8");
+  EXPECT_THAT(utf8.err, HasSubstr("yaml-not-utf8"));
+  expect_scrubbed(run({"validate", "--format", "json", bytes}), "yaml-not-utf8, json");
+  // ablate's variant labels (and the job names made from them).
+  std::string base = home_.path() + "/ablate.yaml";
+  std::ofstream(base) << "name: t\nenv: {S: {value: X, secret: true}}\n";
+  CommandResult ablate =
+      run({"ablate", base, "--vary", "env.S.value=" + secret + "1," + secret + "2", "--dry-run"});
+  expect_scrubbed(ablate, "ablate");
+  EXPECT_THAT(ablate.err, HasSubstr("env.S.value=<secret"));
 }
 
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {

@@ -4,11 +4,13 @@
 #include "launcher/command_runner.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,6 +203,68 @@ TEST(CommandRunnerTest, UntilLineGetsTheLinesWhileTheProgramRunsAfterTheInputWas
   EXPECT_TRUE(deferred.ok()) << deferred.err;
   EXPECT_EQ(events, (std::vector<std::string>{"input given", "line banner", "line 77"}));
   std::filesystem::remove(marker);
+}
+
+// /proc/self/status's mask line `field` (SigBlk, SigIgn) of `out`, as a number.
+unsigned long long signal_mask(const std::string& out, const std::string& field) {
+  size_t at = out.find(field + ":");
+  if (at == std::string::npos) return ~0ULL;
+  return std::stoull(out.substr(at + field.size() + 1), nullptr, 16);
+}
+
+// The launcher blocks INT/TERM (and CHLD, HUP) while it submits and ignores some signals; a
+// scheduler client must start as from a shell, or a TERM from the runner (or the user)
+// never reaches it. Both ways of starting are checked.
+TEST(CommandRunnerTest, ProgramsStartWithNoSignalBlockedOrIgnored) {
+  sigset_t blocked, old;
+  sigemptyset(&blocked);
+  for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGHUP}) sigaddset(&blocked, sig);
+  pthread_sigmask(SIG_BLOCK, &blocked, &old);
+  struct sigaction ignore {
+  }, old_int{}, old_term{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  SpawnCommandRunner r;
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign):' /proc/self/status"};
+  CommandResult ran = r.run(s);
+  s.own_process_group = true;
+  CommandResult started = r.start(s)->finish("", {});
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const unsigned long long int_term = (1ULL << (SIGINT - 1)) | (1ULL << (SIGTERM - 1));
+  for (const CommandResult* res : {&ran, &started}) {
+    ASSERT_TRUE(res->ok()) << res->err;
+    EXPECT_EQ(signal_mask(res->out, "SigBlk"), 0u) << res->out;
+    EXPECT_EQ(signal_mask(res->out, "SigIgn") & int_term, 0u) << res->out;
+  }
+}
+
+// A client with its own process group that hangs is killed with what it started: a hung
+// sbatch wrapper's child must not outlive the runner's time limit.
+TEST(CommandRunnerTest, ATimedOutClientInItsOwnGroupTakesItsChildrenWithIt) {
+  SpawnCommandRunner r;
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c", "sleep 60 & echo $!; wait"};
+  s.own_process_group = true;
+  s.timeout = std::chrono::milliseconds(500);
+  CommandResult res = r.run(s);
+  EXPECT_TRUE(res.timed_out);
+  pid_t child = static_cast<pid_t>(std::stol(res.out));
+  ASSERT_GT(child, 1);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::ifstream st("/proc/" + std::to_string(child) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+    size_t paren = text.rfind(')');
+    // Gone, or a zombie waiting for whoever reaps orphans.
+    gone = !st || paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the client's child " << child << " survived the kill";
+  if (!gone) kill(child, SIGKILL);
 }
 
 }  // namespace

@@ -96,5 +96,18 @@ TEST(UntrustedTextTest, TerminalEscapesAreShownNotExecuted) {
   EXPECT_EQ(st.pending_reason.find('\x1b'), std::string::npos) << st.pending_reason;
 }
 
+// The state and the exit code text of a Slurm job reach `status`, `list` and --wait's line
+// as its reason does: escaped, one line, bounded.
+TEST(UntrustedTextTest, SlurmStateAndExitCodeAreEscapedLikeTheReason) {
+  JobStatus st = to_job_status({"9", "FAILED\x1b[2J\nline", "", "1:0\x1b]0;t\x07\n", "", ""});
+  EXPECT_EQ(st.state, JobState::kUnknown);
+  for (char c : {'\x1b', '\x07', '\n'})
+    EXPECT_EQ(st.detail.find(c), std::string::npos) << st.detail;
+  EXPECT_NE(st.detail.find("FAILED\\x1b[2J\\x0aline"), std::string::npos) << st.detail;
+  EXPECT_NE(st.detail.find("ExitCode=1:0\\x1b]0;t"), std::string::npos) << st.detail;
+  JobStatus long_state = to_job_status({"9", std::string(100000, 'X'), "", "", "", ""});
+  EXPECT_LT(long_state.detail.size(), 300u);
+}
+
 }  // namespace
 }  // namespace bridge

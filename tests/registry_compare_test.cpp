@@ -93,6 +93,33 @@ TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
   EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *ids.begin() + ".reservation")));
 }
 
+// A launcher killed between reserving its id and writing the pending entry leaves its
+// reservation (6 of 30 kills during submission did). Nothing was submitted for it (the
+// scheduler gets a job only after the pending entry replaced the reservation), so `list`
+// (and with it status, logs, why) removes reservations older than an hour; a fresh one,
+// whose launcher may be writing its entry right now, stays.
+TEST_F(RegistryTest, StaleReservationsAreRemovedAndFreshOnesKept) {
+  JobRegistry reg(dir_.string());
+  Diagnostics diags;
+  std::optional<std::string> stale = reg.reserve_id("killed", "", diags);
+  std::optional<std::string> fresh = reg.reserve_id("running", "", diags);
+  ASSERT_TRUE(stale && fresh);
+  fs::path stale_file = dir_ / "jobs" / ("." + *stale + ".reservation");
+  fs::path fresh_file = dir_ / "jobs" / ("." + *fresh + ".reservation");
+  fs::last_write_time(stale_file, fs::file_time_type::clock::now() - kStaleReservationAge -
+                                      std::chrono::minutes(1));
+  fs::last_write_time(fresh_file, fs::file_time_type::clock::now() - kStaleReservationAge / 2);
+  // Other dot files are not reservations and stay, whatever their age.
+  std::ofstream(dir_ / "jobs" / ".notes") << "mine\n";
+  fs::last_write_time(dir_ / "jobs" / ".notes",
+                      fs::file_time_type::clock::now() - std::chrono::hours(100));
+  EXPECT_TRUE(reg.list(diags).empty());
+  EXPECT_FALSE(fs::exists(stale_file)) << "a stale reservation was left";
+  EXPECT_TRUE(fs::exists(fresh_file)) << "a fresh reservation was removed";
+  EXPECT_TRUE(fs::exists(dir_ / "jobs" / ".notes"));
+  EXPECT_FALSE(diags.has_errors());
+}
+
 // A lock held by another process (a stuck launch, `flock` by hand) does not block a launch
 // silently and forever: the write gives up after the timeout, naming the lock.
 TEST_F(RegistryTest, AHeldLockIsAClearErrorAfterTheTimeout) {

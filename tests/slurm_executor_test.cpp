@@ -6,6 +6,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -282,6 +284,55 @@ TEST_F(SlurmExecutorTest, SchedulerErrorIsReportedVerbatimAndLeavesNothingBehind
             std::string::npos)
       << diag_text(diags);
   EXPECT_FALSE(fs::exists(dir.path() + "/deep")) << "the job dir created for it must go";
+}
+
+// An sbatch (or a site's wrapper around it) that echoes its environment, which holds the
+// job's secrets, when it fails: neither the retry warnings nor the error show a secret, in
+// any spelling (as is, JSON-escaped). Status and scancel errors likewise, with the values
+// the reader's environment has for the names the recorded plan marks secret.
+TEST_F(SlurmExecutorTest, SchedulerOutputShownInMessagesHoldsNoSecret) {
+  TempDir dir;
+  int sbatch_calls = 0;
+  FakeRunner runner([&](const CommandSpec& s) {
+    if (s.argv[0] == "squeue" && s.argv.size() > 2 && s.argv[2] == "--states=all")
+      return fail(std::string("squeue: error: env WANDB_API_KEY=") + kMarker + "\n");
+    if (s.argv[0] == "squeue") return ok("");  // the comment lookup before a retry
+    if (s.argv[0] == "scancel") return fail(std::string("scancel: ") + kMarker + "\n");
+    std::string env = "WANDB_API_KEY=" + s.extra_env.at("WANDB_API_KEY") + "\n";
+    return ++sbatch_calls < 3
+               ? fail("sbatch: error: Socket timed out on send/recv operation\n" + env)
+               : fail("sbatch: error: Invalid account\n" + env + "{\"k\": \"" +
+                      s.extra_env.at("WANDB_API_KEY") + "\"}\n");
+  });
+  install(runner);
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "slurm-secrets", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  Plan p = plan(dir.path() + "/jobs");
+  Diagnostics diags;
+  int accepted = 0;
+  SubmitResult r = submit(p, diags, &accepted);
+  spdlog::set_default_logger(previous);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(sbatch_calls, 3);
+  std::string shown = diag_text(diags) + log.str();
+  EXPECT_THAT(shown, ::testing::HasSubstr("Invalid account"));
+  EXPECT_THAT(shown, ::testing::HasSubstr("WANDB_API_KEY=<secret>"));
+  EXPECT_THAT(shown, ::testing::HasSubstr("retrying"));
+  EXPECT_EQ(shown.find(kMarker), std::string::npos) << shown;
+
+  // Readers: the job's record names WANDB_API_KEY as a secret; this environment has its value.
+  JobRecord rec = record("7");
+  rec.plan_json = {{"env", {{"WANDB_API_KEY", {{"value", nullptr}, {"secret", true}}}}}};
+  seams.env.set("WANDB_API_KEY", kMarker);
+  Diagnostics status_diags;
+  executor->status({rec}, status_diags);
+  executor->cancel(rec, status_diags);
+  std::string said = diag_text(status_diags);
+  EXPECT_THAT(said, ::testing::HasSubstr("squeue: error: env WANDB_API_KEY=<secret>"));
+  EXPECT_THAT(said, ::testing::HasSubstr("scancel: <secret>"));
+  EXPECT_EQ(said.find(kMarker), std::string::npos) << said;
 }
 
 TEST_F(SlurmExecutorTest, ControllerDownFailsOnceWithoutRetries) {

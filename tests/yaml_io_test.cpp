@@ -53,7 +53,7 @@ std::pair<int, int> at(const SourceLoc& l) { return {l.line, l.column}; }
 
 TEST(YamlIoTest, ScalarsKeepTheirTextAndWhetherTheyWereQuoted) {
   Parsed p = parse(
-      "a: \"1\"\nb: '2'\nc: |\n  3\nd: !!str 4\ne: !!int 5\nf: plain text\n"
+      "a: \"1\"\nb: '2'\nc: |\n  3\nd: !!str 4\ne: 5\nf: plain text\n"
       "g: ! 6\n");
   ASSERT_FALSE(p.diags.has_errors()) << dump(p.diags);
   const YamlNode& r = p.root;
@@ -70,8 +70,28 @@ TEST(YamlIoTest, ScalarsKeepTheirTextAndWhetherTheyWereQuoted) {
   EXPECT_TRUE(r.find("g")->quoted) << "the non-specific tag `!` makes a string";
 }
 
+// Only `!!str` and `!` are taken (they make a scalar a string); every other explicit tag,
+// core ones included, is refused with its position, also on mappings and lists, and an
+// aliased tagged node is reported once.
+TEST(YamlIoTest, ExplicitTagsOtherThanStrAreRefused) {
+  for (const char* value : {"!!float 2", "!!null 2", "!!bool 2", "!!int 2",
+                            "!<tag:yaml.org,2002:int> 2", "!!set {a, b}", "!!omap [a: 1]",
+                            "!!pairs [a: 1]", "!!map {a: 1}", "!!seq [1]", "!custom 8", "!!null"}) {
+    Parsed p = parse(std::string("x: ") + value + "\n");
+    Diagnostic d = single(p, "yaml-tag");
+    EXPECT_EQ(at(d.loc), std::pair(1, 4)) << value;
+    EXPECT_NE(d.message.find("unsupported YAML tag `!"), std::string::npos) << d.message;
+  }
+  Parsed core = parse("x: !!float 2\n");
+  EXPECT_NE(single(core, "yaml-tag").message.find("`!!float`"), std::string::npos);
+  Parsed aliased = parse("a: &t !!int 1\nb: [*t, *t, *t]\n");
+  EXPECT_EQ(aliased.diags.count(Severity::kError), 1u) << dump(aliased.diags);
+  Parsed fine = parse("a: !!str 1\nb: ! 2\nc: ! {d: 1}\ne: !!str\n");
+  EXPECT_FALSE(fine.diags.has_errors()) << dump(fine.diags);
+}
+
 TEST(YamlIoTest, NullSpellingsAndAbsentValues) {
-  Parsed p = parse("a: ~\nb: null\nc: Null\nd: NULL\ne: nULL\nf: ''\ng: \"~\"\nh:\ni: !!null ~\n");
+  Parsed p = parse("a: ~\nb: null\nc: Null\nd: NULL\ne: nULL\nf: ''\ng: \"~\"\nh:\ni: !!str ~\n");
   ASSERT_FALSE(p.diags.has_errors()) << dump(p.diags);
   for (const char* k : {"a", "b", "c", "d", "h"}) EXPECT_TRUE(p.root.find(k)->is_null()) << k;
   for (const char* k : {"e", "f", "g", "i"}) EXPECT_TRUE(p.root.find(k)->is_scalar()) << k;
@@ -269,6 +289,15 @@ TEST(YamlIoTest, OverrideValues) {
   EXPECT_EQ(d.message, "value holds more than one YAML document");
   d = single(parse_value(std::string(1000, '[')), "bad-override");
   EXPECT_EQ(d.message, "nesting deeper than 64 levels");
+  // A document marker alone (or before a value) is no value: it once unset the key.
+  for (const char* marker : {"---", " ...", "--- 5", "---\t"}) {
+    d = single(parse_value(marker), "bad-override");
+    EXPECT_NE(d.message.find("document marker"), std::string::npos) << marker;
+  }
+  for (const char* text : {"---x", "'---'", "-5", "...x"}) {
+    Parsed fine = parse_value(text);
+    EXPECT_FALSE(fine.diags.has_errors()) << text << ": " << dump(fine.diags);
+  }
 }
 
 }  // namespace

@@ -103,4 +103,13 @@ std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::vector<std::string> secret_env_names(const JobRecord& r) {
+  std::vector<std::string> names;
+  if (!r.plan_json.is_object() || !r.plan_json.contains("env") || !r.plan_json["env"].is_object())
+    return names;
+  for (const auto& [name, entry] : r.plan_json["env"].items())
+    if (entry.is_object() && entry.value("secret", false) == true) names.push_back(name);
+  return names;
+}
+
 }  // namespace bridge

@@ -56,6 +56,11 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r,
 // nullopt when `j` is not a record of ours (missing or mistyped fields).
 std::optional<JobRecord> job_record_from_json(const nlohmann::json& j);
 
+// The names of the env variables the job's recorded plan marks secret (their values are not
+// recorded): a reader that shows scheduler output about the job scrubs the values these
+// names have in its own environment (launcher/secret_scrub.h).
+std::vector<std::string> secret_env_names(const JobRecord& r);
+
 struct JobStatus {
   JobState state = JobState::kUnknown;
   std::string detail;  // the scheduler's own words, e.g. "FAILED (ExitCode=1:0)"

@@ -445,13 +445,29 @@ std::optional<JobRecord> read_job_entry(const std::string& text) {
   return job_record_from_json(j);
 }
 
+namespace {
+// A reservation left by a killed launcher (kStaleReservationAge). Without the registry lock:
+// a launcher stuck that long that then writes its entry finds the reservation gone and
+// submits nothing (create_pending opens it without O_CREAT).
+void remove_if_stale(const fs::directory_entry& entry, fs::file_time_type stale_before) {
+  std::error_code ec;
+  if (!entry.is_regular_file(ec) || entry.last_write_time(ec) >= stale_before || ec) return;
+  fs::remove(entry.path(), ec);
+}
+}  // namespace
+
 std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
   std::vector<JobRecord> out;
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   if (!fs::is_directory(jobs, ec)) return out;
+  auto stale_before = fs::file_time_type::clock::now() - kStaleReservationAge;
   for (const auto& entry : fs::directory_iterator(jobs, ec)) {
     const fs::path& p = entry.path();
+    if (p.extension() == ".reservation" && p.filename().string()[0] == '.') {
+      remove_if_stale(entry, stale_before);
+      continue;
+    }
     if (p.extension() != ".json" || p.filename().string()[0] == '.') continue;
     // A FIFO (or device) named like an entry would block `list` forever.
     if (!entry.is_regular_file(ec)) continue;

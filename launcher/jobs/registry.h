@@ -52,6 +52,12 @@ enum class UpdateResult {
   kFailed,      // the write failed (with the error)
 };
 
+// A reservation (`jobs/.<id>.reservation`) lives from reserve_id until the pending entry
+// replaces it: a render and one write under the lock, bounded by the lock's timeout. One
+// older than this was left by a launcher killed in between, for which nothing was submitted
+// (the scheduler gets a job only after its pending entry exists); `list` removes it.
+inline constexpr std::chrono::hours kStaleReservationAge{1};
+
 class JobRegistry {
  public:
   // `lock_timeout`: how long a write waits for the registry lock before it gives up.

@@ -200,6 +200,10 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(ctx, req.cli_env, diags);
   plan.env = std::move(launch.env);
+  // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a
+  // tracker's API key from the environment): no message may show them either.
+  for (const auto& v : plan.env.vars)
+    if (v.secret) diags.add_secret(v.value);
   AdaptedRuntime runtime = adapt_runtime({r, *plan.topology, *plan.overlap}, diags);
   plan.adapter = std::move(runtime.adapter);
   plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);

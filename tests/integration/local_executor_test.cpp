@@ -147,6 +147,40 @@ TEST_F(LocalExecutorTest, DaemonHoldingARanksOutputDoesNotHangTheLauncher) {
   EXPECT_THAT(r.err, HasSubstr("stopped 1 process the ranks had left running"));
 }
 
+// A shared job dir: another user plants a symlink where the job's directory goes
+// (<job_dir>/<name> -> their directory). The launch must fail clearly, start nothing and
+// write nothing through the link (rank logs in their directory, readable by them).
+TEST_F(LocalExecutorTest, SymlinkPlantedInASharedJobDirIsNotFollowed) {
+  fs::create_directories(dir_ / "jobs");
+  fs::create_directories(dir_ / "other-user");
+  fs::create_directory_symlink(dir_ / "other-user", dir_ / "jobs" / "planted");
+  std::string text =
+      "name: planted\ncluster: {num_gpus: 1}\n"
+      "runtime:\n  adapter: none\n  command: [/bin/echo, rank output]\n"
+      "executor:\n  local: {job_dir: " +
+      (dir_ / "jobs").string() + "}\n";
+  fs::path p = dir_ / "planted.yaml";
+  std::ofstream(p) << text;
+  CommandResult r = launch({p.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is a symbolic link"));
+  EXPECT_THAT(r.out, Not(HasSubstr("rank output")));
+  EXPECT_TRUE(fs::is_empty(dir_ / "other-user")) << "the job wrote through the planted link";
+  // The same recipe without the link runs, and its files are new ones of this user.
+  fs::remove(dir_ / "jobs" / "planted");
+  CommandResult ok = launch({p.string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  // A <name> directory of another user is refused too (only root can make one here).
+  if (geteuid() != 0) return;
+  fs::remove_all(dir_ / "jobs" / "planted");
+  fs::create_directories(dir_ / "jobs" / "planted");
+  ASSERT_EQ(chown((dir_ / "jobs" / "planted").c_str(), 65534, 65534), 0);
+  CommandResult theirs = launch({p.string()});
+  EXPECT_EQ(theirs.exit_code, 1) << theirs.out << theirs.err;
+  EXPECT_THAT(theirs.err, HasSubstr("belongs to uid 65534"));
+  EXPECT_TRUE(fs::is_empty(dir_ / "jobs" / "planted"));
+}
+
 // A setsid'ed grandchild that ignores SIGTERM, left by a rank when another rank fails, is
 // stopped too (SIGKILL after the grace).
 TEST_F(LocalExecutorTest, TermIgnoringDaemonOfAFailedJobIsStopped) {
