@@ -476,7 +476,9 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   for (const auto& v : a.vary) {
     auto parsed = parse_vary(v);
     if (!parsed) {
-      c.err << fmt::format("bridge-launch: error: bad --vary `{}`: expected KEY=V1,V2\n", v);
+      // Only the key is shown: the values may be secrets (env.S.value=...).
+      c.err << fmt::format("bridge-launch: error: bad --vary `{}=...`: expected KEY=V1,V2\n",
+                           printable_text(v.substr(0, v.find('=')), 200));
       return kExitUsage;
     }
     vary.push_back(std::move(*parsed));

@@ -42,6 +42,16 @@ std::string make_own_job_dir(const std::string& parent, const std::string& leaf,
     close(dir);
     return {};
   }
+  // Writable by others without the sticky bit: another user could rename the new directory
+  // and put a link in its place before the job's files are opened by path.
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    why = fmt::format(
+        "{} is writable by other users (mode {:o}) without the sticky bit; another user could "
+        "replace the job's directory there",
+        parent, st.st_mode & 07777);
+    close(dir);
+    return {};
+  }
   int made = mkdirat(dir, leaf.c_str(), 0755);
   int err = errno;
   close(dir);

@@ -35,13 +35,14 @@ void Diagnostics::add(Severity s, std::string code, std::string path, SourceLoc 
                       std::string message, std::string help) {
   items_.push_back(Diagnostic{s, std::move(code), std::move(message), std::move(path),
                               std::move(loc), std::move(help)});
-  if (!secrets_.empty()) scrub(items_.back());
+  originals_.push_back(items_.back());
+  if (!secrets_.empty()) scrub(items_.back(), originals_.back());
 }
 
-void Diagnostics::scrub(Diagnostic& d) const {
-  d.message = scrub_secrets(std::move(d.message), secrets_);
-  d.help = scrub_secrets(std::move(d.help), secrets_);
-  d.loc.override_arg = scrub_secrets(std::move(d.loc.override_arg), secrets_);
+void Diagnostics::scrub(Diagnostic& d, const Diagnostic& original) const {
+  d.message = scrub_secrets(original.message, secrets_);
+  d.help = scrub_secrets(original.help, secrets_);
+  d.loc.override_arg = scrub_secrets(original.loc.override_arg, secrets_);
 }
 
 void Diagnostics::add_secret(const std::string& value) {
@@ -49,7 +50,7 @@ void Diagnostics::add_secret(const std::string& value) {
   secrets_.push_back(value);
   // A secret found late (the recipe's env is read after the YAML reader complained) still
   // leaves no earlier message holding it.
-  for (Diagnostic& d : items_) scrub(d);
+  for (size_t i = 0; i < items_.size(); ++i) scrub(items_[i], originals_[i]);
 }
 
 void Diagnostics::add_secrets(const std::vector<std::string>& values) {

@@ -75,9 +75,12 @@ class Diagnostics {
  private:
   void add(Severity s, std::string code, std::string path, SourceLoc loc, std::string message,
            std::string help);
-  void scrub(Diagnostic& d) const;
+  void scrub(Diagnostic& d, const Diagnostic& original) const;
   bool strict_;
   std::vector<Diagnostic> items_;
+  // The items as added, before scrubbing: a secret learnt later is scrubbed from these with
+  // every secret at once, so that one holding another is hidden whole.
+  std::vector<Diagnostic> originals_;
   std::vector<std::string> secrets_;
 };
 

@@ -41,7 +41,8 @@ void check_linear_bias(const Recipe& r, const Topology& t, Diagnostics& diags) {
                             bias_text(m.add_bias_linear, d), d.source),
                 "remove model.add_bias_linear (the recipe's biased layers are what its fused "
                 "kernels expect)");
-  if (bias && m.num_moe_experts.get_or(0) > 0 && t.etp > 1)
+  if (bias && (d.known || m.add_bias_linear.is_set()) && m.num_moe_experts.get_or(0) > 0 &&
+      t.etp > 1)
     diags.error(
         "moe-bias-needs-etp1", "model.add_bias_linear",
         m.add_bias_linear.is_set() ? m.add_bias_linear.loc : m.expert_tensor_parallel_size.loc,

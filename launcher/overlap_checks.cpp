@@ -328,6 +328,7 @@ void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
        {BiasField{&m.add_bias_linear, "add_bias_linear", defaults.add_bias_linear},
         BiasField{&m.add_qkv_bias, "add_qkv_bias", false}}) {
     if (!b.field->get_or(b.megatron_default)) continue;
+    if (!b.field->is_set() && !defaults.known) continue;  // the recipe's own default: unknown
     diags.error("cuda-graph-scope-unsupported", std::string("model.") + b.name,
                 b.field->is_set() ? b.field->loc : scope_loc,
                 fmt::format("{} requires attention without bias, but model.{} is {}", what, b.name,

@@ -110,7 +110,7 @@ void ignore_user_field(const Field<T>& user, Resolved<T>& resolved, const char* 
 // job gets the user's ddp.* values and otherwise its recipe's: every 0.6.2 pretrain recipe
 // sets overlap_grad_reduce and overlap_param_gather true and leaves the aligned and
 // optimizer-step gathers off (the conformance suite compares these with the release). They
-// are shown, not sent: the runtime already holds them.
+// are shown, not sent (overlap_runtime_args skips rule D4): the runtime already holds them.
 void recipe_ddp_values(const Recipe& r, OverlapResolution& out) {
   ResolvedOverlap& o = out.overlap;
   auto pick = [](Resolved<bool>& resolved, const Field<bool>& user, bool recipe) {
@@ -142,7 +142,9 @@ void pass_through(const Recipe& r, OverlapResolution& out, Diagnostics& diags) {
                     "overlap_param_gather_with_optimizer_step", diags);
   ignore_user_field(u.align_param_gather, o.align_param_gather, "align_param_gather", diags);
   ignore_user_field(u.bucket_size, o.bucket_size, "bucket_size", diags);
-  if (runtime_is_megatron_bridge(r.runtime)) recipe_ddp_values(r, out);
+  // The pretrain recipes' values (the conformance suite's); fine-tuning recipes may differ.
+  if (runtime_is_megatron_bridge(r.runtime) && r.train.task.get_or("pretrain") == "pretrain")
+    recipe_ddp_values(r, out);
 }
 
 // R1: run_script.py (adapter megatron_bridge) builds the job from a performance recipe of

@@ -19,9 +19,15 @@ std::string value_text(bool v) { return v ? "true" : "false"; }
 std::string value_text(int64_t v) { return std::to_string(v); }
 std::string value_text(const std::string& v) { return v; }
 
+// A value the runtime already holds from its recipe (D4) is shown by the plan, not sent.
+template <class T>
+bool sent(const Resolved<T>& r) {
+  return r.value.has_value() && r.rule != "D4";
+}
+
 template <class T>
 void add(std::vector<std::string>& out, const char* field, const Resolved<T>& r) {
-  if (r.value) out.push_back(fmt::format("comm_overlap.{}={}", field, value_text(*r.value)));
+  if (sent(r)) out.push_back(fmt::format("comm_overlap.{}={}", field, value_text(*r.value)));
 }
 
 // The preset NAME when one was used (the runtime knows the presets and the line stays
@@ -80,7 +86,7 @@ std::string megatron_bridge_comm_overlap_value(const OverlapResolution& r) {
     fields.push_back("tp_comm_overlap_cfg:" +
                      userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value));
   for_each_scalar_field(o, [&](const char* name, const auto& resolved) {
-    if (resolved.value) fields.push_back(fmt::format("{}:{}", name, value_text(*resolved.value)));
+    if (sent(resolved)) fields.push_back(fmt::format("{}:{}", name, value_text(*resolved.value)));
   });
   return fmt::format("{{{}}}", fmt::join(fields, ","));
 }

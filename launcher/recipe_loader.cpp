@@ -744,7 +744,8 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   std::string without_value =
       printable_text(arg.substr(0, std::min(eq_at, size_t{200})), 200) + "=<value not shown>";
   if (env_key && eq_at != std::string_view::npos &&
-      (arg.size() > 200 || first_invalid_utf8(arg) != std::string_view::npos))
+      (first_invalid_utf8(arg) != std::string_view::npos ||
+       printable_text(arg, std::string::npos).size() > 200))  // cut short as printed
     where.override_arg = without_value;
   if (first_invalid_utf8(arg) != std::string_view::npos) {
     diags.error("bad-override", "", where, "an override must be UTF-8 text");

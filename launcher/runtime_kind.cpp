@@ -30,14 +30,15 @@ RuntimeModelDefaults runtime_model_defaults(const Recipe& recipe) {
   // Read from the release's recipes by the conformance suite's probes (GPTModelProvider for
   // gpt3_*: biased linear layers, fused bias-GeLU; Qwen3 providers: no bias, SwiGLU).
   static const FamilyDefaults kFamilies[] = {
-      {"gpt3_", {true, true, false, "gelu", "Megatron-Bridge 0.6.2's gpt3 recipes"}},
-      {"qwen3_", {false, true, true, "silu", "Megatron-Bridge 0.6.2's qwen3 recipes"}},
+      {"gpt3_", {true, true, false, "gelu", "Megatron-Bridge 0.6.2's gpt3 recipes", true}},
+      {"qwen3_", {false, true, true, "silu", "Megatron-Bridge 0.6.2's qwen3 recipes", true}},
   };
   RuntimeModelDefaults fallback;
   if (!runtime_is_megatron_bridge(recipe.runtime) || !recipe.model.recipe.is_set()) return fallback;
   const std::string& name = *recipe.model.recipe.value;
   for (const auto& f : kFamilies)
     if (name.rfind(f.recipe_prefix, 0) == 0) return f.defaults;
+  fallback.known = false;
   return fallback;
 }
 

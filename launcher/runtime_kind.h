@@ -36,6 +36,9 @@ struct RuntimeModelDefaults {
   bool gated_linear_unit = false;
   const char* activation = "gelu";
   const char* source = "Megatron-Core's TransformerConfig default";
+  // false: a Megatron-Bridge recipe of a family this table does not hold; its providers set
+  // their own defaults, so checks on an unset key are skipped rather than guessed.
+  bool known = true;
 };
 
 RuntimeModelDefaults runtime_model_defaults(const Recipe& recipe);

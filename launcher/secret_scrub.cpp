@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <string_view>
@@ -73,7 +74,15 @@ bool replace_here(const std::string& text, size_t pos, size_t size) {
 
 std::string scrub_secrets(std::string text, const std::vector<std::string>& secrets) {
   constexpr std::string_view kShown = "<secret>";
-  for (const auto& secret : secrets) {
+  // Longest first: a secret that holds a shorter one (a URL with an API key in it) is
+  // replaced whole, not cut around the shorter one's <secret>.
+  std::vector<const std::string*> by_length;
+  for (const auto& secret : secrets) by_length.push_back(&secret);
+  std::stable_sort(
+      by_length.begin(), by_length.end(),
+      [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
+  for (const std::string* secret_ptr : by_length) {
+    const std::string& secret = *secret_ptr;
     if (secret.empty()) continue;
     for (const std::string& s :
          {json_escaped(secret, true), json_escaped(secret, false), base64(secret),

@@ -151,6 +151,10 @@ TEST(MegatronBridgeRules, ModelConfigChecksOfTheRuntime) {
   no_bias.push_back("model.add_bias_linear=false");
   EXPECT_TRUE(plan_of(kQwen, no_bias).has("bias-gelu-fusion-needs-bias"));
   EXPECT_FALSE(plan_of(kQwen, gpt).has("bias-gelu-fusion-needs-bias"));
+  // A family the defaults table does not know: its unset bias is not guessed.
+  EXPECT_FALSE(plan_of(kQwen, {"model.recipe=deepseek_v3", "model.expert_tensor_parallel_size=2",
+                               "model.tensor_model_parallel_size=2", "runtime.adapter=hydra"})
+                   .has("moe-bias-needs-etp1"));
   // bridge-probe builds no Megatron config: none of these apply.
   EXPECT_FALSE(plan_of(kQwen, {"runtime.adapter=probe", "runtime.command=[bridge-probe]",
                                "model.cuda_graph_impl=local"})
@@ -172,6 +176,7 @@ TEST(MegatronBridgeRules, DistributedOptimizerOffReachesBothConfigs) {
       plan_of(kQwen, {"model.compute_dtype=fp8_cs", "ddp.use_distributed_optimizer=false"});
   EXPECT_THAT(run.argv(), HasSubstr("optimizer.use_distributed_optimizer=false"));
   EXPECT_EQ(run.plan.overlap->overlap.overlap_grad_reduce.rule, "D4");
+  EXPECT_THAT(run.argv(), Not(HasSubstr("overlap_grad_reduce")));  // shown, not sent
   EXPECT_EQ(run.plan.overlap->overlap.overlap_grad_reduce.value, true);
 }
 

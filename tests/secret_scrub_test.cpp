@@ -42,5 +42,18 @@ TEST(SecretScrubTest, DiagnosticsScrubItemsBeforeAndAfterASecretIsKnown) {
   EXPECT_EQ(merged.items().back().message, "merged <secret>");
 }
 
+// A secret that holds another (a URL with an API key in it) is hidden whole, also when the
+// shorter one was known first (found by review: the URL's user and host stayed visible).
+TEST(SecretScrubTest, ASecretHoldingAnotherIsHiddenWhole) {
+  const std::string key = "sk-abcdef123456";
+  const std::string url = "https://u:sk-abcdef123456@host/p";
+  EXPECT_EQ(scrub_secrets("at " + url, {key, url}), "at <secret>");
+  Diagnostics diags;
+  diags.add_secret(key);
+  diags.error("some-code", "env.URL", {}, "bad value " + url);
+  diags.add_secret(url);
+  EXPECT_EQ(diags.items().front().message, "bad value <secret>");
+}
+
 }  // namespace
 }  // namespace bridge
