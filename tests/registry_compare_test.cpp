@@ -409,8 +409,14 @@ TEST(RegistryEntries, FieldsOfAnotherTypeAreADamagedEntryNotACrash) {
           .has_value());
 }
 
+// Deterministic: two system-made ids in the same second collide once in 65,536 (reserve_id
+// then tries another), which made this test flaky when it compared two of them.
 TEST(RegistryIds, NewIdsAreSafeAndDistinct) {
-  std::string a = new_job_id("my job/../x"), b = new_job_id("my job/../x");
+  std::string a = new_job_id("my job/../x", 1764590400, 0x12ab);
+  std::string b = new_job_id("my job/../x", 1764590400, 0x12ac);
+  EXPECT_EQ(a, new_job_id("my job/../x", 1764590400, 0x12ab));
+  EXPECT_THAT(a, ::testing::EndsWith("-12ab"));
+  EXPECT_THAT(new_job_id("x"), ::testing::MatchesRegex("x-[0-9]{8}-[0-9]{6}-[0-9a-f]{4}"));
   EXPECT_EQ(a.find('/'), std::string::npos);
   EXPECT_EQ(a.find(' '), std::string::npos);
   EXPECT_THAT(a, ::testing::StartsWith("my-job----x-"));

@@ -521,13 +521,18 @@ std::string utc_timestamp_iso8601() {
 
 std::string new_job_id(const std::string& name) {
   std::random_device rd;
-  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  return new_job_id(name, std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()),
+                    rd());
+}
+
+std::string new_job_id(const std::string& name, std::time_t now, uint32_t random_bits) {
   std::string safe;
   for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '-';
   // An id is typed as a command-line argument (`status ID`): one that starts with '-' would
   // be read as an option.
   if (safe.empty() || safe.front() == '-') safe = "job" + safe;
-  return fmt::format("{}-{:%Y%m%d-%H%M%S}-{:04x}", safe, fmt::localtime(now), rd() & 0xffff);
+  return fmt::format("{}-{:%Y%m%d-%H%M%S}-{:04x}", safe, fmt::localtime(now),
+                     random_bits & 0xffffu);
 }
 
 }  // namespace bridge

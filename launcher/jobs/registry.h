@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -135,8 +136,11 @@ class JobRegistry {
 // nullopt when the text is no record of ours.
 std::optional<JobRecord> read_job_entry(const std::string& text);
 
-// A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique).
+// A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique, trying
+// another candidate on a collision). The first form takes the time and 16 random bits from
+// the system; the second is the pure rule, for tests.
 std::string new_job_id(const std::string& name);
+std::string new_job_id(const std::string& name, std::time_t now, uint32_t random_bits);
 std::string utc_timestamp_iso8601();
 
 }  // namespace bridge

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <set>
+#include <algorithm>
 
 #include "launcher/gpu_table.h"
 #include "launcher/megatron_bridge_perf_recipes.h"
