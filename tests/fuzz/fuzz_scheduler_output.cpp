@@ -17,6 +17,7 @@
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
 #include "launcher/jobs/failure_triage.h"
+#include "launcher/utf8.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
@@ -37,14 +38,12 @@ void check_slurm_job(const bridge::SlurmJobInfo& info, const char* parser) {
   bridge::JobStatus st = bridge::to_job_status(info);
   if (st.state != bridge::map_slurm_state(info.state))
     bridge::fuzz::fail(where + "to_job_status disagrees with map_slurm_state");
-  if (st.detail.rfind(info.state, 0) != 0)
-    bridge::fuzz::fail(where + "the detail does not start with Slurm's state");
-  // The reason is escaped for `status` (slurm_scheduler.cpp); the state and exit code are
-  // passed on as Slurm printed them, so the check holds when those two are printable.
-  if (bridge::fuzz::is_printable_safe(info.state) &&
-      bridge::fuzz::is_printable_safe(info.exit_code) &&
-      !bridge::fuzz::is_printable_safe(st.detail))
-    bridge::fuzz::fail(where + "a reason reached the status detail unescaped");
+  // The state, the exit code and the reason are escaped (and bounded) for `status`
+  // (slurm_scheduler.cpp): the detail starts with the state as shown and is always safe.
+  if (st.detail.rfind(bridge::printable_text(info.state, 200), 0) != 0)
+    bridge::fuzz::fail(where + "the detail does not start with Slurm's state as shown");
+  if (!bridge::fuzz::is_printable_safe(st.detail))
+    bridge::fuzz::fail(where + "Slurm's text reached the status detail unescaped");
 }
 
 void check_slurm(const std::string& text) {
