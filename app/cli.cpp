@@ -1,7 +1,6 @@
 #include "app/cli.h"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -58,15 +57,13 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("overrides", o.overrides, "dotted KEY=VALUE overrides of the recipe");
 }
 
-void setup_logging(const Options& o, std::ostream& err) {
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err, true);
-  auto logger = std::make_shared<spdlog::logger>("bridge-launch", sink);
-  logger->set_pattern("bridge-launch: %l: %v");
-  logger->set_level(o.quiet         ? spdlog::level::err
-                    : o.verbose > 1 ? spdlog::level::trace
-                    : o.verbose     ? spdlog::level::debug
-                                    : spdlog::level::info);
-  spdlog::set_default_logger(logger);
+// The logger is the one Services holds (stderr in main), never spdlog's process-wide default.
+void setup_logging(const Options& o, spdlog::logger& log) {
+  log.set_pattern("bridge-launch: %l: %v");
+  log.set_level(o.quiet         ? spdlog::level::err
+                : o.verbose > 1 ? spdlog::level::trace
+                : o.verbose     ? spdlog::level::debug
+                                : spdlog::level::info);
 }
 
 bool want_color(const std::ostream& err, const HostEnvironment& env) {
@@ -414,7 +411,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     o->verbose = verbose;
     o->quiet = quiet;
   }
-  setup_logging(launch, err);
+  setup_logging(launch, services.log);
   for (const CLI::App* sub : app.get_subcommands()) {
     if (auto unused = unused_top_level_argument(app)) {
       err << fmt::format("bridge-launch: error: {} does not apply to `{}`\n", *unused,
@@ -427,7 +424,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
   if (plugins_cmd->parsed()) return cmd_plugins(plugins_format, ctx);
   if (completion_cmd->parsed()) {
-    out << *completion_script(shell);
+    out << *completion_script(shell, services.plugins);
     return kExitOk;
   }
   if (schema_cmd->parsed()) return cmd_schema(ctx);

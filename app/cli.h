@@ -2,8 +2,8 @@
 //
 // run_cli is everything `main` does: it never throws (third-party exceptions are caught
 // here) and returns the process exit code: 0 success, 1 runtime failure, 2 usage
-// error or invalid recipe, 130 interrupted. Results go to `out`, diagnostics and logs to
-// `err`.
+// error or invalid recipe, 130 interrupted. Results go to `out`, diagnostics to `err`, logs to
+// `services.log` (main: a logger writing to stderr; run_cli sets its level from -v/-q).
 #pragma once
 
 #include <ostream>

@@ -33,7 +33,7 @@ bool starter_validates(const std::string& text, const std::string& name, const C
                        Diagnostics& diags) {
   PlanRequest request;
   request.recipe_path = name;
-  Plan plan = build_plan_from_text(text, request, c.services.env, diags);
+  Plan plan = build_plan_from_text(text, request, c.services.env, c.services.plugins, diags);
   if (plan.complete && !diags.has_errors())
     if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
       executor->render(plan, dry_run_identity(plan), diags);

@@ -501,7 +501,7 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     Options o = a.launch;
     o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
     Diagnostics diags(o.strict);
-    Plan plan = build_plan(make_request(o), c.services.env, diags);
+    Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
     const std::vector<std::string> shown = shown_overrides(extra, plan, n);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
@@ -547,8 +547,8 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   for (size_t i = 0; i < options.size(); ++i) {
     Options& o = options[i];
     Diagnostics diags(o.strict);
-    Plan plan = build_plan(make_request(o), c.services.env, diags);
-    const ExecutorInfo* info = find_executor(plan.executor);
+    Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
+    const ExecutorInfo* info = find_executor(c.services.executors, plan.executor);
     bool runs_here = info && info->traits.runs_here;
     all_waited = all_waited && (a.launch.wait || runs_here);
     if (o.dry_run)

@@ -128,7 +128,7 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
         c.services.clock.steady_now() - start);
     auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
     while (!g_wait_interrupted && c.services.clock.steady_now() < next_poll)
-      c.services.sleeper.sleep_for(std::chrono::milliseconds(200));
+      c.services.sleeper.pause_for(std::chrono::milliseconds(200));
     if (g_wait_interrupted) {
       if (tty) c.err << "\n";
       for (const auto* w : open)
@@ -212,13 +212,14 @@ std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) 
   return out;
 }
 
-JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job) {
+JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job,
+                     std::chrono::system_clock::time_point now) {
   JobRecord rec;
   rec.name = *plan.recipe->name.value;
   rec.executor = plan.executor;
   rec.recipe_path = o.recipe;
   rec.overrides = recorded_overrides(plan, o);
-  rec.submitted_at = utc_timestamp_iso8601();
+  rec.submitted_at = utc_timestamp_iso8601(now);
   rec.nodes = static_cast<int>(plan.topology->nodes);
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
   // rec.knobs and rec.plan_json are left for the submission to fill in (launch_planned,
@@ -305,7 +306,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
     return code;
   };
   if (!plan.complete || diags.has_errors()) return fail(kExitUsage);
-  const ExecutorInfo* info = find_executor(plan.executor);
+  const ExecutorInfo* info = find_executor(c.services.executors, plan.executor);
   std::unique_ptr<Executor> executor = prepared && prepared_name == plan.executor
                                            ? std::move(prepared)
                                            : c.services.executor(plan.executor);
@@ -327,7 +328,7 @@ int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& 
   const JobRegistry& reg = c.services.registry;
   Diagnostics submit_diags;
   submit_diags.add_secrets(diags.secrets());  // what the scheduler says is scrubbed too
-  JobRecord rec = new_record(o, plan, *preview);
+  JobRecord rec = new_record(o, plan, *preview, c.services.clock.now());
   const Diagnostics plan_diags = diags;  // what the recorded plan lists (later renders add none)
   // The id only (lock, exclusive create): the entry itself is written by `before_submit`
   // below, before the scheduler can take the job.
@@ -464,7 +465,7 @@ int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
     }
   }
   early.prepared.reset();
-  Plan plan = build_plan(make_request(o), c.services.env, diags);
+  Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
   return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor,
                         /*ends_command=*/true);
 }

@@ -44,7 +44,7 @@ PlanRequest make_request(const Options& o) {
 // (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
 // reported by `validate` and `plan` too. validate ok implies --dry-run ok.
 Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
-  Plan plan = build_plan(make_request(o), c.services.env, diags);
+  Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
   if (!plan.complete || diags.has_errors()) return plan;
   if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
     executor->render(plan, dry_run_identity(plan), diags);

@@ -72,33 +72,31 @@ std::vector<std::string> completion_values(const RecipeKeyDoc& d) {
   }
 }
 
-const RecipeWords& recipe_words() {
-  static const RecipeWords kWords = [] {
-    RecipeWords w;
-    auto add_prefix = [&](const std::string& p) {
-      if (std::find(w.prefixes.begin(), w.prefixes.end(), p) == w.prefixes.end())
-        w.prefixes.push_back(p);
-    };
-    for (const RecipeKeyDoc& d : recipe_key_reference()) {
-      w.keys.emplace_back(d.path + "=", type_text(d));
-      size_t dot = d.path.find('.');
-      add_prefix(dot == std::string::npos ? d.path + "=" : d.path.substr(0, dot + 1));
-      std::vector<std::string> values = completion_values(d);
-      if (values.empty()) continue;
-      auto it = std::find_if(w.values.begin(), w.values.end(),
-                             [&](const auto& v) { return v.first == values; });
-      if (it == w.values.end())
-        w.values.emplace_back(values, std::vector<std::string>{d.path});
-      else
-        it->second.push_back(d.path);
-    }
-    for (const auto& p : plugin_registry())
-      w.keys.emplace_back(fmt::format("plugins.{}=", p.name), p.description);
-    add_prefix("plugins.");
-    add_prefix("env.");
-    return w;
-  }();
-  return kWords;
+// Built per call from the plugin table the caller passes (a completion script is made once).
+RecipeWords recipe_words(const std::vector<PluginInfo>& plugins) {
+  RecipeWords w;
+  auto add_prefix = [&](const std::string& p) {
+    if (std::find(w.prefixes.begin(), w.prefixes.end(), p) == w.prefixes.end())
+      w.prefixes.push_back(p);
+  };
+  for (const RecipeKeyDoc& d : recipe_key_reference()) {
+    w.keys.emplace_back(d.path + "=", type_text(d));
+    size_t dot = d.path.find('.');
+    add_prefix(dot == std::string::npos ? d.path + "=" : d.path.substr(0, dot + 1));
+    std::vector<std::string> values = completion_values(d);
+    if (values.empty()) continue;
+    auto it = std::find_if(w.values.begin(), w.values.end(),
+                           [&](const auto& v) { return v.first == values; });
+    if (it == w.values.end())
+      w.values.emplace_back(values, std::vector<std::string>{d.path});
+    else
+      it->second.push_back(d.path);
+  }
+  for (const auto& p : plugins)
+    w.keys.emplace_back(fmt::format("plugins.{}=", p.name), p.description);
+  add_prefix("plugins.");
+  add_prefix("env.");
+  return w;
 }
 
 std::string words(const std::vector<std::string>& list) {
@@ -117,16 +115,17 @@ std::string command_names() {
 }
 
 // The `case` arms of _bridge_launch_values (bash) and __bridge_launch_values (fish).
-std::string bash_value_cases() {
+std::string bash_value_cases(const RecipeWords& recipe) {
   std::string out;
-  for (const auto& [values, keys] : recipe_words().values)
+  for (const auto& [values, keys] : recipe.values)
     out += fmt::format("    {}) echo \"{}\" ;;\n", fmt::join(keys, "|"), words(values));
   return out;
 }
 
-std::string bash_script() {
+std::string bash_script(const std::vector<PluginInfo>& plugins) {
+  const RecipeWords recipe = recipe_words(plugins);
   std::vector<std::string> keys;
-  for (const auto& k : recipe_words().keys) keys.push_back(k.first);
+  for (const auto& k : recipe.keys) keys.push_back(k.first);
   std::string script = R"BASH(# bash completion for bridge-launch. Load with:
 #   source <(bridge-launch completion bash)
 # Completes subcommands, options, recipe files, job ids, and recipe overrides: a section
@@ -243,10 +242,10 @@ _bridge_launch() {
 }
 complete -o filenames -F _bridge_launch bridge-launch
 )BASH";
-  std::vector<std::string> prefixes = recipe_words().prefixes;
+  std::vector<std::string> prefixes = recipe.prefixes;
   replace_all(script, "@KEYS@", words(keys));
   replace_all(script, "@PREFIXES@", words(prefixes));
-  replace_all(script, "@VALUE_CASES@", bash_value_cases());
+  replace_all(script, "@VALUE_CASES@", bash_value_cases(recipe));
   replace_all(script, "@COMMANDS@", command_names());
   replace_all(script, "@EXECUTORS@", words(executor_names()));
   replace_all(script, "@GPUS@", words(gpu_names()));
@@ -263,7 +262,8 @@ std::string fish_quote(const std::string& s) {
   return out + "'";
 }
 
-std::string fish_script() {
+std::string fish_script(const std::vector<PluginInfo>& plugins) {
+  const RecipeWords recipe = recipe_words(plugins);
   std::string out = R"FISH(# fish completion for bridge-launch. Load with:
 #   bridge-launch completion fish | source
 # or install it:
@@ -316,17 +316,17 @@ end
 
 )FISH";
   std::vector<std::string> values;
-  for (const auto& [vals, keys] : recipe_words().values)
+  for (const auto& [vals, keys] : recipe.values)
     values.push_back(
         fmt::format("        case {}\n            printf '%s\\n' {}\n", words(keys), words(vals)));
   std::vector<std::string> keys;
-  for (const auto& [word, type] : recipe_words().keys)
+  for (const auto& [word, type] : recipe.keys)
     keys.push_back(fmt::format("            {} {}", word, fish_quote(type)));
   replace_all(out, "@NO_RECIPE@",
               "status logs why cancel compare list plugins completion init schema");
   replace_all(out, "@VALUE_CASES@", fmt::format("{}", fmt::join(values, "")));
   replace_all(out, "@KEYS@", fmt::format("{}", fmt::join(keys, " \\\n")));
-  replace_all(out, "@PREFIXES@", words(recipe_words().prefixes));
+  replace_all(out, "@PREFIXES@", words(recipe.prefixes));
 
   auto line = [&](const std::string& text) { out += "complete -c bridge-launch " + text + "\n"; };
   out += "# Subcommands\n";
@@ -391,8 +391,9 @@ end
 
 }  // namespace
 
-std::optional<std::string> completion_script(const std::string& shell) {
-  if (shell == "bash") return bash_script();
+std::optional<std::string> completion_script(const std::string& shell,
+                                             const std::vector<PluginInfo>& plugins) {
+  if (shell == "bash") return bash_script(plugins);
   if (shell == "zsh")
     return "#compdef bridge-launch\n# zsh completion for bridge-launch. Load with:\n"
            "#   source <(bridge-launch completion zsh)\n"
@@ -400,8 +401,8 @@ std::optional<std::string> completion_script(const std::string& shell) {
            "# shell has not (a plain ~/.zshrc).\n"
            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit; }\n"
            "autoload -U +X bashcompinit && bashcompinit\n" +
-           bash_script();
-  if (shell == "fish") return fish_script();
+           bash_script(plugins);
+  if (shell == "fish") return fish_script(plugins);
   return std::nullopt;
 }
 

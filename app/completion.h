@@ -8,9 +8,15 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "plugins/plugin.h"
 
 namespace bridge {
 
-std::optional<std::string> completion_script(const std::string& shell);
+// The script for `shell` (bash, zsh, fish; nullopt for another), completing the plugin names
+// of `plugins` (Services::plugins).
+std::optional<std::string> completion_script(const std::string& shell,
+                                             const std::vector<PluginInfo>& plugins);
 
 }  // namespace bridge

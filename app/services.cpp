@@ -1,5 +1,7 @@
 #include "app/services.h"
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,17 +26,29 @@ namespace {
   std::fflush(nullptr);
   _exit(code);
 }
+
+// The one logger of the process: to stderr, flushed at every message (run_cli sets its pattern
+// and level). It is passed down (Services::log), never installed as spdlog's default.
+std::shared_ptr<spdlog::logger> stderr_logger() {
+  auto log = std::make_shared<spdlog::logger>(
+      "bridge-launch", std::make_shared<spdlog::sinks::ostream_sink_mt>(std::cerr, true));
+  log->set_pattern("bridge-launch: %l: %v");
+  return log;
+}
 }  // namespace
 
 RealServices::RealServices()
-    : services_{env_,
+    : log_(stderr_logger()),
+      services_{env_,
                 runner_,
                 clock_,
                 sleeper_,
+                random_,
+                *log_,
                 probe_dir_next_to_self(),
                 executor_registry(),
                 plugin_registry(),
-                JobRegistry(JobRegistry::default_dir(env_)),
+                JobRegistry(JobRegistry::default_dir(env_), {clock_, sleeper_, random_, *log_}),
                 nullptr} {
   // A sanitizer's leak check runs at exit: those builds end the usual way. (BRIDGE_SANITIZED
   // is CMake's BRIDGE_SANITIZE; the compiler's own macro also catches flags set by hand.)

@@ -2,15 +2,23 @@
 // command receives them through Context; nothing below app/ reaches for a process global.
 //
 //   host env      -> the planner (${VAR}, tracker keys), the registry dir, local ranks' env
-//   command runner, clock, sleeper, probe dir -> the executors (ExecutorServices)
-//   executor table, plugin table              -> `--executor`, `plugins`, completion
+//   command runner, clock, sleeper, probe dir, logger -> the executors (ExecutorServices)
+//   clock, sleeper, random, logger            -> the job registry (RegistrySeams)
+//   executor table -> every executor made or looked up (`--executor`, status, logs, ...)
+//   plugin table   -> the planner (build_plan), `plugins`, `schema`, completion
 //   job registry                              -> launch, list, status, logs, cancel, compare
 //
-// Tests build a Services from fakes (MapEnvironment, a recording CommandRunner, a Sleeper
-// that returns at once) and call the commands directly.
+// The executor and plugin tables are defined in executors/registry.cpp and
+// plugins/registry.cpp; only RealServices reads those definitions: everything else gets the
+// table it uses from here, so a test can hand in a table of its own.
+//
+// Tests build a Services from fakes (MapEnvironment, a recording CommandRunner, a FakeClock, a
+// Sleeper that returns at once, a SequenceRandom, a logger writing to a string) and call the
+// commands directly.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +29,10 @@
 #include "launcher/jobs/registry.h"
 #include "plugins/plugin.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace bridge {
 
 struct Services {
@@ -28,6 +40,9 @@ struct Services {
   CommandRunner& runner;
   const Clock& clock;
   Sleeper& sleeper;
+  Random& random;
+  // Where logs go (stderr in main); run_cli sets its pattern and level from -v/-q.
+  spdlog::logger& log;
   std::string probe_dir;  // where the bridge-probe built with this binary is ("" when none)
   const std::vector<ExecutorInfo>& executors;
   const std::vector<PluginInfo>& plugins;
@@ -40,9 +55,11 @@ struct Services {
   // is over, accepted or not (never an ablate, which submits more than one job).
   std::function<void(int code)> end_process;
 
-  ExecutorServices executor_services() const { return {runner, env, clock, sleeper, probe_dir}; }
+  ExecutorServices executor_services() const {
+    return {runner, env, clock, sleeper, log, probe_dir};
+  }
   std::unique_ptr<Executor> executor(const std::string& name) const {
-    return make_executor(name, executor_services());
+    return make_executor(executors, name, executor_services());
   }
 };
 
@@ -59,6 +76,8 @@ class RealServices {
   SpawnCommandRunner runner_;
   SystemClock clock_;
   ThreadSleeper sleeper_;
+  SystemRandom random_;
+  std::shared_ptr<spdlog::logger> log_;
   Services services_;
 };
 

@@ -24,7 +24,8 @@ void BM_ManyEnvKeys(benchmark::State& state) {
   request.recipe_path = "bench.yaml";
   for (auto _ : state) {
     bridge::Diagnostics diags;
-    bridge::Plan plan = bridge::build_plan_from_text(text, request, env, diags);
+    bridge::Plan plan =
+        bridge::build_plan_from_text(text, request, env, bridge::plugin_registry(), diags);
     if (!plan.complete) {
       state.SkipWithError("the benchmark recipe does not plan");
       break;

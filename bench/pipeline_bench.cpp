@@ -37,7 +37,7 @@ Plan plan_for(int64_t ng, const std::string& executor) {
                    "model.expert_model_parallel_size=8",
                    "runtime.container_image=nvcr.io/nvidia/nemo:25.11"};
   Diagnostics diags;
-  return build_plan_from_text(moe_recipe_text(), req, env, diags);
+  return build_plan_from_text(moe_recipe_text(), req, env, plugin_registry(), diags);
 }
 
 void BM_ResolveOverlap(benchmark::State& state) {
@@ -55,7 +55,7 @@ void BM_RunPlugins(benchmark::State& state) {
   PluginContext ctx{*plan.recipe, *plan.topology, *plan.overlap, "slurm", plan.job_dir, env};
   for (auto _ : state) {
     Diagnostics diags;
-    benchmark::DoNotOptimize(run_plugins(ctx, {"NCCL_DEBUG=INFO"}, diags));
+    benchmark::DoNotOptimize(run_plugins(plugin_registry(), ctx, {"NCCL_DEBUG=INFO"}, diags));
   }
 }
 BENCHMARK(BM_RunPlugins)->Unit(benchmark::kMicrosecond);
@@ -64,7 +64,7 @@ void BM_Render(benchmark::State& state, const std::string& executor) {
   Plan plan = plan_for(state.range(0), executor);
   bridge::testing::ForwardingRunner no_commands;  // render runs none
   bridge::testing::TestServices seams(no_commands);
-  std::unique_ptr<Executor> ex = make_executor(executor, seams.services());
+  std::unique_ptr<Executor> ex = make_executor(executor_registry(), executor, seams.services());
   if (!plan.complete || !ex) {
     state.SkipWithError("plan or executor unavailable");
     return;

@@ -164,7 +164,8 @@ void BM_BuildPlanFromText(benchmark::State& state) {
   const std::string text = kMoeRecipe;
   for (auto _ : state) {
     bridge::Diagnostics diags;
-    bridge::Plan plan = bridge::build_plan_from_text(text, request, env, diags);
+    bridge::Plan plan =
+        bridge::build_plan_from_text(text, request, env, bridge::plugin_registry(), diags);
     if (!plan.complete) {  // every stage ran, plugins included
       state.SkipWithError("the benchmark recipe does not plan");
       break;

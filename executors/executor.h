@@ -2,14 +2,16 @@
 //
 // Contract:
 // - An executor is built with the seams it uses (ExecutorServices: command runner, host env,
-//   clock, sleeper, where bridge-probe lives); it reads no process globals.
+//   clock, sleeper, logger, where bridge-probe lives); it reads no process globals.
 // - `render` is pure and deterministic: the plan and the SubmissionIdentity the CLI fixed
 //   once (job id; the Kubernetes name suffix derives from it) give the same bytes every
 //   time. It returns a typed PreparedJob: what --dry-run prints and golden tests compare,
 //   plus everything `submit` needs, so submit never renders again or parses text.
 // - `submit` performs the side effects through the seams; `status`, `logs` and `cancel`
 //   work on registry records. Executors are listed in one name -> factory table with traits,
-//   so callers ask a trait ("does it run here?") instead of comparing names.
+//   so callers ask a trait ("does it run here?") instead of comparing names. The table is
+//   defined by executor_registry() and read there only by the composition root
+//   (app/services.cpp): callers get it as Services::executors and pass it in.
 #pragma once
 
 #include <functional>
@@ -28,6 +30,10 @@
 #include "launcher/jobs/job_record.h"
 #include "launcher/plan/plan.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace bridge {
 
 // What executors may use from the outside world; built once in main.
@@ -36,6 +42,7 @@ struct ExecutorServices {
   const HostEnvironment& env;
   const Clock& clock;
   Sleeper& sleeper;
+  spdlog::logger& log;
   // The directory holding the bridge-probe built with this bridge-launch ("" when none):
   // a runtime command `bridge-probe` runs that binary.
   std::string probe_dir;
@@ -184,10 +191,14 @@ struct ExecutorInfo {
   std::unique_ptr<Executor> (*make)(const ExecutorServices& services);
 };
 
-// The table of executors, in the order `--executor` documents them.
+// The table of executors, in the order `--executor` documents them: where it is defined. Only
+// the composition root reads it (Services::executors); everything else is handed a table.
 const std::vector<ExecutorInfo>& executor_registry();
-const ExecutorInfo* find_executor(const std::string& name);
-std::unique_ptr<Executor> make_executor(const std::string& name, const ExecutorServices& services);
+// The row of `table` named `name`, or nullptr.
+const ExecutorInfo* find_executor(const std::vector<ExecutorInfo>& table, const std::string& name);
+// An executor made by the row of `table` named `name`, or nullptr.
+std::unique_ptr<Executor> make_executor(const std::vector<ExecutorInfo>& table,
+                                        const std::string& name, const ExecutorServices& services);
 
 // The identity --dry-run, validate and plan render with (no registry id is reserved).
 SubmissionIdentity dry_run_identity(const Plan& plan);

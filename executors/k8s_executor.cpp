@@ -185,7 +185,7 @@ class KubernetesExecutor : public Executor {
       return res;
     }
     for (const auto& line : split_lines(scrub_secrets(trim(r.out), secrets)))
-      spdlog::info("kubectl: {}", line);
+      services_.log.info("kubectl: {}", line);
     res.exit_code = kExitOk;
     res.accepted = true;
     res.scheduler_id = shown.scheduler_id;
@@ -333,7 +333,7 @@ class KubernetesExecutor : public Executor {
       diags.error("kubectl-delete-failed", "", {}, "kubectl delete failed: " + kubectl_message(r));
       return kExitFailed;
     }
-    for (const auto& line : split_lines(trim(r.out))) spdlog::info("kubectl: {}", line);
+    for (const auto& line : split_lines(trim(r.out))) services_.log.info("kubectl: {}", line);
     return kExitOk;
   }
 
@@ -344,7 +344,7 @@ class KubernetesExecutor : public Executor {
     spec.argv = std::move(argv);
     spec.stdin_text = std::move(stdin_text);
     spec.timeout = timeout;
-    spdlog::debug("running: {}", fmt::join(spec.argv, " "));
+    services_.log.debug("running: {}", fmt::join(spec.argv, " "));
     return services_.runner.run(spec);
   }
 
@@ -395,7 +395,7 @@ class KubernetesExecutor : public Executor {
         st.detail = a.status.detail + " (starting it failed)";
         return st;
       }
-      spdlog::info("job {}: started the next attempt, Job {}", rec.id, a.start_next);
+      services_.log.info("job {}: started the next attempt, Job {}", rec.id, a.start_next);
     }
     return a.status;
   }
@@ -526,7 +526,7 @@ class KubernetesExecutor : public Executor {
         print_new_lines(r.out, pod_prefix(p, prefix), query.grep, cur, out);
       }
       if (done) return kExitOk;
-      services_.sleeper.sleep_for(kFollowInterval);
+      services_.sleeper.pause_for(kFollowInterval);
     }
   }
 

@@ -298,9 +298,9 @@ class LocalExecutor : public Executor {
     // lock (launcher_alive), taken above, before the entry names the job dir.
     sr.accepted = true;
     if (on_accepted) on_accepted(sr);
-    spdlog::info("launching `{}`: {} process{} on this machine, logs in {}",
-                 *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
-                 dir.string());
+    services_.log.info("launching `{}`: {} process{} on this machine, logs in {}",
+                       *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
+                       dir.string());
     bool quiet = options.verbosity < 0;
     LineSink sink = [&](int rank, const std::string& line) {
       RankLog& log = logs[rank];
@@ -315,8 +315,9 @@ class LocalExecutor : public Executor {
     go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
     GroupResult result = run_process_group(specs, go, sink);
     if (result.leftovers_stopped > 0)
-      spdlog::warn("stopped {} process{} the ranks had left running outside the job (daemons)",
-                   result.leftovers_stopped, result.leftovers_stopped == 1 ? "" : "es");
+      services_.log.warn(
+          "stopped {} process{} the ranks had left running outside the job (daemons)",
+          result.leftovers_stopped, result.leftovers_stopped == 1 ? "" : "es");
     write_exits(dir, result);
     report(plan, result, tails, dir, diags, sr);
     report_log_errors(log_errors, dir, diags, sr);
@@ -406,7 +407,7 @@ class LocalExecutor : public Executor {
 
   // How each rank ended, in the order the launcher saw them end: what `why` reads to name
   // the first failure. "rank<TAB>exit code<TAB>signal", `-` for the one that does not apply.
-  static void write_exits(const fs::path& dir, const GroupResult& result) {
+  void write_exits(const fs::path& dir, const GroupResult& result) const {
     std::string text = "# rank\texit_code\tsignal (in the order the ranks ended)\n";
     for (const auto& r : result.ranks)
       text += fmt::format("{}\t{}\t{}\n", r.rank, r.signaled ? "-" : std::to_string(r.exit_code),
@@ -415,8 +416,8 @@ class LocalExecutor : public Executor {
     out.fd = create_job_file((dir / kExitsFile).string());
     if (out.fd < 0 || !out.write_all(text))
       // `why` then names ranks by their logs only; the job's result is unaffected
-      spdlog::warn("could not write {}: {}; `why` will not know the order the ranks ended in",
-                   (dir / kExitsFile).string(), std::strerror(errno));
+      services_.log.warn("could not write {}: {}; `why` will not know the order the ranks ended in",
+                         (dir / kExitsFile).string(), std::strerror(errno));
   }
 
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
@@ -466,9 +467,9 @@ class LocalExecutor : public Executor {
     }
   }
 
-  static void report(const Plan& plan, const GroupResult& result,
-                     std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
-                     Diagnostics& diags, SubmitResult& sr) {
+  void report(const Plan& plan, const GroupResult& result,
+              std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
+              Diagnostics& diags, SubmitResult& sr) const {
     sr.exit_code = kExitFailed;
     sr.final_state = JobState::kFailed;
     if (!result.spawn_error.empty()) {
@@ -477,7 +478,7 @@ class LocalExecutor : public Executor {
       return;
     }
     if (result.interrupted) {
-      spdlog::warn("interrupted by signal {}: all ranks stopped", result.interrupt_signal);
+      services_.log.warn("interrupted by signal {}: all ranks stopped", result.interrupt_signal);
       sr.exit_code = kExitInterrupted;
       sr.final_state = JobState::kCancelled;
       sr.state_detail = fmt::format("interrupted by signal {}", result.interrupt_signal);
@@ -505,8 +506,9 @@ class LocalExecutor : public Executor {
                   "the job ran past executor.local.timeout and was stopped");
       return;
     }
-    spdlog::info("job `{}` finished: {} process{} exited 0; logs in {}", *plan.recipe->name.value,
-                 result.ranks.size(), result.ranks.size() == 1 ? "" : "es", dir.string());
+    services_.log.info("job `{}` finished: {} process{} exited 0; logs in {}",
+                       *plan.recipe->name.value, result.ranks.size(),
+                       result.ranks.size() == 1 ? "" : "es", dir.string());
     sr.exit_code = 0;
     sr.final_state = JobState::kSucceeded;
   }

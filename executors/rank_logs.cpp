@@ -133,7 +133,7 @@ int print_rank_logs(const JobRecord& job, const LogQuery& query,
       tail->second.pump(out, prefix, /*final=*/!running, query.grep);
     }
     if (!running) break;
-    sleeper.sleep_for(std::chrono::milliseconds(500));
+    sleeper.pause_for(std::chrono::milliseconds(500));
   }
   if (!any) {
     diags.error(

@@ -21,14 +21,15 @@ const std::vector<ExecutorInfo>& executor_registry() {
   return kExecutors;
 }
 
-const ExecutorInfo* find_executor(const std::string& name) {
-  for (const auto& e : executor_registry())
+const ExecutorInfo* find_executor(const std::vector<ExecutorInfo>& table, const std::string& name) {
+  for (const auto& e : table)
     if (name == e.name) return &e;
   return nullptr;
 }
 
-std::unique_ptr<Executor> make_executor(const std::string& name, const ExecutorServices& services) {
-  const ExecutorInfo* info = find_executor(name);
+std::unique_ptr<Executor> make_executor(const std::vector<ExecutorInfo>& table,
+                                        const std::string& name, const ExecutorServices& services) {
+  const ExecutorInfo* info = find_executor(table, name);
   return info ? info->make(services) : nullptr;
 }
 

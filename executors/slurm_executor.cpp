@@ -183,7 +183,9 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(const ExecutorServices& services, SlurmRetryPolicy policy)
-      : services_(services), slurm_(services.runner, services.sleeper, policy), policy_(policy) {}
+      : services_(services),
+        slurm_(services.runner, services.sleeper, services.log, policy),
+        policy_(policy) {}
 
   // The identity names the job's directory (<job_dir>/<id>/) and tags the job (--comment), to
   // find a job that a lost answer did create.
@@ -274,7 +276,7 @@ class SlurmExecutor : public Executor {
     // Before retrying a transient failure: did the "failed" try create the job after all?
     auto settled = [&]() {
       id = find_by_comment(name, comment);
-      if (id) spdlog::warn("sbatch reported an error, but job {} was created; using it", *id);
+      if (id) services_.log.warn("sbatch reported an error, but job {} was created; using it", *id);
       return id.has_value();
     };
     // An id on stdout is an accepted job, also when sbatch then exits non-zero.
@@ -311,20 +313,22 @@ class SlurmExecutor : public Executor {
     // A transient failure is retried as SlurmClient::run retries (its first try was this one).
     if (!r.ok() && r.started && !r.timed_out && policy_.attempts > 1 &&
         is_transient_slurm_error(r.err + r.out) && !parse_sbatch_id(r.out)) {
-      spdlog::warn("sbatch: {}; retrying in {} ms (attempt 2 of {})", said(r),
-                   policy_.first_backoff.count(), policy_.attempts);
-      services_.sleeper.sleep_for(policy_.first_backoff);
+      services_.log.warn("sbatch: {}; retrying in {} ms (attempt 2 of {})", said(r),
+                         policy_.first_backoff.count(), policy_.attempts);
+      services_.sleeper.pause_for(policy_.first_backoff);
       if (!settled()) {
         SlurmRetryPolicy rest = policy_;
         rest.attempts -= 1;
         rest.first_backoff *= 2;
-        r = SlurmClient(services_.runner, services_.sleeper, rest).run(spec, nullptr, settled);
+        r = SlurmClient(services_.runner, services_.sleeper, services_.log, rest)
+                .run(spec, nullptr, settled);
       }
     }
     if (!id) id = parse_sbatch_id(r.out);
     if (id && !r.ok())
-      spdlog::warn("sbatch exited with code {} after printing job id {}; the job was accepted",
-                   r.exit_code, *id);
+      services_.log.warn(
+          "sbatch exited with code {} after printing job id {}; the job was accepted", r.exit_code,
+          *id);
     // An sbatch that was killed (the runner's own timeout, or a signal) may have created the
     // job all the same (the controller answered late): look for it by its unique comment
     // before deleting anything. A definite refusal (controller down, bad option) needs none.
@@ -341,8 +345,8 @@ class SlurmExecutor : public Executor {
       return result;
     }
     if (!announced) accept();
-    spdlog::info("Slurm job {} (`{}`, {} node(s) x {} GPU(s)): files in {}", *id, name,
-                 plan.topology->nodes, plan.topology->gpus_per_node, result.job_dir);
+    services_.log.info("Slurm job {} (`{}`, {} node(s) x {} GPU(s)): files in {}", *id, name,
+                       plan.topology->nodes, plan.topology->gpus_per_node, result.job_dir);
     return result;
   }
 
@@ -464,12 +468,12 @@ class SlurmExecutor : public Executor {
         pending.update(job, st, notes);
       }
       if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
-        services_.sleeper.sleep_for(std::chrono::milliseconds(200));  // last writes land
+        services_.sleeper.pause_for(std::chrono::milliseconds(200));  // last writes land
         refresh();
         pump_all(/*final=*/true);
         return 0;
       }
-      services_.sleeper.sleep_for(kPollInterval);
+      services_.sleeper.pause_for(kPollInterval);
     }
   }
 
@@ -541,7 +545,7 @@ class SlurmExecutor : public Executor {
                   help_for(message));
       return kExitFailed;
     }
-    spdlog::info("cancel requested for Slurm job {}", job.scheduler_id);
+    services_.log.info("cancel requested for Slurm job {}", job.scheduler_id);
     return 0;
   }
 
@@ -583,7 +587,8 @@ class SlurmExecutor : public Executor {
       } else if ((a.err + a.out).find("accounting storage is disabled") != std::string::npos) {
         accounting_disabled_.store(true);
       } else {
-        spdlog::debug("sacct failed: {}", scrub_secrets(slurm_error_text("sacct", a), secrets));
+        services_.log.debug("sacct failed: {}",
+                            scrub_secrets(slurm_error_text("sacct", a), secrets));
       }
     }
 
@@ -596,8 +601,8 @@ class SlurmExecutor : public Executor {
       if (c.ok())
         keep(parse_scontrol_jobs(c.out));
       else if (c.err.find("Invalid job id specified") == std::string::npos)
-        spdlog::debug("scontrol show job failed: {}",
-                      scrub_secrets(slurm_error_text("scontrol", c), secrets));
+        services_.log.debug("scontrol show job failed: {}",
+                            scrub_secrets(slurm_error_text("scontrol", c), secrets));
     }
     return "";
   }

@@ -206,7 +206,7 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
   int attempt = 0;
   while (true) {
     ++attempt;
-    spdlog::debug("running {}", fmt::join(spec.argv, " "));
+    log_.debug("running {}", fmt::join(spec.argv, " "));
     r = runner_.run(spec);
     if (r.ok() || !r.started || r.timed_out || attempt >= policy_.attempts ||
         !is_transient_slurm_error(r.err + r.out))
@@ -217,10 +217,10 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
     CommandResult shown = r;
     shown.out = scrub_secrets(shown.out, given);
     shown.err = scrub_secrets(shown.err, given);
-    spdlog::warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
-                 slurm_error_text(spec.argv[0], shown), backoff.count(), attempt + 1,
-                 policy_.attempts);
-    sleeper_.sleep_for(backoff);
+    log_.warn("{}: {}; retrying in {} ms (attempt {} of {})", spec.argv[0],
+              slurm_error_text(spec.argv[0], shown), backoff.count(), attempt + 1,
+              policy_.attempts);
+    sleeper_.pause_for(backoff);
     backoff *= 2;
     if (settled && settled()) break;
   }

@@ -19,6 +19,10 @@
 #include "launcher/command_runner.h"
 #include "launcher/jobs/job_record.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace bridge {
 
 // One job as a Slurm client command reported it.
@@ -85,8 +89,9 @@ struct SlurmRetryPolicy {
 // Runs Slurm client commands with the retry policy.
 class SlurmClient {
  public:
-  SlurmClient(CommandRunner& runner, Sleeper& sleeper, SlurmRetryPolicy policy = {})
-      : runner_(runner), sleeper_(sleeper), policy_(policy) {}
+  SlurmClient(CommandRunner& runner, Sleeper& sleeper, spdlog::logger& log,
+              SlurmRetryPolicy policy = {})
+      : runner_(runner), sleeper_(sleeper), log_(log), policy_(policy) {}
   // Runs `spec` (its timeout replaced by the policy's), retrying transient failures with
   // backoff. `attempts_made` (optional) receives the number of runs. Before each retry,
   // `settled` (optional) may look around and return true to stop retrying (sbatch uses it
@@ -97,6 +102,7 @@ class SlurmClient {
  private:
   CommandRunner& runner_;
   Sleeper& sleeper_;
+  spdlog::logger& log_;  // each retry is logged
   SlurmRetryPolicy policy_;
 };
 

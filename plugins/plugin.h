@@ -4,7 +4,9 @@
 // A plugin reads the validated plan (recipe, topology, RESOLVED overlap config) and adds
 // environment variables, runtime arguments, setup steps and executor changes, each with a
 // one-line reason. Plugins never change the overlap config. The registry is an explicit
-// name -> factory table (plugin_registry); unknown names get a did-you-mean. Precedence for
+// name -> factory table, defined by plugin_registry() and read there only by the composition
+// root (app/services.cpp): the planner and the CLI are handed it (Services::plugins); unknown
+// names get a did-you-mean. Precedence for
 // env: -E > recipe env: > plugins; two plugins setting one variable to different values is an
 // error naming both. The runner stamps every contribution with its source "plugin:<name>", so
 // plugins only fill in values and reasons. See docs/plugins.md for the user-facing rules.
@@ -54,6 +56,7 @@ struct PluginInfo {
   std::unique_ptr<LaunchPlugin> (*make)();
 };
 
+// Where the table of plugins is defined; only the composition root reads it.
 const std::vector<PluginInfo>& plugin_registry();
 
 // The registry entry named `name`, or nullptr.
@@ -73,15 +76,10 @@ struct LaunchContributions {
   ExecutorChanges executor;
 };
 
-// Runs the recipe's plugins in order, then applies recipe env: and `cli_env` ("KEY=VALUE"
-// strings from -E) with the precedence rules, `${VAR}` expansion of recipe env values from
-// ctx.host_env, secret handling and contradiction warnings.
-LaunchContributions run_plugins(const PluginContext& ctx, const std::vector<std::string>& cli_env,
-                                Diagnostics& diags);
-
-// The same with another registry (tests use it to add plugins that collide on purpose).
-LaunchContributions run_plugins_with(const std::vector<PluginInfo>& registry,
-                                     const PluginContext& ctx,
-                                     const std::vector<std::string>& cli_env, Diagnostics& diags);
+// Runs the recipe's plugins (made from `registry`) in order, then applies recipe env: and
+// `cli_env` ("KEY=VALUE" strings from -E) with the precedence rules, `${VAR}` expansion of
+// recipe env values from ctx.host_env, secret handling and contradiction warnings.
+LaunchContributions run_plugins(const std::vector<PluginInfo>& registry, const PluginContext& ctx,
+                                const std::vector<std::string>& cli_env, Diagnostics& diags);
 
 }  // namespace bridge

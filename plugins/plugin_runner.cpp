@@ -182,20 +182,14 @@ bool check_plugin_names(const std::vector<PluginInfo>& registry,
   return all_known;
 }
 
-LaunchContributions run_plugins_with(const std::vector<PluginInfo>& registry,
-                                     const PluginContext& ctx,
-                                     const std::vector<std::string>& cli_env, Diagnostics& diags) {
+LaunchContributions run_plugins(const std::vector<PluginInfo>& registry, const PluginContext& ctx,
+                                const std::vector<std::string>& cli_env, Diagnostics& diags) {
   LaunchContributions out;
   for (size_t i = 0; i < ctx.recipe.plugins.size(); ++i) run_one(registry, ctx, i, out, diags);
   apply_recipe_env(ctx, out.env, diags);
   apply_cli_env(cli_env, out.env, diags);
   check_env_contradictions(ctx, out.env, diags);
   return out;
-}
-
-LaunchContributions run_plugins(const PluginContext& ctx, const std::vector<std::string>& cli_env,
-                                Diagnostics& diags) {
-  return run_plugins_with(plugin_registry(), ctx, cli_env, diags);
 }
 
 }  // namespace bridge

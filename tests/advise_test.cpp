@@ -86,7 +86,7 @@ class AdviseTest : public ::testing::Test {
     req.overrides = std::move(overrides);
     req.strict = strict_;
     Diagnostics diags(strict_);
-    build_plan_from_text(text, req, env_, diags);
+    build_plan_from_text(text, req, env_, plugin_registry(), diags);
     return diags;
   }
 
@@ -98,7 +98,7 @@ class AdviseTest : public ::testing::Test {
     req.overrides = overrides;
     req.strict = strict_;
     Diagnostics diags(strict_);
-    plan_ = build_plan_from_text(text, req, env_, diags);
+    plan_ = build_plan_from_text(text, req, env_, plugin_registry(), diags);
     EXPECT_TRUE(plan_.complete && !diags.has_errors()) << messages(diags);
     AdviceInvocation inv;
     inv.recipe_path = "r.yaml";
@@ -452,7 +452,7 @@ TEST_F(AdviseTest, TheCommandReproducesTheCallersOptionsAndQuotesItsWords) {
   req.recipe_path = "my recipe.yaml";
   req.overrides = {"model.recompute_granularity=full"};
   Diagnostics diags;
-  Plan plan = build_plan_from_text(kMoe, req, env_, diags);
+  Plan plan = build_plan_from_text(kMoe, req, env_, plugin_registry(), diags);
   ASSERT_TRUE(plan.complete) << messages(diags);
   AdviceInvocation inv;
   inv.recipe_path = "my recipe.yaml";

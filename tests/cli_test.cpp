@@ -5,8 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -147,20 +145,18 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   } submissions;
   testing::ForwardingRunner runner;
   runner.target = &submissions;
-  MapEnvironment env;
-  SystemClock clock;
-  testing::RecordingSleeper sleeper;
-  Services services{env,
+  testing::TestServices seams;
+  Services services{seams.env,
                     runner,
-                    clock,
-                    sleeper,
+                    seams.clock,
+                    seams.sleeper,
+                    seams.random,
+                    seams.log.logger,
                     "",
                     executor_registry(),
                     plugin_registry(),
-                    JobRegistry((dir / "state").string()),
+                    JobRegistry((dir / "state").string(), seams.registry_seams()),
                     nullptr};
-  // run_cli points spdlog's default logger at `err`: the streams live as long as the test,
-  // and a logger of the test's own replaces it at the end.
   std::ostringstream out, err;
   // What the process would have ended with, and what was printed by then (the real
   // end_process exits; this one returns, and the command then returns as usual).
@@ -212,8 +208,67 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   EXPECT_EQ(ablated, 0) << ablate_said;
   EXPECT_EQ(sbatch_runs(), 3u) << ablate_said;  // the baseline and two variants
   EXPECT_THAT(ended, IsEmpty());
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "cli-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(std::cerr)));
+}
+
+// The tables Services holds are the ones the commands use: a launch makes its executor from
+// Services::executors and plans with Services::plugins, never with the tables the process
+// defines (executor_registry(), plugin_registry()), which only the composition root reads.
+int g_made_by_test_table = 0;
+std::unique_ptr<Executor> make_counted_slurm(const ExecutorServices& services) {
+  ++g_made_by_test_table;
+  return find_executor(executor_registry(), "slurm")->make(services);
+}
+
+class TablePlugin : public LaunchPlugin {
+ public:
+  void contribute(const PluginContext&, const YamlNode&, const SourceLoc&, PluginContribution& out,
+                  Diagnostics&) const override {
+    out.env.push_back(EnvVar{"FROM_THE_TEST_TABLE", "1", "", "test"});
+  }
+};
+
+TEST(CliServicesTest, CommandsUseTheExecutorAndPluginTablesOfTheirServices) {
+  test::TempDir tmp;
+  std::string recipe = tmp.path() + "/r.yaml";
+  std::ofstream(recipe) << "name: tables\ncluster: {num_gpus: 4, gpus_per_node: 2}\n"
+                           "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
+                           "plugins:\n  table_plugin: {}\n"
+                           "executor:\n  slurm: {account: acct, partition: batch, job_dir: "
+                        << tmp.path() << "/jobs}\n";
+  const std::vector<ExecutorInfo> executors{
+      {"slurm", "the real Slurm executor, counted", {}, make_counted_slurm}};
+  const std::vector<PluginInfo> plugins{{"table_plugin", "sets FROM_THE_TEST_TABLE=1", [] {
+                                           return std::unique_ptr<LaunchPlugin>(new TablePlugin());
+                                         }}};
+  const std::vector<ExecutorInfo> no_executors;
+  testing::TestServices seams;
+  auto run_with = [&](const std::vector<ExecutorInfo>& table,
+                      const std::vector<std::string>& args) {
+    Services services{seams.env,    seams.services().runner,
+                      seams.clock,  seams.sleeper,
+                      seams.random, seams.log.logger,
+                      "",           table,
+                      plugins,      JobRegistry(tmp.path() + "/state", seams.registry_seams()),
+                      nullptr};
+    std::ostringstream out, err;
+    int code = run_cli(args, out, err, services);
+    return std::tuple{code, out.str(), err.str()};
+  };
+  g_made_by_test_table = 0;
+  auto [code, out, err] = run_with(executors, {"--executor", "slurm", "--dry-run", recipe});
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_GE(g_made_by_test_table, 1) << "the executor was not made from Services::executors";
+  EXPECT_THAT(out, HasSubstr("FROM_THE_TEST_TABLE")) << "the plan did not use Services::plugins";
+  // The process's own plugin table has no `table_plugin`; the Services' table has no `wandb`.
+  auto [plugins_code, plugins_out, plugins_err] = run_with(executors, {"plugins"});
+  EXPECT_EQ(plugins_code, 0) << plugins_err;
+  EXPECT_THAT(plugins_out, HasSubstr("table_plugin"));
+  EXPECT_THAT(plugins_out, Not(HasSubstr("wandb")));
+  // Without a Slurm row, Slurm is not available, whatever the process defines.
+  auto [none_code, none_out, none_err] =
+      run_with(no_executors, {"--executor", "slurm", "--dry-run", recipe});
+  EXPECT_EQ(none_code, 2) << none_out;
+  EXPECT_THAT(none_err, HasSubstr("the slurm executor is not available"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -612,7 +667,9 @@ TEST_F(CliTest, ListShowsAMultiLineDetailOnOneEscapedLine) {
   rec.state_detail = "BackoffLimitExceeded: pod failed\nsecond line\x1b[2J";
   rec.submitted_at = "2026-01-01T00:00:00Z";
   Diagnostics diags;
-  ASSERT_TRUE(JobRegistry(state).put(rec, diags, /*create=*/true)) << diags.items().size();
+  testing::TestServices seams;
+  ASSERT_TRUE(JobRegistry(state, seams.registry_seams()).put(rec, diags, /*create=*/true))
+      << diags.items().size();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"list"}, {"status", rec.id}}) {
     CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});

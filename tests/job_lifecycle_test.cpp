@@ -9,6 +9,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -46,7 +47,8 @@ class JobLifecycleTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
-  JobRegistry reg_{dir_.path()};
+  testing::TestServices seams_;
+  JobRegistry reg_{dir_.path(), seams_.registry_seams()};
   JobLifecycle lifecycle_{reg_};
   Diagnostics diags_;
 };

@@ -61,7 +61,7 @@ Submitted submit(FakeRunner& fake, std::vector<std::string> overrides = {}) {
   auto p = testing::k8s_plan(kRecipe, std::move(overrides));
   EXPECT_TRUE(p->plan->complete);
   TestServices use(fake);
-  auto ex = make_executor("kubernetes", use.services());
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   EXPECT_NE(ex, nullptr);
   Submitted s;
   auto job = ex->render(*p->plan, SubmissionIdentity{"exec-demo-20261130-120000-ab12"}, s.diags);
@@ -92,7 +92,7 @@ CommandResult apply_all_created(const CommandSpec& spec) {
 TEST(K8sExecutor, IsRegistered) {
   FakeRunner fake;
   TestServices use(fake);
-  auto ex = make_executor("kubernetes", use.services());
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   ASSERT_NE(ex, nullptr);
   bool listed = false;
   for (const auto& e : executor_registry()) listed = listed || std::string(e.name) == "kubernetes";
@@ -324,7 +324,7 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
     recs.push_back(record(id));
   recs.push_back(record("bogus"));
   Diagnostics diags;
-  auto st = make_executor("kubernetes", use.services())->status(recs, diags);
+  auto st = make_executor(executor_registry(), "kubernetes", use.services())->status(recs, diags);
   ASSERT_EQ(fake.calls.size(), 1u) << "one kubectl get for all jobs";
   EXPECT_EQ(fake.calls[0].argv,
             (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a",
@@ -356,7 +356,7 @@ TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
   TestServices use(fake);
   Diagnostics diags;
-  make_executor("kubernetes", use.services())
+  make_executor(executor_registry(), "kubernetes", use.services())
       ->status({record("job/a", "ns1", ""), record("job/b", "ns1", ""), record("job/c", "ns2", "")},
                diags);
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -374,7 +374,8 @@ TEST(K8sExecutor, StatusReportsKubectlFailure) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  auto st = make_executor("kubernetes", use.services())->status({record("jobset/x")}, diags);
+  auto st = make_executor(executor_registry(), "kubernetes", use.services())
+                ->status({record("jobset/x")}, diags);
   EXPECT_EQ(st[0].state, JobState::kUnknown);
   EXPECT_THAT(st[0].detail, HasSubstr("was refused"));
   EXPECT_TRUE(diags.has_code("kubectl-failed"));
@@ -393,7 +394,7 @@ TEST(K8sExecutor, JobApiFailedAttemptStartsTheNextOne) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  auto ex = make_executor("kubernetes", use.services());
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   auto st = ex->status({record("job/demo-ab12")}, diags);
   EXPECT_EQ(st[0].state, JobState::kPending);
   EXPECT_THAT(st[0].detail, HasSubstr("attempt 2/3 starting"));
@@ -483,7 +484,7 @@ TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
   TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out, notes;
-  int rc = make_executor("kubernetes", use.services())
+  int rc = make_executor(executor_registry(), "kubernetes", use.services())
                ->logs(record("jobset/x"), testing::rank_query(11, false), out, notes, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "hello from x-node-0-1-bbbbb\n");
@@ -517,8 +518,8 @@ TEST(K8sExecutor, FailureEvidenceOrdersPodsByFinishTimeAndReadsTheirLogs) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  FailureEvidence e =
-      make_executor("kubernetes", use.services())->failure_evidence(record("jobset/x"), diags);
+  FailureEvidence e = make_executor(executor_registry(), "kubernetes", use.services())
+                          ->failure_evidence(record("jobset/x"), diags);
   EXPECT_FALSE(diags.has_errors());
   ASSERT_EQ(e.units.size(), 2u);
   EXPECT_EQ(e.units[1].label, "node 1 (ranks 8-15)");
@@ -552,7 +553,7 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
   Diagnostics diags;
   std::ostringstream out, notes;
   EXPECT_EQ(
-      make_executor("kubernetes", use.services())
+      make_executor(executor_registry(), "kubernetes", use.services())
           ->logs(record("jobset/x"), testing::rank_query(std::nullopt, false), out, notes, diags),
       0);
   EXPECT_EQ(out.str(), "[node 0] line of a\n[node 1] line of b\n");
@@ -576,9 +577,9 @@ TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
   q.tail = 50;
   std::string error;
   q.grep = *LineFilter::compile("NCCL", error);
-  EXPECT_EQ(
-      make_executor("kubernetes", use.services())->logs(record("jobset/x"), q, out, notes, diags),
-      0);
+  EXPECT_EQ(make_executor(executor_registry(), "kubernetes", use.services())
+                ->logs(record("jobset/x"), q, out, notes, diags),
+            0);
   EXPECT_EQ(out.str(), "NCCL WARN timeout\n");  // one pod: no prefix
   ASSERT_EQ(fake.calls.size(), 2u);
   EXPECT_TRUE(contains_seq(fake.calls[1].argv, {"logs", "b", "-c", "trainer", "--tail=50"}));
@@ -586,7 +587,7 @@ TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
   std::ostringstream all;
   LogQuery every;
   every.grep = q.grep;
-  EXPECT_EQ(make_executor("kubernetes", use.services())
+  EXPECT_EQ(make_executor(executor_registry(), "kubernetes", use.services())
                 ->logs(record("jobset/x"), every, all, notes, diags),
             0);
   EXPECT_EQ(all.str(), "[node 0] NCCL WARN timeout\n[node 1 gpu-node-7] NCCL WARN timeout\n");
@@ -614,7 +615,7 @@ TEST(K8sExecutor, FollowingAPendingJobSaysWhyItWaits) {
   TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out, notes;
-  EXPECT_EQ(make_executor("kubernetes", use.services())
+  EXPECT_EQ(make_executor(executor_registry(), "kubernetes", use.services())
                 ->logs(record("jobset/x"), testing::rank_query(0, true), out, notes, diags),
             0);
   // Said once, though three polls saw it pending.
@@ -629,7 +630,7 @@ TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
   TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out, notes;
-  auto ex = make_executor("kubernetes", use.services());
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   EXPECT_EQ(ex->logs(record("jobset/x"), testing::rank_query(16, false), out, notes, diags), 2);
   EXPECT_EQ(ex->logs(record("jobset/x"), testing::rank_query(0, false), out, notes, diags), 1);
   EXPECT_TRUE(diags.has_code("k8s-no-pods"));
@@ -657,7 +658,7 @@ TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
   TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out, notes;
-  int rc = make_executor("kubernetes", use.services())
+  int rc = make_executor(executor_registry(), "kubernetes", use.services())
                ->logs(record("jobset/x"), testing::rank_query(0, true), out, notes, diags);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.str(), "first\nsecond\nthird\n");
@@ -668,7 +669,7 @@ TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
   fake.respond = [](const CommandSpec&) { return ok_result("jobset deleted\n"); };
   TestServices use(fake);
   Diagnostics diags;
-  auto ex = make_executor("kubernetes", use.services());
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   EXPECT_EQ(ex->cancel(record("jobset/x-ab12"), diags), 0);
   EXPECT_EQ(ex->cancel(record("job/y-ab12", "", ""), diags), 0);
   ASSERT_EQ(fake.calls.size(), 2u);
@@ -690,7 +691,9 @@ TEST(K8sExecutor, CancelFailureShowsKubectlsMessage) {
   };
   TestServices use(fake);
   Diagnostics diags;
-  EXPECT_EQ(make_executor("kubernetes", use.services())->cancel(record("jobset/x"), diags), 1);
+  EXPECT_EQ(make_executor(executor_registry(), "kubernetes", use.services())
+                ->cancel(record("jobset/x"), diags),
+            1);
   ASSERT_TRUE(diags.has_code("kubectl-delete-failed"));
   EXPECT_THAT(diags.items().back().message, HasSubstr("jobsets is forbidden"));
 }

@@ -209,7 +209,7 @@ TEST(K8sPodSpec, SettingsOfAnotherExecutorAreReportedByName) {
   req.strict = true;
   MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/test"}});
   Diagnostics strict(true);
-  Plan plan = build_plan_from_text(text, req, env, strict);
+  Plan plan = build_plan_from_text(text, req, env, plugin_registry(), strict);
   EXPECT_FALSE(plan.complete);
   EXPECT_TRUE(strict.has_code("executor-setting-not-applied"));
 }

@@ -66,7 +66,7 @@ PlanRun plan_of(const std::string& text, std::vector<std::string> overrides) {
   req.recipe_path = "q.yaml";
   req.executor = "local";
   req.overrides = std::move(overrides);
-  run.plan = build_plan_from_text(text, req, env, run.diags);
+  run.plan = build_plan_from_text(text, req, env, plugin_registry(), run.diags);
   return run;
 }
 

@@ -17,6 +17,7 @@
 #include "launcher/diagnostics.h"
 #include "launcher/jobs/registry.h"
 #include "launcher/json_limits.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -76,7 +77,8 @@ TEST(JsonLimitsTest, DeeplyNestedRegistryEntryAndKubectlOutputAreRefusedNotACras
   std::ofstream(dir / "jobs" / "x-1.json")
       << R"({"format": "bridge-launch-job/1", "id": "x-1", "name": "x", "plan": )" << deep << "}";
   Diagnostics diags;
-  EXPECT_TRUE(JobRegistry(dir.string()).list(diags).empty());
+  testing::TestServices seams;
+  EXPECT_TRUE(JobRegistry(dir.string(), seams.registry_seams()).list(diags).empty());
   EXPECT_TRUE(diags.has_code("registry-corrupt-entry"));
   std::filesystem::remove_all(dir);
 }

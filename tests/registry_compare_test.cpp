@@ -20,6 +20,7 @@
 #include "launcher/jobs/registry.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -35,6 +36,15 @@ class RegistryTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
+  // A registry on the test's fake clock, waits and random bits.
+  JobRegistry fake_registry(std::chrono::milliseconds lock_timeout = std::chrono::seconds(30)) {
+    return JobRegistry(dir_.string(), seams_.registry_seams(), lock_timeout);
+  }
+  // A registry on the real clock, for processes that really contend for its lock.
+  JobRegistry real_registry() {
+    return JobRegistry(dir_.string(),
+                       {real_clock_, real_sleeper_, real_random_, seams_.log.logger});
+  }
 
   static JobRecord record(const std::string& id, const std::string& when) {
     JobRecord r;
@@ -56,6 +66,10 @@ class RegistryTest : public ::testing::Test {
     return r;
   }
   fs::path dir_;
+  testing::TestServices seams_;
+  SystemClock real_clock_;
+  ThreadSleeper real_sleeper_;
+  SystemRandom real_random_;
 };
 
 // The state root (host_env.h): BRIDGE_LAUNCH_STATE_DIR, else an absolute XDG_STATE_HOME,
@@ -78,7 +92,10 @@ TEST(StateRoot, FollowsTheOverrideThenXdgThenHome) {
 // grid) each get their own id, reserved with O_EXCL under the registry lock, even though the
 // random part of a candidate id has only 16 bits.
 TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
+  // The clock stands still and every random value comes twice: each id after the first
+  // collides once with the one before it.
+  for (uint32_t i = 0; i < 800; ++i) seams_.random.next_values.push_back(i / 2);
   std::set<std::string> ids;
   Diagnostics diags;
   for (int i = 0; i < 400; ++i) {
@@ -99,20 +116,20 @@ TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
 // (and with it status, logs, why) removes reservations older than an hour; a fresh one,
 // whose launcher may be writing its entry right now, stays.
 TEST_F(RegistryTest, StaleReservationsAreRemovedAndFreshOnesKept) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> stale = reg.reserve_id("killed", "", diags);
   std::optional<std::string> fresh = reg.reserve_id("running", "", diags);
   ASSERT_TRUE(stale && fresh);
   fs::path stale_file = dir_ / "jobs" / ("." + *stale + ".reservation");
   fs::path fresh_file = dir_ / "jobs" / ("." + *fresh + ".reservation");
-  fs::last_write_time(stale_file, fs::file_time_type::clock::now() - kStaleReservationAge -
-                                      std::chrono::minutes(1));
-  fs::last_write_time(fresh_file, fs::file_time_type::clock::now() - kStaleReservationAge / 2);
+  // Ages count from the registry's clock (a fake one here), not from the real time.
+  auto now = std::chrono::file_clock::from_sys(seams_.clock.now());
+  fs::last_write_time(stale_file, now - kStaleReservationAge - std::chrono::minutes(1));
+  fs::last_write_time(fresh_file, now - kStaleReservationAge / 2);
   // Other dot files are not reservations and stay, whatever their age.
   std::ofstream(dir_ / "jobs" / ".notes") << "mine\n";
-  fs::last_write_time(dir_ / "jobs" / ".notes",
-                      fs::file_time_type::clock::now() - std::chrono::hours(100));
+  fs::last_write_time(dir_ / "jobs" / ".notes", now - std::chrono::hours(100));
   EXPECT_TRUE(reg.list(diags).empty());
   EXPECT_FALSE(fs::exists(stale_file)) << "a stale reservation was left";
   EXPECT_TRUE(fs::exists(fresh_file)) << "a fresh reservation was removed";
@@ -127,7 +144,7 @@ TEST_F(RegistryTest, AHeldLockIsAClearErrorAfterTheTimeout) {
   int held = open((dir_ / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(held, 0);
   ASSERT_EQ(flock(held, LOCK_EX), 0);
-  JobRegistry reg(dir_.string(), std::chrono::milliseconds(200));
+  JobRegistry reg = fake_registry(std::chrono::milliseconds(200));
   Diagnostics diags;
   EXPECT_FALSE(reg.reserve_id("locked", "{}\n", diags).has_value());
   ASSERT_TRUE(diags.has_errors());
@@ -142,7 +159,7 @@ TEST_F(RegistryTest, AHeldLockIsAClearErrorAfterTheTimeout) {
 // (the file does not grow), and `list` reads the committed record; a later put turns the
 // entry back into plain JSON.
 TEST_F(RegistryTest, APendingEntryIsListedAndTheCommitAddsTheSchedulersAnswer) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
@@ -184,7 +201,7 @@ TEST_F(RegistryTest, APendingEntryIsListedAndTheCommitAddsTheSchedulersAnswer) {
 // the scheduler command works): flush_pending adds them as a line of their own, once, and
 // the commit that follows writes only the scheduler's answer.
 TEST_F(RegistryTest, TheFlushAddsTheKnobsAndThePlanOnceAndTheCommitOnlyTheAnswer) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
@@ -243,7 +260,7 @@ TEST_F(RegistryTest, ADamagedCommitLeavesThePendingRecordAndALongOneIsAppended) 
   EXPECT_EQ(read_job_entry(line + "{\"scheduler_id\":\"42\"}\n   \n")->scheduler_id, "42");
   EXPECT_FALSE(read_job_entry("{\"id\": 1}\n{\"scheduler_id\":\"42\"}\n").has_value());
 
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
@@ -265,7 +282,7 @@ TEST_F(RegistryTest, ADamagedCommitLeavesThePendingRecordAndALongOneIsAppended) 
 // A pending entry never overwrites an entry, and an unwritable registry is refused before
 // anything is submitted.
 TEST_F(RegistryTest, APendingEntryNeverOverwritesAnEntry) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "", diags);
   ASSERT_TRUE(id);
@@ -278,7 +295,7 @@ TEST_F(RegistryTest, APendingEntryNeverOverwritesAnEntry) {
 }
 
 TEST_F(RegistryTest, CreatingAnEntryNeverOverwritesAnExistingOne) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   std::optional<std::string> id = reg.reserve_id("demo", "{}\n", diags);
   ASSERT_TRUE(id);
@@ -298,7 +315,7 @@ TEST_F(RegistryTest, CreatingAnEntryNeverOverwritesAnExistingOne) {
 }
 
 TEST_F(RegistryTest, PutListAndFindByIdPrefixOrSchedulerId) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   ASSERT_TRUE(reg.put(record("demo-20261129-100000-aaaa", "2026-11-29T10:00:00.000Z"), diags));
   JobRecord b = record("other-20261129-100001-bbbb", "2026-11-29T10:00:01.000Z");
@@ -317,7 +334,7 @@ TEST_F(RegistryTest, PutListAndFindByIdPrefixOrSchedulerId) {
 
 // `status demo` means the latest job of the recipe named demo.
 TEST_F(RegistryTest, ARecipeNameSelectsItsLatestJob) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   ASSERT_TRUE(reg.put(record("demo-20261129-100000-aaaa", "2026-11-29T10:00:00.000Z"), diags));
   ASSERT_TRUE(reg.put(record("demo-20261129-110000-cccc", "2026-11-29T11:00:00.000Z"), diags));
@@ -329,7 +346,7 @@ TEST_F(RegistryTest, ARecipeNameSelectsItsLatestJob) {
 }
 
 TEST_F(RegistryTest, AmbiguousPrefixIsAnErrorListingTheCandidates) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   reg.put(record("demo-1", "a"), diags);
   reg.put(record("demo-2", "b"), diags);
@@ -339,7 +356,7 @@ TEST_F(RegistryTest, AmbiguousPrefixIsAnErrorListingTheCandidates) {
 }
 
 TEST_F(RegistryTest, CorruptAndForeignEntriesAreReportedAndSkipped) {
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   reg.put(record("good", "2026"), diags);
   std::ofstream(dir_ / "jobs" / "torn.json") << "{\"format\": \"bridge-launch-job/1\", \"id\": ";
@@ -360,7 +377,7 @@ TEST_F(RegistryTest, ConcurrentWritersNeverCorruptAnEntry) {
   for (int w = 0; w < kWriters; ++w) {
     pid_t pid = fork();
     if (pid == 0) {
-      JobRegistry reg(dir_.string());
+      JobRegistry reg = real_registry();
       for (int i = 0; i < kRounds; ++i) {
         JobRecord r = record("job-" + std::to_string(i % 4), "2026");
         r.state_detail = std::string(static_cast<size_t>(100 + (w * 997 + i * 131) % 20000),
@@ -377,7 +394,7 @@ TEST_F(RegistryTest, ConcurrentWritersNeverCorruptAnEntry) {
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   auto all = reg.list(diags);
   EXPECT_EQ(all.size(), 4u);
@@ -394,7 +411,7 @@ TEST_F(RegistryTest, ConcurrentWritersNeverCorruptAnEntry) {
 TEST_F(RegistryTest, UnwritableRegistryIsAnErrorNotACrash) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "jobs") << "a file where the jobs directory should be";
-  JobRegistry reg(dir_.string());
+  JobRegistry reg = fake_registry();
   Diagnostics diags;
   EXPECT_FALSE(reg.put(record("x", "2026"), diags));
   EXPECT_TRUE(diags.has_code("registry-write"));
@@ -416,14 +433,61 @@ TEST(RegistryIds, NewIdsAreSafeAndDistinct) {
   std::string b = new_job_id("my job/../x", 1764590400, 0x12ac);
   EXPECT_EQ(a, new_job_id("my job/../x", 1764590400, 0x12ab));
   EXPECT_THAT(a, ::testing::EndsWith("-12ab"));
-  EXPECT_THAT(new_job_id("x"), ::testing::MatchesRegex("x-[0-9]{8}-[0-9]{6}-[0-9a-f]{4}"));
+  EXPECT_THAT(new_job_id("x", 1764590400, 7), ::testing::MatchesRegex("x-[0-9]{8}-[0-9]{6}-0007"));
   EXPECT_EQ(a.find('/'), std::string::npos);
   EXPECT_EQ(a.find(' '), std::string::npos);
   EXPECT_THAT(a, ::testing::StartsWith("my-job----x-"));
   EXPECT_NE(a, b);
   // An id never looks like an option on the command line.
-  EXPECT_THAT(new_job_id("-rf"), ::testing::StartsWith("job-rf-"));
-  EXPECT_THAT(new_job_id("--all"), ::testing::StartsWith("job--all-"));
+  EXPECT_THAT(new_job_id("-rf", 1764590400, 0), ::testing::StartsWith("job-rf-"));
+  EXPECT_THAT(new_job_id("--all", 1764590400, 0), ::testing::StartsWith("job--all-"));
+}
+
+// The registry takes the time and the random part of an id from its seams only: with a fake
+// clock and random source, the ids it reserves are known in advance, and a candidate that is
+// taken costs one more random draw, not another second.
+TEST_F(RegistryTest, IdsComeFromTheRegistrysClockAndRandomSource) {
+  JobRegistry reg = fake_registry();
+  seams_.random.next_values = {0xbeef, 0x1beef, 0xbeef, 0x0042};
+  Diagnostics diags;
+  std::optional<std::string> first = reg.reserve_id("demo", "", diags);
+  std::optional<std::string> second = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(first && second) << diags.items().size();
+  EXPECT_EQ(*first, new_job_id("demo", testing::FakeClock::kDefaultTime, 0xbeef));
+  // 0x1beef has the same low 16 bits, and 0xbeef again: both are taken.
+  EXPECT_EQ(*second, new_job_id("demo", testing::FakeClock::kDefaultTime, 0x0042));
+  EXPECT_THAT(seams_.random.drawn, ::testing::ElementsAre(0xbeef, 0x1beef, 0xbeef, 0x0042));
+  seams_.clock.advance(std::chrono::hours(24));
+  std::optional<std::string> next_day = reg.reserve_id("demo", "", diags);
+  ASSERT_TRUE(next_day);
+  EXPECT_EQ(*next_day, new_job_id("demo", testing::FakeClock::kDefaultTime + 86400, 0));
+  EXPECT_TRUE(seams_.sleeper.waits.empty()) << "nobody held the lock";
+}
+
+// A held lock is waited for on the registry's clock and sleeper: 20 ms between attempts until
+// the timeout, said once after a second, and no real time passes.
+TEST_F(RegistryTest, TheLockWaitRunsOnTheRegistrysClockAndSleeper) {
+  fs::create_directories(dir_);
+  int held = open((dir_ / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  JobRegistry reg = fake_registry(std::chrono::seconds(5));
+  Diagnostics diags;
+  EXPECT_FALSE(reg.put(record("x", "2026"), diags));
+  close(held);
+  ASSERT_TRUE(diags.has_code("registry-write"));
+  EXPECT_THAT(diags.items()[0].message, HasSubstr("waited 5000 ms"));
+  // Attempts at 0, 20, ..., 5000 ms: it gives up at the first one past the timeout.
+  EXPECT_EQ(seams_.sleeper.waits.size(), 251u);
+  for (auto wait : seams_.sleeper.waits) EXPECT_EQ(wait, std::chrono::milliseconds(20));
+  EXPECT_THAT(seams_.log.text.str(), HasSubstr("waiting for the job registry lock"));
+}
+
+// Time stamps are the clock's time in UTC, to the millisecond.
+TEST(RegistryStamps, SubmittedAtIsTheGivenTimeInUtc) {
+  auto t = std::chrono::system_clock::from_time_t(testing::FakeClock::kDefaultTime) +
+           std::chrono::milliseconds(42);
+  EXPECT_EQ(utc_timestamp_iso8601(t), "2025-12-01T12:00:00.042Z");
 }
 
 std::vector<IterationSample> samples_of(const std::string& file) {

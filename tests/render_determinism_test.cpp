@@ -43,11 +43,11 @@ TEST(RenderDeterminism, EveryExecutorRendersTheSameBytesTwiceWithoutSideEffects)
     req.recipe_path = "determinism.yaml";
     req.executor = info.name;
     Diagnostics diags;
-    Plan plan = build_plan_from_text(kRecipe, req, env, diags);
+    Plan plan = build_plan_from_text(kRecipe, req, env, plugin_registry(), diags);
     ASSERT_TRUE(plan.complete) << info.name;
     RecordingRunner runner;
     testing::TestServices seams(runner);
-    auto executor = make_executor(info.name, seams.services());
+    auto executor = make_executor(executor_registry(), info.name, seams.services());
     ASSERT_NE(executor, nullptr);
     SubmissionIdentity id{"determinism-20261130-120000-ab12"};
     auto first = executor->render(plan, id, diags);
@@ -75,11 +75,11 @@ TEST(RenderDeterminism, TheExecutorTableMatchesTheNamesRecipesUse) {
   std::vector<std::string> table;
   for (const auto& info : executor_registry()) table.emplace_back(info.name);
   EXPECT_EQ(table, executor_names());
-  ASSERT_NE(find_executor("local"), nullptr);
-  EXPECT_TRUE(find_executor("local")->traits.runs_here);
-  EXPECT_FALSE(find_executor("slurm")->traits.runs_here);
-  EXPECT_FALSE(find_executor("kubernetes")->traits.runs_here);
-  EXPECT_EQ(find_executor("slurmm"), nullptr);
+  ASSERT_NE(find_executor(executor_registry(), "local"), nullptr);
+  EXPECT_TRUE(find_executor(executor_registry(), "local")->traits.runs_here);
+  EXPECT_FALSE(find_executor(executor_registry(), "slurm")->traits.runs_here);
+  EXPECT_FALSE(find_executor(executor_registry(), "kubernetes")->traits.runs_here);
+  EXPECT_EQ(find_executor(executor_registry(), "slurmm"), nullptr);
 }
 
 }  // namespace

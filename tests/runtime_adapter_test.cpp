@@ -29,7 +29,7 @@ Plan make_plan(const std::string& recipe, Diagnostics& diags,
   req.recipe_path = "adapter.yaml";
   req.executor = executor;
   req.overrides = std::move(overrides);
-  return build_plan_from_text(recipe, req, env, diags);
+  return build_plan_from_text(recipe, req, env, plugin_registry(), diags);
 }
 
 std::string all_messages(const Diagnostics& diags) {

@@ -6,8 +6,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -98,7 +96,7 @@ class SlurmExecutorTest : public ::testing::Test {
         "plugins:\n  wandb: {project: p}\n"
         "executor:\n  slurm: {job_dir: \"" +
             job_dir + "\"}\n",
-        req, env, plan_diags);
+        req, env, plugin_registry(), plan_diags);
     EXPECT_TRUE(p.complete) << diag_text(plan_diags);
     return p;
   }
@@ -226,7 +224,7 @@ TEST_F(SlurmExecutorTest, AUserTemplateWithoutTheCommentGetsItOnTheCommandLine) 
       "runtime: {command: [bridge-probe], pass_overrides: false}\n"
       "executor:\n  slurm: {job_dir: \"" +
           dir.path() + "/jobs\", template: \"" + tmpl + "\"}\n",
-      req, env, plan_diags);
+      req, env, plugin_registry(), plan_diags);
   ASSERT_TRUE(p.complete) << diag_text(plan_diags);
   Diagnostics diags;
   int accepted = 0;
@@ -305,18 +303,13 @@ TEST_F(SlurmExecutorTest, SchedulerOutputShownInMessagesHoldsNoSecret) {
                       s.extra_env.at("WANDB_API_KEY") + "\"}\n");
   });
   install(runner);
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "slurm-secrets", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
   SubmitResult r = submit(p, diags, &accepted);
-  spdlog::set_default_logger(previous);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(sbatch_calls, 3);
-  std::string shown = diag_text(diags) + log.str();
+  std::string shown = diag_text(diags) + seams.log.text.str();
   EXPECT_THAT(shown, ::testing::HasSubstr("Invalid account"));
   EXPECT_THAT(shown, ::testing::HasSubstr("WANDB_API_KEY=<secret>"));
   EXPECT_THAT(shown, ::testing::HasSubstr("retrying"));
@@ -829,10 +822,11 @@ TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
                        : ok("42\n");
   });
   testing::RecordingSleeper sleeper;
+  testing::CapturedLog log;
   SlurmRetryPolicy policy;
   policy.attempts = 3;
   policy.first_backoff = std::chrono::milliseconds(100);
-  SlurmClient client(runner, sleeper, policy);
+  SlurmClient client(runner, sleeper, log.logger, policy);
   CommandSpec spec;
   spec.argv = {"sbatch", "--parsable"};
   int attempts = 0;
@@ -844,7 +838,7 @@ TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
 
   FakeRunner refusing([](const CommandSpec&) { return fail("sbatch: error: invalid partition"); });
   testing::RecordingSleeper no_waits;
-  SlurmClient once(refusing, no_waits, policy);
+  SlurmClient once(refusing, no_waits, log.logger, policy);
   EXPECT_FALSE(once.run(spec, &attempts).ok());
   EXPECT_EQ(attempts, 1);
   EXPECT_TRUE(no_waits.waits.empty());

@@ -44,7 +44,7 @@ Plan make_plan(const std::string& recipe, Diagnostics& diags,
   req.executor = "slurm";
   req.cli_env = std::move(cli_env);
   req.overrides = std::move(overrides);
-  return build_plan_from_text(recipe, req, env, diags);
+  return build_plan_from_text(recipe, req, env, plugin_registry(), diags);
 }
 
 std::string diag_text(const Diagnostics& diags) {

@@ -14,9 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
-#include <thread>
 
 #include "launcher/json_limits.h"
 
@@ -31,13 +29,13 @@ namespace {
 // it says that it waits, and after `timeout` it gives up (errno EWOULDBLOCK).
 class DirLock {
  public:
-  DirLock(const fs::path& dir, std::chrono::milliseconds timeout) {
+  DirLock(const fs::path& dir, std::chrono::milliseconds timeout, const RegistrySeams& seams) {
     fd_ = open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0) return;
-    auto start = std::chrono::steady_clock::now();
+    auto start = seams.clock.steady_now();
     bool said = false;
     while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      auto waited = std::chrono::steady_clock::now() - start;
+      auto waited = seams.clock.steady_now() - start;
       if ((errno != EWOULDBLOCK && errno != EINTR) || waited > timeout) {
         int saved = errno;
         close(fd_);
@@ -46,11 +44,11 @@ class DirLock {
         return;
       }
       if (!said && waited > std::chrono::seconds(1)) {
-        spdlog::warn("waiting for the job registry lock {} (held by another process)",
-                     (dir / "lock").string());
+        seams.log.warn("waiting for the job registry lock {} (held by another process)",
+                       (dir / "lock").string());
         said = true;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      seams.sleeper.pause_for(std::chrono::milliseconds(20));
     }
   }
   ~DirLock() {
@@ -103,10 +101,11 @@ std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
     return std::nullopt;
   };
   if (ec) return fail(ec.message());
-  DirLock lock(dir_, lock_timeout_);
+  DirLock lock(dir_, lock_timeout_, seams_);
   if (!lock.ok()) return fail(lock_error());
   for (int attempt = 0; attempt < 64; ++attempt) {
-    std::string id = new_job_id(name);
+    std::string id = new_job_id(name, std::chrono::system_clock::to_time_t(seams_.clock.now()),
+                                seams_.random.next());
     if (fs::exists(jobs / (id + ".json"), ec)) continue;
     fs::path reservation = reservation_path(jobs, id);
     int fd = open(reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -196,7 +195,7 @@ bool JobRegistry::write_entry(const JobRecord& r, Diagnostics& diags, WriteMode 
   auto fail = [&](const std::string& what) { return write_failed(r.id, what, diags); };
   if (ec) return fail(ec.message());
   if (!valid_id(r.id)) return fail("invalid job id");
-  DirLock lock(dir_, lock_timeout_);
+  DirLock lock(dir_, lock_timeout_, seams_);
   if (!lock.ok()) return fail(lock_error());
   fs::path target = jobs / (r.id + ".json");
   // Under the lock, so no other bridge-launch can create the entry in between.
@@ -280,7 +279,7 @@ std::optional<PendingEntry> JobRegistry::create_pending(const JobRecord& r,
   bool ok = write_all(fd, text) && fstat(fd, &st) == 0;
   int saved = errno;
   if (ok) {
-    DirLock lock(dir_, lock_timeout_);
+    DirLock lock(dir_, lock_timeout_, seams_);
     std::error_code ec;
     if (!lock.ok()) {
       std::string why = lock_error();
@@ -387,7 +386,7 @@ bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
   bool ok = false;
   int saved = 0;
   {
-    DirLock lock(dir_, lock_timeout_);
+    DirLock lock(dir_, lock_timeout_, seams_);
     if (!lock.ok()) return fail(lock_error());
     // Another bridge-launch may have replaced the entry meanwhile (put): then the whole
     // record is written the ordinary way below, never into a file that is no longer ours.
@@ -415,7 +414,7 @@ bool JobRegistry::commit_pending(PendingEntry& pending, const JobRecord& r,
 }
 
 void JobRegistry::drop_pending(const PendingEntry& pending) const {
-  DirLock lock(dir_, lock_timeout_);
+  DirLock lock(dir_, lock_timeout_, seams_);
   std::error_code ec;
   if (lock.ok() && same_file(pending.path, pending.device, pending.inode))
     fs::remove(pending.path, ec);
@@ -461,7 +460,7 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   if (!fs::is_directory(jobs, ec)) return out;
-  auto stale_before = fs::file_time_type::clock::now() - kStaleReservationAge;
+  auto stale_before = std::chrono::file_clock::from_sys(seams_.clock.now()) - kStaleReservationAge;
   for (const auto& entry : fs::directory_iterator(jobs, ec)) {
     const fs::path& p = entry.path();
     if (p.extension() == ".reservation" && p.filename().string()[0] == '.') {
@@ -512,17 +511,10 @@ std::optional<JobRecord> JobRegistry::find(const std::string& ref, Diagnostics& 
   return std::nullopt;
 }
 
-std::string utc_timestamp_iso8601() {
-  auto now = std::chrono::system_clock::now();
+std::string utc_timestamp_iso8601(std::chrono::system_clock::time_point now) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
   return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z",
                      fmt::gmtime(std::chrono::system_clock::to_time_t(now)), ms.count());
-}
-
-std::string new_job_id(const std::string& name) {
-  std::random_device rd;
-  return new_job_id(name, std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()),
-                    rd());
 }
 
 std::string new_job_id(const std::string& name, std::time_t now, uint32_t random_bits) {

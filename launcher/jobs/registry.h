@@ -15,6 +15,9 @@
 // commit lost to a crash leaves the pending entry, which names the job (id, job dir,
 // `--comment=bridge-launch:<id>`). Later writes (`put`) replace the whole entry with plain
 // JSON again.
+//
+// The registry reads the time, waits for its lock, draws the random part of job ids and logs
+// only through the seams it is built with (RegistrySeams, from app/services.h).
 #pragma once
 
 #include <chrono>
@@ -25,11 +28,26 @@
 #include <string>
 #include <vector>
 
+#include "launcher/clock.h"
 #include "launcher/diagnostics.h"
 #include "launcher/host_env.h"
 #include "launcher/jobs/job_record.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace bridge {
+
+// What the registry uses from the outside world: the clock (job ids, the age of stale
+// reservations, how long a write waited for the lock), the sleeper (between lock attempts),
+// the random source (job ids) and the logger (a lock held by another process).
+struct RegistrySeams {
+  const Clock& clock;
+  Sleeper& sleeper;
+  Random& random;
+  spdlog::logger& log;
+};
 
 // A pending entry written by JobRegistry::create_pending, to be committed or dropped.
 struct PendingEntry {
@@ -62,9 +80,9 @@ inline constexpr std::chrono::hours kStaleReservationAge{1};
 class JobRegistry {
  public:
   // `lock_timeout`: how long a write waits for the registry lock before it gives up.
-  explicit JobRegistry(std::string dir,
-                       std::chrono::milliseconds lock_timeout = std::chrono::seconds(30))
-      : dir_(std::move(dir)), lock_timeout_(lock_timeout) {}
+  JobRegistry(std::string dir, RegistrySeams seams,
+              std::chrono::milliseconds lock_timeout = std::chrono::seconds(30))
+      : dir_(std::move(dir)), seams_(seams), lock_timeout_(lock_timeout) {}
   static std::string default_dir(const HostEnvironment& env);
 
   const std::string& dir() const { return dir_; }
@@ -128,6 +146,7 @@ class JobRegistry {
   // The one "cannot record job" error (put and commit_pending); always returns false.
   bool write_failed(const std::string& id, const std::string& what, Diagnostics& diags) const;
   std::string dir_;
+  RegistrySeams seams_;
   std::chrono::milliseconds lock_timeout_;
 };
 
@@ -136,11 +155,11 @@ class JobRegistry {
 // nullopt when the text is no record of ours.
 std::optional<JobRecord> read_job_entry(const std::string& text);
 
-// A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" (reserve_id makes it unique, trying
-// another candidate on a collision). The first form takes the time and 16 random bits from
-// the system; the second is the pure rule, for tests.
-std::string new_job_id(const std::string& name);
+// A candidate job id: "<name>-<yyyymmdd-hhmmss>-<4 hex>" from the local time `now` and the low
+// 16 of `random_bits` (reserve_id feeds it from its seams and makes the id unique, trying
+// another candidate on a collision).
 std::string new_job_id(const std::string& name, std::time_t now, uint32_t random_bits);
-std::string utc_timestamp_iso8601();
+// "2026-11-30T20:15:02.123Z": `now` in UTC, to the millisecond (JobRecord::submitted_at).
+std::string utc_timestamp_iso8601(std::chrono::system_clock::time_point now);
 
 }  // namespace bridge

@@ -175,7 +175,8 @@ int resolve_progress_rank(const Recipe& r, const Topology& t, const std::string&
 }
 
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
-                  const HostEnvironment& host_env, Diagnostics& diags) {
+                  const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                  Diagnostics& diags) {
   Plan plan;
   if (!recipe) return plan;
   plan.recipe = std::move(recipe);
@@ -198,7 +199,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
       job_base_dir(r, plan.executor, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
 
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
-  LaunchContributions launch = run_plugins(ctx, req.cli_env, diags);
+  LaunchContributions launch = run_plugins(plugins, ctx, req.cli_env, diags);
   plan.env = std::move(launch.env);
   // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a
   // tracker's API key from the environment): no message may show them either.
@@ -220,24 +221,28 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
 // A recipe that did not load still has its plugin names checked: every error in one pass.
 std::optional<Recipe> checked_load(std::optional<Recipe> recipe,
                                    const std::vector<PluginEntry>& plugins_seen,
-                                   Diagnostics& diags) {
-  if (!recipe) check_plugin_names(plugin_registry(), plugins_seen, diags);
+                                   const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
+  if (!recipe) check_plugin_names(plugins, plugins_seen, diags);
   return recipe;
 }
 
 }  // namespace
 
-Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags) {
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
+                const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
   std::vector<PluginEntry> seen;
   auto recipe = load_recipe(request.recipe_path, request.overrides, diags, &seen);
-  return run_pipeline(checked_load(std::move(recipe), seen, diags), request, host_env, diags);
+  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
+                      plugins, diags);
 }
 
 Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
-                          const HostEnvironment& host_env, Diagnostics& diags) {
+                          const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                          Diagnostics& diags) {
   std::vector<PluginEntry> seen;
   auto recipe = load_recipe_text(text, request.recipe_path, request.overrides, diags, &seen);
-  return run_pipeline(checked_load(std::move(recipe), seen, diags), request, host_env, diags);
+  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
+                      plugins, diags);
 }
 
 }  // namespace bridge

@@ -4,7 +4,8 @@
 // topology) -> resolve overlap -> run plugins. Each stage appends to one Diagnostics list;
 // a stage runs only if the earlier ones succeeded, and the Plan says how far it got so that
 // `plan --format json` can print partial content for an invalid recipe. Pure apart from
-// reading the recipe file and the host environment seam.
+// reading the recipe file and the host environment seam. The plugins come from the table the
+// caller passes (Services::plugins), never from a table the planner looks up itself.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,7 @@
 #include "launcher/overlap.h"
 #include "launcher/recipe.h"
 #include "launcher/topology.h"
+#include "plugins/plugin.h"
 
 namespace bridge {
 
@@ -60,10 +62,13 @@ std::vector<std::string> runtime_argv(const Plan& plan);
 // plugin's value), else the plugin's, else 0. The local executor never retries.
 int64_t effective_retries(const Plan& plan);
 
-Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env, Diagnostics& diags);
+// `plugins`: the table the recipe's `plugins:` entries are looked up in (Services::plugins).
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
+                const std::vector<PluginInfo>& plugins, Diagnostics& diags);
 
 // The same pipeline on recipe text already in memory (tests, benchmarks, ablate variants).
 Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
-                          const HostEnvironment& host_env, Diagnostics& diags);
+                          const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                          Diagnostics& diags);
 
 }  // namespace bridge

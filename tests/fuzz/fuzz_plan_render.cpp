@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     request.recipe_path = "fuzz.yaml";
     request.executor = info.name;
     bridge::Diagnostics diags;
-    bridge::Plan plan = bridge::build_plan_from_text(text, request, kHost, diags);
+    bridge::Plan plan =
+        bridge::build_plan_from_text(text, request, kHost, bridge::plugin_registry(), diags);
     if (!plan.complete && !diags.has_errors())
       bridge::fuzz::fail("an incomplete plan without an error");
     (void)bridge::plan_to_json(plan, diags).dump(2);
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       bridge::testing::ForwardingRunner no_commands;  // render runs none
       bridge::testing::TestServices seams(no_commands);
       std::unique_ptr<bridge::Executor> executor =
-          bridge::make_executor(info.name, seams.services());
+          bridge::make_executor(bridge::executor_registry(), info.name, seams.services());
       if (!executor) bridge::fuzz::fail(std::string("registered but not made: ") + info.name);
       auto job = executor->render(plan, bridge::dry_run_identity(plan), diags);
       if ((!job || job->dry_run_text().empty()) && !diags.has_errors())

@@ -37,6 +37,7 @@
 #include "process_util.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {
@@ -202,7 +203,8 @@ TEST_F(LocalFaultsTest, StatusReadersNeverRecordAFinishedJobAsFailed) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(launched_ok, jobs);
   Diagnostics diags;
-  std::vector<JobRecord> records = JobRegistry(state_.string()).list(diags);
+  testing::TestServices seams;
+  std::vector<JobRecord> records = JobRegistry(state_.string(), seams.registry_seams()).list(diags);
   ASSERT_EQ(records.size(), static_cast<size_t>(jobs));
   int succeeded = 0;
   for (const auto& r : records) {

@@ -73,7 +73,8 @@ class SlurmCluster : public ::testing::Test {
 
   void SetUp() override {
     if (!g_skip_reason.empty()) GTEST_SKIP() << g_skip_reason;
-    executor = make_executor("slurm", {real_runner, real_env, real_clock, real_sleeper, ""});
+    executor = make_executor(executor_registry(), "slurm",
+                             {real_runner, real_env, real_clock, real_sleeper, log.logger, ""});
     ASSERT_NE(executor, nullptr);
     jobs_dir = tmp.path() + "/slurm jobs";  // a blank in the path, on purpose
     state_dir = tmp.path() + "/state";
@@ -183,6 +184,7 @@ class SlurmCluster : public ::testing::Test {
   ProcessEnvironment real_env;
   SystemClock real_clock;
   ThreadSleeper real_sleeper;
+  testing::CapturedLog log;
   std::unique_ptr<Executor> executor;
   TempDir tmp;
   std::string jobs_dir, state_dir;

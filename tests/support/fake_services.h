@@ -1,10 +1,20 @@
-// Test doubles for the composition root's seams: a Sleeper that records waits and returns at
-// once, a CommandRunner that forwards to whichever fake a test installs, and TestServices,
-// which bundles them into the ExecutorServices an executor is built with.
+// Test doubles for the composition root's seams, one per seam: a Clock that stands still
+// until told (FakeClock), a Sleeper that records waits and returns at once (advancing a
+// FakeClock when given one), a Random that returns a known sequence, a logger that writes to
+// a string, a CommandRunner that forwards to whichever fake a test installs, and
+// TestServices, which bundles them into the ExecutorServices an executor is built with and
+// the RegistrySeams a JobRegistry is built with.
 #pragma once
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,13 +22,67 @@
 #include "launcher/clock.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
+#include "launcher/jobs/registry.h"
 
 namespace bridge::testing {
 
+// Shows `system` (by default 2025-12-01T12:00:00Z) and a steady time that starts at 0; both
+// move only by advance() (a RecordingSleeper built with this clock advances it by each wait).
+class FakeClock : public Clock {
+ public:
+  static constexpr std::time_t kDefaultTime = 1764590400;  // 2025-12-01T12:00:00Z
+  std::chrono::system_clock::time_point system =
+      std::chrono::system_clock::from_time_t(kDefaultTime);
+  std::chrono::steady_clock::time_point steady{};
+
+  std::chrono::system_clock::time_point now() const override { return system; }
+  std::chrono::steady_clock::time_point steady_now() const override { return steady; }
+  void advance(std::chrono::milliseconds by) {
+    system += by;
+    steady += by;
+  }
+};
+
 class RecordingSleeper : public Sleeper {
  public:
+  RecordingSleeper() = default;
+  // Each wait also advances `clock`, so a loop that waits for a deadline ends.
+  explicit RecordingSleeper(FakeClock* clock) : clock_(clock) {}
   std::vector<std::chrono::milliseconds> waits;
-  void sleep_for(std::chrono::milliseconds duration) override { waits.push_back(duration); }
+  void pause_for(std::chrono::milliseconds duration) override {
+    waits.push_back(duration);
+    if (clock_ != nullptr) clock_->advance(duration);
+  }
+
+ private:
+  FakeClock* clock_ = nullptr;
+};
+
+// Returns the values queued in `next_values` in order, then `counter`, `counter + 1`, ...
+// (distinct values, so a registry never runs out of free job ids).
+class SequenceRandom : public Random {
+ public:
+  std::deque<uint32_t> next_values;
+  uint32_t counter = 0;
+  std::vector<uint32_t> drawn;  // every value returned, in order
+  uint32_t next() override {
+    uint32_t value = counter;
+    if (next_values.empty()) {
+      ++counter;
+    } else {
+      value = next_values.front();
+      next_values.pop_front();
+    }
+    drawn.push_back(value);
+    return value;
+  }
+};
+
+// A logger whose lines land in `text` (spdlog's default pattern).
+class CapturedLog {
+ public:
+  std::ostringstream text;
+  spdlog::logger logger{"test", std::make_shared<spdlog::sinks::ostream_sink_mt>(text)};
 };
 
 // Forwards to `target` (the test's fake); a test swaps fakes without rebuilding executors.
@@ -42,19 +106,27 @@ class ForwardingRunner : public CommandRunner {
   std::vector<CommandSpec> started;
 };
 
-// Executor seams for a test: commands go to `runner`, waits return at once, the host
-// environment is a MapEnvironment the test may fill.
+// Executor and registry seams for a test: commands go to `runner` (by default one that has
+// no fake installed), the clock is fake, waits return at once and advance it, random bits
+// count up, logs go to `log.text`, the host environment is a MapEnvironment the test may fill.
 class TestServices {
  public:
+  TestServices() : runner_(no_runner_) {}
   explicit TestServices(CommandRunner& runner) : runner_(runner) {}
-  ExecutorServices services() { return {runner_, env, clock, sleeper, probe_dir}; }
+  TestServices(const TestServices&) = delete;  // the seams refer to the members
+  TestServices& operator=(const TestServices&) = delete;
+  ExecutorServices services() { return {runner_, env, clock, sleeper, log.logger, probe_dir}; }
+  RegistrySeams registry_seams() { return {clock, sleeper, random, log.logger}; }
 
   MapEnvironment env;
-  SystemClock clock;
-  RecordingSleeper sleeper;
+  FakeClock clock;
+  RecordingSleeper sleeper{&clock};
+  SequenceRandom random;
+  CapturedLog log;
   std::string probe_dir;
 
  private:
+  ForwardingRunner no_runner_;
   CommandRunner& runner_;
 };
 

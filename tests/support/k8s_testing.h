@@ -6,7 +6,8 @@
 //   auto m = render_k8s_manifests(*p.plan, {"a1b2"}, p.diags);
 //   FakeRunner fake;  fake.respond = [](const CommandSpec& s) { ... };
 //   TestServices use(fake);                              // fake_services.h
-//   auto ex = make_executor("kubernetes", use.services()); // commands go to the fake
+//   auto ex = make_executor(executor_registry(), "kubernetes", use.services()); // commands go to
+//   the fake
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -42,7 +43,8 @@ inline std::unique_ptr<K8sPlan> k8s_plan(const std::string& recipe_text,
   req.executor = "kubernetes";
   MapEnvironment env(std::move(host));
   env.set("HOME", "/home/test");
-  p->plan = std::make_unique<Plan>(build_plan_from_text(recipe_text, req, env, p->diags));
+  p->plan = std::make_unique<Plan>(
+      build_plan_from_text(recipe_text, req, env, plugin_registry(), p->diags));
   return p;
 }
 

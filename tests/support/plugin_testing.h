@@ -56,7 +56,7 @@ class PluginHarness {
 
   LaunchContributions& run(const std::vector<PluginInfo>& registry = plugin_registry()) {
     PluginContext ctx{*recipe, topo, overlap, executor, job_dir, host};
-    out = run_plugins_with(registry, ctx, cli_env, diags);
+    out = run_plugins(registry, ctx, cli_env, diags);
     return out;
   }
 
