@@ -1,4 +1,4 @@
-// Helpers shared by the CLI command files (internal to launcher/).
+// Helpers shared by the CLI command files (internal to app/).
 #pragma once
 
 #include <optional>
