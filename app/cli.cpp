@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "app/cli_commands.h"
+#include "app/cli_support.h"
 #include "app/completion.h"
 #include "app/services.h"
 #include "app/version.h"
@@ -381,9 +382,10 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   // (nlohmann::json throws on anything else): refuse other bytes up front.
   for (size_t i = 0; i < raw_args.size(); ++i) {
     if (first_invalid_utf8(raw_args[i]) == std::string_view::npos) continue;
-    err << fmt::format("bridge-launch: error: argument {} is not UTF-8 text: `{}`\n", i + 1,
-                       printable_text(raw_args[i], 200))
-        << "run `bridge-launch --help` for usage\n";
+    report_error(
+        err,
+        fmt::format("argument {} is not UTF-8 text: `{}`", i + 1, printable_text(raw_args[i], 200)),
+        {"run `bridge-launch --help` for usage"});
     return kExitUsage;
   }
   std::vector<std::string> subcommand_names;
@@ -406,8 +408,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     out << e.what() << "\n";
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    err << "bridge-launch: error: " << e.what() << "\n"
-        << "run `bridge-launch --help` for usage\n";
+    report_error(err, e.what(), {"run `bridge-launch --help` for usage"});
     return kExitUsage;
   }
   for (Options* o : {&launch, &validate, &plan}) {
@@ -417,9 +418,8 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   setup_logging(launch, err);
   for (const CLI::App* sub : app.get_subcommands()) {
     if (auto unused = unused_top_level_argument(app)) {
-      err << fmt::format("bridge-launch: error: {} does not apply to `{}`\n", *unused,
-                         sub->get_name())
-          << fmt::format("run `bridge-launch {} --help` for its options\n", sub->get_name());
+      report_error(err, fmt::format("{} does not apply to `{}`", *unused, sub->get_name()),
+                   {fmt::format("run `bridge-launch {} --help` for its options", sub->get_name())});
       return kExitUsage;
     }
   }
@@ -449,8 +449,8 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   }
   if (init_cmd->parsed()) return cmd_init(init_o, ctx);
   if (launch.recipe.empty()) {
-    err << "bridge-launch: error: no recipe given\n"
-        << "usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help\n";
+    report_error(err, "no recipe given",
+                 {"usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help"});
     return kExitUsage;
   }
   return cmd_launch(launch, ctx, std::move(early));

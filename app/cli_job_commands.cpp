@@ -28,6 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr std::string_view kBadWindow =
+    "--window must be FIRST:LAST, two iterations with FIRST <= LAST, e.g. 3:8";
+
 nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
   auto elapsed = job_elapsed(r, now);
   auto text_or_null = [](const std::string& t) {
@@ -211,11 +214,9 @@ int cmd_logs(const JobOptions& o, const Context& c) {
   std::string grep_error;
   auto grep = LineFilter::compile(o.grep, grep_error);
   if (!grep) {
-    c.err << fmt::format(
-        "bridge-launch: error: --grep {}: {}\n  help: the pattern is an "
-        "ECMAScript regular expression, e.g. 'NCCL|CUDA error'; escape ( [ {{ "
-        "with a backslash to match them literally\n",
-        printable_text(o.grep, 200), grep_error);
+    report_error(c.err, fmt::format("--grep {}: {}", printable_text(o.grep, 200), grep_error),
+                 {"  help: the pattern is an ECMAScript regular expression, e.g. 'NCCL|CUDA "
+                  "error'; escape ( [ { with a backslash to match them literally"});
     return kExitUsage;
   }
   query.grep = std::move(*grep);
@@ -251,8 +252,7 @@ int cmd_cancel(const JobOptions& o, const Context& c) {
 int cmd_compare(const JobOptions& o, const Context& c) {
   auto window = parse_window(o.window);
   if (!window) {
-    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
-             "LAST, e.g. 3:8\n";
+    report_error(c.err, kBadWindow);
     return kExitUsage;
   }
   std::vector<Series> series;
@@ -477,15 +477,14 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     auto parsed = parse_vary(v);
     if (!parsed) {
       // Only the key is shown: the values may be secrets (env.S.value=...).
-      c.err << fmt::format("bridge-launch: error: bad --vary `{}=...`: expected KEY=V1,V2\n",
-                           printable_text(v.substr(0, v.find('=')), 200));
+      report_error(c.err, fmt::format("bad --vary `{}=...`: expected KEY=V1,V2",
+                                      printable_text(v.substr(0, v.find('=')), 200)));
       return kExitUsage;
     }
     vary.push_back(std::move(*parsed));
   }
   if (!parse_window(a.window)) {
-    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
-             "LAST, e.g. 3:8\n";
+    report_error(c.err, kBadWindow);
     return kExitUsage;
   }
   auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
@@ -526,11 +525,12 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     return kExitUsage;
   }
   if (options.size() < 2) {
-    c.err << "bridge-launch: error: ablate has nothing to compare: every value of --vary "
-             "resolves to the same plan as the "
-          << (a.grid ? "other combinations" : "baseline")
-          << "; nothing was submitted\n  help: vary a knob to a value that changes the plan "
-             "(`bridge-launch plan --format json` shows the resolved values)\n";
+    report_error(c.err,
+                 fmt::format("ablate has nothing to compare: every value of --vary resolves to "
+                             "the same plan as the {}; nothing was submitted",
+                             a.grid ? "other combinations" : "baseline"),
+                 {"  help: vary a knob to a value that changes the plan (`bridge-launch plan "
+                  "--format json` shows the resolved values)"});
     return kExitUsage;
   }
   if (a.grid)

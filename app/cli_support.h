@@ -1,9 +1,11 @@
 // Helpers shared by the CLI command files (internal to app/).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "app/cli_commands.h"
 #include "executors/executor.h"
@@ -24,6 +26,13 @@ bool names_secret(const Plan& plan, const std::string& dotted_key);
 // The plan of `o`, rendered by its executor as a pre-flight check (nothing is written or
 // run): what validate, plan and advise report, so validate ok implies --dry-run ok.
 Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags);
+
+// A command's own error (a bad option value, a file it cannot write), not a recipe's (those
+// are Diagnostics, printed by print_diagnostics): "bridge-launch: error: MESSAGE" on `err`,
+// then each of `more` ("  help: ...", a usage hint) on a line of its own. Every such message
+// of app/ goes through here, so its prefix and stream are decided in one place.
+void report_error(std::ostream& err, std::string_view message,
+                  std::initializer_list<std::string_view> more = {});
 
 // Diagnostics to `err`; with errors before submission, the "nothing was submitted" line.
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
