@@ -558,8 +558,9 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
       c.err << "ablate: local jobs run one after another (one machine)\n";
     bool wait_later = o.wait && !runs_here;
     o.wait = o.wait && !wait_later;
-    std::string id;
-    int rc = launch_planned(o, c, plan, diags, &id, static_cast<int>(i));
+    LaunchSettings settings;
+    settings.sequence = static_cast<int>(i);
+    auto [rc, id] = launch_planned(o, c, plan, diags, std::move(settings));
     if (!id.empty()) cmp.jobs.push_back(id);
     if (!id.empty() && wait_later) to_wait.push_back(id);
     if (rc != kExitOk) worst = rc;

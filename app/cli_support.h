@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -56,15 +57,28 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
 int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
                   const JobRegistry& reg, const Context& c);
 
-// Plans and launches; `job_id` (optional) receives the registry id once chosen; `sequence`
-// is the job's place among the jobs of this command (SubmissionIdentity::sequence).
-// `prepared` (optional) is an executor that prepare_to_submit already ran on: it is used when
-// the plan chose the same executor (`prepared_name`), and otherwise dropped unused.
-// `ends_command`: nothing follows this launch in its command (a plain launch), so once the
-// job was submitted and reported the process may end there (Services::end_process).
-int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id, int sequence = 0,
-                   std::unique_ptr<Executor> prepared = nullptr,
-                   const std::string& prepared_name = "", bool ends_command = false);
+// How launch_planned launches, beyond the plan: `sequence` is the job's place among the
+// jobs of this command (SubmissionIdentity::sequence). `prepared` (optional) is an executor
+// that prepare_to_submit already ran on: it is used when the plan chose the same executor
+// (`prepared_name`), and otherwise dropped unused. `ends_command`: nothing follows this
+// launch in its command (a plain launch), so once the job was submitted and reported the
+// process may end there (Services::end_process).
+struct LaunchSettings {
+  int sequence = 0;
+  std::unique_ptr<Executor> prepared;
+  std::string prepared_name;
+  bool ends_command = false;
+};
+
+// What launch_planned did: the exit code, and the registry id once one was reserved ("" when
+// the launch stopped before: an invalid plan, --dry-run).
+struct LaunchOutcome {
+  int exit_code = kExitOk;
+  std::string job_id;
+};
+
+// Plans and launches `plan` (built from `o`, its diagnostics in `diags`).
+LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
+                             LaunchSettings settings = {});
 
 }  // namespace bridge
