@@ -369,8 +369,10 @@ std::vector<CLI::App*> add_commands(CLI::App& app, ParsedOptions& p,
       "  bridge-launch examples/recipes/demo.yaml\n"
       "  bridge-launch --executor slurm -ng 16 -gn 8 recipe.yaml "
       "comm_overlap.delay_wgrad_compute=false\n"
-      "  bridge-launch plan --format json recipe.yaml\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage error or invalid recipe, 130 interrupted\n");
+      "  bridge-launch plan --format json recipe.yaml\n" +
+      fmt::format("Exit codes: {} ok, {} runtime failure, {} usage error or invalid recipe, {} "
+                  "interrupted\n",
+                  kExitOk, kExitRuntime, kExitUsage, kExitInterrupted));
   app.add_flag("-v,--verbose", p.verbose, "more logging (repeatable)");
   app.add_flag("-q,--quiet", p.quiet, "less logging");
   app.require_subcommand(0, 1);
