@@ -211,8 +211,7 @@ int cmd_logs(const JobOptions& o, const Context& c) {
   auto rec = find_job(o.jobs.at(0), c);
   if (!rec) return kExitUsage;
   LogQuery query;
-  std::string grep_error;
-  auto grep = LineFilter::compile(o.grep, grep_error);
+  auto [grep, grep_error] = LineFilter::compile(o.grep);
   if (!grep) {
     report_error(c.err, fmt::format("--grep {}: {}", printable_text(o.grep, 200), grep_error),
                  {"  help: the pattern is an ECMAScript regular expression, e.g. 'NCCL|CUDA "
