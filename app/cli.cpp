@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "app/cli_commands.h"
+#include "app/cli_support.h"
 #include "app/completion.h"
 #include "app/services.h"
 #include "app/version.h"
@@ -140,13 +141,166 @@ size_t subcommand_index(const std::vector<std::string>& args,
   }
   return std::string::npos;
 }
-}  // namespace
 
-// The subcommands' names (run_cli adds them). Only the early start below reads this list: a
-// name missing here costs that subcommand a started and stopped sbatch, nothing else.
-constexpr std::string_view kSubcommandNames[] = {
-    "validate", "plan",    "plugins", "list",   "status", "logs",       "why",
-    "cancel",   "compare", "ablate",  "advise", "init",   "completion", "schema"};
+// Every option of every command lands here while run_cli parses; a command's handler reads
+// its own part.
+struct ParsedOptions {
+  Options launch, validate, plan, advise;
+  AblateOptions ablate;
+  InitOptions init;
+  JobOptions list, status, logs, why, cancel, compare;
+  std::string plugins_format = "text";
+  std::string shell;
+  std::string schema_format = "json";
+  int verbose = 0;
+  bool quiet = false;
+};
+
+void add_format_option(CLI::App* app, std::string& format) {
+  app->add_option("--format", format, "output format")->check(CLI::IsMember({"text", "json"}));
+}
+
+void add_job_option(CLI::App* app, JobOptions& o) {
+  app->add_option("job", o.jobs, "job id or unique prefix")->required()->expected(1);
+}
+
+void add_logs_options(CLI::App* app, ParsedOptions& p) {
+  JobOptions& o = p.logs;
+  add_job_option(app, o);
+  app->add_flag("-f,--follow", o.follow, "follow until the job ends");
+  auto* rank_opt =
+      app->add_option("--rank", o.rank, "only this rank")->check(at_least(0, "NONNEGATIVE"));
+  app->add_option("--node", o.node, "only the ranks of this node (0 = first)")
+      ->check(at_least(0, "NONNEGATIVE"))
+      ->excludes(rank_opt);
+  app->add_option("--tail", o.tail, "only the last N lines of each log (then follow)")
+      ->check(at_least(0, "NONNEGATIVE"));
+  app->add_option("--grep", o.grep,
+                  "only lines matching this regular expression (ECMAScript syntax)");
+}
+
+void add_compare_options(CLI::App* app, ParsedOptions& p) {
+  app->add_option("jobs", p.compare.jobs, "job ids/prefixes or log files")->required();
+  app->add_option("--window", p.compare.window, "steady-state iterations FIRST:LAST (default 3:8)");
+  add_format_option(app, p.compare.format);
+}
+
+void add_ablate_options(CLI::App* app, ParsedOptions& p) {
+  add_plan_options(app, p.ablate.launch, true);
+  app->add_option("--vary", p.ablate.vary, "KEY=V1,V2 (repeatable)")
+      ->required()
+      ->allow_extra_args(false);
+  app->add_flag("--grid", p.ablate.grid, "every combination instead of one knob at a time");
+  app->add_option("--window", p.ablate.window, "steady-state iterations for the compare");
+}
+
+void add_init_options(CLI::App* app, ParsedOptions& p) {
+  InitOptions& o = p.init;
+  app->add_option("--shape", o.shape, "dense or moe (default dense)")
+      ->check(CLI::IsMember({"dense", "moe"}));
+  app->add_option("-g,--gpu", o.gpu, "GPU type (default h100)")->type_name("TYPE");
+  app->add_option("--num-gpus", o.num_gpus, "total GPUs (default: one node)")
+      ->check(at_least(1, "POSITIVE"))
+      ->type_name("N");
+  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (default: GPU's)")
+      ->check(at_least(1, "POSITIVE"))
+      ->type_name("N");
+  app->add_option("-e,--executor", o.executor, "executor (default slurm)")
+      ->check(CLI::IsMember(executor_names()));
+  app->add_option("-o,--output", o.output, "write to FILE instead of stdout")->type_name("FILE");
+  app->add_flag("--force", o.force, "with -o, replace an existing FILE");
+}
+
+// One subcommand: its name and one-line summary (both in `--help`), the example its own help
+// ends with, what registers its options and what runs it. run_cli adds them in this order,
+// which is the order `--help` lists them in.
+struct Command {
+  std::string_view name;
+  const char* summary;
+  const char* footer;
+  void (*add_options)(CLI::App*, ParsedOptions&);
+  int (*run)(ParsedOptions&, const Context&);
+};
+
+const Command kCommands[] = {
+    {"validate", "load and validate a recipe only",
+     "Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4",
+     [](CLI::App* app, ParsedOptions& p) { add_plan_options(app, p.validate, false); },
+     [](ParsedOptions& p, const Context& c) { return cmd_validate(p.validate, c); }},
+    {"plan", "print the resolved plan: topology, overlap config, env, runtime args",
+     "Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml",
+     [](CLI::App* app, ParsedOptions& p) { add_plan_options(app, p.plan, false); },
+     [](ParsedOptions& p, const Context& c) { return cmd_plan(p.plan, c); }},
+    {"plugins", "list the launch plugins", "Example: bridge-launch plugins --format json",
+     [](CLI::App* app, ParsedOptions& p) { add_format_option(app, p.plugins_format); },
+     [](ParsedOptions& p, const Context& c) { return cmd_plugins(p.plugins_format, c); }},
+    {"list", "recent jobs from the local registry", "Example: bridge-launch list --format json",
+     [](CLI::App* app, ParsedOptions& p) { add_format_option(app, p.list.format); },
+     [](ParsedOptions& p, const Context& c) { return cmd_list(p.list, c); }},
+    {"status", "state of one job, or of all recent jobs", "Example: bridge-launch status demo-2026",
+     [](CLI::App* app, ParsedOptions& p) {
+       app->add_option("job", p.status.jobs, "job id or unique prefix (default: all)");
+       add_format_option(app, p.status.format);
+     },
+     [](ParsedOptions& p, const Context& c) { return cmd_status(p.status, c); }},
+    {"logs", "show or follow a job's logs",
+     "Examples: bridge-launch logs demo-2026 --rank 0 -f\n"
+     "          bridge-launch logs demo-2026 --node 1 --grep 'NCCL|CUDA' --tail 50",
+     add_logs_options, [](ParsedOptions& p, const Context& c) { return cmd_logs(p.logs, c); }},
+    {"why", "which rank of a failed job failed first, and why",
+     "Example: bridge-launch why demo-2026",
+     [](CLI::App* app, ParsedOptions& p) {
+       add_job_option(app, p.why);
+       add_format_option(app, p.why.format);
+     },
+     [](ParsedOptions& p, const Context& c) { return cmd_why(p.why, c); }},
+    {"cancel", "cancel a job", "Example: bridge-launch cancel demo-2026",
+     [](CLI::App* app, ParsedOptions& p) { add_job_option(app, p.cancel); },
+     [](ParsedOptions& p, const Context& c) { return cmd_cancel(p.cancel, c); }},
+    {"compare", "side-by-side steady-state step time of finished jobs",
+     "Example: bridge-launch compare JOB_A JOB_B --window 3:8", add_compare_options,
+     [](ParsedOptions& p, const Context& c) { return cmd_compare(p.compare, c); }},
+    {"ablate", "submit a baseline and one job per changed value, one knob at a time",
+     "Example: bridge-launch ablate examples/recipes/demo.yaml "
+     "--vary comm_overlap.overlap_grad_reduce=false,true",
+     add_ablate_options,
+     [](ParsedOptions& p, const Context& c) { return cmd_ablate(p.ablate, c); }},
+    {"advise", "which overlap knobs apply to this plan and are off, and how to measure each",
+     "Example: bridge-launch advise examples/recipes/qwen3-30b-a3b-ep-overlap.yaml "
+     "comm_overlap.overlap_moe_expert_parallel_comm=false",
+     [](CLI::App* app, ParsedOptions& p) { add_plan_options(app, p.advise, false); },
+     [](ParsedOptions& p, const Context& c) { return cmd_advise(p.advise, c); }},
+    {"init", "write a commented starter recipe",
+     "Example: bridge-launch init --shape moe -g h100 -ng 16 -o my-moe.yaml", add_init_options,
+     [](ParsedOptions& p, const Context& c) { return cmd_init(p.init, c); }},
+    {"completion", "print a shell completion script (bash, zsh or fish)",
+     "Examples: source <(bridge-launch completion bash)\n"
+     "          bridge-launch completion fish > ~/.config/fish/completions/bridge-launch.fish",
+     [](CLI::App* app, ParsedOptions& p) {
+       app->add_option("shell", p.shell, "bash, zsh or fish")
+           ->required()
+           ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+     },
+     [](ParsedOptions& p, const Context& c) {
+       c.out << *completion_script(p.shell, c.services.plugins);
+       return kExitOk;
+     }},
+    {"schema", "print the recipe's JSON Schema (for editors and validators)",
+     "Example: bridge-launch schema > bridge-launch.schema.json\n"
+     "  then start a recipe with: # yaml-language-server: $schema=./bridge-launch.schema.json",
+     [](CLI::App* app, ParsedOptions& p) {
+       app->add_option("--format", p.schema_format, "output format (json only)")
+           ->check(CLI::IsMember({"json"}));
+     },
+     [](ParsedOptions&, const Context& c) { return cmd_schema(c); }},
+};
+
+bool is_command_name(std::string_view word) {
+  return std::any_of(std::begin(kCommands), std::end(kCommands),
+                     [&](const Command& cmd) { return cmd.name == word; });
+}
+
+}  // namespace
 
 std::string executor_of_a_plain_launch(const std::vector<std::string>& raw_args) {
   std::vector<std::string> args = translate_short_options(raw_args);
@@ -155,8 +309,7 @@ std::string executor_of_a_plain_launch(const std::vector<std::string>& raw_args)
     const std::string& a = args[i];
     if (a == "--") break;
     if (a == "--dry-run" || a == "--help" || a == "-h" || a == "--help-all" || a == "--version" ||
-        std::find(std::begin(kSubcommandNames), std::end(kSubcommandNames), a) !=
-            std::end(kSubcommandNames))
+        is_command_name(a))
       return "";
     if ((a == "--executor" || a == "-e") && i + 1 < args.size())
       executor = args[++i];
@@ -199,25 +352,13 @@ std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
   }
   return std::nullopt;
 }
-}  // namespace
 
-int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
-            const Services& services) {
-  // A launch that names its executor starts its submission before anything else (Slurm:
-  // sbatch starts and waits for its script), so that the scheduler command's start-up
-  // overlaps building the parser, parsing and planning (docs/performance.md). Anything the
-  // parse then finds (another command, an error) drops it before it got any input.
-  EarlySubmission early;
-  early.executor = executor_of_a_plain_launch(raw_args);
-  if (!early.executor.empty()) early.prepared = services.executor(early.executor);
-  if (early.prepared) early.prepared->prepare_to_submit();
-  Options launch, validate, plan;
-  int verbose = 0;
-  bool quiet = false;
-  CLI::App app{
-      "bridge-launch: validate, plan and launch GPU training jobs with "
-      "communication/computation overlap",
-      "bridge-launch"};
+// The top-level parser: the launch's options, then every command of kCommands in its order.
+// A command gets its options only when its name is on the command line: building every
+// option of every command cost a quarter of a dry-run (docs/performance.md). Only the named
+// command can run, and `--help` lists the others by name.
+std::vector<CLI::App*> add_commands(CLI::App& app, ParsedOptions& p,
+                                    const std::vector<std::string>& raw_args) {
   app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("--version", version_line());
   app.footer(
@@ -225,172 +366,49 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
       "  bridge-launch examples/recipes/demo.yaml\n"
       "  bridge-launch --executor slurm -ng 16 -gn 8 recipe.yaml "
       "comm_overlap.delay_wgrad_compute=false\n"
-      "  bridge-launch plan --format json recipe.yaml\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage error or invalid recipe, 130 interrupted\n");
-  app.add_flag("-v,--verbose", verbose, "more logging (repeatable)");
-  app.add_flag("-q,--quiet", quiet, "less logging");
+      "  bridge-launch plan --format json recipe.yaml\n" +
+      fmt::format("Exit codes: {} ok, {} runtime failure, {} usage error or invalid recipe, {} "
+                  "interrupted\n",
+                  kExitOk, kExitRuntime, kExitUsage, kExitInterrupted));
+  app.add_flag("-v,--verbose", p.verbose, "more logging (repeatable)");
+  app.add_flag("-q,--quiet", p.quiet, "less logging");
   app.require_subcommand(0, 1);
-  add_plan_options(&app, launch, true);
+  add_plan_options(&app, p.launch, true);
   app.get_option("recipe")->required(false);
-  // A subcommand gets its options only when its name is on the command line: building every
-  // option of every subcommand cost a quarter of a dry-run (docs/performance.md). Only the
-  // named subcommand can run, and `--help` lists the others by name.
-
-  CLI::App* validate_cmd = app.add_subcommand("validate", "load and validate a recipe only");
-  if (mentioned(raw_args, "validate")) add_plan_options(validate_cmd, validate, false);
-  validate_cmd->footer(
-      "Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4");
-  CLI::App* plan_cmd = app.add_subcommand(
-      "plan", "print the resolved plan: topology, overlap config, env, runtime args");
-  if (mentioned(raw_args, "plan")) add_plan_options(plan_cmd, plan, false);
-  plan_cmd->footer("Example: bridge-launch plan --format json -ng 16 -gn 8 recipe.yaml");
-  CLI::App* plugins_cmd = app.add_subcommand("plugins", "list the launch plugins");
-  std::string plugins_format = "text";
-  if (mentioned(raw_args, "plugins")) {
-    plugins_cmd->add_option("--format", plugins_format, "output format")
-        ->check(CLI::IsMember({"text", "json"}));
-  }
-  plugins_cmd->footer("Example: bridge-launch plugins --format json");
-
-  JobOptions list_o, status_o, logs_o, why_o, cancel_o, compare_o;
-  CLI::App* list_cmd = app.add_subcommand("list", "recent jobs from the local registry");
-  if (mentioned(raw_args, "list")) {
-    list_cmd->add_option("--format", list_o.format, "output format")
-        ->check(CLI::IsMember({"text", "json"}));
-  }
-  list_cmd->footer("Example: bridge-launch list --format json");
-  CLI::App* status_cmd = app.add_subcommand("status", "state of one job, or of all recent jobs");
-  if (mentioned(raw_args, "status")) {
-    status_cmd->add_option("job", status_o.jobs, "job id or unique prefix (default: all)");
-    status_cmd->add_option("--format", status_o.format, "output format")
-        ->check(CLI::IsMember({"text", "json"}));
-  }
-  status_cmd->footer("Example: bridge-launch status demo-2026");
-  CLI::App* logs_cmd = app.add_subcommand("logs", "show or follow a job's logs");
-  if (mentioned(raw_args, "logs")) {
-    logs_cmd->add_option("job", logs_o.jobs, "job id or unique prefix")->required()->expected(1);
-    logs_cmd->add_flag("-f,--follow", logs_o.follow, "follow until the job ends");
-    auto* rank_opt = logs_cmd->add_option("--rank", logs_o.rank, "only this rank")
-                         ->check(at_least(0, "NONNEGATIVE"));
-    logs_cmd->add_option("--node", logs_o.node, "only the ranks of this node (0 = first)")
-        ->check(at_least(0, "NONNEGATIVE"))
-        ->excludes(rank_opt);
-    logs_cmd->add_option("--tail", logs_o.tail, "only the last N lines of each log (then follow)")
-        ->check(at_least(0, "NONNEGATIVE"));
-    logs_cmd->add_option("--grep", logs_o.grep,
-                         "only lines matching this regular expression (ECMAScript syntax)");
-  }
-  logs_cmd->footer(
-      "Examples: bridge-launch logs demo-2026 --rank 0 -f\n"
-      "          bridge-launch logs demo-2026 --node 1 --grep 'NCCL|CUDA' --tail 50");
-  CLI::App* why_cmd = app.add_subcommand("why", "which rank of a failed job failed first, and why");
-  if (mentioned(raw_args, "why")) {
-    why_cmd->add_option("job", why_o.jobs, "job id or unique prefix")->required()->expected(1);
-    why_cmd->add_option("--format", why_o.format, "output format")
-        ->check(CLI::IsMember({"text", "json"}));
-  }
-  why_cmd->footer("Example: bridge-launch why demo-2026");
-  CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a job");
-  if (mentioned(raw_args, "cancel")) {
-    cancel_cmd->add_option("job", cancel_o.jobs, "job id or unique prefix")
-        ->required()
-        ->expected(1);
-  }
-  cancel_cmd->footer("Example: bridge-launch cancel demo-2026");
-  CLI::App* compare_cmd =
-      app.add_subcommand("compare", "side-by-side steady-state step time of finished jobs");
-  if (mentioned(raw_args, "compare")) {
-    compare_cmd->add_option("jobs", compare_o.jobs, "job ids/prefixes or log files")->required();
-    compare_cmd->add_option("--window", compare_o.window,
-                            "steady-state iterations FIRST:LAST (default 3:8)");
-    compare_cmd->add_option("--format", compare_o.format, "output format")
-        ->check(CLI::IsMember({"text", "json"}));
-  }
-  compare_cmd->footer("Example: bridge-launch compare JOB_A JOB_B --window 3:8");
-  AblateOptions ablate_o;
-  CLI::App* ablate_cmd = app.add_subcommand(
-      "ablate", "submit a baseline and one job per changed value, one knob at a time");
-  if (mentioned(raw_args, "ablate")) add_plan_options(ablate_cmd, ablate_o.launch, true);
-  if (mentioned(raw_args, "ablate")) {
-    ablate_cmd->add_option("--vary", ablate_o.vary, "KEY=V1,V2 (repeatable)")
-        ->required()
-        ->allow_extra_args(false);
-    ablate_cmd->add_flag("--grid", ablate_o.grid,
-                         "every combination instead of one knob at a time");
-    ablate_cmd->add_option("--window", ablate_o.window, "steady-state iterations for the compare");
-  }
-  ablate_cmd->footer(
-      "Example: bridge-launch ablate examples/recipes/demo.yaml "
-      "--vary comm_overlap.overlap_grad_reduce=false,true");
-  Options advise_o;
-  CLI::App* advise_cmd = app.add_subcommand(
-      "advise", "which overlap knobs apply to this plan and are off, and how to measure each");
-  if (mentioned(raw_args, "advise")) add_plan_options(advise_cmd, advise_o, false);
-  advise_cmd->footer(
-      "Example: bridge-launch advise examples/recipes/qwen3-30b-a3b-ep-overlap.yaml "
-      "comm_overlap.overlap_moe_expert_parallel_comm=false");
-  InitOptions init_o;
-  CLI::App* init_cmd = app.add_subcommand("init", "write a commented starter recipe");
-  if (mentioned(raw_args, "init")) {
-    init_cmd->add_option("--shape", init_o.shape, "dense or moe (default dense)")
-        ->check(CLI::IsMember({"dense", "moe"}));
-    init_cmd->add_option("-g,--gpu", init_o.gpu, "GPU type (default h100)")->type_name("TYPE");
-    init_cmd->add_option("--num-gpus", init_o.num_gpus, "total GPUs (default: one node)")
-        ->check(at_least(1, "POSITIVE"))
-        ->type_name("N");
-    init_cmd->add_option("--gpus-per-node", init_o.gpus_per_node, "GPUs per node (default: GPU's)")
-        ->check(at_least(1, "POSITIVE"))
-        ->type_name("N");
-    init_cmd->add_option("-e,--executor", init_o.executor, "executor (default slurm)")
-        ->check(CLI::IsMember(executor_names()));
-    init_cmd->add_option("-o,--output", init_o.output, "write to FILE instead of stdout")
-        ->type_name("FILE");
-    init_cmd->add_flag("--force", init_o.force, "with -o, replace an existing FILE");
-  }
-  init_cmd->footer("Example: bridge-launch init --shape moe -g h100 -ng 16 -o my-moe.yaml");
-  std::string shell;
-  CLI::App* completion_cmd =
-      app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
-  if (mentioned(raw_args, "completion")) {
-    completion_cmd->add_option("shell", shell, "bash, zsh or fish")
-        ->required()
-        ->check(CLI::IsMember({"bash", "zsh", "fish"}));
-  }
-  completion_cmd->footer(
-      "Examples: source <(bridge-launch completion bash)\n"
-      "          bridge-launch completion fish > ~/.config/fish/completions/bridge-launch.fish");
-  std::string schema_format = "json";
-  CLI::App* schema_cmd =
-      app.add_subcommand("schema", "print the recipe's JSON Schema (for editors and validators)");
-  if (mentioned(raw_args, "schema")) {
-    schema_cmd->add_option("--format", schema_format, "output format (json only)")
-        ->check(CLI::IsMember({"json"}));
-  }
-  schema_cmd->footer(
-      "Example: bridge-launch schema > bridge-launch.schema.json\n"
-      "  then start a recipe with: # yaml-language-server: $schema=./bridge-launch.schema.json");
-  for (CLI::App* sub :
-       {validate_cmd, plan_cmd, plugins_cmd, list_cmd, status_cmd, logs_cmd, why_cmd, cancel_cmd,
-        compare_cmd, ablate_cmd, advise_cmd, init_cmd, completion_cmd, schema_cmd})
+  std::vector<CLI::App*> subs;
+  for (const Command& cmd : kCommands) {
+    CLI::App* sub = app.add_subcommand(std::string(cmd.name), cmd.summary);
+    if (mentioned(raw_args, cmd.name)) cmd.add_options(sub, p);
+    sub->footer(cmd.footer);
     sub->fallthrough();
+    subs.push_back(sub);
+  }
+  return subs;
+}
 
-  // Arguments end up in messages, JSON output and registry records, which are UTF-8 text
-  // (nlohmann::json throws on anything else): refuse other bytes up front.
+// Arguments end up in messages, JSON output and registry records, which are UTF-8 text
+// (nlohmann::json throws on anything else): other bytes are refused up front.
+bool all_utf8(const std::vector<std::string>& raw_args, std::ostream& err) {
   for (size_t i = 0; i < raw_args.size(); ++i) {
     if (first_invalid_utf8(raw_args[i]) == std::string_view::npos) continue;
-    err << fmt::format("bridge-launch: error: argument {} is not UTF-8 text: `{}`\n", i + 1,
-                       printable_text(raw_args[i], 200))
-        << "run `bridge-launch --help` for usage\n";
-    return kExitUsage;
+    report_error(
+        err,
+        fmt::format("argument {} is not UTF-8 text: `{}`", i + 1, printable_text(raw_args[i], 200)),
+        {"run `bridge-launch --help` for usage"});
+    return false;
   }
-  std::vector<std::string> subcommand_names;
-  const CLI::App& all_commands = app;
-  for (const CLI::App* sub : all_commands.get_subcommands(nullptr))
-    subcommand_names.push_back(sub->get_name());
+  return true;
+}
+
+// Parses `raw_args` into `app`'s options. nullopt to go on; else the exit code of what the
+// parse already did (help, version, a usage error).
+std::optional<int> parse(CLI::App& app, const std::vector<std::string>& raw_args, std::ostream& out,
+                         std::ostream& err) {
+  std::vector<std::string> names;
+  for (const Command& cmd : kCommands) names.emplace_back(cmd.name);
   std::vector<std::string> args =
-      move_options_behind_subcommand(translate_short_options(raw_args), subcommand_names);
+      move_options_behind_subcommand(translate_short_options(raw_args), names);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
-  Context ctx{out, err, want_color(err, services.env), services};
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -403,54 +421,59 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     out << e.what() << "\n";
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    err << "bridge-launch: error: " << e.what() << "\n"
-        << "run `bridge-launch --help` for usage\n";
+    report_error(err, e.what(), {"run `bridge-launch --help` for usage"});
     return kExitUsage;
   }
-  for (Options* o : {&launch, &validate, &plan}) {
-    o->verbose = verbose;
-    o->quiet = quiet;
+  return std::nullopt;
+}
+
+// -v and -q apply to every command that plans.
+void share_logging_options(ParsedOptions& p) {
+  for (Options* o : {&p.launch, &p.validate, &p.plan, &p.advise, &p.ablate.launch}) {
+    o->verbose = p.verbose;
+    o->quiet = p.quiet;
   }
-  setup_logging(launch, services.log);
-  for (const CLI::App* sub : app.get_subcommands()) {
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
+            const Services& services) {
+  // A launch that names its executor starts its submission before anything else (Slurm:
+  // sbatch starts and waits for its script), so that the scheduler command's start-up
+  // overlaps building the parser, parsing and planning (docs/performance.md). Anything the
+  // parse then finds (another command, an error) drops it before it got any input.
+  EarlySubmission early;
+  early.executor = executor_of_a_plain_launch(raw_args);
+  if (!early.executor.empty()) early.prepared = services.executor(early.executor);
+  if (early.prepared) early.prepared->prepare_to_submit();
+  ParsedOptions p;
+  CLI::App app{
+      "bridge-launch: validate, plan and launch GPU training jobs with "
+      "communication/computation overlap",
+      "bridge-launch"};
+  std::vector<CLI::App*> subs = add_commands(app, p, raw_args);
+  if (!all_utf8(raw_args, err)) return kExitUsage;
+  Context ctx{out, err, want_color(err, services.env), services};
+  if (std::optional<int> done = parse(app, raw_args, out, err)) return *done;
+  share_logging_options(p);
+  setup_logging(p.launch, services.log);
+  for (size_t i = 0; i < subs.size(); ++i) {
+    if (!subs[i]->parsed()) continue;
     if (auto unused = unused_top_level_argument(app)) {
-      err << fmt::format("bridge-launch: error: {} does not apply to `{}`\n", *unused,
-                         sub->get_name())
-          << fmt::format("run `bridge-launch {} --help` for its options\n", sub->get_name());
+      report_error(
+          err, fmt::format("{} does not apply to `{}`", *unused, kCommands[i].name),
+          {fmt::format("run `bridge-launch {} --help` for its options", kCommands[i].name)});
       return kExitUsage;
     }
+    return kCommands[i].run(p, ctx);
   }
-  if (validate_cmd->parsed()) return cmd_validate(validate, ctx);
-  if (plan_cmd->parsed()) return cmd_plan(plan, ctx);
-  if (plugins_cmd->parsed()) return cmd_plugins(plugins_format, ctx);
-  if (completion_cmd->parsed()) {
-    out << *completion_script(shell, services.plugins);
-    return kExitOk;
-  }
-  if (schema_cmd->parsed()) return cmd_schema(ctx);
-  if (list_cmd->parsed()) return cmd_list(list_o, ctx);
-  if (status_cmd->parsed()) return cmd_status(status_o, ctx);
-  if (logs_cmd->parsed()) return cmd_logs(logs_o, ctx);
-  if (why_cmd->parsed()) return cmd_why(why_o, ctx);
-  if (cancel_cmd->parsed()) return cmd_cancel(cancel_o, ctx);
-  if (compare_cmd->parsed()) return cmd_compare(compare_o, ctx);
-  if (ablate_cmd->parsed()) {
-    ablate_o.launch.verbose = verbose;
-    ablate_o.launch.quiet = quiet;
-    return cmd_ablate(ablate_o, ctx);
-  }
-  if (advise_cmd->parsed()) {
-    advise_o.verbose = verbose;
-    advise_o.quiet = quiet;
-    return cmd_advise(advise_o, ctx);
-  }
-  if (init_cmd->parsed()) return cmd_init(init_o, ctx);
-  if (launch.recipe.empty()) {
-    err << "bridge-launch: error: no recipe given\n"
-        << "usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help\n";
+  if (p.launch.recipe.empty()) {
+    report_error(err, "no recipe given",
+                 {"usage: bridge-launch [OPTIONS] RECIPE.yaml [KEY=VALUE ...]; see --help"});
     return kExitUsage;
   }
-  return cmd_launch(launch, ctx, std::move(early));
+  return cmd_launch(p.launch, ctx, std::move(early));
 }
 
 }  // namespace bridge

@@ -1,6 +1,5 @@
-// The commands behind the CLI (internal to launcher/): each takes parsed options and a
-// Context with the output streams, and returns the process exit code (0 ok, 1 runtime failure, 2
-// usage or invalid recipe, 130 interrupted; README.md lists them).
+// The commands behind the CLI (internal to app/): each takes parsed options and a Context
+// with the output streams, and returns the process exit code (launcher/exit_codes.h).
 #pragma once
 
 #include <memory>
@@ -10,13 +9,9 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "launcher/exit_codes.h"
 
 namespace bridge {
-
-constexpr int kExitOk = 0;
-constexpr int kExitRuntime = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitInterrupted = 130;
 
 struct Options {
   std::string executor;

@@ -48,11 +48,11 @@ int write_new_file(const std::string& path, const std::string& text, bool force,
   if (fd < 0) {
     int e = errno;
     if (e == EEXIST) {
-      c.err << fmt::format("bridge-launch: error: {} exists; not overwritten\n", path)
-            << "  help: choose another -o FILE, or add --force to replace it\n";
+      report_error(c.err, fmt::format("{} exists; not overwritten", path),
+                   {"  help: choose another -o FILE, or add --force to replace it"});
       return kExitUsage;
     }
-    c.err << fmt::format("bridge-launch: error: cannot create {}: {}\n", path, std::strerror(e));
+    report_error(c.err, fmt::format("cannot create {}: {}", path, std::strerror(e)));
     return kExitRuntime;
   }
   size_t done = 0;
@@ -60,15 +60,14 @@ int write_new_file(const std::string& path, const std::string& text, bool force,
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      c.err << fmt::format("bridge-launch: error: cannot write {}: {}\n", path,
-                           std::strerror(errno));
+      report_error(c.err, fmt::format("cannot write {}: {}", path, std::strerror(errno)));
       ::close(fd);
       return kExitRuntime;
     }
     done += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
-    c.err << fmt::format("bridge-launch: error: cannot write {}: {}\n", path, std::strerror(errno));
+    report_error(c.err, fmt::format("cannot write {}: {}", path, std::strerror(errno)));
     return kExitRuntime;
   }
   return kExitOk;
@@ -87,7 +86,7 @@ int cmd_init(const InitOptions& o, const Context& c) {
   choices.command_line = init_command_line(o);
   StarterRecipe recipe = starter_recipe(choices);
   if (!recipe.problem.empty()) {
-    c.err << "bridge-launch: error: " << recipe.problem << "\n  help: " << recipe.help << "\n";
+    report_error(c.err, recipe.problem, {"  help: " + recipe.help});
     return kExitUsage;
   }
   Diagnostics diags;

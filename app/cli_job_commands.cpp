@@ -28,6 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr std::string_view kBadWindow =
+    "--window must be FIRST:LAST, two iterations with FIRST <= LAST, e.g. 3:8";
+
 nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
   auto elapsed = job_elapsed(r, now);
   auto text_or_null = [](const std::string& t) {
@@ -208,14 +211,11 @@ int cmd_logs(const JobOptions& o, const Context& c) {
   auto rec = find_job(o.jobs.at(0), c);
   if (!rec) return kExitUsage;
   LogQuery query;
-  std::string grep_error;
-  auto grep = LineFilter::compile(o.grep, grep_error);
+  auto [grep, grep_error] = LineFilter::compile(o.grep);
   if (!grep) {
-    c.err << fmt::format(
-        "bridge-launch: error: --grep {}: {}\n  help: the pattern is an "
-        "ECMAScript regular expression, e.g. 'NCCL|CUDA error'; escape ( [ {{ "
-        "with a backslash to match them literally\n",
-        printable_text(o.grep, 200), grep_error);
+    report_error(c.err, fmt::format("--grep {}: {}", printable_text(o.grep, 200), grep_error),
+                 {"  help: the pattern is an ECMAScript regular expression, e.g. 'NCCL|CUDA "
+                  "error'; escape ( [ { with a backslash to match them literally"});
     return kExitUsage;
   }
   query.grep = std::move(*grep);
@@ -248,102 +248,142 @@ int cmd_cancel(const JobOptions& o, const Context& c) {
   return rc;
 }
 
-int cmd_compare(const JobOptions& o, const Context& c) {
-  auto window = parse_window(o.window);
-  if (!window) {
-    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
-             "LAST, e.g. 3:8\n";
-    return kExitUsage;
-  }
+namespace {
+
+// What `compare` shows: each operand's steady-state statistics in the window, the knobs in
+// which it differs from the first (the baseline), and notes on what makes the comparison weak.
+struct Comparison {
+  std::pair<int, int> window;
   std::vector<Series> series;
-  for (const auto& ref : o.jobs) {
-    auto s = load_series(ref, c);
-    if (!s) return kExitUsage;
-    series.push_back(std::move(*s));
-  }
-  std::vector<std::string> notes;
   std::vector<WindowStats> stats;
-  for (const auto& s : series) {
-    stats.push_back(window_stats(s.samples, window->first, window->second));
+  std::vector<std::vector<std::string>> knob_diffs;
+  std::vector<std::string> notes;
+  double base = 0;  // the baseline's mean step time; 0 when it has none in the window
+};
+
+// Each operand's statistics, with a note when they describe no finished run or few samples.
+void add_window_stats(Comparison& cmp) {
+  const auto [first, last] = cmp.window;
+  for (const auto& s : cmp.series) {
+    cmp.stats.push_back(window_stats(s.samples, first, last));
+    const size_t samples = cmp.stats.back().samples;
     // A failed or cancelled job's step times describe a run that did not finish.
     if (s.state && *s.state != JobState::kSucceeded)
-      notes.push_back(fmt::format("{} is {}: its step times are not a finished run's", s.label,
-                                  job_state_name(*s.state)));
+      cmp.notes.push_back(fmt::format("{} is {}: its step times are not a finished run's", s.label,
+                                      job_state_name(*s.state)));
     if (s.samples.empty())
-      notes.push_back(fmt::format("{}: no iteration lines in its logs", s.label));
-    else if (stats.back().samples == 0)
-      notes.push_back(fmt::format("{}: none of its iteration lines is in iterations {}-{}", s.label,
-                                  window->first, window->second));
-    else if (stats.back().samples < 5)
-      notes.push_back(
+      cmp.notes.push_back(fmt::format("{}: no iteration lines in its logs", s.label));
+    else if (samples == 0)
+      cmp.notes.push_back(fmt::format("{}: none of its iteration lines is in iterations {}-{}",
+                                      s.label, first, last));
+    else if (samples < 5)
+      cmp.notes.push_back(
           fmt::format("{}: only {} sample{} in iterations {}-{}: directional, not "
                       "release quality",
-                      s.label, stats.back().samples, stats.back().samples == 1 ? "" : "s",
-                      window->first, window->second));
+                      s.label, samples, samples == 1 ? "" : "s", first, last));
   }
-  std::vector<std::vector<std::string>> knob_diffs(series.size());
+}
+
+// The knobs each operand changes against the baseline; more than one is a weak comparison.
+void add_knob_differences(Comparison& cmp) {
+  const std::vector<Series>& series = cmp.series;
+  cmp.knob_diffs.resize(series.size());
   for (size_t i = 1; i < series.size(); ++i) {
     if (!series[0].knobs || !series[i].knobs) continue;
-    knob_diffs[i] = knob_differences(*series[0].knobs, *series[i].knobs);
-    if (knob_diffs[i].size() > 1)
-      notes.push_back(fmt::format(
-          "{} differs from {} in {} knobs ({}): directional, not release "
-          "quality",
-          series[i].label, series[0].label, knob_diffs[i].size(), fmt::join(knob_diffs[i], ", ")));
+    cmp.knob_diffs[i] = knob_differences(*series[0].knobs, *series[i].knobs);
+    if (cmp.knob_diffs[i].size() > 1)
+      cmp.notes.push_back(
+          fmt::format("{} differs from {} in {} knobs ({}): directional, not release "
+                      "quality",
+                      series[i].label, series[0].label, cmp.knob_diffs[i].size(),
+                      fmt::join(cmp.knob_diffs[i], ", ")));
   }
-  double base = stats.empty() || stats[0].samples == 0 ? 0 : stats[0].mean;
-  // Nothing to compare: the baseline, or every job, has no step time in the window.
-  bool nothing = base <= 0 || std::none_of(stats.begin() + 1, stats.end(),
-                                           [](const auto& w) { return w.samples > 0; });
-  if (series.size() < 2) nothing = base <= 0;
+}
+
+// Nothing to compare: the baseline, or every job, has no step time in the window.
+bool nothing_to_compare(Comparison& cmp) {
+  const std::vector<WindowStats>& stats = cmp.stats;
+  cmp.base = stats.empty() || stats[0].samples == 0 ? 0 : stats[0].mean;
+  bool nothing = cmp.base <= 0 || std::none_of(stats.begin() + 1, stats.end(),
+                                               [](const auto& w) { return w.samples > 0; });
+  if (cmp.series.size() < 2) nothing = cmp.base <= 0;
   if (nothing)
-    notes.push_back(
-        fmt::format("nothing to compare: {} in iterations {}-{}",
-                    base <= 0 ? "the baseline has no step time" : "no other job has a step time",
-                    window->first, window->second));
-  int rc = nothing ? kExitRuntime : kExitOk;
+    cmp.notes.push_back(fmt::format(
+        "nothing to compare: {} in iterations {}-{}",
+        cmp.base <= 0 ? "the baseline has no step time" : "no other job has a step time",
+        cmp.window.first, cmp.window.second));
+  return nothing;
+}
+
+void print_comparison_json(const Comparison& cmp, const Context& c) {
   auto number = [](const WindowStats& w, double v) {
     return w.samples ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
   };
+  nlohmann::ordered_json j{{"window", {cmp.window.first, cmp.window.second}}, {"jobs", nullptr}};
+  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < cmp.series.size(); ++i) {
+    const Series& s = cmp.series[i];
+    const WindowStats& w = cmp.stats[i];
+    jobs.push_back({{"job", s.label},
+                    {"state", s.state ? nlohmann::ordered_json(job_state_name(*s.state))
+                                      : nlohmann::ordered_json(nullptr)},
+                    {"samples", w.samples},
+                    {"mean_ms", number(w, w.mean)},
+                    {"min_ms", number(w, w.min)},
+                    {"max_ms", number(w, w.max)},
+                    {"stddev_ms", number(w, w.stddev)},
+                    {"ratio", cmp.base > 0 && w.samples ? nlohmann::ordered_json(w.mean / cmp.base)
+                                                        : nlohmann::ordered_json(nullptr)},
+                    {"differs_in", cmp.knob_diffs[i]}});
+  }
+  j["jobs"] = jobs;
+  j["notes"] = cmp.notes;
+  c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void print_comparison_text(const Comparison& cmp, const Context& c) {
   auto cell = [](const WindowStats& w, double v) {
     return w.samples ? fmt::format("{:.1f}", v) : std::string("-");
   };
-  if (o.format == "json") {
-    nlohmann::ordered_json j{{"window", {window->first, window->second}}, {"jobs", nullptr}};
-    nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < series.size(); ++i) {
-      const WindowStats& w = stats[i];
-      jobs.push_back(
-          {{"job", series[i].label},
-           {"state", series[i].state ? nlohmann::ordered_json(job_state_name(*series[i].state))
-                                     : nlohmann::ordered_json(nullptr)},
-           {"samples", w.samples},
-           {"mean_ms", number(w, w.mean)},
-           {"min_ms", number(w, w.min)},
-           {"max_ms", number(w, w.max)},
-           {"stddev_ms", number(w, w.stddev)},
-           {"ratio", base > 0 && w.samples ? nlohmann::ordered_json(w.mean / base)
-                                           : nlohmann::ordered_json(nullptr)},
-           {"differs_in", knob_diffs[i]}});
-    }
-    j["jobs"] = jobs;
-    j["notes"] = notes;
-    c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return rc;
-  }
   std::vector<std::vector<std::string>> rows{{"job", "state", "samples", "mean ms", "min ms",
                                               "max ms", "stddev ms", "ratio", "differs in"}};
-  for (size_t i = 0; i < series.size(); ++i) {
-    const WindowStats& w = stats[i];
-    rows.push_back({series[i].label, series[i].state ? job_state_name(*series[i].state) : "(file)",
+  for (size_t i = 0; i < cmp.series.size(); ++i) {
+    const Series& s = cmp.series[i];
+    const WindowStats& w = cmp.stats[i];
+    rows.push_back({s.label, s.state ? job_state_name(*s.state) : "(file)",
                     std::to_string(w.samples), cell(w, w.mean), cell(w, w.min), cell(w, w.max),
                     cell(w, w.stddev),
-                    base > 0 && w.samples ? fmt::format("{:.3f}", w.mean / base) : "-",
-                    i == 0 ? "(baseline)" : fmt::format("{}", fmt::join(knob_diffs[i], ", "))});
+                    cmp.base > 0 && w.samples ? fmt::format("{:.3f}", w.mean / cmp.base) : "-",
+                    i == 0 ? "(baseline)" : fmt::format("{}", fmt::join(cmp.knob_diffs[i], ", "))});
   }
-  c.out << fmt::format("steady-state step time, iterations {}-{}:\n", window->first, window->second)
+  c.out << fmt::format("steady-state step time, iterations {}-{}:\n", cmp.window.first,
+                       cmp.window.second)
         << format_table(rows, false);
-  for (const auto& n : notes) c.out << "note: " << n << "\n";
+  for (const auto& n : cmp.notes) c.out << "note: " << n << "\n";
+}
+
+}  // namespace
+
+int cmd_compare(const JobOptions& o, const Context& c) {
+  auto window = parse_window(o.window);
+  if (!window) {
+    report_error(c.err, kBadWindow);
+    return kExitUsage;
+  }
+  Comparison cmp;
+  cmp.window = *window;
+  for (const auto& ref : o.jobs) {
+    auto s = load_series(ref, c);
+    if (!s) return kExitUsage;
+    cmp.series.push_back(std::move(*s));
+  }
+  add_window_stats(cmp);
+  add_knob_differences(cmp);
+  int rc = nothing_to_compare(cmp) ? kExitRuntime : kExitOk;
+  if (o.format == "json")
+    print_comparison_json(cmp, c);
+  else
+    print_comparison_text(cmp, c);
   return rc;
 }
 
@@ -469,30 +509,41 @@ std::vector<std::string> shown_overrides(const std::vector<std::string>& extra, 
   return shown;
 }
 
-}  // namespace
+using VaryOptions = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-int cmd_ablate(const AblateOptions& a, const Context& c) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> vary;
+// --vary and --window as given; nullopt (the error reported) when one is malformed.
+std::optional<VaryOptions> parse_ablate_options(const AblateOptions& a, const Context& c) {
+  VaryOptions vary;
   for (const auto& v : a.vary) {
     auto parsed = parse_vary(v);
     if (!parsed) {
       // Only the key is shown: the values may be secrets (env.S.value=...).
-      c.err << fmt::format("bridge-launch: error: bad --vary `{}=...`: expected KEY=V1,V2\n",
-                           printable_text(v.substr(0, v.find('=')), 200));
-      return kExitUsage;
+      report_error(c.err, fmt::format("bad --vary `{}=...`: expected KEY=V1,V2",
+                                      printable_text(v.substr(0, v.find('=')), 200)));
+      return std::nullopt;
     }
     vary.push_back(std::move(*parsed));
   }
   if (!parse_window(a.window)) {
-    c.err << "bridge-launch: error: --window must be FIRST:LAST, two iterations with FIRST <= "
-             "LAST, e.g. 3:8\n";
-    return kExitUsage;
+    report_error(c.err, kBadWindow);
+    return std::nullopt;
   }
-  auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
-  auto variants = make_variants(vary, a.grid, base_inputs);
-  // Validate every variant before submitting any; skip those whose resolved plan is another's.
+  return vary;
+}
+
+// The jobs of an ablation, in submission order: each one's options and label.
+struct Ablation {
   std::vector<Options> options;
   std::vector<std::string> labels;
+};
+
+// Validates every variant before submitting any, and skips those whose resolved plan is
+// another's; nullopt (the errors reported) when one is invalid.
+std::optional<Ablation> plan_variants(const AblateOptions& a, const VaryOptions& vary,
+                                      const Context& c) {
+  auto base_inputs = flatten_recipe_inputs(a.launch.recipe, make_request(a.launch).overrides);
+  auto variants = make_variants(vary, a.grid, base_inputs);
+  Ablation ablation;
   std::map<std::string, std::string> seen;  // fingerprint -> label
   std::string base_name;
   bool all_ok = true;
@@ -518,55 +569,55 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
       continue;
     }
     if (!extra.empty()) o.overrides.push_back("name=" + variant_name(base_name, shown));
-    labels.push_back(variant_label(shown));
-    options.push_back(std::move(o));
+    ablation.labels.push_back(variant_label(shown));
+    ablation.options.push_back(std::move(o));
   }
-  if (!all_ok) {
-    c.err << "no variant was submitted\n";
-    return kExitUsage;
-  }
-  if (options.size() < 2) {
-    c.err << "bridge-launch: error: ablate has nothing to compare: every value of --vary "
-             "resolves to the same plan as the "
-          << (a.grid ? "other combinations" : "baseline")
-          << "; nothing was submitted\n  help: vary a knob to a value that changes the plan "
-             "(`bridge-launch plan --format json` shows the resolved values)\n";
-    return kExitUsage;
-  }
-  if (a.grid)
-    c.err << fmt::format("ablate: {} jobs (every combination of the --vary values)\n",
-                         options.size());
-  else
-    c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", options.size(),
-                         options.size() - 1, options.size() == 2 ? "" : "s");
-  JobOptions cmp;
-  cmp.window = a.window;
+  if (!all_ok) return std::nullopt;
+  return ablation;
+}
+
+// What submitting an ablation's jobs gave: the worst exit code, the registry ids (for the
+// compare) and the scheduler jobs still to wait for.
+struct AblationRun {
   int worst = kExitOk;
-  bool all_waited = true;
-  std::vector<std::string> to_wait;  // scheduler jobs: all submitted first, then waited on
+  bool all_waited = true;  // every job's outcome is known once the waits are over
+  std::vector<std::string> ids;
+  std::vector<std::string> to_wait;
+};
+
+// Submits (with --dry-run: prints) the jobs in order. Scheduler jobs are all submitted
+// first and waited on afterwards; local ones run one after another. A Ctrl-C stops there.
+AblationRun submit_variants(const AblateOptions& a, Ablation& ablation, const Context& c) {
+  AblationRun run;
+  std::vector<Options>& options = ablation.options;
   for (size_t i = 0; i < options.size(); ++i) {
     Options& o = options[i];
     Diagnostics diags(o.strict);
     Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
     const ExecutorInfo* info = find_executor(c.services.executors, plan.executor);
     bool runs_here = info && info->traits.runs_here;
-    all_waited = all_waited && (a.launch.wait || runs_here);
+    run.all_waited = run.all_waited && (a.launch.wait || runs_here);
     if (o.dry_run)
       c.out << fmt::format("# ablate {} of {}: {} (job name {})\n", i + 1, options.size(),
-                           labels[i], plan.recipe->name.get_or(""));
+                           ablation.labels[i], plan.recipe->name.get_or(""));
     else if (runs_here && i == 0 && options.size() > 1)
       c.err << "ablate: local jobs run one after another (one machine)\n";
     bool wait_later = o.wait && !runs_here;
     o.wait = o.wait && !wait_later;
-    std::string id;
-    int rc = launch_planned(o, c, plan, diags, &id, static_cast<int>(i));
-    if (!id.empty()) cmp.jobs.push_back(id);
-    if (!id.empty() && wait_later) to_wait.push_back(id);
-    if (rc != kExitOk) worst = rc;
-    if (rc == kExitInterrupted) return rc;
+    LaunchSettings settings;
+    settings.sequence = static_cast<int>(i);
+    auto [rc, id] = launch_planned(o, c, plan, diags, std::move(settings));
+    if (!id.empty()) run.ids.push_back(id);
+    if (!id.empty() && wait_later) run.to_wait.push_back(id);
+    if (rc != kExitOk) run.worst = rc;
+    if (rc == kExitInterrupted) break;
   }
-  // Every waited job of one executor is followed by one wait: one scheduler query per poll
-  // for all of them, not one per job.
+  return run;
+}
+
+// Every waited job of one executor is followed by one wait: one scheduler query per poll
+// for all of them, not one per job. Returns the worst exit code (a Ctrl-C stops there).
+int wait_for_variants(const std::vector<std::string>& to_wait, int worst, const Context& c) {
   std::map<std::string, std::vector<JobRecord>> waited;  // executor -> records
   for (const auto& id : to_wait) {
     Diagnostics diags;
@@ -590,7 +641,42 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
     if (rc != kExitOk) worst = rc;
     if (rc == kExitInterrupted) return rc;
   }
-  if (all_waited && !cmp.jobs.empty() && !a.launch.dry_run) cmd_compare(cmp, c);
+  return worst;
+}
+
+}  // namespace
+
+int cmd_ablate(const AblateOptions& a, const Context& c) {
+  std::optional<VaryOptions> vary = parse_ablate_options(a, c);
+  if (!vary) return kExitUsage;
+  std::optional<Ablation> ablation = plan_variants(a, *vary, c);
+  if (!ablation) {
+    c.err << "no variant was submitted\n";
+    return kExitUsage;
+  }
+  const size_t jobs = ablation->options.size();
+  if (jobs < 2) {
+    report_error(c.err,
+                 fmt::format("ablate has nothing to compare: every value of --vary resolves to "
+                             "the same plan as the {}; nothing was submitted",
+                             a.grid ? "other combinations" : "baseline"),
+                 {"  help: vary a knob to a value that changes the plan (`bridge-launch plan "
+                  "--format json` shows the resolved values)"});
+    return kExitUsage;
+  }
+  if (a.grid)
+    c.err << fmt::format("ablate: {} jobs (every combination of the --vary values)\n", jobs);
+  else
+    c.err << fmt::format("ablate: {} jobs (baseline + {} variant{})\n", jobs, jobs - 1,
+                         jobs == 2 ? "" : "s");
+  AblationRun run = submit_variants(a, *ablation, c);
+  if (run.worst == kExitInterrupted) return run.worst;
+  int worst = wait_for_variants(run.to_wait, run.worst, c);
+  if (worst == kExitInterrupted) return worst;
+  JobOptions cmp;
+  cmp.window = a.window;
+  cmp.jobs = run.ids;
+  if (run.all_waited && !cmp.jobs.empty() && !a.launch.dry_run) cmd_compare(cmp, c);
   return worst;
 }
 

@@ -222,7 +222,7 @@ JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job,
   rec.submitted_at = utc_timestamp_iso8601(now);
   rec.nodes = static_cast<int>(plan.topology->nodes);
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
-  // rec.knobs and rec.plan_json are left for the submission to fill in (launch_planned,
+  // rec.knobs and rec.plan_json are left for the submission to fill in (complete_record:
   // recorded_knobs and plan_to_json): they cost more than the rest of the record, and are
   // written while the scheduler command works.
   rec.rendered = job.dry_run_text();
@@ -293,160 +293,245 @@ int cmd_plugins(const std::string& format, const Context& c) {
   return kExitOk;
 }
 
-int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id, int sequence, std::unique_ptr<Executor> prepared,
-                   const std::string& prepared_name, bool ends_command) {
-  auto fail = [&](int code) {
-    if (o.format == "json")
-      c.out
-          << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-          << "\n";
-    else
-      print_diagnostics(diags, c.err, c.color);
-    return code;
-  };
-  if (!plan.complete || diags.has_errors()) return fail(kExitUsage);
-  const ExecutorInfo* info = find_executor(c.services.executors, plan.executor);
-  std::unique_ptr<Executor> executor = prepared && prepared_name == plan.executor
-                                           ? std::move(prepared)
-                                           : c.services.executor(plan.executor);
-  prepared.reset();  // another executor's preparation stops here, before anything is submitted
-  if (!executor || !info) {
-    diags.error("executor-unavailable", "", {},
-                fmt::format("the {} executor is not available in this build", plan.executor));
-    return fail(kExitUsage);
+namespace {
+
+// One launch's state, handed from pass to pass: plan -> preview -> record -> render ->
+// submit -> outcome -> wait (launch_planned). A pass returns the exit code when the launch
+// ends there, nullopt to go on.
+struct Launch {
+  Launch(const Options& options, const Context& context, Plan& p, Diagnostics& d)
+      : o(options),
+        c(context),
+        plan(p),
+        diags(d),
+        reg(context.services.registry),
+        lifecycle(context.services.registry) {}
+
+  const Options& o;
+  const Context& c;
+  Plan& plan;
+  Diagnostics& diags;  // the plan's, then the renders'
+  const JobRegistry& reg;
+  JobLifecycle lifecycle;
+  const ExecutorInfo* info = nullptr;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<PreparedJob> preview;  // rendered with the dry-run identity
+  std::unique_ptr<PreparedJob> job;      // rendered with the reserved id: what is submitted
+  Diagnostics submit_diags;              // what the scheduler and the registry say
+  Diagnostics plan_diags;                // what the recorded plan lists (later renders add none)
+  JobRecord rec;
+  std::optional<PendingEntry> pending;
+  bool recorded = true;  // every registry write since acceptance succeeded
+  SubmitResult sr;
+
+  bool runs_here() const { return info->traits.runs_here; }
+};
+
+// A launch that stops before submitting: the plan (JSON) or its diagnostics, and `code`.
+int stop_before_submit(const Launch& l, int code) {
+  if (l.o.format == "json")
+    l.c.out << plan_to_json(l.plan, l.diags)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+  else
+    print_diagnostics(l.diags, l.c.err, l.c.color);
+  return code;
+}
+
+// plan: a complete plan and its executor; `prepared` is used when it is the plan's, and
+// otherwise its preparation stops here, before anything is submitted.
+std::optional<int> choose_executor(Launch& l, std::unique_ptr<Executor> prepared,
+                                   const std::string& prepared_name) {
+  if (!l.plan.complete || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
+  l.info = find_executor(l.c.services.executors, l.plan.executor);
+  l.executor = prepared && prepared_name == l.plan.executor
+                   ? std::move(prepared)
+                   : l.c.services.executor(l.plan.executor);
+  prepared.reset();
+  if (!l.executor || !l.info) {
+    l.diags.error("executor-unavailable", "", {},
+                  fmt::format("the {} executor is not available in this build", l.plan.executor));
+    return stop_before_submit(l, kExitUsage);
   }
-  // The dry-run identity renders what --dry-run prints; a launch renders once more below
-  // with the reserved job id (render is pure, so both differ only in what the id names).
-  std::unique_ptr<PreparedJob> preview = executor->render(plan, dry_run_identity(plan), diags);
-  if (!preview || diags.has_errors()) return fail(kExitUsage);
-  print_diagnostics(diags, c.err, c.color);  // warnings stay visible in every output
-  if (o.dry_run) {
-    c.out << preview->dry_run_text();
+  return std::nullopt;
+}
+
+// preview: the dry-run identity renders what --dry-run prints; a launch renders once more
+// with the reserved job id (render is pure, so both differ only in what the id names).
+std::optional<int> render_preview(Launch& l) {
+  l.preview = l.executor->render(l.plan, dry_run_identity(l.plan), l.diags);
+  if (!l.preview || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
+  print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
+  if (l.o.dry_run) {
+    l.c.out << l.preview->dry_run_text();
     return kExitOk;
   }
-  const JobRegistry& reg = c.services.registry;
-  Diagnostics submit_diags;
-  submit_diags.add_secrets(diags.secrets());  // what the scheduler says is scrubbed too
-  JobRecord rec = new_record(o, plan, *preview, c.services.clock.now());
-  const Diagnostics plan_diags = diags;  // what the recorded plan lists (later renders add none)
-  // The id only (lock, exclusive create): the entry itself is written by `before_submit`
-  // below, before the scheduler can take the job.
-  std::optional<std::string> id = reg.reserve_id(rec.name, "", submit_diags);
+  return std::nullopt;
+}
+
+// record: the registry id only (lock, exclusive create); the entry itself is written by
+// write_pending_entry, before the scheduler can take the job.
+std::optional<int> reserve_id(Launch& l) {
+  l.submit_diags.add_secrets(l.diags.secrets());  // what the scheduler says is scrubbed too
+  l.rec = new_record(l.o, l.plan, *l.preview, l.c.services.clock.now());
+  l.plan_diags = l.diags;
+  std::optional<std::string> id = l.reg.reserve_id(l.rec.name, "", l.submit_diags);
   if (!id) {
-    print_diagnostics(submit_diags, c.err, c.color);
+    print_diagnostics(l.submit_diags, l.c.err, l.c.color);
     return kExitRuntime;
   }
-  rec.id = *id;
-  if (job_id) *job_id = rec.id;
-  std::unique_ptr<PreparedJob> job =
-      executor->render(plan, SubmissionIdentity{rec.id, sequence}, diags);
-  if (!job) {  // cannot happen when the preview rendered; never submit without a render
-    reg.release_id(rec.id);
-    return fail(kExitUsage);
+  l.rec.id = *id;
+  return std::nullopt;
+}
+
+// render: the job as it is submitted, named by its id.
+std::optional<int> render_job(Launch& l, int sequence) {
+  l.job = l.executor->render(l.plan, SubmissionIdentity{l.rec.id, sequence}, l.diags);
+  if (!l.job) {  // cannot happen when the preview rendered; never submit without a render
+    l.reg.release_id(l.rec.id);
+    return stop_before_submit(l, kExitUsage);
   }
-  rec.rendered = job->dry_run_text();
-  const bool runs_here = info->traits.runs_here;
-  SubmitOptions so;
-  so.wait = o.wait || runs_here;
-  so.verbosity = o.quiet ? -1 : o.verbose;
-  bool recorded = true;  // every registry write since acceptance succeeded
-  JobLifecycle lifecycle(reg);
-  // The pending entry (docs/reliability.md, "Submission durability"): written before the
-  // scheduler can take the job, so a job it took is never missing from the registry, also
-  // when bridge-launch is killed right after; then completed with the plan and fsynced.
-  // Slurm writes it while sbatch starts up and completes it while sbatch talks to the
-  // controller (a failure is then a warning: sbatch has the script); other executors get both
-  // done before submit. A full disk or an unwritable registry stops the launch at the write,
-  // before anything runs.
-  std::optional<PendingEntry> pending;
-  so.before_submit = [&]() {
-    pending = lifecycle.submitting(rec, submit_diags);
-    return pending.has_value();
-  };
-  auto complete_record = [&]() {
-    if (!rec.plan_json.is_null()) return;
-    rec.knobs = recorded_knobs(o, plan);
-    rec.plan_json = plan_to_json(plan, plan_diags);
-  };
-  so.while_submitting = [&]() {
-    complete_record();
-    Diagnostics flush_diags;
-    if (pending && !lifecycle.flush(*pending, rec, flush_diags))
-      submit_diags.add_as_warnings(flush_diags,
+  l.rec.rendered = l.job->dry_run_text();
+  return std::nullopt;
+}
+
+// The pending entry (docs/reliability.md, "Submission durability"): written before the
+// scheduler can take the job, so a job it took is never missing from the registry, also
+// when bridge-launch is killed right after; then completed with the plan and fsynced.
+// Slurm writes it while sbatch starts up and completes it while sbatch talks to the
+// controller (a failure is then a warning: sbatch has the script); other executors get both
+// done before submit (write_entry_first). A full disk or an unwritable registry stops the
+// launch at the write, before anything runs.
+bool write_pending_entry(Launch& l) {
+  l.pending = l.lifecycle.submitting(l.rec, l.submit_diags);
+  return l.pending.has_value();
+}
+
+// The knobs and the plan cost more than the rest of the record: written while the
+// scheduler command works.
+void complete_record(Launch& l) {
+  if (!l.rec.plan_json.is_null()) return;
+  l.rec.knobs = recorded_knobs(l.o, l.plan);
+  l.rec.plan_json = plan_to_json(l.plan, l.plan_diags);
+}
+
+void flush_while_submitting(Launch& l) {
+  complete_record(l);
+  Diagnostics flush_diags;
+  if (l.pending && !l.lifecycle.flush(*l.pending, l.rec, flush_diags))
+    l.submit_diags.add_as_warnings(flush_diags,
                                    "; the submission was already under way, so the job may run "
                                    "and a crash of this machine could lose its entry");
-  };
-  if (!job->calls_before_submit()) {
-    complete_record();
-    bool ready = so.before_submit() && lifecycle.flush(*pending, rec, submit_diags);
-    if (!ready) {
-      if (pending) lifecycle.not_accepted(*pending);
-      reg.release_id(rec.id);
-      print_diagnostics(submit_diags, c.err, c.color);
-      return kExitRuntime;
-    }
-  }
-  auto on_accepted = [&](const SubmitResult& sr) {
-    complete_record();  // when the submission found the job without giving it its input
-    rec.scheduler_id = sr.scheduler_id;
-    rec.job_dir = sr.job_dir;
-    rec.context = sr.context;
-    rec.namespace_ = sr.namespace_;
-    rec.state = runs_here ? JobState::kRunning : JobState::kPending;
-    if (runs_here) rec.started_at = utc_time_text(c.services.clock.now());  // ranks start now
-    if (sr.final_state != JobState::kUnknown) rec.state = sr.final_state;
-    rec.state_detail = sr.state_detail;
-    recorded = lifecycle.accepted(rec, submit_diags, pending ? &*pending : nullptr) && recorded;
-    c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, plan.executor,
-                         sr.scheduler_id);
-    if (!runs_here) c.out << rec.id << "\n";
-  };
+}
+
+// A job that does not call before_submit itself gets its entry written and flushed here.
+std::optional<int> write_entry_first(Launch& l) {
+  if (l.job->calls_before_submit()) return std::nullopt;
+  complete_record(l);
+  bool ready = write_pending_entry(l) && l.lifecycle.flush(*l.pending, l.rec, l.submit_diags);
+  if (ready) return std::nullopt;
+  if (l.pending) l.lifecycle.not_accepted(*l.pending);
+  l.reg.release_id(l.rec.id);
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color);
+  return kExitRuntime;
+}
+
+// The scheduler took the job: its answer goes into the entry, the id to the user.
+void record_acceptance(Launch& l, const SubmitResult& accepted) {
+  complete_record(l);  // when the submission found the job without giving it its input
+  JobRecord& rec = l.rec;
+  rec.scheduler_id = accepted.scheduler_id;
+  rec.job_dir = accepted.job_dir;
+  rec.context = accepted.context;
+  rec.namespace_ = accepted.namespace_;
+  rec.state = l.runs_here() ? JobState::kRunning : JobState::kPending;
+  if (l.runs_here()) rec.started_at = utc_time_text(l.c.services.clock.now());  // ranks start
+  if (accepted.final_state != JobState::kUnknown) rec.state = accepted.final_state;
+  rec.state_detail = accepted.state_detail;
+  l.recorded =
+      l.lifecycle.accepted(rec, l.submit_diags, l.pending ? &*l.pending : nullptr) && l.recorded;
+  l.c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, l.plan.executor,
+                         accepted.scheduler_id);
+  if (!l.runs_here()) l.c.out << rec.id << "\n";
+}
+
+// submit: the scheduler (or the local ranks) gets the job; Ctrl-C and SIGTERM are held back
+// until the entry is written.
+std::optional<int> submit(Launch& l) {
+  SubmitOptions so;
+  so.wait = l.o.wait || l.runs_here();
+  so.verbosity = l.o.quiet ? -1 : l.o.verbose;
+  so.before_submit = [&l] { return write_pending_entry(l); };
+  so.while_submitting = [&l] { flush_while_submitting(l); };
+  if (std::optional<int> stop = write_entry_first(l)) return stop;
   // Local ranks take Ctrl-C themselves (the process group stops them).
   std::optional<DeferredInterrupts> deferred;
-  if (!runs_here) deferred.emplace();
-  SubmitResult sr = job->submit(so, c.out, submit_diags, on_accepted);
+  if (!l.runs_here()) deferred.emplace();
+  l.sr = l.job->submit(so, l.c.out, l.submit_diags,
+                       [&l](const SubmitResult& accepted) { record_acceptance(l, accepted); });
   bool interrupted = deferred && deferred->release();
-  if (!sr.accepted) {
-    if (pending) lifecycle.not_accepted(*pending);
-    reg.release_id(rec.id);
+  if (!l.sr.accepted) {
+    if (l.pending) l.lifecycle.not_accepted(*l.pending);
+    l.reg.release_id(l.rec.id);
   }
-  if (interrupted) {
-    print_diagnostics(submit_diags, c.err, c.color, false);
-    if (sr.accepted)
-      c.err << fmt::format(
-          "interrupted: job {} was submitted and recorded and keeps running "
-          "(bridge-launch status {}; bridge-launch cancel {})\n",
-          rec.id, rec.id, rec.id);
-    return kExitInterrupted;
-  }
-  // A local run ends inside submit: its outcome is news (a scheduler's "pending" was
-  // recorded on acceptance and observe writes nothing for it).
-  if (sr.accepted) {
-    JobStatus outcome;
-    outcome.state = sr.final_state;
-    outcome.detail = sr.state_detail;
-    outcome.exit_code = sr.exit_code_of_rank;
-    if (runs_here && is_final(sr.final_state))
-      outcome.ended_at = utc_time_text(c.services.clock.now());
-    recorded = (runs_here ? lifecycle.finished(rec, outcome, submit_diags)
-                          : lifecycle.observe(rec, outcome, submit_diags)) &&
-               recorded;
-  }
-  // A job whose outcome is not on record must not look like a clean success to a script.
-  if (sr.accepted && !recorded)
-    submit_diags.error(
-        "registry-stale", "", {},
-        fmt::format("job {} ({} id {}): its state {} could not be saved in the registry", rec.id,
-                    plan.executor, rec.scheduler_id, job_state_name(rec.state)),
-        "free space or fix permissions under " + reg.dir() +
-            "; `bridge-launch status` may show an out-of-date state for this job");
-  print_diagnostics(submit_diags, c.err, c.color, false);
-  if (sr.accepted && !recorded && sr.exit_code == 0) return kExitRuntime;
-  if (sr.accepted && o.wait && !runs_here && sr.exit_code == 0)
-    return wait_for_job(*executor, rec, reg, c);
-  if (ends_command && c.services.end_process) c.services.end_process(sr.exit_code);
+  if (!interrupted) return std::nullopt;
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+  if (l.sr.accepted)
+    l.c.err << fmt::format(
+        "interrupted: job {} was submitted and recorded and keeps running "
+        "(bridge-launch status {}; bridge-launch cancel {})\n",
+        l.rec.id, l.rec.id, l.rec.id);
+  return kExitInterrupted;
+}
+
+// outcome: a local run ends inside submit, so its outcome is news (a scheduler's "pending"
+// was recorded on acceptance and observe writes nothing for it). A job whose outcome is not
+// on record must not look like a clean success to a script.
+void record_outcome(Launch& l) {
+  if (!l.sr.accepted) return;
+  JobStatus outcome;
+  outcome.state = l.sr.final_state;
+  outcome.detail = l.sr.state_detail;
+  outcome.exit_code = l.sr.exit_code_of_rank;
+  if (l.runs_here() && is_final(l.sr.final_state))
+    outcome.ended_at = utc_time_text(l.c.services.clock.now());
+  l.recorded = (l.runs_here() ? l.lifecycle.finished(l.rec, outcome, l.submit_diags)
+                              : l.lifecycle.observe(l.rec, outcome, l.submit_diags)) &&
+               l.recorded;
+  if (l.recorded) return;
+  l.submit_diags.error(
+      "registry-stale", "", {},
+      fmt::format("job {} ({} id {}): its state {} could not be saved in the registry", l.rec.id,
+                  l.plan.executor, l.rec.scheduler_id, job_state_name(l.rec.state)),
+      "free space or fix permissions under " + l.reg.dir() +
+          "; `bridge-launch status` may show an out-of-date state for this job");
+}
+
+// wait: --wait follows a scheduler's job; a command that ends with this launch may end the
+// process here (Services::end_process).
+int finish(Launch& l, bool ends_command) {
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+  const SubmitResult& sr = l.sr;
+  if (sr.accepted && !l.recorded && sr.exit_code == kExitOk) return kExitRuntime;
+  if (sr.accepted && l.o.wait && !l.runs_here() && sr.exit_code == kExitOk)
+    return wait_for_job(*l.executor, l.rec, l.reg, l.c);
+  if (ends_command && l.c.services.end_process) l.c.services.end_process(sr.exit_code);
   return sr.exit_code;
+}
+
+}  // namespace
+
+LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
+                             LaunchSettings settings) {
+  Launch l(o, c, plan, diags);
+  std::optional<int> stop =
+      choose_executor(l, std::move(settings.prepared), settings.prepared_name);
+  if (!stop) stop = render_preview(l);
+  if (!stop) stop = reserve_id(l);
+  if (!stop) stop = render_job(l, settings.sequence);
+  if (!stop) stop = submit(l);
+  if (!stop) record_outcome(l);
+  return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};
 }
 
 int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
@@ -466,8 +551,11 @@ int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
   }
   early.prepared.reset();
   Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
-  return launch_planned(o, c, plan, diags, nullptr, 0, std::move(prepared), o.executor,
-                        /*ends_command=*/true);
+  LaunchSettings settings;
+  settings.prepared = std::move(prepared);
+  settings.prepared_name = o.executor;
+  settings.ends_command = true;
+  return launch_planned(o, c, plan, diags, std::move(settings)).exit_code;
 }
 
 }  // namespace bridge

@@ -52,6 +52,12 @@ Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) 
   return plan;
 }
 
+void report_error(std::ostream& err, std::string_view message,
+                  std::initializer_list<std::string_view> more) {
+  err << "bridge-launch: error: " << message << "\n";
+  for (std::string_view line : more) err << line << "\n";
+}
+
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit) {
   for (const auto& d : diags.by_position()) err << format_diagnostic(d, color, diags.secrets());

@@ -1,9 +1,12 @@
-// Helpers shared by the CLI command files (internal to launcher/).
+// Helpers shared by the CLI command files (internal to app/).
 #pragma once
 
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "app/cli_commands.h"
 #include "executors/executor.h"
@@ -24,6 +27,13 @@ bool names_secret(const Plan& plan, const std::string& dotted_key);
 // The plan of `o`, rendered by its executor as a pre-flight check (nothing is written or
 // run): what validate, plan and advise report, so validate ok implies --dry-run ok.
 Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags);
+
+// A command's own error (a bad option value, a file it cannot write), not a recipe's (those
+// are Diagnostics, printed by print_diagnostics): "bridge-launch: error: MESSAGE" on `err`,
+// then each of `more` ("  help: ...", a usage hint) on a line of its own. Every such message
+// of app/ goes through here, so its prefix and stream are decided in one place.
+void report_error(std::ostream& err, std::string_view message,
+                  std::initializer_list<std::string_view> more = {});
 
 // Diagnostics to `err`; with errors before submission, the "nothing was submitted" line.
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
@@ -47,15 +57,28 @@ int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& re
 int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
                   const JobRegistry& reg, const Context& c);
 
-// Plans and launches; `job_id` (optional) receives the registry id once chosen; `sequence`
-// is the job's place among the jobs of this command (SubmissionIdentity::sequence).
-// `prepared` (optional) is an executor that prepare_to_submit already ran on: it is used when
-// the plan chose the same executor (`prepared_name`), and otherwise dropped unused.
-// `ends_command`: nothing follows this launch in its command (a plain launch), so once the
-// job was submitted and reported the process may end there (Services::end_process).
-int launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
-                   std::string* job_id, int sequence = 0,
-                   std::unique_ptr<Executor> prepared = nullptr,
-                   const std::string& prepared_name = "", bool ends_command = false);
+// How launch_planned launches, beyond the plan: `sequence` is the job's place among the
+// jobs of this command (SubmissionIdentity::sequence). `prepared` (optional) is an executor
+// that prepare_to_submit already ran on: it is used when the plan chose the same executor
+// (`prepared_name`), and otherwise dropped unused. `ends_command`: nothing follows this
+// launch in its command (a plain launch), so once the job was submitted and reported the
+// process may end there (Services::end_process).
+struct LaunchSettings {
+  int sequence = 0;
+  std::unique_ptr<Executor> prepared;
+  std::string prepared_name;
+  bool ends_command = false;
+};
+
+// What launch_planned did: the exit code, and the registry id once one was reserved ("" when
+// the launch stopped before: an invalid plan, --dry-run).
+struct LaunchOutcome {
+  int exit_code = kExitOk;
+  std::string job_id;
+};
+
+// Plans and launches `plan` (built from `o`, its diagnostics in `diags`).
+LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
+                             LaunchSettings settings = {});
 
 }  // namespace bridge

@@ -34,6 +34,7 @@
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
 #include "launcher/command_runner.h"
+#include "launcher/exit_codes.h"
 #include "launcher/secret_scrub.h"
 #include "launcher/utf8.h"
 
@@ -44,9 +45,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 constexpr std::chrono::milliseconds kApplyTimeout{180000};
 constexpr std::chrono::milliseconds kQueryTimeout{60000};
 constexpr std::chrono::milliseconds kFollowInterval{2000};
@@ -164,7 +162,7 @@ class KubernetesExecutor : public Executor {
   SubmitResult apply(const Plan& plan, const K8sManifests& shown, const std::string& applied_yaml,
                      Diagnostics& diags, const OnAccepted& on_accepted) const {
     SubmitResult res;
-    res.exit_code = kExitFailed;
+    res.exit_code = kExitRuntime;
     const auto& kx = plan.recipe->executor.kubernetes;
     std::string ctx = kx.context.get_or(""), ns = kx.namespace_.get_or("");
     std::vector<std::string> secrets = secret_values(plan);
@@ -241,7 +239,7 @@ class KubernetesExecutor : public Executor {
     if (!ref) {
       diags.error("k8s-no-object", "", {},
                   fmt::format("job {} has no Kubernetes object recorded", job.id));
-      return kExitFailed;
+      return kExitRuntime;
     }
     if (!check_log_query(job, query, diags)) return kExitUsage;
     // A pod is a node: a rank's lines are in its node's pod (torchrun starts the ranks).
@@ -321,7 +319,7 @@ class KubernetesExecutor : public Executor {
     if (!ref) {
       diags.error("k8s-no-object", "", {},
                   fmt::format("job {} has no Kubernetes object recorded", job.id));
-      return kExitFailed;
+      return kExitRuntime;
     }
     std::string kinds =
         ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets" : "jobs.batch,services,secrets";
@@ -331,7 +329,7 @@ class KubernetesExecutor : public Executor {
                      "--ignore-not-found", "--wait=false"}));
     if (!r.ok()) {
       diags.error("kubectl-delete-failed", "", {}, "kubectl delete failed: " + kubectl_message(r));
-      return kExitFailed;
+      return kExitRuntime;
     }
     for (const auto& line : split_lines(trim(r.out))) services_.log.info("kubectl: {}", line);
     return kExitOk;
@@ -447,12 +445,12 @@ class KubernetesExecutor : public Executor {
   int print_logs_once(const JobRecord& job, const K8sJobRef& ref, std::optional<int64_t> node,
                       const LogQuery& query, std::ostream& out, Diagnostics& diags) const {
     auto pods = list_pods(job, ref, node, diags);
-    if (!pods) return kExitFailed;
+    if (!pods) return kExitRuntime;
     if (pods->empty()) {
       diags.error("k8s-no-pods", "", {},
                   node ? fmt::format("job {} has no pod for node {} (yet)", job.id, *node)
                        : fmt::format("job {} has no pods (yet)", job.id));
-      return kExitFailed;
+      return kExitRuntime;
     }
     int rc = kExitOk;
     bool prefix = !node && pods->size() > 1;
@@ -461,7 +459,7 @@ class KubernetesExecutor : public Executor {
       if (!r.ok()) {
         diags.error("kubectl-logs-failed", "", {},
                     fmt::format("kubectl logs {} failed: {}", p.name, kubectl_message(r)));
-        rc = kExitFailed;
+        rc = kExitRuntime;
         continue;
       }
       print_lines(r.out, pod_prefix(p, prefix), query.grep, out);
@@ -510,7 +508,7 @@ class KubernetesExecutor : public Executor {
       JobStatus st = status({job}, status_diags)[0];
       bool done = is_final(st.state);
       auto pods = list_pods(job, ref, node, diags);
-      if (!pods) return kExitFailed;
+      if (!pods) return kExitRuntime;
       if (st.pending_reason.empty())  // the JobSet/Job says nothing: the pods' own reason
         for (const auto& p : *pods)
           if (!p.waiting.empty()) {

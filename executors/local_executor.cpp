@@ -23,6 +23,7 @@
 #include "executors/process_group.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
+#include "launcher/exit_codes.h"
 #include "launcher/numbers.h"
 #include "launcher/utf8.h"
 
@@ -38,10 +39,6 @@ std::string this_host() {
 }
 
 namespace fs = std::filesystem;
-
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitInterrupted = 130;
 
 // `bridge-probe` is the one built with this bridge-launch (so a build tree runs its own
 // probe); any other program is found on PATH by the rank.
@@ -267,7 +264,7 @@ class LocalExecutor : public Executor {
     SubmitResult sr;
     fs::path dir = make_run_dir(plan, identity.job_id, diags);
     if (dir.empty()) {
-      sr.exit_code = kExitFailed;
+      sr.exit_code = kExitRuntime;
       return sr;
     }
     sr.job_dir = dir.string();
@@ -276,7 +273,7 @@ class LocalExecutor : public Executor {
                   fmt::format("cannot create the job's lock file {}: {}",
                               (dir / kOwnerLockFile).string(), std::strerror(errno)),
                   "check that the job directory is writable and not shared with another job");
-      sr.exit_code = kExitFailed;
+      sr.exit_code = kExitRuntime;
       return sr;
     }
     // One launcher process runs an ablate's local jobs one after another: the sequence
@@ -394,7 +391,7 @@ class LocalExecutor : public Executor {
   int cancel(const JobRecord& job, Diagnostics& diags) const override {
     if (is_final(job.state) || !launcher_alive(job.scheduler_id, job.job_dir)) {
       diags.error("job-not-running", "", {}, fmt::format("job {} is not running", job.id));
-      return kExitFailed;
+      return kExitRuntime;
     }
     // launcher_alive checked that the id is the live launcher of this very job.
     kill(static_cast<pid_t>(parse_decimal<int>(launcher_pid_text(job.scheduler_id)).value_or(0)),
@@ -462,7 +459,7 @@ class LocalExecutor : public Executor {
                 "free space under the job dir (executor.local.job_dir) and run the job again");
     if (sr.final_state == JobState::kSucceeded) {
       sr.final_state = JobState::kFailed;
-      sr.exit_code = kExitFailed;
+      sr.exit_code = kExitRuntime;
       sr.state_detail = "the ranks exited 0, but their logs are incomplete (" + which + ")";
     }
   }
@@ -470,7 +467,7 @@ class LocalExecutor : public Executor {
   void report(const Plan& plan, const GroupResult& result,
               std::map<int, std::deque<std::string>>& tails, const fs::path& dir,
               Diagnostics& diags, SubmitResult& sr) const {
-    sr.exit_code = kExitFailed;
+    sr.exit_code = kExitRuntime;
     sr.final_state = JobState::kFailed;
     if (!result.spawn_error.empty()) {
       sr.state_detail = "could not start the ranks: " + result.spawn_error;
@@ -509,7 +506,7 @@ class LocalExecutor : public Executor {
     services_.log.info("job `{}` finished: {} process{} exited 0; logs in {}",
                        *plan.recipe->name.value, result.ranks.size(),
                        result.ranks.size() == 1 ? "" : "es", dir.string());
-    sr.exit_code = 0;
+    sr.exit_code = kExitOk;
     sr.final_state = JobState::kSucceeded;
   }
 

@@ -7,26 +7,37 @@ namespace bridge {
 
 namespace {
 constexpr std::streamoff kReadPiece = 1 << 20;
-}
 
-std::optional<LineFilter> LineFilter::compile(const std::string& pattern, std::string& error) {
+// std::regex's what() is implementation text; the code says which rule was broken.
+std::string regex_error_text(std::regex_constants::error_type code) {
+  switch (code) {
+    case std::regex_constants::error_paren:
+      return "unbalanced parenthesis";
+    case std::regex_constants::error_brack:
+      return "unbalanced bracket";
+    case std::regex_constants::error_brace:
+      return "unbalanced brace";
+    case std::regex_constants::error_badrepeat:
+      return "a repeat (*, +, ?, {n}) with nothing before it";
+    case std::regex_constants::error_escape:
+      return "a bad escape";
+    case std::regex_constants::error_range:
+      return "a bad character range";
+    default:
+      return "not a valid regular expression";
+  }
+}
+}  // namespace
+
+LineFilter::Compiled LineFilter::compile(const std::string& pattern) {
   LineFilter f;
-  if (pattern.empty()) return f;
+  if (pattern.empty()) return {f, ""};
   try {
     f.pattern_.emplace(pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    // std::regex's what() is implementation text; the code says which rule was broken.
-    error = e.code() == std::regex_constants::error_paren   ? "unbalanced parenthesis"
-            : e.code() == std::regex_constants::error_brack ? "unbalanced bracket"
-            : e.code() == std::regex_constants::error_brace ? "unbalanced brace"
-            : e.code() == std::regex_constants::error_badrepeat
-                ? "a repeat (*, +, ?, {n}) with nothing before it"
-            : e.code() == std::regex_constants::error_escape ? "a bad escape"
-            : e.code() == std::regex_constants::error_range  ? "a bad character range"
-                                                             : "not a valid regular expression";
-    return std::nullopt;
+    return {std::nullopt, regex_error_text(e.code())};
   }
-  return f;
+  return {f, ""};
 }
 
 bool LineFilter::keep(std::string_view line) const {

@@ -31,8 +31,10 @@ inline constexpr size_t kMaxLineBytes = 1 << 20;
 class LineFilter {
  public:
   LineFilter() = default;
-  // nullopt, with the reason in `error`, when `pattern` is not a valid regular expression.
-  static std::optional<LineFilter> compile(const std::string& pattern, std::string& error);
+  // The filter of `pattern`; without one, `error` says why the pattern is not a valid
+  // regular expression.
+  struct Compiled;
+  static Compiled compile(const std::string& pattern);
   bool keep(std::string_view line) const;
   // How many lines a pattern kept so far, over this filter and its copies (an executor may
   // copy the query): `logs` says "no line matched" rather than print nothing.
@@ -41,6 +43,11 @@ class LineFilter {
  private:
   std::optional<std::regex> pattern_;
   std::shared_ptr<size_t> kept_ = std::make_shared<size_t>(0);
+};
+
+struct LineFilter::Compiled {
+  std::optional<LineFilter> filter;
+  std::string error;  // when there is no filter
 };
 
 class LogTail {

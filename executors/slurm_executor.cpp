@@ -16,6 +16,7 @@
 #include "executors/rank_logs.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
+#include "launcher/exit_codes.h"
 #include "launcher/numbers.h"
 #include "launcher/secret_scrub.h"
 #include "launcher/yaml_tree.h"
@@ -26,8 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 constexpr auto kPollInterval = std::chrono::milliseconds(1000);
 constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
 
@@ -229,7 +228,7 @@ class SlurmExecutor : public Executor {
                              const std::string& script, const SubmitOptions& so, Diagnostics& diags,
                              const OnAccepted& on_accepted) const {
     SubmitResult result;
-    result.exit_code = kExitFailed;
+    result.exit_code = kExitRuntime;
     std::map<std::string, std::string> secrets;
     std::vector<std::string> secret_values;
     for (const auto& v : plan.env.vars)
@@ -282,7 +281,7 @@ class SlurmExecutor : public Executor {
     // An id on stdout is an accepted job, also when sbatch then exits non-zero.
     bool announced = false;
     auto accept = [&]() {
-      result.exit_code = 0;
+      result.exit_code = kExitOk;
       result.accepted = true;
       result.scheduler_id = *id;
       result.job_dir = files_dir;
@@ -461,7 +460,7 @@ class SlurmExecutor : public Executor {
       if (quiet.has_errors()) {
         if (++failures >= kMaxStatusFailures) {
           for (const auto& d : quiet.items()) diags.error(d.code, d.path, d.loc, d.message, d.help);
-          return kExitFailed;
+          return kExitRuntime;
         }
       } else {
         failures = 0;
@@ -524,14 +523,14 @@ class SlurmExecutor : public Executor {
   int cancel(const JobRecord& job, Diagnostics& diags) const override {
     if (job.scheduler_id.empty()) {
       diags.error("slurm-cancel-failed", "", {}, "no Slurm job id recorded for " + job.id);
-      return kExitFailed;
+      return kExitRuntime;
     }
     if (!is_slurm_job_id(job.scheduler_id)) {
       diags.error("slurm-cancel-failed", "", {},
                   fmt::format("job {} has no valid Slurm job id in the registry (`{}`)", job.id,
                               printable_text(job.scheduler_id, 40)),
                   "cancel it with scancel yourself; the registry entry may be damaged");
-      return kExitFailed;
+      return kExitRuntime;
     }
     for (const auto& name : secret_env_names(job))
       if (auto value = services_.env.get(name)) diags.add_secret(*value);
@@ -543,7 +542,7 @@ class SlurmExecutor : public Executor {
       diags.error("slurm-cancel-failed", "", {},
                   fmt::format("scancel of Slurm job {} failed:\n    {}", job.scheduler_id, message),
                   help_for(message));
-      return kExitFailed;
+      return kExitRuntime;
     }
     services_.log.info("cancel requested for Slurm job {}", job.scheduler_id);
     return 0;

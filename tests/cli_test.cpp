@@ -6,11 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -287,6 +289,28 @@ TEST_F(CliTest, HelpShowsTwoLetterOptions) {
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_THAT(plan.out, HasSubstr("-ng, --num-gpus"));
   EXPECT_THAT(plan.out, HasSubstr("--format"));
+}
+
+// The exit codes `--help` states are the ones the process ends with: ok, a usage error, a
+// runtime failure (`compare` of a log with no step time has nothing to compare).
+TEST_F(CliTest, ExitCodesAreTheOnesTheHelpStates) {
+  CommandResult help = run({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(help.out, m,
+                                std::regex("Exit codes: (\\d+) ok, (\\d+) runtime failure, (\\d+) "
+                                           "usage error or invalid recipe, (\\d+) interrupted")))
+      << help.out;
+  EXPECT_EQ(run({"--version"}).exit_code, std::stoi(m[1]));
+  std::string empty_log = home_.path() + "/empty.log";
+  std::ofstream(empty_log) << "no iteration lines here\n";
+  CommandResult nothing = run({"compare", empty_log});
+  EXPECT_EQ(nothing.exit_code, std::stoi(m[2])) << nothing.err;
+  EXPECT_THAT(nothing.out, HasSubstr("nothing to compare"));
+  CommandResult usage = run({"--no-such-option"});
+  EXPECT_EQ(usage.exit_code, std::stoi(m[3])) << usage.err;
+  EXPECT_THAT(usage.err, HasSubstr("bridge-launch: error: "));
+  EXPECT_EQ(std::stoi(m[4]), 128 + SIGINT) << "what a shell reports for Ctrl-C";
 }
 
 TEST_F(CliTest, VersionPrintsVersionAndCommit) {

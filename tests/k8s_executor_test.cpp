@@ -575,8 +575,7 @@ TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
   LogQuery q;
   q.node = 1;
   q.tail = 50;
-  std::string error;
-  q.grep = *LineFilter::compile("NCCL", error);
+  q.grep = *LineFilter::compile("NCCL").filter;
   EXPECT_EQ(make_executor(executor_registry(), "kubernetes", use.services())
                 ->logs(record("jobset/x"), q, out, notes, diags),
             0);

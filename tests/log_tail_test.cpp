@@ -90,14 +90,14 @@ TEST(LogTail, StartAtTheLastLinesThenFollowWhatIsAppended) {
 }
 
 TEST(LogTail, GrepKeepsMatchingLinesAndABadPatternSaysWhy) {
-  std::string error;
-  auto grep = LineFilter::compile("NCCL|CUDA error", error);
+  auto grep = LineFilter::compile("NCCL|CUDA error").filter;
   ASSERT_TRUE(grep);
   EXPECT_TRUE(grep->keep("rank 3: CUDA error: an illegal memory access"));
   EXPECT_FALSE(grep->keep("iteration 3/8"));
   EXPECT_TRUE(LineFilter().keep("anything"));
-  EXPECT_FALSE(LineFilter::compile("(unclosed", error));
-  EXPECT_EQ(error, "unbalanced parenthesis");
+  LineFilter::Compiled bad = LineFilter::compile("(unclosed");
+  EXPECT_FALSE(bad.filter);
+  EXPECT_EQ(bad.error, "unbalanced parenthesis");
   test::TempDir dir;
   std::string path = dir.path() + "/rank0.log";
   append(path, "a NCCL b\nplain\n");

@@ -698,10 +698,9 @@ TEST_F(SlurmLogsTest, NodeFilterTailAndGrepWithTheHostOfEachRank) {
   std::ofstream(job_dir + "/hosts") << "gpu-a\ngpu-b\n";
   std::ofstream(job_dir + "/rank2.log") << "r2 x\nr2 NCCL y\n";
   std::ofstream(job_dir + "/rank3.log") << "r3 NCCL z\nr3 w\n";
-  std::string error;
   LogQuery q;
   q.node = 1;  // 4 ranks on 2 nodes: ranks 2 and 3
-  q.grep = *LineFilter::compile("NCCL", error);
+  q.grep = *LineFilter::compile("NCCL").filter;
   Diagnostics diags;
   std::ostringstream out, notes;
   EXPECT_EQ(executor->logs(record("77", job_dir), q, out, notes, diags), 0);

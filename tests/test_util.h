@@ -5,8 +5,9 @@
 //
 // The child inherits the test's environment plus `extra_env` (which wins), reads `stdin_text`
 // on its standard input, and has NO_COLOR=1 set so output is plain. exit_code is the process
-// exit status (Boost.Process reports a signal's number for a killed child), or -1 when it
-// could not be started. Header-only so that any test file can include it.
+// exit status (128 + the signal's number for a killed child, as launcher/command_runner
+// reports it), or -1 when it could not be started. Header-only so that any test file can
+// include it.
 #pragma once
 
 #include <signal.h>
