@@ -13,7 +13,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "launcher/recipe.h"
+#include "launcher/topology.h"
 
 namespace bridge {
 
@@ -32,5 +36,36 @@ std::string perf_recipe_dtype(std::string_view compute_dtype);
 
 const PerfRecipe* find_perf_recipe(std::string_view model_recipe, std::string_view task,
                                    std::string_view gpu, std::string_view dtype);
+
+// The GPU count whose recipe run_script.py builds for -ng: -ng itself when the release has a
+// recipe for it, else the count its default-count table (_DEFAULT_GPU_COUNT_OVERRIDES) names
+// for the model, else the largest count.
+int64_t perf_recipe_count_for(const PerfRecipe& recipe, int64_t num_gpus);
+
+// The recipe's function name in megatron.bridge.perf_recipes at one GPU count, e.g.
+// qwen3_30b_a3b_pretrain_8gpu_gb200_bf16_config.
+std::string perf_recipe_function(const PerfRecipe& recipe, int64_t gpu_count);
+
+// A flat performance recipe's `env_vars` (ConfigContainer.env_vars), each value as
+// Megatron-Bridge puts it into the process environment (Python's str(): 1 -> "1",
+// True -> "True"). Megatron-Bridge applies them at the start of every rank, in
+// runtime_config_update, with os.environ.setdefault: a variable the rank's environment already
+// has keeps its value. Generated from the release (tests/conformance/perf_recipe_table.py);
+// every recipe of megatron_bridge_perf_recipes() has a row, in name order.
+struct PerfRecipeEnv {
+  std::string_view function;  // perf_recipe_function()
+  std::vector<std::pair<std::string_view, std::string_view>> vars;
+  // Why the recipe does not build from the release's PyPI package (a file its code reads is
+  // not packaged), so its env_vars are unknown; "" for a recipe that builds.
+  std::string_view does_not_build = {};
+};
+
+const std::vector<PerfRecipeEnv>& megatron_bridge_perf_recipe_env();
+const PerfRecipeEnv* find_perf_recipe_env(std::string_view function);
+
+// The env row of the performance recipe the job runs: the megatron_bridge adapter's
+// run_script.py builds it from the recipe's model recipe, task, GPU, compute dtype and GPU
+// count (perf_recipe_count_for). nullptr for another adapter or a plan without one.
+const PerfRecipeEnv* perf_recipe_env_of(const Recipe& r, const Topology& t);
 
 }  // namespace bridge

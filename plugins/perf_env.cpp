@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
+#include "launcher/megatron_bridge_perf_recipes.h"
 #include "launcher/shell_quote.h"
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_options.h"
@@ -182,6 +185,33 @@ void add_manual_gc(PluginOptions& o, const PerfEnvOptions& p, PluginContribution
                fmt::format("manual_gc_interval: collect every {} steps", p.manual_gc_interval));
 }
 
+// With the megatron_bridge adapter the job's performance recipe carries NVIDIA's values for
+// the names it sets (its env_vars, applied at rank start where a variable is unset), tuned
+// for that model, GPU and layout. perf_env's own choices for those names are generic
+// defaults, so it leaves them to the recipe; it keeps what a rule requires for the overlap
+// to work (CUDA_DEVICE_MAX_CONNECTIONS=1 keeps the launch order on Hopper) and what the user
+// asked for by option (NCCL_P2P_NET_CHUNKSIZE, the deterministic settings).
+void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, PluginContribution& out) {
+  const PerfRecipeEnv* recipe = perf_recipe_env_of(ctx.recipe, ctx.topology);
+  if (!recipe) return;
+  static const std::set<std::string_view> kTuning{"CUDA_DEVICE_MAX_CONNECTIONS",
+                                                  "NVTE_FWD_LAYERNORM_SM_MARGIN",
+                                                  "NVTE_BWD_LAYERNORM_SM_MARGIN",
+                                                  "NVLINK_DOMAIN_SIZE",
+                                                  "USE_MNNVL",
+                                                  "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN",
+                                                  "NVTE_USE_FAST_MATH"};
+  auto recipe_sets = [&](const std::string& name) {
+    for (const auto& [n, v] : recipe->vars)
+      if (n == name) return true;
+    return false;
+  };
+  std::erase_if(out.env, [&](const EnvVar& v) {
+    bool required = v.name == "CUDA_DEVICE_MAX_CONNECTIONS" && v.value == "1";
+    return kTuning.count(v.name) && recipe_sets(v.name) && !required;
+  });
+}
+
 class PerfEnvPlugin : public LaunchPlugin {
  public:
   void contribute(const PluginContext& ctx, const YamlNode& options, const SourceLoc& loc,
@@ -197,6 +227,7 @@ class PerfEnvPlugin : public LaunchPlugin {
     if (p.deterministic) add_determinism(ctx, o, out);
     if (ctx.recipe.model.compute_dtype.get_or("") == "nvfp4")
       add_env(out, "NVTE_USE_FAST_MATH", "1", "compute_dtype nvfp4: TE fast math for NVFP4");
+    leave_tuning_to_the_performance_recipe(ctx, out);
     add_manual_gc(o, p, out);
     add_setup_steps(ctx, o, p, out);
   }

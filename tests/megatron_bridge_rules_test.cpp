@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,147 @@ TEST(MegatronBridgeRules, MixedPrecisionRecipeNames) {
   ASSERT_NE(find_mixed_precision_recipe("bf16_with_mxfp8_mixed"), nullptr);
   m.precision.value = "fp32";
   EXPECT_EQ(mixed_precision_recipe_name(m), "");
+}
+
+// Issue 32 (d): the performance recipe's env_vars are applied at rank start only where a
+// variable is unset, so the plan lists them, says which value each rank gets, and warns where
+// the launch env replaces NVIDIA's value. The expected values are the release's
+// (qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config), checked against it by the conformance suite.
+const RuntimeEnvDefault* runtime_var(const Plan& plan, const std::string& name) {
+  for (const auto& d : plan.runtime_env.vars)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+std::string warnings_of(const PlanRun& run, const std::string& code) {
+  std::string out;
+  for (const auto& d : run.diags.items())
+    if (d.code == code) out += d.message + "\n";
+  return out;
+}
+
+TEST(MegatronBridgeRules, TheRuntimesEnvIsListedWithWhatEachRankGets) {
+  PlanRun run = plan_of(kQwen, {"env.NCCL_NVLS_ENABLE=0", "env.CUDA_DEVICE_MAX_CONNECTIONS=1"});
+  ASSERT_FALSE(run.diags.has_errors()) << run.codes();
+  EXPECT_EQ(run.plan.runtime_env.origin,
+            "performance recipe qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
+  const RuntimeEnvDefault* common = runtime_var(run.plan, "TORCH_NCCL_HIGH_PRIORITY");
+  ASSERT_NE(common, nullptr);
+  EXPECT_EQ(common->value, "1");
+  EXPECT_FALSE(common->launch_value.has_value());  // the rank gets the runtime's value
+  const RuntimeEnvDefault* same = runtime_var(run.plan, "NCCL_NVLS_ENABLE");
+  ASSERT_NE(same, nullptr);
+  EXPECT_EQ(same->launch_value, std::optional<std::string>("0"));
+  EXPECT_FALSE(same->launch_env_wins());
+  const RuntimeEnvDefault* mine = runtime_var(run.plan, "CUDA_DEVICE_MAX_CONNECTIONS");
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->value, "32");
+  EXPECT_TRUE(mine->launch_env_wins());
+  EXPECT_EQ(mine->launch_source, "recipe env");
+  std::string warning = warnings_of(run, "runtime-env-replaced");
+  EXPECT_THAT(warning, HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS=1 from recipe env (the recipe "
+                                 "has 32)"));
+  EXPECT_THAT(warning, Not(HasSubstr("NCCL_NVLS_ENABLE")));
+  EXPECT_THAT(warning, Not(HasSubstr("TORCH_NCCL_HIGH_PRIORITY")));
+}
+
+// perf_env's generic choices give way to the recipe's tuned ones; a value an overlap rule
+// requires (1 connection keeps the launch order for TP overlap on Hopper) stays, and is named.
+TEST(MegatronBridgeRules, PerfEnvLeavesTuningToThePerformanceRecipe) {
+  const std::string with_perf_env = std::string(kQwen) + "plugins: {perf_env: {}}\n";
+  PlanRun run = plan_of(with_perf_env, {});
+  EXPECT_FALSE(run.has("runtime-env-replaced")) << warnings_of(run, "runtime-env-replaced");
+  EXPECT_EQ(run.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+  EXPECT_EQ(run.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN"), nullptr);
+  const RuntimeEnvDefault* conn = runtime_var(run.plan, "CUDA_DEVICE_MAX_CONNECTIONS");
+  ASSERT_NE(conn, nullptr);
+  EXPECT_FALSE(conn->launch_value.has_value());  // the rank runs NVIDIA's 32
+
+  PlanRun tp = plan_of(with_perf_env,
+                       {"model.tensor_model_parallel_size=2", "model.expert_model_parallel_size=4",
+                        "comm_overlap.tp_comm_overlap=true"});
+  ASSERT_FALSE(tp.diags.has_errors()) << tp.codes();
+  ASSERT_NE(tp.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+  EXPECT_EQ(tp.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->value, "1");
+  EXPECT_THAT(warnings_of(tp, "runtime-env-replaced"),
+              HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS=1 from plugin:perf_env (the recipe has 32)"));
+  // The probe adapter runs no performance recipe: perf_env sets everything itself.
+  PlanRun probe = plan_of(with_perf_env, {"runtime.adapter=probe"});
+  EXPECT_NE(probe.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr) << probe.codes();
+}
+
+TEST(MegatronBridgeRules, TheRecipesOwnValuesRaiseNoWarning) {
+  std::vector<std::string> overrides;
+  const PerfRecipeEnv* env = find_perf_recipe_env("qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
+  ASSERT_NE(env, nullptr);
+  for (const auto& [name, value] : env->vars)
+    overrides.push_back(std::string("env.") + std::string(name) + "=" + std::string(value));
+  PlanRun run = plan_of(kQwen, overrides);
+  EXPECT_FALSE(run.has("runtime-env-replaced")) << warnings_of(run, "runtime-env-replaced");
+  for (const auto& d : run.plan.runtime_env.vars) EXPECT_FALSE(d.launch_env_wins()) << d.name;
+}
+
+TEST(MegatronBridgeRules, ASecretLaunchValueIsNotShownInTheWarning) {
+  PlanRun run = plan_of(kQwen, {"env.NCCL_NVLS_ENABLE={value: hunter2-very-secret, secret: true}"});
+  EXPECT_THAT(warnings_of(run, "runtime-env-replaced"),
+              HasSubstr("NCCL_NVLS_ENABLE=<secret> from recipe env"));
+  std::string all;
+  for (const auto& d : run.diags.items()) all += d.message + d.help;
+  EXPECT_THAT(all, Not(HasSubstr("hunter2")));
+}
+
+// 32 GPUs has no Qwen3-30B-A3B H100 recipe: run_script.py starts from its default count (16).
+TEST(MegatronBridgeRules, WithoutARecipeForNgTheEnvIsTheDefaultCountsRecipe) {
+  PlanRun run = plan_of(kQwen, {"cluster.num_gpus=32"});
+  EXPECT_EQ(run.plan.runtime_env.origin,
+            "performance recipe qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
+  PlanRun at64 = plan_of(kQwen, {"cluster.num_gpus=64"});
+  EXPECT_EQ(at64.plan.runtime_env.origin,
+            "performance recipe qwen3_30b_a3b_pretrain_64gpu_h100_bf16_config");
+}
+
+TEST(MegatronBridgeRules, OnlyTheMegatronBridgeAdapterListsARecipesEnv) {
+  PlanRun hydra = plan_of(kQwen, {"runtime.adapter=hydra"});
+  EXPECT_TRUE(hydra.plan.runtime_env.origin.empty());
+  EXPECT_TRUE(hydra.plan.runtime_env.vars.empty());
+  EXPECT_FALSE(hydra.has("runtime-env-replaced"));
+}
+
+// Megatron-Bridge 0.6.2's package lacks a data file that the Nemotron-3 Super NVFP4 recipes
+// read (the generator found it building them), so run_script.py cannot build them from PyPI.
+TEST(MegatronBridgeRules, ARecipeThePackageCannotBuildIsNamed) {
+  const char* kNemotron = R"(name: n
+cluster: {gpu: b200, num_gpus: 64, gpus_per_node: 8}
+model: {family: nemotronh, recipe: nemotron_3_super, compute_dtype: nvfp4, precision: bf16}
+train: {task: pretrain}
+runtime: {adapter: megatron_bridge, command: [python, run_script.py], transformer_engine: "2.9.0"}
+)";
+  PlanRun run = plan_of(kNemotron, {});
+  ASSERT_TRUE(run.has("megatron-bridge-recipe-does-not-build")) << run.codes();
+  EXPECT_THAT(
+      run.plan.runtime_env.unknown_because,
+      HasSubstr("perf_recipes/nemotronh/te_quant.cfg is not in the megatron-bridge package"));
+  EXPECT_TRUE(run.plan.runtime_env.vars.empty());
+}
+
+// Every recipe of the name table has an env row (TORCH_NCCL_HIGH_PRIORITY is in every one of
+// the release's), and the rows are sorted, as find_perf_recipe_env's binary search needs.
+TEST(MegatronBridgeRules, EveryPerformanceRecipeHasItsEnvRow) {
+  size_t rows = 0;
+  for (const auto& r : megatron_bridge_perf_recipes())
+    for (int64_t n : r.gpu_counts) {
+      const PerfRecipeEnv* env = find_perf_recipe_env(perf_recipe_function(r, n));
+      ASSERT_NE(env, nullptr) << perf_recipe_function(r, n);
+      ++rows;
+      if (!env->does_not_build.empty()) continue;  // its env_vars are unknown
+      bool common = false;
+      for (const auto& [name, value] : env->vars)
+        common = common || (name == "TORCH_NCCL_HIGH_PRIORITY" && value == "1");
+      EXPECT_TRUE(common) << env->function;
+    }
+  EXPECT_EQ(rows, megatron_bridge_perf_recipe_env().size());
+  const auto& table = megatron_bridge_perf_recipe_env();
+  for (size_t i = 1; i < table.size(); ++i) EXPECT_LT(table[i - 1].function, table[i].function);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "launcher/host_env.h"
 #include "launcher/launch_env.h"
 #include "launcher/overlap.h"
+#include "launcher/plan/runtime_env_defaults.h"
 #include "launcher/recipe.h"
 #include "launcher/topology.h"
 #include "plugins/plugin.h"
@@ -39,6 +40,8 @@ struct Plan {
   std::optional<Topology> topology;
   std::optional<OverlapResolution> overlap;
   LaunchEnv env;
+  // What the runtime sets itself at rank start where `env` leaves a variable unset.
+  RuntimeEnvDefaults runtime_env;
   std::string adapter;                   // runtime adapter in effect (runtime_adapter.h)
   std::vector<std::string> user_args;    // runtime.args, {plan.NAME} placeholders expanded
   std::vector<RuntimeArg> runtime_args;  // what the adapter forwards, then plugin args

@@ -146,6 +146,51 @@ ordered_json diagnostics_to_json(const Diagnostics& diags) {
   return list;
 }
 
+namespace {
+
+// Which value a rank runs with for a variable the runtime sets where it is unset.
+const char* runtime_env_outcome(const RuntimeEnvDefault& d) {
+  if (!d.launch_value) return "runtime";
+  return d.launch_env_wins() ? "launch_env" : "same";
+}
+
+ordered_json runtime_env_json(const RuntimeEnvDefaults& defaults) {
+  ordered_json vars = ordered_json::array();
+  for (const auto& d : defaults.vars)
+    vars.push_back(
+        {{"name", d.name},
+         {"value", d.value},
+         {"launch_value", !d.launch_value   ? ordered_json(nullptr)
+                          : d.launch_secret ? ordered_json("<secret>")
+                                            : ordered_json(*d.launch_value)},
+         {"launch_source", d.launch_value ? ordered_json(d.launch_source) : ordered_json(nullptr)},
+         {"rank_gets", runtime_env_outcome(d)}});
+  return {{"origin", defaults.origin},
+          {"unknown_because", defaults.unknown_because.empty()
+                                  ? ordered_json(nullptr)
+                                  : ordered_json(defaults.unknown_because)},
+          {"applied", "where the launch env leaves it unset"},
+          {"vars", vars}};
+}
+
+std::string runtime_env_text(const RuntimeEnvDefaults& defaults, bool color) {
+  std::vector<std::vector<std::string>> rows{{"variable", "runtime's value", "rank gets"}};
+  for (const auto& d : defaults.vars) {
+    std::string mine = d.launch_secret ? "<secret>" : d.launch_value.value_or("");
+    rows.push_back({d.name, printable(d.value),
+                    !d.launch_value       ? std::string("the runtime's value (launch env: unset)")
+                    : d.launch_env_wins() ? fmt::format("{} from {} (the launch env wins)",
+                                                        printable(mine), d.launch_source)
+                                          : std::string("the same (launch env sets it too)")});
+  }
+  if (rows.size() == 1)
+    rows.push_back({defaults.unknown_because.empty() ? "(none)" : "(unknown)",
+                    printable(defaults.unknown_because), ""});
+  return format_table(rows, color);
+}
+
+}  // namespace
+
 ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
   ordered_json j;
   j["ok"] = p.complete && !diags.has_errors();
@@ -177,6 +222,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                        {"reason", v.reason}};
     }
     j["env"] = env;
+    if (!p.runtime_env.origin.empty()) j["runtime_env"] = runtime_env_json(p.runtime_env);
     ordered_json args = ordered_json::array();
     ordered_json arg_details = ordered_json::array();
     for (const auto& a : p.runtime_args) {
@@ -272,6 +318,11 @@ std::string plan_to_text(const Plan& p, bool color) {
       rows.push_back({v.name, printable(redacted_value(v)), v.source, v.reason});
     if (rows.size() == 1) rows.push_back({"(none)", "", "", ""});
     out += format_table(rows, color);
+    if (!p.runtime_env.origin.empty()) {
+      heading(
+          fmt::format("env the runtime sets at rank start where unset ({})", p.runtime_env.origin));
+      out += runtime_env_text(p.runtime_env, color);
+    }
     heading("runtime args");
     std::vector<std::vector<std::string>> arows{{"arg", "source", "reason"}};
     for (const auto& a : p.runtime_args) arows.push_back({a.text, a.source, a.reason});

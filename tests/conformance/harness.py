@@ -624,7 +624,7 @@ def _run_case(case, res):
         res["base"] = {"kind": "recipes", "function": name, "exact": False,
                        "instead_of_perf_recipe": True}
     cfg = fn()
-    res["env_vars"] = jsonable(dict(getattr(cfg, "env_vars", {}) or {}))
+    res["env_vars"] = env_text(getattr(cfg, "env_vars", None))
     reads = sorted({override_key(ov) for ov in case.get("overrides", [])} | set(case.get("read", [])))
     res["defaults"] = {p: jsonable(read_path(cfg, p)) for p in reads}
     overrides = list(case.get("overrides", []))
@@ -685,6 +685,106 @@ def _run_case(case, res):
 # ---------------------------------------------------------------------------------------------
 
 
+def env_text(env_vars):
+    """ConfigContainer.env_vars as the release puts them into each rank's environment
+    (``apply_environment_variables``: ``os.environ.setdefault(name, str(value))``)."""
+    return {str(k): str(v) for k, v in (env_vars or {}).items()}
+
+
+PERF_NAME = re.compile(r"^(?P<mr>.+)_(?P<task>pretrain|sft|peft)_(?P<n>\d+)gpu_(?P<gpu>[a-z0-9]+)_"
+                       r"(?:bf16|fp8cs|fp8mx|fp8sc|nvfp4)_config$")
+
+
+class _HubConfigStandIn:
+    """What ``AutoBridge.from_hf_pretrained`` returns in --perf-env where a recipe needs a
+    Hugging Face Hub config that this offline machine does not have (hf_configs/index.json
+    lists those it has): its provider is the library's own GPTModelProvider with its
+    defaults, on which the recipe then sets its fields. Only the recipe's ``env_vars`` are
+    read from such a build. (Asking the release for a missing config is no quicker way to
+    fail: its loader retries with exponential back-off.)"""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+
+    def to_megatron_provider(self, *args, **kwargs):
+        from megatron.bridge.models import GPTModelProvider
+
+        # A Hub config always has a vocabulary size, and some recipes refuse a provider
+        # without one (Qwen-VL's synthetic tokenizer is sized from it).
+        return GPTModelProvider(vocab_size=32000)
+
+
+def _offline_hub_ids():
+    with open(os.path.join(HERE, "hf_configs", "index.json")) as f:
+        return set(json.load(f))
+
+
+def _hub_lookup(stand_in_for_all, used):
+    """A from_hf_pretrained that calls the release's own for a config hf_configs/ holds (unless
+    stand_in_for_all) and the stand-in otherwise; `used` records whether a stand-in was made."""
+    from megatron.bridge import AutoBridge
+
+    released = AutoBridge.from_hf_pretrained
+    have = _offline_hub_ids()
+
+    def lookup(path, *args, **kwargs):
+        if not stand_in_for_all and str(path) in have:
+            used.append("hub-config")
+            return released(path, *args, **kwargs)
+        used.append("hub-stand-in")
+        return _HubConfigStandIn(path)
+
+    return lookup
+
+
+def perf_env_of(name, stand_in_for_all=False):
+    """(name, env_vars, how) of one flat performance recipe: how is "release" when the recipe
+    built as released without the Hub, "hub-config" when it built as released with a Hub
+    config of hf_configs/, "hub-stand-in" when it needed a Hub config this machine lacks (see
+    _HubConfigStandIn); (name, None, error) when it did not build."""
+    from unittest import mock
+
+    from megatron.bridge import AutoBridge
+
+    m = PERF_NAME.match(name)
+    case = {"world_size": int(m["n"]), "gpu": m["gpu"]}
+    used = []
+    try:
+        with case_context(case), mock.patch.object(
+                AutoBridge, "from_hf_pretrained", _hub_lookup(stand_in_for_all, used)):
+            env = env_text(find_perf_recipe(name)().env_vars)
+    except Exception as e:  # noqa: BLE001
+        return name, None, error_text(e)
+    how = "hub-stand-in" if "hub-stand-in" in used else "hub-config" if used else "release"
+    return name, env, how
+
+
+def perf_env_cross_check(names):
+    """The stand-in must not change env_vars: every recipe built as released with a Hub config
+    of hf_configs/ is built again with the stand-in instead; returns the names whose env_vars
+    then differ."""
+    return [n for n in names
+            if perf_env_of(n)[1] != perf_env_of(n, stand_in_for_all=True)[1]]
+
+
+def perf_env_main(rel, jobs):
+    """--perf-env: the env_vars of every default-variant flat performance recipe."""
+    names = [n for n in rel.perf_names if PERF_NAME.match(n)]
+    if jobs > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(jobs, initializer=_worker_init) as pool:
+            built = list(pool.imap(perf_env_of, names, chunksize=4))
+    else:
+        built = [perf_env_of(n) for n in names]
+    env = {n: e for n, e, _ in built if e is not None}
+    # The recipes built with a real Hub config are the ones that show the stand-in's effect.
+    mismatch = perf_env_cross_check(sorted(n for n, _, how in built if how == "hub-config"))
+    return {"perf_env": env,
+            "perf_env_how": {n: how for n, _, how in built},
+            "perf_env_failed": {n: how for n, e, how in built if e is None},
+            "perf_env_stand_in_mismatch": mismatch}
+
+
 def _worker_init():
     sys.stdout = io.StringIO()  # the release prints; the result goes back through the pipe
 
@@ -695,8 +795,23 @@ def main():
     ap.add_argument("--out", default="-")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--te-absent", action="store_true")
+    ap.add_argument("--perf-env", action="store_true",
+                    help="print the env_vars of every flat performance recipe (no cases)")
     args = ap.parse_args()
     t0 = time.time()
+    if args.perf_env:
+        rel, _, import_error = import_release(False)
+        if import_error:
+            sys.exit(f"harness: the release does not import: {import_error}")
+        out = perf_env_main(rel, args.jobs)
+        out["seconds"] = round(time.time() - t0, 2)
+        text = json.dumps(out, sort_keys=True)
+        if args.out == "-":
+            sys.__stdout__.write(text + "\n")
+        else:
+            with open(args.out, "w") as f:
+                f.write(text)
+        return
     # Import first: the caller may still be writing the cases while the release imports.
     rel, import_s, import_error = import_release(args.te_absent)
     data = json.load(sys.stdin if args.cases == "-" else open(args.cases))

@@ -12,7 +12,9 @@ process for all cases), and checks:
       survives finalisation (run_script.py's flag layer, runtime_config_update);
   (b) validate's verdict equals the release's (recipe found, overrides accepted, finalisation
       without an exception);
-  (c) the 14 resolved overlap values equal the release's after CommOverlapConfig.setup().
+  (c) the 14 resolved overlap values equal the release's after CommOverlapConfig.setup();
+  (d) plan's runtime_env names every env_vars entry of the performance recipe the release
+      builds, with its value and the value each rank gets (the launch env's wins).
 
 Disagreements are grouped in classes. Those listed in known_gaps.json (bugs still open in the
 C++ sources) are reported as "known gap" (neither pass nor fail); a known gap that no longer
@@ -123,6 +125,8 @@ CLASS_TEXT = {
     "release-refuses-no-te": "(b) validate accepts (TE absent); the release cannot import without TE",
     "release-accepts-refused-plan": "(b) validate refuses; the release accepts the same config",
     "overlap-value-mismatch": "(c) a resolved overlap value differs from the release's",
+    "runtime-env-unnamed": "(d) the perf recipe sets an env variable that plan's runtime_env does not name",
+    "runtime-env-wrong": "(d) plan's runtime_env says otherwise than the release's perf recipe",
     "harness-error": "the harness failed on a case (a bug of the suite)",
 }
 
@@ -757,6 +761,54 @@ def check_case(item, plan, vrc, vout, res):
                 out.append(finding("overlap-value-mismatch", rid, adapter, key=f,
                                    message=f"plan {short(pv)} ({(plan['comm_overlap'].get(f) or {}).get('rule')}), "
                                            f"release {short(rv)}"))
+    out += check_runtime_env(rid, adapter, plan, res)
+    return out
+
+
+def check_runtime_env(rid, adapter, plan, res):
+    """(d) Every env variable of the performance recipe the release builds for the case: plan's
+    runtime_env names it with the recipe's value and says which value the rank gets (the
+    release applies env_vars with os.environ.setdefault, so a launch env value wins), and a
+    launch env value that replaces the recipe's is named in the runtime-env-replaced warning."""
+    base = res.get("base") or {}
+    if base.get("kind") != "perf_recipes":
+        return []
+    recipe_env = res.get("env_vars") or {}
+    runtime_env = plan.get("runtime_env") or {}
+    listed = {v["name"]: v for v in runtime_env.get("vars", [])}
+    launch = plan.get("env") or {}
+    warning = " ".join(d["message"] for d in plan.get("diagnostics", [])
+                       if d.get("code") == "runtime-env-replaced")
+    if runtime_env.get("origin", "").split(" ")[-1] != base["function"]:
+        return [finding("runtime-env-unnamed", rid, adapter, key="runtime_env",
+                        message=f"the release builds {base['function']}, plan names "
+                                f"{runtime_env.get('origin') or 'no recipe'}")]
+    out = []
+    for name, value in sorted(recipe_env.items()):
+        v, mine = listed.get(name), launch.get(name)
+        if v is None:
+            out.append(finding("runtime-env-unnamed", rid, adapter, key=name,
+                               message=f"the recipe sets {name}={value}"))
+            continue
+        if v["value"] != value:
+            out.append(finding("runtime-env-wrong", rid, adapter, key=name,
+                               message=f"release {value!r}, plan {v['value']!r}"))
+        if mine is None:
+            expect = "runtime"
+        elif mine.get("secret"):
+            expect = v["rank_gets"]  # the value is not in the plan's JSON; only names are
+        else:
+            expect = "same" if mine["value"] == value else "launch_env"
+        if v["rank_gets"] != expect:
+            out.append(finding("runtime-env-wrong", rid, adapter, key=name,
+                               message=f"rank gets {expect}, plan says {v['rank_gets']}"))
+        if expect == "launch_env" and f"{name}=" not in warning:
+            out.append(finding("runtime-env-wrong", rid, adapter, key=name,
+                               message="the launch env replaces the recipe's value without a "
+                                       "runtime-env-replaced warning naming it"))
+    for name in sorted(set(listed) - set(recipe_env)):
+        out.append(finding("runtime-env-wrong", rid, adapter, key=name,
+                           message="plan names a variable the release's recipe does not set"))
     return out
 
 
@@ -982,6 +1034,13 @@ def main():
         perf_recipe_table.table_from_names(hout.get("perf_recipe_names") or []),
         perf_recipe_table.table_from_source(
             open(os.path.join(source, "launcher", "megatron_bridge_perf_recipes.cpp")).read()))
+    # ... and so must the env rows of the recipes this run built
+    # (launcher/megatron_bridge_perf_recipe_env.cpp, all recipes: perf_recipe_table.py --write-env).
+    built_env = {r["base"]["function"]: r.get("env_vars") or {} for r in results.values()
+                 if isinstance(r, dict) and (r.get("base") or {}).get("kind") == "perf_recipes"}
+    table_drift += perf_recipe_table.env_differences(
+        built_env, perf_recipe_table.env_from_source(
+            open(os.path.join(source, "launcher", "megatron_bridge_perf_recipe_env.cpp")).read()))
     failed += 1 if table_drift else 0
     # Report
     n_cases = len(items)
@@ -1026,9 +1085,11 @@ def main():
         log(f"FAIL known gap {g['id']} no longer occurs: fixed: remove it from known_gaps.json")
     for d in table_drift[:20]:
         log(f"FAIL perf recipe table differs from the release: {d} (regenerate it with "
-            f"tests/conformance/perf_recipe_table.py --write)")
+            f"tests/conformance/perf_recipe_table.py --write, or for env_vars "
+            f"harness.py --perf-env and --write-env: tests/conformance/README.md)")
     if not table_drift:
-        log("perf recipe table: equal to the release's megatron.bridge.perf_recipes")
+        log(f"perf recipe table: equal to the release's megatron.bridge.perf_recipes (names; "
+            f"env_vars of the {len(built_env)} recipes built)")
     for rid, fs in failures[: (len(failures) if args.verbose else 15)]:
         log(f"FAIL {rid}")
         for f in fs[:8]:
