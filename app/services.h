@@ -3,6 +3,8 @@
 //
 //   host env      -> the planner (${VAR}, tracker keys), the registry dir, local ranks' env
 //   command runner, clock, sleeper, probe dir -> the executors (ExecutorServices)
+//   cancel token                              -> `--wait` (its signal handler cancels the
+//                                                scheduler client the runner is running)
 //   executor table, plugin table              -> `--executor`, `plugins`, completion
 //   job registry                              -> launch, list, status, logs, cancel, compare
 //
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "launcher/cancel_token.h"
 #include "launcher/clock.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
@@ -39,6 +42,11 @@ struct Services {
   // call): the command returns as usual. Only a plain launch calls it, once its submission
   // is over, accepted or not (never an ablate, which submits more than one job).
   std::function<void(int code)> end_process;
+  // Cancelling it kills the program `runner` runs (launcher/cancel_token.h): `--wait`'s
+  // SIGINT/SIGTERM/SIGHUP handler does, so a hung squeue does not hold the launcher for its
+  // time limit. Null where the runner watches none (tests with a fake runner): the wait then
+  // uses a token of its own, which still ends its sleeps.
+  CancelToken* cancel = nullptr;
 
   ExecutorServices executor_services() const { return {runner, env, clock, sleeper, probe_dir}; }
   std::unique_ptr<Executor> executor(const std::string& name) const {
@@ -56,7 +64,8 @@ class RealServices {
 
  private:
   ProcessEnvironment env_;
-  SpawnCommandRunner runner_;
+  CancelToken cancel_;
+  SpawnCommandRunner runner_{&cancel_};
   SystemClock clock_;
   ThreadSleeper sleeper_;
   Services services_;
