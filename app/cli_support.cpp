@@ -54,7 +54,8 @@ Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) 
 
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit) {
-  for (const auto& d : diags.by_position()) err << format_diagnostic(d, color, diags.secrets());
+  for (const auto& d : diags.by_position())
+    err << format_diagnostic(d, color, diags.secrets(), diags.secret_sources());
   size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
   if (errors && before_submit)
     err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,
