@@ -19,6 +19,7 @@
 #include "app/services.h"
 #include "app/wait_schedule.h"
 #include "executors/executor.h"
+#include "launcher/cancel_token.h"
 #include "launcher/jobs/job_lifecycle.h"
 #include "launcher/jobs/job_progress.h"
 #include "launcher/jobs/registry.h"
@@ -30,7 +31,11 @@ namespace bridge {
 
 namespace {
 
-std::atomic<bool> g_wait_interrupted{false};
+// The token `--wait`'s signal handler cancels. The one process global of the wait: a signal
+// handler gets no argument to find it by. Set by WaitInterrupts only while its handlers are
+// installed; atomic (lock-free), so that the handler reads a whole pointer.
+std::atomic<CancelToken*> g_wait_cancel{nullptr};
+static_assert(std::atomic<CancelToken*>::is_always_lock_free);
 
 // Ctrl-C or SIGTERM while a scheduler takes the job must not leave a job that runs but is
 // not recorded: the two signals are held back from before `sbatch`/`kubectl apply` until the
@@ -65,7 +70,40 @@ class DeferredInterrupts {
   bool released_ = false;
   bool interrupted_ = false;
 };
-void on_wait_signal(int) { g_wait_interrupted = true; }
+void on_wait_signal(int) {
+  if (CancelToken* token = g_wait_cancel.load()) token->cancel();  // async-signal-safe
+}
+
+// While `--wait` polls: SIGINT, SIGTERM and SIGHUP cancel `token` instead of ending the
+// process. The token is the runner's (Services::cancel), so a scheduler client that hangs is
+// killed at once instead of at its time limit; the wait loop sees the token and stops.
+class WaitInterrupts {
+ public:
+  explicit WaitInterrupts(CancelToken& token) : token_(token) {
+    token_.reset();
+    g_wait_cancel = &token_;
+    struct sigaction sa {};
+    sa.sa_handler = on_wait_signal;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);
+  }
+  ~WaitInterrupts() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
+    g_wait_cancel = nullptr;
+    token_.reset();  // later scheduler commands of this process run as usual
+  }
+  WaitInterrupts(const WaitInterrupts&) = delete;
+  WaitInterrupts& operator=(const WaitInterrupts&) = delete;
+  bool interrupted() const { return token_.cancelled(); }
+
+ private:
+  CancelToken& token_;
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{};
+};
 
 // A start or end the scheduler does not report is recorded as the time --wait saw it (at
 // most one poll late), so `status` can show a run time afterwards.
@@ -97,19 +135,25 @@ std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<Wait
   return executor.status(records, diags);
 }
 
+// "stopped waiting" for each job still open; the exit code of an interrupted wait.
+int stop_waiting(const std::vector<WaitedJob*>& open, bool tty, std::ostream& err) {
+  if (tty) err << "\n";
+  for (const auto* w : open)
+    err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
+                       w->rec->id, w->rec->id);
+  return kExitInterrupted;
+}
+
 }  // namespace
 
 // Follows scheduler jobs until they end. SIGINT stops the waiting only: the jobs keep
-// running and `status` still finds them.
+// running and `status` still finds them. A signal during a scheduler query stops the query
+// too (the runner kills the client), and what it answered is not recorded.
 int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
                   const JobRegistry& reg, const Context& c) {
-  struct sigaction sa {
-  }, old_int{}, old_term{}, old_hup{};
-  sa.sa_handler = on_wait_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  g_wait_interrupted = false;
+  std::optional<CancelToken> own_token;  // a runner that watches no token (test fakes)
+  CancelToken& token = c.services.cancel ? *c.services.cancel : own_token.emplace();
+  WaitInterrupts interrupts(token);
   // One job gets one live line rewritten in place; several get a line per change.
   bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr && records.size() == 1;
   auto start = c.services.clock.steady_now();
@@ -127,18 +171,15 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
     auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
         c.services.clock.steady_now() - start);
     auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
-    while (!g_wait_interrupted && c.services.clock.steady_now() < next_poll)
+    while (!interrupts.interrupted() && c.services.clock.steady_now() < next_poll)
       c.services.sleeper.pause_for(std::chrono::milliseconds(200));
-    if (g_wait_interrupted) {
-      if (tty) c.err << "\n";
-      for (const auto* w : open)
-        c.err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
-                             w->rec->id, w->rec->id);
-      rc = kExitInterrupted;
+    Diagnostics diags;
+    std::vector<JobStatus> states;
+    if (!interrupts.interrupted()) states = poll_all(executor, open, diags);
+    if (interrupts.interrupted()) {
+      rc = stop_waiting(open, tty, c.err);
       break;
     }
-    Diagnostics diags;
-    std::vector<JobStatus> states = poll_all(executor, open, diags);
     for (size_t i = 0; i < open.size() && i < states.size(); ++i) {
       WaitedJob& w = *open[i];
       JobRecord& rec = *w.rec;
@@ -175,9 +216,6 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
       w.done = true;
     }
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
   return rc;
 }
 

@@ -60,7 +60,8 @@ void report_error(std::ostream& err, std::string_view message,
 
 void print_diagnostics(const Diagnostics& diags, std::ostream& err, bool color,
                        bool before_submit) {
-  for (const auto& d : diags.by_position()) err << format_diagnostic(d, color, diags.secrets());
+  for (const auto& d : diags.by_position())
+    err << format_diagnostic(d, color, diags.secrets(), diags.secret_sources());
   size_t errors = diags.count(Severity::kError), warnings = diags.count(Severity::kWarning);
   if (errors && before_submit)
     err << fmt::format("{} error{}, {} warning{}; nothing was submitted\n", errors,

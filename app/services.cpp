@@ -49,7 +49,8 @@ RealServices::RealServices()
                 executor_registry(),
                 plugin_registry(),
                 JobRegistry(JobRegistry::default_dir(env_), {clock_, sleeper_, random_, *log_}),
-                nullptr} {
+                nullptr,
+                &cancel_} {
   // A sanitizer's leak check runs at exit: those builds end the usual way. (BRIDGE_SANITIZED
   // is CMake's BRIDGE_SANITIZE; the compiler's own macro also catches flags set by hand.)
 #if !defined(BRIDGE_SANITIZED) && !defined(__SANITIZE_ADDRESS__)

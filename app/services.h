@@ -4,6 +4,8 @@
 //   host env      -> the planner (${VAR}, tracker keys), the registry dir, local ranks' env
 //   command runner, clock, sleeper, probe dir, logger -> the executors (ExecutorServices)
 //   clock, sleeper, random, logger            -> the job registry (RegistrySeams)
+//   cancel token                              -> `--wait` (its signal handler cancels the
+//                                                scheduler client the runner is running)
 //   executor table -> every executor made or looked up (`--executor`, status, logs, ...)
 //   plugin table   -> the planner (build_plan), `plugins`, `schema`, completion
 //   job registry                              -> launch, list, status, logs, cancel, compare
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "launcher/cancel_token.h"
 #include "launcher/clock.h"
 #include "launcher/command_runner.h"
 #include "launcher/host_env.h"
@@ -54,6 +57,11 @@ struct Services {
   // call): the command returns as usual. Only a plain launch calls it, once its submission
   // is over, accepted or not (never an ablate, which submits more than one job).
   std::function<void(int code)> end_process;
+  // Cancelling it kills the program `runner` runs (launcher/cancel_token.h): `--wait`'s
+  // SIGINT/SIGTERM/SIGHUP handler does, so a hung squeue does not hold the launcher for its
+  // time limit. Null where the runner watches none (tests with a fake runner): the wait then
+  // uses a token of its own, which still ends its sleeps.
+  CancelToken* cancel = nullptr;
 
   ExecutorServices executor_services() const {
     return {runner, env, clock, sleeper, log, probe_dir};
@@ -73,7 +81,8 @@ class RealServices {
 
  private:
   ProcessEnvironment env_;
-  SpawnCommandRunner runner_;
+  CancelToken cancel_;
+  SpawnCommandRunner runner_{&cancel_};
   SystemClock clock_;
   ThreadSleeper sleeper_;
   SystemRandom random_;

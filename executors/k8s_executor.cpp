@@ -72,6 +72,7 @@ std::string kubectl_message(const CommandResult& r, const std::vector<std::strin
   std::string msg = trim(r.err);
   if (msg.empty()) msg = trim(r.out);
   if (r.timed_out) msg = "kubectl timed out" + (msg.empty() ? "" : ": " + msg);
+  if (r.cancelled) msg = "kubectl was stopped: bridge-launch was interrupted";
   if (msg.empty()) msg = fmt::format("kubectl exited with code {}", r.exit_code);
   return scrub_secrets(msg, secrets);
 }

@@ -194,6 +194,7 @@ std::string slurm_error_text(const std::string& program, const CommandResult& r)
   if (r.timed_out)
     return fmt::format("{} did not finish within its time limit{}", program,
                        joined.empty() ? "" : ": " + joined);
+  if (r.cancelled) return fmt::format("{} was stopped: bridge-launch was interrupted", program);
   if (joined.empty()) return fmt::format("{} exited with code {}", program, r.exit_code);
   return joined;
 }
@@ -208,7 +209,7 @@ CommandResult SlurmClient::run(CommandSpec spec, int* attempts_made,
     ++attempt;
     log_.debug("running {}", fmt::join(spec.argv, " "));
     r = runner_.run(spec);
-    if (r.ok() || !r.started || r.timed_out || attempt >= policy_.attempts ||
+    if (r.ok() || !r.started || r.timed_out || r.cancelled || attempt >= policy_.attempts ||
         !is_transient_slurm_error(r.err + r.out))
       break;
     // What the program got in its environment (sbatch: the job's secrets) is never shown.

@@ -35,6 +35,8 @@ using Clock = std::chrono::steady_clock;
 // After the program exited, how long its pipes are still read: a process it left behind
 // (`daemon &`) may hold them open for ever.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(200);
+// How often a cancel token without an eventfd (launcher/cancel_token.h) is looked at.
+constexpr long long kCancelLookMs = 100;
 
 // "NAME=VALUE" strings: the inherited environment with `extra` added (extra wins). A name
 // the environment holds twice is passed once, with its first value, as getenv reads it.
@@ -103,8 +105,14 @@ class DeferredCommand : public StartedCommand {
 class SpawnedCommand : public StartedCommand {
  public:
   SpawnedCommand(pid_t pid, bool own_group, int in, int out, int err,
-                 std::chrono::milliseconds timeout)
-      : pid_(pid), own_group_(own_group), in_(in), out_(out), err_(err), timeout_(timeout) {
+                 std::chrono::milliseconds timeout, const CancelToken* cancel)
+      : pid_(pid),
+        own_group_(own_group),
+        in_(in),
+        out_(out),
+        err_(err),
+        timeout_(timeout),
+        cancel_(cancel) {
     // Readable when the program has ended: its end wakes poll like its output does. Without
     // one (kernels before 5.3) the loop looks every millisecond.
     exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
@@ -131,6 +139,7 @@ class SpawnedCommand : public StartedCommand {
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
     bool poll_failed = false;
+    bool cancelled = false;
     bool told = false;
     size_t lines_from = 0;  // where the next line not yet given to until_line starts
     bool lines_done = !while_running.until_line;
@@ -159,6 +168,12 @@ class SpawnedCommand : public StartedCommand {
     for (;;) {
       auto now = Clock::now();
       if (now >= deadline) break;
+      // Cancelled (Ctrl-C during --wait): the program is killed as on a timeout. One that
+      // already ended keeps its result.
+      if (!reaped_ && cancel_ && cancel_->cancelled()) {
+        cancelled = true;
+        break;
+      }
       if (!reaped_ && exit_fd_ < 0) reap(false);  // no pidfd: look at each turn
       if (reaped_ && !exited_at) exited_at = now;
       if (reaped_ && out_ < 0 && err_ < 0) break;
@@ -168,9 +183,12 @@ class SpawnedCommand : public StartedCommand {
       if (out_ >= 0) fds.push_back({out_, POLLIN, 0});
       if (err_ >= 0) fds.push_back({err_, POLLIN, 0});
       if (!reaped_ && exit_fd_ >= 0) fds.push_back({exit_fd_, POLLIN, 0});
+      // Only looked at (cancelled() above): reading it would undo the cancel for later runs.
+      if (!reaped_ && cancel_ && cancel_->fd() >= 0) fds.push_back({cancel_->fd(), POLLIN, 0});
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       long long slice = left.count() + 1;
       if (exited_at || exit_fd_ < 0) slice = std::min<long long>(slice, 1);
+      if (cancel_ && cancel_->fd() < 0) slice = std::min(slice, kCancelLookMs);
       if (poll(fds.data(), fds.size(), static_cast<int>(slice)) < 0 && errno != EINTR) {
         result.err = std::string("poll: ") + std::strerror(errno);
         poll_failed = true;
@@ -180,6 +198,8 @@ class SpawnedCommand : public StartedCommand {
         if (!p.revents) continue;
         if (p.fd == exit_fd_) {
           reap(false);
+        } else if (cancel_ && p.fd == cancel_->fd()) {
+          continue;  // the next turn ends the run
         } else if (p.fd == in_) {
           ssize_t n = write(in_, stdin_text.data() + written, stdin_text.size() - written);
           if (n > 0) written += static_cast<size_t>(n);
@@ -197,7 +217,8 @@ class SpawnedCommand : public StartedCommand {
     if (!reaped_) {
       kill_program();
       reap(true);
-      result.timed_out = !poll_failed;
+      result.cancelled = cancelled;
+      result.timed_out = !poll_failed && !cancelled;
       result.exit_code = 128 + SIGKILL;
       return result;
     }
@@ -266,6 +287,7 @@ class SpawnedCommand : public StartedCommand {
   int in_, out_, err_;
   int exit_fd_ = -1;
   std::chrono::milliseconds timeout_;
+  const CancelToken* cancel_;
   struct sigaction old_pipe_ {};
   bool reaped_ = false;
   int exit_code_ = 0;
@@ -378,9 +400,11 @@ std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string
 }
 
 std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
-                                                std::chrono::milliseconds timeout) {
-  auto started = std::make_unique<SpawnedCommand>(pid, req.own_process_group, req.pipes.in[1],
-                                                  req.pipes.out[0], req.pipes.err[0], timeout);
+                                                std::chrono::milliseconds timeout,
+                                                const CancelToken* cancel) {
+  auto started =
+      std::make_unique<SpawnedCommand>(pid, req.own_process_group, req.pipes.in[1],
+                                       req.pipes.out[0], req.pipes.err[0], timeout, cancel);
   req.pipes.in[1] = req.pipes.out[0] = req.pipes.err[0] = -1;  // owned by `started` now
   return started;
 }
@@ -391,8 +415,9 @@ std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
 // the thread.
 class SpawningCommand : public StartedCommand {
  public:
-  SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout)
-      : req_(std::move(req)), timeout_(timeout) {
+  SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout,
+                  const CancelToken* cancel)
+      : req_(std::move(req)), timeout_(timeout), cancel_(cancel) {
     // The thread takes no signal meant for the launcher: all are blocked in it (the
     // program starts with none blocked, SpawnRequest::build).
     sigset_t all, old;
@@ -422,7 +447,7 @@ class SpawningCommand : public StartedCommand {
     if (thread_.joinable() || spawned_here_) {
       if (thread_.joinable()) thread_.join();
       spawned_here_ = false;
-      command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_)
+      command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_, cancel_)
                           : std::make_unique<NotStarted>(req_->failure(rc_));
     }
     return command_.get();
@@ -430,6 +455,7 @@ class SpawningCommand : public StartedCommand {
 
   std::unique_ptr<SpawnRequest> req_;
   std::chrono::milliseconds timeout_;
+  const CancelToken* cancel_;
   int rc_ = 0;
   pid_t pid_ = -1;
   bool spawned_here_ = false;  // no thread could be started: spawned by the constructor
@@ -443,7 +469,7 @@ std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spe
   std::string why;
   std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
   if (!req) return std::make_unique<NotStarted>(why);
-  return std::make_unique<SpawningCommand>(std::move(req), spec.timeout);
+  return std::make_unique<SpawningCommand>(std::move(req), spec.timeout, cancel_);
 }
 
 CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
@@ -453,7 +479,7 @@ CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
   pid_t pid = -1;
   int rc = req->spawn(&pid);
   if (rc != 0) return NotStarted(req->failure(rc)).finish("", {});
-  return started_command(*req, pid, spec.timeout)->finish(spec.stdin_text, {});
+  return started_command(*req, pid, spec.timeout, cancel_)->finish(spec.stdin_text, {});
 }
 
 }  // namespace bridge

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -57,6 +58,11 @@ void Diagnostics::add_secrets(const std::vector<std::string>& values) {
   for (const auto& v : values) add_secret(v);
 }
 
+void Diagnostics::add_secret_source(const SourceSpan& span) {
+  if (std::find(secret_sources_.begin(), secret_sources_.end(), span) == secret_sources_.end())
+    secret_sources_.push_back(span);
+}
+
 void Diagnostics::error(std::string code, std::string path, SourceLoc loc, std::string message,
                         std::string help) {
   add(Severity::kError, std::move(code), std::move(path), std::move(loc), std::move(message),
@@ -71,6 +77,7 @@ void Diagnostics::warning(std::string code, std::string path, SourceLoc loc, std
 
 void Diagnostics::add_as_warnings(const Diagnostics& other, const std::string& why) {
   add_secrets(other.secrets());
+  for (const SourceSpan& span : other.secret_sources()) add_secret_source(span);
   for (const Diagnostic& d : other.items()) warning(d.code, d.path, d.loc, d.message + why, d.help);
 }
 
@@ -123,6 +130,8 @@ std::string source_line(const std::string& file, int n) {
     std::ifstream in(file, std::ios::binary);
     std::string l;
     while (lines.size() < 100000 && std::getline(in, l)) lines.push_back(l);
+    // Columns are counted after a leading BOM (launcher/yaml_io.cpp): so is the line shown.
+    if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
     it = cache.emplace(file, std::move(lines)).first;
   }
   if (n < 1 || static_cast<size_t>(n) > it->second.size()) return {};
@@ -161,16 +170,32 @@ std::string without_control_bytes(std::string_view text) {
   return out;
 }
 
-// The source line as shown under a message: each secret as <secret>, control bytes and
-// bytes that are not UTF-8 as \xNN; `column` (1-based, in bytes of `line`) is moved to the
-// same text in what is shown (to the start of a <secret> that covers it).
+// The bytes [from, to) of line `n` of `file` that `span` covers, if any.
+std::optional<std::pair<size_t, size_t>> covered_on_line(const SourceSpan& span,
+                                                         const std::string& file, int n,
+                                                         size_t line_size) {
+  if (span.file != file || n < span.line || n > span.end_line) return std::nullopt;
+  size_t from = n == span.line ? static_cast<size_t>(std::max(1, span.column) - 1) : 0;
+  size_t to = n == span.end_line ? static_cast<size_t>(std::max(1, span.end_column) - 1)
+                                 : std::string::npos;
+  to = std::min(to, line_size);
+  if (from >= to) return std::nullopt;
+  return std::pair{from, to};
+}
+
+// The source line as shown under a message: each secret (by value, and the text of each
+// secret's source span on this line) as <secret>, control bytes and bytes that are not UTF-8
+// as \xNN; `column` (1-based, in bytes of `line`) is moved to the same text in what is shown
+// (to the start of a <secret> that covers it).
 std::pair<std::string, int> shown_excerpt(const std::string& line, int column,
-                                          const std::vector<std::string>& secrets) {
+                                          const std::vector<std::string>& secrets,
+                                          const std::vector<std::pair<size_t, size_t>>& hidden) {
   std::vector<size_t> secret_end(line.size(), 0);  // a secret starting here ends there
   for (const auto& s : secrets)
     for (size_t at = s.empty() ? std::string::npos : line.find(s); at != std::string::npos;
          at = line.find(s, at + 1))
       secret_end[at] = std::max(secret_end[at], at + s.size());
+  for (const auto& [from, to] : hidden) secret_end[from] = std::max(secret_end[from], to);
   std::string out;
   int shown_column = 0;
   size_t want = static_cast<size_t>(std::max(1, column) - 1);
@@ -200,7 +225,8 @@ std::pair<std::string, int> shown_excerpt(const std::string& line, int column,
 }  // namespace
 
 std::string format_diagnostic(const Diagnostic& d, bool color,
-                              const std::vector<std::string>& secrets) {
+                              const std::vector<std::string>& secrets,
+                              const std::vector<SourceSpan>& secret_sources) {
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
   std::string where = d.loc.describe();
@@ -211,7 +237,12 @@ std::string format_diagnostic(const Diagnostic& d, bool color,
   if (!d.code.empty()) out += fmt::format(" [{}]", d.code);
   out += "\n";
   if (d.loc.has_position()) {
-    auto [text, col] = shown_excerpt(source_line(d.loc.file, d.loc.line), d.loc.column, secrets);
+    std::string line = source_line(d.loc.file, d.loc.line);
+    std::vector<std::pair<size_t, size_t>> hidden;
+    for (const SourceSpan& span : secret_sources)
+      if (auto covered = covered_on_line(span, d.loc.file, d.loc.line, line.size()))
+        hidden.push_back(*covered);
+    auto [text, col] = shown_excerpt(line, d.loc.column, secrets, hidden);
     if (!text.empty()) {
       out += fmt::format("  {:>4} | {}\n", d.loc.line, text);
       out += fmt::format("       | {}{}^{}\n", std::string(static_cast<size_t>(col - 1), ' '),

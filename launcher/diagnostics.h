@@ -26,6 +26,18 @@ struct SourceLoc {
   std::string describe() const;
 };
 
+// Where a value is written in a file: from (line, column) to just before (end_line,
+// end_column); 1-based lines, byte columns.
+struct SourceSpan {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  int end_line = 0;
+  int end_column = 0;
+
+  bool operator==(const SourceSpan&) const = default;
+};
+
 enum class Severity { kError, kWarning, kInfo };
 const char* severity_name(Severity s);
 
@@ -62,6 +74,11 @@ class Diagnostics {
   void add_secret(const std::string& value);
   void add_secrets(const std::vector<std::string>& values);
   const std::vector<std::string>& secrets() const { return secrets_; }
+  // Where a secret value is written in a recipe. The excerpt hides this text whatever its
+  // spelling: a value found by add_secret as it reads is written with YAML escapes and quotes
+  // there (`"pa\x41ss"`, `'it''s'`), which no scrubbing by value finds.
+  void add_secret_source(const SourceSpan& span);
+  const std::vector<SourceSpan>& secret_sources() const { return secret_sources_; }
 
   bool has_errors() const;
   bool strict() const { return strict_; }
@@ -82,13 +99,15 @@ class Diagnostics {
   // every secret at once, so that one holding another is hidden whole.
   std::vector<Diagnostic> originals_;
   std::vector<std::string> secrets_;
+  std::vector<SourceSpan> secret_sources_;
 };
 
 // Compiler-style rendering: "file:line:col: error: message [code]", the source line with a
 // caret when the file is readable, then "  help: ...". `color` adds ANSI colours. The source
-// line shows `secrets` as <secret> and control bytes and bytes that are not UTF-8 as \xNN,
-// the caret kept under the same text.
+// line shows `secrets` and the text of `secret_sources` as <secret> and control bytes and
+// bytes that are not UTF-8 as \xNN, the caret kept under the same text.
 std::string format_diagnostic(const Diagnostic& d, bool color,
-                              const std::vector<std::string>& secrets = {});
+                              const std::vector<std::string>& secrets = {},
+                              const std::vector<SourceSpan>& secret_sources = {});
 
 }  // namespace bridge

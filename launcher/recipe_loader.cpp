@@ -872,7 +872,12 @@ void note_secret_values(const YamlNode& root, Diagnostics& diags) {
         secret &&
         (!secret->is_scalar() ||
          (secret->scalar != "false" && secret->scalar != "False" && secret->scalar != "FALSE"));
-    if (marked && value && value->is_scalar()) diags.add_secret(value->scalar);
+    if (!marked || !value || !value->is_scalar()) continue;
+    diags.add_secret(value->scalar);
+    // As written (escapes, quotes), for the source excerpts: not found by the value.
+    if (value->loc.has_position() && value->end_line > 0)
+      diags.add_secret_source({value->loc.file, value->loc.line, value->loc.column, value->end_line,
+                               value->end_column});
   }
 }
 

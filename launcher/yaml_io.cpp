@@ -71,6 +71,14 @@ struct Input {
     return {static_cast<int>(line), static_cast<int>(column)};
   }
   std::pair<int, int> position(const yaml_mark_t& m) const { return position(offset_of(m)); }
+  // (line, column) of where a token ends, the end of the text included (position's column 1
+  // there is for starts only).
+  std::pair<int, int> end_position(const yaml_mark_t& m) const {
+    size_t offset = offset_of(m);
+    size_t line = static_cast<size_t>(
+        std::upper_bound(line_starts.begin(), line_starts.end(), offset) - line_starts.begin());
+    return {static_cast<int>(line), static_cast<int>(offset - line_starts[line - 1] + 1)};
+  }
 
   // Replaces the character libyaml counts as `char_index` (a tab) by a space.
   void blank_out(size_t char_index) {
@@ -195,6 +203,8 @@ struct GraphNode {
   std::string text;
   int line = 0;
   int column = 0;
+  int end_line = 0;  // a scalar's: where its source text ends (YamlNode::end_line)
+  int end_column = 0;
   std::vector<uint32_t> children;  // items; for a mapping key, value, key, value, ...
 };
 
@@ -418,6 +428,7 @@ class EventReader {
     if (e.kind != ReadError::Kind::kNone) return e;
     GraphNode& n = g_.nodes.back();
     if (absent) std::tie(n.line, n.column) = in_.position(absent_at);
+    std::tie(n.end_line, n.end_column) = in_.end_position(ev.end_mark);
     n.text.assign(reinterpret_cast<const char*>(s.value), s.length);
     if (in_.has_escapes) restore_bytes(n.text);
     // A NUL written as an escape ("abc\0def"): no file name, program argument or environment
@@ -538,6 +549,10 @@ struct Converter {
           return out;
         }
         out.scalar = n.text;
+        if (override_arg.empty()) {
+          out.end_line = n.end_line;
+          out.end_column = n.end_column;
+        }
         // A quoted scalar (tag "!") and an explicit `!!str` are strings, never numbers or
         // booleans; other explicit tags are refused (check_tag) instead of being ignored.
         out.quoted = n.tag == "!" || n.tag == kStrTag;

@@ -26,6 +26,12 @@ struct YamlNode {
   std::vector<YamlNode> items;     // kSequence
   std::vector<YamlEntry> entries;  // kMap, in document order
   SourceLoc loc;
+  // A scalar read from a file: where its source text ends (1-based line, and the byte column
+  // just after its last byte, closing quote included). With `loc`, the span the scalar is
+  // written in, escapes and quotes as typed: a secret is hidden there in source excerpts
+  // (Diagnostics::add_secret_source). 0 for everything else.
+  int end_line = 0;
+  int end_column = 0;
 
   bool is_null() const { return kind == Kind::kNull; }
   bool is_scalar() const { return kind == Kind::kScalar; }

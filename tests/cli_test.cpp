@@ -927,6 +927,31 @@ TEST_F(CliTest, NoMessageQuotesASecretValue) {
   EXPECT_THAT(ablate.err, HasSubstr("env.S.value=<secret"));
 }
 
+// A secret written with YAML escapes or quote doubling is hidden in the source excerpt as
+// written (its decoded value is not in the line), the caret still under `bogus`.
+TEST_F(CliTest, NoExcerptShowsASecretWrittenWithEscapes) {
+  const std::vector<std::string> spellings{
+      R"("SEKRIT\\pa\x41ss")",  // double-quoted: \\ and \x41
+      "'SEKRIT''s'",            // single-quoted: '' for '
+      R"("SEKRIT\tTAB")",       // double-quoted: \t
+  };
+  for (const auto& spelling : spellings) {
+    SCOPED_TRACE(spelling);
+    std::string recipe = home_.write(
+        "escaped.yaml", "name: t\nenv: {S: {value: " + spelling + ", secret: true, bogus: 1}}\n");
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"validate", recipe}, {"--dry-run", recipe}}) {
+      CommandResult r = run(args);
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_THAT(r.out + r.err, Not(HasSubstr("SEKRIT"))) << r.err;
+      EXPECT_THAT(r.err, Not(HasSubstr(spelling.substr(1, spelling.size() - 2)))) << r.err;
+      EXPECT_THAT(r.err, HasSubstr("| env: {S: {value: <secret>, secret: true, bogus: 1}}\n"
+                                   "       |                                          ^"))
+          << r.err;
+    }
+  }
+}
+
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
   CommandResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
                          "executor.slurm.retries=2"});

@@ -1,10 +1,11 @@
 // The real scheduler-command runner (posix_spawn): output, stdin, env, exit codes,
 // time-outs, no SIGPIPE death, a started command killed before its input, and programs
-// that leave a process holding their pipes.
+// that leave a process holding their pipes, and a cancelled run.
 #include "launcher/command_runner.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "launcher/cancel_token.h"
 
 namespace bridge {
 namespace {
@@ -244,6 +247,21 @@ TEST(CommandRunnerTest, ProgramsStartWithNoSignalBlockedOrIgnored) {
 
 // A client with its own process group that hangs is killed with what it started: a hung
 // sbatch wrapper's child must not outlive the runner's time limit.
+// Whether process `pid` is gone within 2 s (or a zombie waiting for whoever reaps orphans);
+// kills it when it is not, so that a failing test leaves nothing behind.
+bool gone_soon(pid_t pid) {
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+    size_t paren = text.rfind(')');
+    gone = !st || paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) kill(pid, SIGKILL);
+  return gone;
+}
+
 TEST(CommandRunnerTest, ATimedOutClientInItsOwnGroupTakesItsChildrenWithIt) {
   SpawnCommandRunner r;
   CommandSpec s;
@@ -254,17 +272,67 @@ TEST(CommandRunnerTest, ATimedOutClientInItsOwnGroupTakesItsChildrenWithIt) {
   EXPECT_TRUE(res.timed_out);
   pid_t child = static_cast<pid_t>(std::stol(res.out));
   ASSERT_GT(child, 1);
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    std::ifstream st("/proc/" + std::to_string(child) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
-    size_t paren = text.rfind(')');
-    // Gone, or a zombie waiting for whoever reaps orphans.
-    gone = !st || paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(gone_soon(child)) << "the client's child " << child << " survived the kill";
+}
+
+// A Ctrl-C during `--wait` cancels the runner's token: the client that hangs is killed at
+// once (with its group when it has one), not at its 60 s limit, and the run says so.
+TEST(CommandRunnerTest, ACancelledRunKillsTheProgramAtOnce) {
+  CancelToken token;
+  SpawnCommandRunner r(&token);
+  CommandSpec s;
+  s.timeout = std::chrono::seconds(60);
+  // The program writes the pid of what must die here, then sleeps: the child of a client in
+  // its own group (run), and a plain client that is itself the sleeper (start, then finish).
+  const std::string pid_file =
+      std::filesystem::temp_directory_path() / ("bl-cancel-" + std::to_string(getpid()) + ".pid");
+  struct Case {
+    const char* what;
+    std::string script;
+    bool own_group;
+    bool started_early;
+  };
+  for (const Case& c : {Case{"run, own group", "sleep 60 & echo $! > \"$0\"; wait", true, false},
+                        Case{"start+finish", "echo $$ > \"$0\"; exec sleep 60", false, true}}) {
+    SCOPED_TRACE(c.what);
+    token.reset();
+    std::filesystem::remove(pid_file);
+    s.argv = {"/bin/sh", "-c", c.script, pid_file};
+    s.own_process_group = c.own_group;
+    std::thread canceller([&token, &pid_file]() {
+      for (int i = 0; i < 3000 && !std::filesystem::exists(pid_file); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the pid is written
+      token.cancel();
+    });
+    auto begin = std::chrono::steady_clock::now();
+    CommandResult res = c.started_early ? r.start(s)->finish("", {}) : r.run(s);
+    auto took = std::chrono::steady_clock::now() - begin;
+    canceller.join();
+    EXPECT_TRUE(res.cancelled);
+    EXPECT_FALSE(res.timed_out);
+    EXPECT_FALSE(res.ok());
+    EXPECT_EQ(res.exit_code, 128 + SIGKILL);
+    EXPECT_LT(took, std::chrono::seconds(20)) << "the run waited for the program";
+    std::ifstream pid_in(pid_file);
+    long pid = 0;
+    ASSERT_TRUE(pid_in >> pid) << "the program wrote no pid";
+    pid_t sleeper = static_cast<pid_t>(pid);
+    ASSERT_GT(sleeper, 1);
+    EXPECT_TRUE(gone_soon(sleeper)) << "the program " << sleeper << " survived the cancel";
   }
-  EXPECT_TRUE(gone) << "the client's child " << child << " survived the kill";
-  if (!gone) kill(child, SIGKILL);
+  // Still cancelled: the next run ends at once too. Reset, the runner runs as before.
+  s.argv = {"sleep", "60"};
+  auto begin = std::chrono::steady_clock::now();
+  EXPECT_TRUE(r.run(s).cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(20));
+  token.reset();
+  s.argv = {"/bin/sh", "-c", "echo ok"};
+  CommandResult again = r.run(s);
+  EXPECT_TRUE(again.ok());
+  EXPECT_FALSE(again.cancelled);
+  EXPECT_EQ(again.out, "ok\n");
+  std::filesystem::remove(pid_file);
 }
 
 }  // namespace

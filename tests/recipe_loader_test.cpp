@@ -661,6 +661,39 @@ TEST(RecipeLoaderTest, FormattedDiagnosticShowsFileLineColumnAndCaret) {
   EXPECT_THAT(text, HasSubstr("| " + std::string(14, ' ') + "^"));  // caret under column 15
 }
 
+// A secret's source text is hidden in excerpts on every line it covers, whatever its
+// spelling (escapes, '' in single quotes, a line break inside quotes), and each caret stays
+// under its key: the excerpt shows <secret> where the source had longer or shorter text.
+TEST(RecipeLoaderTest, ExcerptsHideASecretAsWrittenOnEveryLineItCovers) {
+  test::TempDir dir;
+  std::string path = dir.write("secret.yaml",
+                               "name: t\n"
+                               "env: {S: {secret: true, first: 1, value: \"SEKRIT one \\x41\n"
+                               "  two-SEKRIT\", second: 1}, B: {value: 'SEKRIT''s', secret: on, "
+                               "third: 2}}\n");
+  Diagnostics diags;
+  EXPECT_FALSE(load_recipe(path, {}, diags));
+  std::map<std::string, std::string> under_caret;  // unknown key -> shown text from the caret
+  for (const auto& d : diags.items()) {
+    std::string text = format_diagnostic(d, false, diags.secrets(), diags.secret_sources());
+    EXPECT_THAT(text, Not(HasSubstr("SEKRIT"))) << text;
+    EXPECT_THAT(text, HasSubstr("<secret>")) << text;
+    // "  NNNN | <line>\n       | <spaces>^\n"
+    size_t bar = text.find(" | ");
+    size_t eol = text.find('\n', bar);
+    ASSERT_NE(bar, std::string::npos) << text;
+    std::string shown = text.substr(bar + 3, eol - bar - 3);
+    size_t caret_bar = text.find("| ", eol);
+    size_t caret = text.find('^', caret_bar);
+    ASSERT_NE(caret, std::string::npos) << text;
+    under_caret[d.path] = shown.substr(caret - caret_bar - 2);
+  }
+  EXPECT_THAT(under_caret["env.S.first"], ::testing::StartsWith("first: 1, value: <secret>"));
+  EXPECT_THAT(under_caret["env.S.second"],
+              ::testing::StartsWith("second: 1}, B: {value: <secret>, secret: on"));
+  EXPECT_THAT(under_caret["env.B.third"], ::testing::StartsWith("third: 2}}"));
+}
+
 // ---------------------------------------------------------------------------------------
 // Hostile or broken YAML: an error with a position, never a crash or an exception.
 
