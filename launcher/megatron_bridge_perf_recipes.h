@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,15 +53,20 @@ std::string perf_recipe_function(const PerfRecipe& recipe, int64_t gpu_count);
 // runtime_config_update, with os.environ.setdefault: a variable the rank's environment already
 // has keeps its value. Generated from the release (tests/conformance/perf_recipe_table.py);
 // every recipe of megatron_bridge_perf_recipes() has a row, in name order.
+struct PerfRecipeEnvVar {
+  std::string_view name;
+  std::string_view value;
+};
+
 struct PerfRecipeEnv {
   std::string_view function;  // perf_recipe_function()
-  std::vector<std::pair<std::string_view, std::string_view>> vars;
+  std::span<const PerfRecipeEnvVar> vars;
   // Why the recipe does not build from the release's PyPI package (a file its code reads is
   // not packaged), so its env_vars are unknown; "" for a recipe that builds.
   std::string_view does_not_build = {};
 };
 
-const std::vector<PerfRecipeEnv>& megatron_bridge_perf_recipe_env();
+std::span<const PerfRecipeEnv> megatron_bridge_perf_recipe_env();
 const PerfRecipeEnv* find_perf_recipe_env(std::string_view function);
 
 // The env row of the performance recipe the job runs: the megatron_bridge adapter's

@@ -733,20 +733,37 @@ std::optional<Recipe> read_recipe(const YamlNode& root, const std::string& file,
   return read_recipe_into(root, file, diags, nullptr);
 }
 
+namespace {
+
+// The argument as messages quote it: shortened, control characters and bad bytes escaped.
+// An `env` value may be a secret, and one that cannot be read (or is cut short here) is
+// not scrubbed by value (Diagnostics::add_secret): such an override is quoted without it.
+// Nor is a value written with quotes or escapes (`"SE\x4bRIT"`, `'it''s'`): the scrubber
+// knows it only as it decodes, so its spelling here could show a secret.
+bool is_env_override(std::string_view arg) {
+  return arg.rfind("env.", 0) == 0 || arg.rfind("env=", 0) == 0;
+}
+
+std::string hidden_override(std::string_view arg) {
+  size_t eq_at = arg.find('=');
+  return printable_text(arg.substr(0, std::min(eq_at, size_t{200})), 200) + "=<value not shown>";
+}
+
+std::string quoted_override(std::string_view arg) {
+  size_t eq_at = arg.find('=');
+  if (!is_env_override(arg) || eq_at == std::string_view::npos) return printable_text(arg, 200);
+  bool spelled = arg.find_first_of("\\\"'", eq_at) != std::string_view::npos;
+  if (first_invalid_utf8(arg) != std::string_view::npos || spelled ||
+      printable_text(arg, std::string::npos).size() > 200)  // cut short as printed
+    return hidden_override(arg);
+  return printable_text(arg, 200);
+}
+
+}  // namespace
+
 void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   SourceLoc where;
-  // The argument as messages quote it: shortened, control characters and bad bytes escaped.
-  // An `env` value may be a secret, and one that cannot be read (or is cut short here) is
-  // not scrubbed by value (Diagnostics::add_secret): such an override is quoted without it.
-  where.override_arg = printable_text(arg, 200);
-  size_t eq_at = arg.find('=');
-  bool env_key = arg.rfind("env.", 0) == 0 || arg.rfind("env=", 0) == 0;
-  std::string without_value =
-      printable_text(arg.substr(0, std::min(eq_at, size_t{200})), 200) + "=<value not shown>";
-  if (env_key && eq_at != std::string_view::npos &&
-      (first_invalid_utf8(arg) != std::string_view::npos ||
-       printable_text(arg, std::string::npos).size() > 200))  // cut short as printed
-    where.override_arg = without_value;
+  where.override_arg = quoted_override(arg);
   if (first_invalid_utf8(arg) != std::string_view::npos) {
     diags.error("bad-override", "", where, "an override must be UTF-8 text");
     return;
@@ -785,7 +802,7 @@ void apply_override(YamlNode& root, std::string_view arg, Diagnostics& diags) {
   Diagnostics value_diags;
   YamlNode value = parse_yaml_value(value_text, where.override_arg, value_diags);
   if (value_diags.has_errors()) {
-    if (env_key) where.override_arg = without_value;
+    if (is_env_override(arg)) where.override_arg = hidden_override(arg);
     for (const Diagnostic& d : value_diags.items())
       diags.error(d.code, d.path, where, d.message, d.help);
     return;

@@ -190,8 +190,10 @@ void add_manual_gc(PluginOptions& o, const PerfEnvOptions& p, PluginContribution
 // for that model, GPU and layout. perf_env's own choices for those names are generic
 // defaults, so it leaves them to the recipe; it keeps what a rule requires for the overlap
 // to work (CUDA_DEVICE_MAX_CONNECTIONS=1 keeps the launch order on Hopper) and what the user
-// asked for by option (NCCL_P2P_NET_CHUNKSIZE, the deterministic settings).
-void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, PluginContribution& out) {
+// asked for by option (layernorm_sm_margin, NCCL_P2P_NET_CHUNKSIZE, the deterministic
+// settings).
+void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const PerfEnvOptions& p,
+                                            PluginContribution& out) {
   const PerfRecipeEnv* recipe = perf_recipe_env_of(ctx.recipe, ctx.topology);
   if (!recipe) return;
   static const std::set<std::string_view> kTuning{"CUDA_DEVICE_MAX_CONNECTIONS",
@@ -207,7 +209,9 @@ void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, PluginCont
     return false;
   };
   std::erase_if(out.env, [&](const EnvVar& v) {
-    bool required = v.name == "CUDA_DEVICE_MAX_CONNECTIONS" && v.value == "1";
+    bool required =
+        (v.name == "CUDA_DEVICE_MAX_CONNECTIONS" && v.value == "1") ||
+        (p.layernorm_sm_margin && v.name.find("LAYERNORM_SM_MARGIN") != std::string::npos);
     return kTuning.count(v.name) && recipe_sets(v.name) && !required;
   });
 }
@@ -227,7 +231,7 @@ class PerfEnvPlugin : public LaunchPlugin {
     if (p.deterministic) add_determinism(ctx, o, out);
     if (ctx.recipe.model.compute_dtype.get_or("") == "nvfp4")
       add_env(out, "NVTE_USE_FAST_MATH", "1", "compute_dtype nvfp4: TE fast math for NVFP4");
-    leave_tuning_to_the_performance_recipe(ctx, out);
+    leave_tuning_to_the_performance_recipe(ctx, p, out);
     add_manual_gc(o, p, out);
     add_setup_steps(ctx, o, p, out);
   }

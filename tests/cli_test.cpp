@@ -904,6 +904,15 @@ TEST_F(CliTest, NoMessageQuotesASecretValue) {
       run({"validate", fixture("minimal.yaml"), "env.N={value: " + secret + ", secret: true"});
   expect_scrubbed(unread, "unreadable override");
   EXPECT_THAT(unread.err, HasSubstr("override 'env.N=<value not shown>'"));
+  // A secret written with quotes and escapes is scrubbed by its decoded value, which its
+  // spelling does not contain: such an env override is quoted without its value.
+  for (const char* spelled : {"env.N={value: \"SEK\\x52IT-M4RKER\", secret: true, bogus: 1}",
+                              "env.N={value: 'SEK''RIT-M4RKER', secret: true, bogus: 1}"}) {
+    CommandResult escaped = run({"validate", fixture("minimal.yaml"), spelled});
+    expect_scrubbed(escaped, spelled);
+    EXPECT_THAT(escaped.out + escaped.err, Not(HasSubstr("SEK"))) << spelled;
+    EXPECT_THAT(escaped.err, HasSubstr("override 'env.N=<value not shown>'")) << escaped.err;
+  }
   // The source excerpt of a flow-style secret line, the caret still under `bogus`.
   std::string flow = home_.path() + "/flow.yaml";
   std::ofstream(flow) << "name: t\nenv: {S: {value: " << secret << ", secret: true, bogus: 1}}\n";

@@ -15,6 +15,7 @@
 #include "launcher/megatron_bridge_perf_recipes.h"
 #include "launcher/plan/megatron_bridge_release.h"
 #include "launcher/plan/plan.h"
+#include "launcher/plan/plan_output.h"
 
 namespace bridge {
 namespace {
@@ -323,6 +324,36 @@ TEST(MegatronBridgeRules, ASecretLaunchValueIsNotShownInTheWarning) {
   std::string all;
   for (const auto& d : run.diags.items()) all += d.message + d.help;
   EXPECT_THAT(all, Not(HasSubstr("hunter2")));
+}
+
+// plan's text and JSON are not scrubbed by Diagnostics: the runtime env section itself must
+// not show a secret, nor tell whether it equals the recipe's value.
+TEST(MegatronBridgeRules, PlanOutputShowsNoSecretOfTheRuntimeEnv) {
+  PlanRun leak =
+      plan_of(kQwen, {"env.NCCL_NVLS_ENABLE={value: hunter2-very-secret, secret: true}"});
+  std::string text = plan_to_text(leak.plan, false);
+  std::string json = plan_to_json(leak.plan, leak.diags).dump();
+  EXPECT_THAT(text, Not(HasSubstr("hunter2"))) << text;
+  EXPECT_THAT(json, Not(HasSubstr("hunter2")));
+  EXPECT_THAT(json,
+              HasSubstr(R"("name":"NCCL_NVLS_ENABLE","value":"0","launch_value":"<secret>")"));
+  // The recipe's value is "0": a secret "0" is not reported as "the same".
+  PlanRun same = plan_of(kQwen, {"env.NCCL_NVLS_ENABLE={value: \"0\", secret: true}"});
+  const RuntimeEnvDefault* v = runtime_var(same.plan, "NCCL_NVLS_ENABLE");
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->launch_env_wins());
+  EXPECT_THAT(plan_to_json(same.plan, same.diags).dump(), HasSubstr(R"("rank_gets":"launch_env")"));
+}
+
+// An explicit plugin option is the user's request: perf_env keeps it over the recipe's value.
+TEST(MegatronBridgeRules, AnExplicitLayernormMarginWinsOverTheRecipe) {
+  PlanRun run =
+      plan_of(std::string(kQwen) + "plugins: {perf_env: {layernorm_sm_margin: 24}}\n", {});
+  ASSERT_NE(run.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN"), nullptr) << run.codes();
+  EXPECT_EQ(run.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN")->value, "24");
+  EXPECT_THAT(
+      warnings_of(run, "runtime-env-replaced"),
+      HasSubstr("NVTE_FWD_LAYERNORM_SM_MARGIN=24 from plugin:perf_env (the recipe has 20)"));
 }
 
 // 32 GPUs has no Qwen3-30B-A3B H100 recipe: run_script.py starts from its default count (16).

@@ -173,6 +173,14 @@ ordered_json runtime_env_json(const RuntimeEnvDefaults& defaults) {
           {"vars", vars}};
 }
 
+std::string launch_env_text(const LaunchEnv& env, bool color) {
+  std::vector<std::vector<std::string>> rows{{"variable", "value", "source", "reason"}};
+  for (const auto& v : env.vars)
+    rows.push_back({v.name, printable(redacted_value(v)), v.source, v.reason});
+  if (rows.size() == 1) rows.push_back({"(none)", "", "", ""});
+  return format_table(rows, color);
+}
+
 std::string runtime_env_text(const RuntimeEnvDefaults& defaults, bool color) {
   std::vector<std::vector<std::string>> rows{{"variable", "runtime's value", "rank gets"}};
   for (const auto& d : defaults.vars) {
@@ -313,11 +321,7 @@ std::string plan_to_text(const Plan& p, bool color) {
   }
   if (!p.executor.empty() && p.topology) {
     heading("launch env");
-    std::vector<std::vector<std::string>> rows{{"variable", "value", "source", "reason"}};
-    for (const auto& v : p.env.vars)
-      rows.push_back({v.name, printable(redacted_value(v)), v.source, v.reason});
-    if (rows.size() == 1) rows.push_back({"(none)", "", "", ""});
-    out += format_table(rows, color);
+    out += launch_env_text(p.env, color);
     if (!p.runtime_env.origin.empty()) {
       heading(
           fmt::format("env the runtime sets at rank start where unset ({})", p.runtime_env.origin));

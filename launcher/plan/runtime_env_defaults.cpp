@@ -15,6 +15,7 @@ RuntimeEnvDefault compare(std::string_view name, std::string_view value, const L
     d.launch_value = mine->value;
     d.launch_source = mine->source;
     d.launch_secret = mine->secret;
+    d.launch_expanded = mine->expand;
   }
   return d;
 }
@@ -24,7 +25,10 @@ void warn_replaced(const RuntimeEnvDefaults& out, Diagnostics& diags) {
   for (const auto& d : out.vars)
     if (d.launch_env_wins())
       replaced.push_back(fmt::format("{}={} from {} (the recipe has {})", d.name,
-                                     d.launch_secret ? std::string("<secret>") : *d.launch_value,
+                                     d.launch_secret ? std::string("<secret>")
+                                     : d.launch_expanded
+                                         ? *d.launch_value + " (expanded on the rank)"
+                                         : *d.launch_value,
                                      d.launch_source, d.value));
   if (replaced.empty()) return;
   diags.warning(

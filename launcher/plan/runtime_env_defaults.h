@@ -28,8 +28,13 @@ struct RuntimeEnvDefault {
   std::optional<std::string> launch_value;  // the launch env's, when it sets the name
   std::string launch_source;                // e.g. "plugin:perf_env", "recipe env", "-E"
   bool launch_secret = false;
+  bool launch_expanded = false;  // expanded on the rank (expand: true): its value is not known here
 
-  bool launch_env_wins() const { return launch_value && *launch_value != value; }
+  // A secret or rank-expanded launch value is not compared with the recipe's (an answer
+  // "the same" would tell a secret's value): it counts as replacing it.
+  bool launch_env_wins() const {
+    return launch_value && (launch_secret || launch_expanded || *launch_value != value);
+  }
 };
 
 struct RuntimeEnvDefaults {

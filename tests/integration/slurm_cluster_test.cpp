@@ -421,8 +421,8 @@ TEST_F(SlurmCluster, AblateSubmitsVariantsTogetherUnderTheirOwnNames) {
   // --wait asked about both jobs with one squeue per poll while both were open; a job was
   // polled alone (scontrol) only after the other had ended.
   std::vector<std::string> queries;
-  std::istringstream log(read_file(calls));
-  for (std::string line; std::getline(log, line);) queries.push_back(line);
+  std::istringstream query_log(read_file(calls));
+  for (std::string line; std::getline(query_log, line);) queries.push_back(line);
   const std::string both = "--jobs=" + ids[0] + "," + ids[1];
   size_t last_joint = queries.size();
   for (size_t i = 0; i < queries.size(); ++i)
