@@ -215,6 +215,15 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
       print_failure_summary(executor, rec, c.err);
       w.done = true;
     }
+    // A signal while a job's progress or failure summary was being read (that query was
+    // stopped too): the wait ends as interrupted, naming the jobs still open.
+    if (interrupts.interrupted()) {
+      std::vector<WaitedJob*> left;
+      for (WaitedJob* w : open)
+        if (!w->done) left.push_back(w);
+      rc = stop_waiting(left, tty, c.err);
+      break;
+    }
   }
   return rc;
 }

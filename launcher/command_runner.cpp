@@ -169,10 +169,13 @@ class SpawnedCommand : public StartedCommand {
       auto now = Clock::now();
       if (now >= deadline) break;
       // Cancelled (Ctrl-C during --wait): the program is killed as on a timeout. One that
-      // already ended keeps its result.
+      // already ended (reaped now if its pidfd was not read yet) keeps its result.
       if (!reaped_ && cancel_ && cancel_->cancelled()) {
-        cancelled = true;
-        break;
+        reap(false);
+        if (!reaped_) {
+          cancelled = true;
+          break;
+        }
       }
       if (!reaped_ && exit_fd_ < 0) reap(false);  // no pidfd: look at each turn
       if (reaped_ && !exited_at) exited_at = now;
