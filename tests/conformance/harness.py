@@ -789,6 +789,15 @@ def _worker_init():
     sys.stdout = io.StringIO()  # the release prints; the result goes back through the pipe
 
 
+def write_output(path, text):
+    """The result, to stdout for "-" (the real one: workers' prints went to a buffer)."""
+    if path == "-":
+        sys.__stdout__.write(text + "\n")
+    else:
+        with open(path, "w") as f:
+            f.write(text)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default="-")
@@ -805,12 +814,7 @@ def main():
             sys.exit(f"harness: the release does not import: {import_error}")
         out = perf_env_main(rel, args.jobs)
         out["seconds"] = round(time.time() - t0, 2)
-        text = json.dumps(out, sort_keys=True)
-        if args.out == "-":
-            sys.__stdout__.write(text + "\n")
-        else:
-            with open(args.out, "w") as f:
-                f.write(text)
+        write_output(args.out, json.dumps(out, sort_keys=True))
         return
     # Import first: the caller may still be writing the cases while the release imports.
     rel, import_s, import_error = import_release(args.te_absent)
@@ -840,12 +844,7 @@ def main():
         else:
             out["results"] = [run_case(c) for c in cases]
     out["seconds"] = round(time.time() - t0, 2)
-    text = json.dumps(out, sort_keys=False)
-    if args.out == "-":
-        sys.__stdout__.write(text + "\n")
-    else:
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_output(args.out, json.dumps(out, sort_keys=False))
 
 
 if __name__ == "__main__":
