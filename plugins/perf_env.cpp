@@ -1,10 +1,12 @@
 // perf_env: the launch environment that the resolved overlap config and topology need.
 // Rules: docs/plugins.md and the perf_env section of the plugins spec.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "launcher/megatron_bridge_perf_recipes.h"
 #include "launcher/shell_quote.h"
@@ -193,7 +195,7 @@ void add_manual_gc(PluginOptions& o, const PerfEnvOptions& p, PluginContribution
 // asked for by option (layernorm_sm_margin, NCCL_P2P_NET_CHUNKSIZE, the deterministic
 // settings).
 void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const PerfEnvOptions& p,
-                                            PluginContribution& out) {
+                                            PluginContribution& out, Diagnostics& diags) {
   const PerfRecipeEnv* recipe = perf_recipe_env_of(ctx.recipe, ctx.topology);
   if (!recipe) return;
   static const std::set<std::string_view> kTuning{"CUDA_DEVICE_MAX_CONNECTIONS",
@@ -208,12 +210,22 @@ void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const Perf
       if (n == name) return true;
     return false;
   };
+  std::vector<std::string> left;
   std::erase_if(out.env, [&](const EnvVar& v) {
     bool required =
         (v.name == "CUDA_DEVICE_MAX_CONNECTIONS" && v.value == "1") ||
         (p.layernorm_sm_margin && v.name.find("LAYERNORM_SM_MARGIN") != std::string::npos);
-    return kTuning.count(v.name) && recipe_sets(v.name) && !required;
+    bool leave = kTuning.count(v.name) && recipe_sets(v.name) && !required;
+    if (leave) left.push_back(fmt::format("{} (perf_env's {})", v.name, v.value));
+    return leave;
   });
+  if (!left.empty())
+    diags.info("perf-env-leaves-it-to-the-recipe", "plugins.perf_env", {},
+               fmt::format("perf_env leaves {} to Megatron-Bridge's {}, which sets them at rank "
+                           "start with NVIDIA's values for this model and GPU",
+                           fmt::join(left, ", "), recipe->function),
+               "`bridge-launch plan` shows the values each rank gets; set a variable in env: "
+               "to choose it yourself");
 }
 
 class PerfEnvPlugin : public LaunchPlugin {
@@ -231,7 +243,7 @@ class PerfEnvPlugin : public LaunchPlugin {
     if (p.deterministic) add_determinism(ctx, o, out);
     if (ctx.recipe.model.compute_dtype.get_or("") == "nvfp4")
       add_env(out, "NVTE_USE_FAST_MATH", "1", "compute_dtype nvfp4: TE fast math for NVFP4");
-    leave_tuning_to_the_performance_recipe(ctx, p, out);
+    leave_tuning_to_the_performance_recipe(ctx, p, out, diags);
     add_manual_gc(o, p, out);
     add_setup_steps(ctx, o, p, out);
   }

@@ -292,6 +292,7 @@ TEST(MegatronBridgeRules, PerfEnvLeavesTuningToThePerformanceRecipe) {
   const RuntimeEnvDefault* conn = runtime_var(run.plan, "CUDA_DEVICE_MAX_CONNECTIONS");
   ASSERT_NE(conn, nullptr);
   EXPECT_FALSE(conn->launch_value.has_value());  // the rank runs NVIDIA's 32
+  EXPECT_TRUE(run.has("perf-env-leaves-it-to-the-recipe")) << run.codes();
 
   PlanRun tp = plan_of(with_perf_env,
                        {"model.tensor_model_parallel_size=2", "model.expert_model_parallel_size=4",
