@@ -62,8 +62,7 @@ BENCHMARK(BM_RunPlugins)->Unit(benchmark::kMicrosecond);
 
 void BM_Render(benchmark::State& state, const std::string& executor) {
   Plan plan = plan_for(state.range(0), executor);
-  bridge::testing::ForwardingRunner no_commands;  // render runs none
-  bridge::testing::TestServices seams(no_commands);
+  bridge::testing::TestServices seams;  // its runner answers nothing: render runs none
   std::unique_ptr<Executor> ex = make_executor(executor_registry(), executor, seams.services());
   if (!plan.complete || !ex) {
     state.SkipWithError("plan or executor unavailable");

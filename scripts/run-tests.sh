@@ -9,17 +9,36 @@ BUILD_DIR=${BUILD_DIR:-build}
 # sanitize and fuzz share one clang build (build-clang/), so fuzz comes right after sanitize.
 SUITES=${SUITES:-"format unit conformance integration slurm k8s sanitize fuzz package tidy"}
 failed=0
+failed_logs=()
+# Each suite's output is also kept in $LOG_DIR, so that the end of the run can repeat what
+# failed: CI shows only the last lines of a run, and the failing suite may be long before them.
+LOG_DIR="$BUILD_DIR/test-logs"
+mkdir -p "$LOG_DIR"
 
 run_suite() {
   local name=$1; shift
+  local log="$LOG_DIR/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_' | cut -c1-40).log"
   echo "== $name =="
-  local start=$SECONDS
-  if "$@"; then
+  local start=$SECONDS status
+  "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  if ((status == 0)); then
     echo "== $name: ok ($((SECONDS - start)) s) =="
   else
     echo "== $name: FAILED ($((SECONDS - start)) s) =="
     failed=$((failed + 1))
+    failed_logs+=("$name|$log")
   fi
+}
+
+# The lines of a failed suite's log that say what failed (GoogleTest, ctest, pytest and our
+# scripts' own wording), else its last lines; at most 15.
+failure_lines() {
+  local lines
+  lines=$(grep -E '\[  FAILED  \]|\*\*\*Failed|\(Failed\)|FAILED|^FAIL|[Ee]rror:|Failure$|failed' "$1" |
+          grep -vE '^\[==========\]|0 failed' | tail -15)
+  [[ -n "$lines" ]] || lines=$(tail -15 "$1")
+  printf '%s\n' "$lines"
 }
 
 format_check() {
@@ -97,6 +116,10 @@ for s in $SUITES; do
 done
 
 if [ "$failed" -ne 0 ]; then
+  for entry in "${failed_logs[@]}"; do
+    echo "== what failed in \"${entry%%|*}\" (whole output: ${entry#*|}) =="
+    failure_lines "${entry#*|}" | cut -c1-300
+  done
   echo "run-tests: $failed suite(s) failed ($SECONDS s)"
   exit 1
 fi

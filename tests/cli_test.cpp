@@ -136,17 +136,11 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
                            "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n"
                            "executor:\n  slurm: {account: acct, partition: batch, job_dir: "
                         << (dir / "jobs").string() << "}\n";
-  struct Submissions : CommandRunner {
-    std::vector<CommandSpec> ran;
-    bridge::CommandResult run(const CommandSpec& spec) override {
-      ran.push_back(spec);
-      bridge::CommandResult r;
-      if (spec.argv.at(0) == "sbatch") r.out = "4242\n";
-      return r;
-    }
-  } submissions;
-  testing::ForwardingRunner runner;
-  runner.target = &submissions;
+  testing::ScriptedRunner runner([](const CommandSpec& spec) {
+    bridge::CommandResult r;
+    if (spec.argv.at(0) == "sbatch") r.out = "4242\n";
+    return r;
+  });
   testing::TestServices seams;
   Services services{seams.env,
                     runner,
@@ -166,7 +160,7 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   services.end_process = [&](int code) { ended.emplace_back(code, out.str() + err.str()); };
   auto launch = [&](const std::vector<std::string>& args) {
     runner.started.clear();
-    submissions.ran.clear();
+    runner.calls.clear();
     ended.clear();
     out.str("");
     err.str("");
@@ -175,7 +169,7 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   };
   auto sbatch_runs = [&]() {
     size_t n = 0;
-    for (const auto& spec : submissions.ran) n += spec.argv.at(0) == "sbatch";
+    for (const auto& spec : runner.calls) n += spec.argv.at(0) == "sbatch";
     return n;
   };
   for (const std::vector<std::string>& args :
@@ -198,7 +192,7 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   EXPECT_EQ(code, 0) << said;
   EXPECT_EQ(runner.started.size(), 1u);
   ASSERT_EQ(sbatch_runs(), 1u);
-  EXPECT_THAT(submissions.ran[0].stdin_text, HasSubstr("#SBATCH --comment=bridge-launch:early-"));
+  EXPECT_THAT(runner.calls[0].stdin_text, HasSubstr("#SBATCH --comment=bridge-launch:early-"));
   // The launch ends the process once the job is submitted and everything is printed.
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].first, 0);

@@ -21,10 +21,10 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using testing::failed_result;
-using testing::FakeRunner;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ok_result;
+using testing::ScriptedRunner;
 using testing::TestServices;
 
 constexpr const char* kMarker = "EXEC-SECRET-MARKER-91d2";
@@ -57,7 +57,7 @@ struct Submitted {
   std::string rendered;
 };
 
-Submitted submit(FakeRunner& fake, std::vector<std::string> overrides = {}) {
+Submitted submit(ScriptedRunner& fake, std::vector<std::string> overrides = {}) {
   auto p = testing::k8s_plan(kRecipe, std::move(overrides));
   EXPECT_TRUE(p->plan->complete);
   TestServices use(fake);
@@ -90,7 +90,7 @@ CommandResult apply_all_created(const CommandSpec& spec) {
 }
 
 TEST(K8sExecutor, IsRegistered) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   TestServices use(fake);
   auto ex = make_executor(executor_registry(), "kubernetes", use.services());
   ASSERT_NE(ex, nullptr);
@@ -100,7 +100,7 @@ TEST(K8sExecutor, IsRegistered) {
 }
 
 TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = apply_all_created;
   Submitted s = submit(fake);
   ASSERT_EQ(fake.calls.size(), 1u);
@@ -133,7 +133,7 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
 }
 
 TEST(K8sExecutor, FailedApplyDeletesWhatWasCreatedAndIsNotAccepted) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"apply"})) {
       CommandResult r = failed_result(
@@ -165,7 +165,7 @@ TEST(K8sExecutor, FailedApplyDeletesWhatWasCreatedAndIsNotAccepted) {
 }
 
 TEST(K8sExecutor, ApplyFailureBeforeAnythingWasCreatedNeedsNoCleanUp) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) {
     return failed_result("error: You must be logged in to the server (Unauthorized)");
   };
@@ -177,7 +177,7 @@ TEST(K8sExecutor, ApplyFailureBeforeAnythingWasCreatedNeedsNoCleanUp) {
 }
 
 TEST(K8sExecutor, KubectlMissingIsReported) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) {
     CommandResult r;
     r.started = false;
@@ -190,7 +190,7 @@ TEST(K8sExecutor, KubectlMissingIsReported) {
 }
 
 TEST(K8sExecutor, PreexistingObjectIsACollisionNotASubmission) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec& spec) {
     if (!contains_seq(spec.argv, {"apply"})) return ok_result();
     auto docs = testing::parse_yaml_docs(spec.stdin_text);
@@ -209,7 +209,7 @@ TEST(K8sExecutor, PreexistingObjectIsACollisionNotASubmission) {
 }
 
 TEST(K8sExecutor, SecretValuesAreScrubbedFromKubectlMessages) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) {
     return failed_result(std::string("error: invalid value \"") + kMarker + "\"");
   };
@@ -234,7 +234,7 @@ TEST(K8sExecutor, EscapedSpellingsOfSecretsAreScrubbedToo) {
       {"b64-S3CR3T", "YjY0LVMzQ1IzVA=="},
   };
   for (const auto& c : cases) {
-    FakeRunner fake;
+    ScriptedRunner fake;
     fake.respond = [&](const CommandSpec&) {
       return failed_result("error: Secret \"x\" is invalid: data.TOKEN: \"" + c.printed + "\"");
     };
@@ -300,7 +300,7 @@ const char* const kFailed =
         "message":"jobset failed due to reaching max number of restarts"}])";
 
 TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   std::vector<json> items{
       jobset("js-ok", kCompleted),
       jobset("js-failed", kFailed),
@@ -352,7 +352,7 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
 }
 
 TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
   TestServices use(fake);
   Diagnostics diags;
@@ -368,7 +368,7 @@ TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
 }
 
 TEST(K8sExecutor, StatusReportsKubectlFailure) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) {
     return failed_result("The connection to the server 10.0.0.1:6443 was refused");
   };
@@ -382,7 +382,7 @@ TEST(K8sExecutor, StatusReportsKubectlFailure) {
 }
 
 TEST(K8sExecutor, JobApiFailedAttemptStartsTheNextOne) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   std::vector<json> items{
       job("demo-ab12", "demo-ab12", 0, false,
           R"({"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded"}]})"),
@@ -473,7 +473,7 @@ json pod(const std::string& name, int index, int attempt, const std::string& pha
 }
 
 TEST(K8sExecutor, LogsOfOneRankReadTheNodesPod) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"}))
       return ok_result(list_of({pod("x-node-0-0-aaaaa", 0, 1, "Running"),
@@ -505,7 +505,7 @@ TEST(K8sExecutor, FailureEvidenceOrdersPodsByFinishTimeAndReadsTheirLogs) {
            {{"terminated", {{"exitCode", code}, {"reason", reason}, {"finishedAt", finished}}}}}}});
     return p;
   };
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [&](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"}))
       return ok_result(list_of({terminated(pod("x-node-0-0-aaaaa", 0, 0, "Failed"), "gpu-a", 1,
@@ -543,7 +543,7 @@ TEST(K8sExecutor, FailureEvidenceOrdersPodsByFinishTimeAndReadsTheirLogs) {
 }
 
 TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"}))
       return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
@@ -560,7 +560,7 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
 }
 
 TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"})) {
       json a = pod("a", 0, 0, "Running"), b = pod("b", 1, 0, "Running");
@@ -593,7 +593,7 @@ TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {
 }
 
 TEST(K8sExecutor, FollowingAPendingJobSaysWhyItWaits) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   int polls = 0;
   fake.respond = [&](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"})) {
@@ -624,7 +624,7 @@ TEST(K8sExecutor, FollowingAPendingJobSaysWhyItWaits) {
 }
 
 TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };
   TestServices use(fake);
   Diagnostics diags;
@@ -636,7 +636,7 @@ TEST(K8sExecutor, LogsRankOutOfRangeAndNoPods) {
 }
 
 TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   int polls = 0;
   fake.respond = [&](const CommandSpec& spec) {
     if (contains_seq(spec.argv, {"get", "pods"}))
@@ -664,7 +664,7 @@ TEST(K8sExecutor, FollowPrintsEachLineOnceUntilTheJobEnds) {
 }
 
 TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result("jobset deleted\n"); };
   TestServices use(fake);
   Diagnostics diags;
@@ -684,7 +684,7 @@ TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
 }
 
 TEST(K8sExecutor, CancelFailureShowsKubectlsMessage) {
-  FakeRunner fake;
+  ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) {
     return failed_result("Error from server (Forbidden): jobsets is forbidden");
   };

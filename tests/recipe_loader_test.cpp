@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -831,14 +830,12 @@ TEST(RecipeLoaderTest, AliasBombIsStopped) {
     text += "]\n";
     prev = std::string(1, c);
   }
-  auto start = std::chrono::steady_clock::now();
+  // Stopped by counting, not by time: an unbounded expansion would end in ctest's timeout.
   Loaded l = load(text);
-  auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_FALSE(l.recipe);
   const Diagnostic* d = find_diag(l.diags, "yaml-limit");
   ASSERT_NE(d, nullptr) << dump(l.diags);
   EXPECT_THAT(d->message, HasSubstr("alias bomb"));
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 10);
 }
 
 TEST(RecipeLoaderTest, NonScalarKeysAreRejected) {

@@ -32,26 +32,6 @@ using test::TempDir;
 
 constexpr const char* kMarker = "MARKER-secret-0b5e";
 
-// Answers each command with `handler` and records what was asked.
-class FakeRunner : public CommandRunner {
- public:
-  using Handler = std::function<CommandResult(const CommandSpec&)>;
-  explicit FakeRunner(Handler h) : handler_(std::move(h)) {}
-  CommandResult run(const CommandSpec& spec) override {
-    calls.push_back(spec);
-    return handler_(spec);
-  }
-  int count(const std::string& program) const {
-    int n = 0;
-    for (const auto& c : calls) n += c.argv.at(0) == program;
-    return n;
-  }
-  std::vector<CommandSpec> calls;
-
- private:
-  Handler handler_;
-};
-
 CommandResult ok(std::string out) {
   CommandResult r;
   r.out = std::move(out);
@@ -80,8 +60,11 @@ class SlurmExecutorTest : public ::testing::Test {
     ASSERT_NE(executor, nullptr);
   }
 
-  // The executor's commands go to `r` from now on.
-  void install(FakeRunner& r) { forward.target = &r; }
+  // The executor's commands are answered by `respond` from now on.
+  testing::ScriptedRunner& script(testing::ScriptedRunner::Respond respond) {
+    runner_.respond = std::move(respond);
+    return runner_;
+  }
 
   Plan plan(const std::string& job_dir) {
     MapEnvironment env({{"HOME", "/home/alice"}, {"WANDB_API_KEY", kMarker}});
@@ -123,8 +106,8 @@ class SlurmExecutorTest : public ::testing::Test {
   }
 
   Diagnostics plan_diags;
-  testing::ForwardingRunner forward;
-  testing::TestServices seams{forward};
+  testing::ScriptedRunner runner_;
+  testing::TestServices seams{runner_};
   std::unique_ptr<Executor> executor;
 };
 
@@ -132,8 +115,7 @@ class SlurmExecutorTest : public ::testing::Test {
 
 TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironment) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("4711;cluster-a\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("4711;cluster-a\n"); });
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -164,13 +146,12 @@ TEST_F(SlurmExecutorTest, SubmitParsesIdAndPassesSecretsOnlyThroughTheEnvironmen
 // job's comment and every secret already has its value in the launcher's environment.
 TEST_F(SlurmExecutorTest, ThePreparedSbatchSubmitsWhenNothingItNeedsDependsOnThePlan) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("4711\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("4711\n"); });
   seams.env.set("WANDB_API_KEY", kMarker);
   executor->prepare_to_submit();
-  ASSERT_EQ(forward.started.size(), 1u);
-  EXPECT_EQ(forward.started[0].argv, (std::vector<std::string>{"sbatch", "--parsable"}));
-  EXPECT_TRUE(forward.started[0].extra_env.empty());
+  ASSERT_EQ(runner.started.size(), 1u);
+  EXPECT_EQ(runner.started[0].argv, (std::vector<std::string>{"sbatch", "--parsable"}));
+  EXPECT_TRUE(runner.started[0].extra_env.empty());
   EXPECT_TRUE(runner.calls.empty()) << "nothing reaches the scheduler before the script";
 
   Plan p = plan(dir.path() + "/jobs");
@@ -178,7 +159,7 @@ TEST_F(SlurmExecutorTest, ThePreparedSbatchSubmitsWhenNothingItNeedsDependsOnThe
   int accepted = 0;
   SubmitResult r = submit(p, diags, &accepted);
   EXPECT_EQ(r.scheduler_id, "4711") << diag_text(diags);
-  EXPECT_EQ(forward.started.size(), 1u) << "a second sbatch was started";
+  EXPECT_EQ(runner.started.size(), 1u) << "a second sbatch was started";
   ASSERT_EQ(runner.calls.size(), 1u);
   EXPECT_EQ(runner.calls[0].argv, (std::vector<std::string>{"sbatch", "--parsable"}));
   EXPECT_TRUE(runner.calls[0].extra_env.empty());  // the secret is in what it inherited
@@ -191,16 +172,15 @@ TEST_F(SlurmExecutorTest, ThePreparedSbatchSubmitsWhenNothingItNeedsDependsOnThe
 // it: the prepared one is stopped before it read anything, and a fresh one submits.
 TEST_F(SlurmExecutorTest, ASecretTheLauncherDoesNotHoldNeedsAFreshSbatch) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("4712\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("4712\n"); });
   executor->prepare_to_submit();
   Plan p = plan(dir.path() + "/jobs");  // WANDB_API_KEY comes from the plan's environment only
   Diagnostics diags;
   int accepted = 0;
   SubmitResult r = submit(p, diags, &accepted);
   EXPECT_EQ(r.scheduler_id, "4712") << diag_text(diags);
-  ASSERT_EQ(forward.started.size(), 2u);
-  EXPECT_EQ(forward.started[1].extra_env.at("WANDB_API_KEY"), kMarker);
+  ASSERT_EQ(runner.started.size(), 2u);
+  EXPECT_EQ(runner.started[1].extra_env.at("WANDB_API_KEY"), kMarker);
   ASSERT_EQ(runner.calls.size(), 1u) << "the prepared sbatch must never run";
   EXPECT_EQ(runner.calls[0].extra_env.at("WANDB_API_KEY"), kMarker);
 }
@@ -209,8 +189,7 @@ TEST_F(SlurmExecutorTest, ASecretTheLauncherDoesNotHoldNeedsAFreshSbatch) {
 // sbatch's command line (which wins over the script), through a fresh sbatch.
 TEST_F(SlurmExecutorTest, AUserTemplateWithoutTheCommentGetsItOnTheCommandLine) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("4713\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("4713\n"); });
   std::string tmpl = dir.write("bare.mustache", "#!/bin/bash\nsrun {{task_command}}\n");
   seams.env.set("WANDB_API_KEY", kMarker);
   executor->prepare_to_submit();
@@ -234,7 +213,7 @@ TEST_F(SlurmExecutorTest, AUserTemplateWithoutTheCommentGetsItOnTheCommandLine) 
   EXPECT_EQ(runner.calls[0].argv,
             (std::vector<std::string>{"sbatch", "--parsable",
                                       "--comment=bridge-launch:unit-20261130-120000-ab12"}));
-  EXPECT_EQ(forward.started.size(), 2u);
+  EXPECT_EQ(runner.started.size(), 2u);
 }
 
 // A controller whose state was reset hands out old Slurm ids again: two submissions that get
@@ -242,8 +221,7 @@ TEST_F(SlurmExecutorTest, AUserTemplateWithoutTheCommentGetsItOnTheCommandLine) 
 // output nor the rank logs of the two jobs mix.
 TEST_F(SlurmExecutorTest, TwoSubmissionsGivenTheSameSlurmIdKeepTheirOwnDirectories) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("9\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("9\n"); });
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -264,12 +242,11 @@ TEST_F(SlurmExecutorTest, TwoSubmissionsGivenTheSameSlurmIdKeepTheirOwnDirectori
 
 TEST_F(SlurmExecutorTest, SchedulerErrorIsReportedVerbatimAndLeavesNothingBehind) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) {
+  auto& runner = script([](const CommandSpec&) {
     return fail(
         "sbatch: error: Batch job submission failed: Invalid account or account/partition "
         "combination specified\n");
   });
-  install(runner);
   Plan p = plan(dir.path() + "/deep/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -291,7 +268,7 @@ TEST_F(SlurmExecutorTest, SchedulerErrorIsReportedVerbatimAndLeavesNothingBehind
 TEST_F(SlurmExecutorTest, SchedulerOutputShownInMessagesHoldsNoSecret) {
   TempDir dir;
   int sbatch_calls = 0;
-  FakeRunner runner([&](const CommandSpec& s) {
+  script([&](const CommandSpec& s) {
     if (s.argv[0] == "squeue" && s.argv.size() > 2 && s.argv[2] == "--states=all")
       return fail(std::string("squeue: error: env WANDB_API_KEY=") + kMarker + "\n");
     if (s.argv[0] == "squeue") return ok("");  // the comment lookup before a retry
@@ -302,7 +279,6 @@ TEST_F(SlurmExecutorTest, SchedulerOutputShownInMessagesHoldsNoSecret) {
                : fail("sbatch: error: Invalid account\n" + env + "{\"k\": \"" +
                       s.extra_env.at("WANDB_API_KEY") + "\"}\n");
   });
-  install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -330,12 +306,11 @@ TEST_F(SlurmExecutorTest, SchedulerOutputShownInMessagesHoldsNoSecret) {
 
 TEST_F(SlurmExecutorTest, ControllerDownFailsOnceWithoutRetries) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) {
+  auto& runner = script([](const CommandSpec&) {
     return fail(
         "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
         "(connect failure)\n");
   });
-  install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -351,7 +326,7 @@ TEST_F(SlurmExecutorTest, ControllerDownFailsOnceWithoutRetries) {
 TEST_F(SlurmExecutorTest, TransientErrorsAreRetriedWithBoundedAttempts) {
   TempDir dir;
   int sbatch_calls = 0;
-  FakeRunner runner([&](const CommandSpec& s) {
+  auto& runner = script([&](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return ok("");  // the job was not created
     return ++sbatch_calls < 3
                ? fail(
@@ -359,7 +334,6 @@ TEST_F(SlurmExecutorTest, TransientErrorsAreRetriedWithBoundedAttempts) {
                      "send/recv operation\n")
                : ok("99\n");
   });
-  install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -373,11 +347,10 @@ TEST_F(SlurmExecutorTest, TransientErrorsAreRetriedWithBoundedAttempts) {
 
 TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
   TempDir dir;
-  FakeRunner runner([&](const CommandSpec& s) {
+  auto& runner = script([&](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return ok("");
     return fail("sbatch: error: slurm_receive_msg: Socket timed out on send/recv operation\n");
   });
-  install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -391,9 +364,10 @@ TEST_F(SlurmExecutorTest, TransientErrorsGiveUpAfterThreeTries) {
 // A fake Slurm whose sbatch records the job's unique comment (its script's
 // `#SBATCH --comment=` line) and answers `sbatch_answer`; squeue (the lookup by comment)
 // answers `squeue_answer(comment)`.
-FakeRunner comment_tracking_slurm(std::string& comment, CommandResult sbatch_answer,
-                                  std::function<std::string(const std::string&)> squeue_answer) {
-  return FakeRunner([&comment, sbatch_answer, squeue_answer](const CommandSpec& s) {
+testing::ScriptedRunner::Respond comment_tracking_slurm(
+    std::string& comment, CommandResult sbatch_answer,
+    std::function<std::string(const std::string&)> squeue_answer) {
+  return [&comment, sbatch_answer, squeue_answer](const CommandSpec& s) {
     if (s.argv[0] != "sbatch") return ok(squeue_answer(comment));
     const std::string directive = "\n#SBATCH --comment=";
     size_t at = s.stdin_text.find(directive);
@@ -402,7 +376,7 @@ FakeRunner comment_tracking_slurm(std::string& comment, CommandResult sbatch_ans
       comment = s.stdin_text.substr(at, s.stdin_text.find('\n', at) - at);
     }
     return sbatch_answer;
-  });
+  };
 }
 
 // The runner's own timeout killed sbatch, but the controller had taken the job: it is found
@@ -414,9 +388,8 @@ TEST_F(SlurmExecutorTest, SbatchKilledByTheRunnersTimeoutIsLookedUpBeforeCleanup
   killed.started = true;
   killed.timed_out = true;
   killed.exit_code = -1;
-  FakeRunner runner = comment_tracking_slurm(
-      comment, killed, [](const std::string& c) { return "77|" + c + "\n"; });  // %i|%k
-  install(runner);
+  auto& runner = script(comment_tracking_slurm(
+      comment, killed, [](const std::string& c) { return "77|" + c + "\n"; }));  // %i|%k
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -430,10 +403,9 @@ TEST_F(SlurmExecutorTest, SbatchKilledByTheRunnersTimeoutIsLookedUpBeforeCleanup
 TEST_F(SlurmExecutorTest, TimedOutSubmissionThatCreatedTheJobIsNotSubmittedTwice) {
   TempDir dir;
   std::string comment;
-  FakeRunner runner = comment_tracking_slurm(
+  auto& runner = script(comment_tracking_slurm(
       comment, fail("sbatch: error: Socket timed out on send/recv operation\n"),
-      [](const std::string& c) { return "17|someone-else\n18|" + c + "\n"; });  // %i|%k
-  install(runner);
+      [](const std::string& c) { return "17|someone-else\n18|" + c + "\n"; }));  // %i|%k
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -447,13 +419,12 @@ TEST_F(SlurmExecutorTest, TimedOutSubmissionThatCreatedTheJobIsNotSubmittedTwice
 
 TEST_F(SlurmExecutorTest, MissingSbatchIsAClearError) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) {
+  script([](const CommandSpec&) {
     CommandResult r;
     r.started = false;
     r.err = "sbatch: command not found";
     return r;
   });
-  install(runner);
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -464,8 +435,7 @@ TEST_F(SlurmExecutorTest, MissingSbatchIsAClearError) {
 
 TEST_F(SlurmExecutorTest, GarbageOutputIsNotAJobId) {
   TempDir dir;
-  FakeRunner runner([](const CommandSpec&) { return ok("Submitted batch job\n"); });
-  install(runner);
+  script([](const CommandSpec&) { return ok("Submitted batch job\n"); });
   Plan p = plan(dir.path() + "/jobs");
   Diagnostics diags;
   int accepted = 0;
@@ -478,7 +448,7 @@ TEST_F(SlurmExecutorTest, GarbageOutputIsNotAJobId) {
 // ---- status -------------------------------------------------------------------------------
 
 TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
-  FakeRunner runner([](const CommandSpec& s) {
+  auto& runner = script([](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return ok("101|RUNNING|None\n102|PENDING|Resources\n");
     if (s.argv[0] == "sacct") return fail("Slurm accounting storage is disabled\n");
     return ok(
@@ -487,7 +457,6 @@ TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
         "JobId=104 JobName=y JobState=COMPLETED Reason=None ExitCode=0:0\n"
         "JobId=999 JobName=z JobState=CANCELLED Reason=None ExitCode=0:15\n");
   });
-  install(runner);
   Diagnostics diags;
   auto st = executor->status(
       {record("101"), record("102"), record("103"), record("104"), record("105")}, diags);
@@ -520,14 +489,13 @@ TEST_F(SlurmExecutorTest, StatusAsksSqueueOnceThenFallsBackForTheRest) {
 // --wait polls one job with `scontrol show job` (two controller RPCs; squeue costs three),
 // and falls back to the full status query when scontrol no longer knows the job.
 TEST_F(SlurmExecutorTest, PollAsksScontrolAndFallsBackToStatus) {
-  FakeRunner runner([](const CommandSpec& s) {
+  auto& runner = script([](const CommandSpec& s) {
     if (s.argv[0] == "scontrol" && s.argv.back() == "61")
       return ok("JobId=61 JobName=x JobState=RUNNING Reason=None ExitCode=0:0\n");
     if (s.argv[0] == "scontrol") return fail("slurm_load_jobs error: Invalid job id specified\n");
     if (s.argv[0] == "squeue") return ok("62|COMPLETED|None\n");
     return fail("unexpected");
   });
-  install(runner);
   Diagnostics diags;
   EXPECT_EQ(executor->poll(record("61"), diags).state, JobState::kRunning);
   ASSERT_EQ(runner.calls.size(), 1u);
@@ -543,11 +511,10 @@ TEST_F(SlurmExecutorTest, PollAsksScontrolAndFallsBackToStatus) {
 }
 
 TEST_F(SlurmExecutorTest, StatusUsesSacctWhenAccountingWorks) {
-  FakeRunner runner([](const CommandSpec& s) {
+  auto& runner = script([](const CommandSpec& s) {
     if (s.argv[0] == "squeue") return fail("slurm_load_jobs error: Invalid job id specified\n");
     return ok("55|CANCELLED by 1000|0:0\n55.batch|CANCELLED|0:15\n56|TIMEOUT|0:0\n");
   });
-  install(runner);
   Diagnostics diags;
   auto st = executor->status({record("55"), record("56")}, diags);
   EXPECT_FALSE(diags.has_errors()) << diag_text(diags);
@@ -557,10 +524,9 @@ TEST_F(SlurmExecutorTest, StatusUsesSacctWhenAccountingWorks) {
 }
 
 TEST_F(SlurmExecutorTest, StatusWithControllerDownIsAnErrorNotAGuess) {
-  FakeRunner runner([](const CommandSpec&) {
+  auto& runner = script([](const CommandSpec&) {
     return fail("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n");
   });
-  install(runner);
   Diagnostics diags;
   auto st = executor->status({record("1"), record("2")}, diags);
   EXPECT_TRUE(diags.has_errors());
@@ -571,11 +537,10 @@ TEST_F(SlurmExecutorTest, StatusWithControllerDownIsAnErrorNotAGuess) {
 
 TEST_F(SlurmExecutorTest, StatusRetriesTransientSqueueErrors) {
   int n = 0;
-  FakeRunner runner([&](const CommandSpec&) {
+  script([&](const CommandSpec&) {
     return ++n == 1 ? fail("squeue: error: Socket timed out on send/recv operation\n")
                     : ok("7|COMPLETING|None\n");
   });
-  install(runner);
   Diagnostics diags;
   auto st = executor->status({record("7")}, diags);
   EXPECT_FALSE(diags.has_errors());
@@ -618,8 +583,7 @@ TEST(SlurmParse, TransientClassification) {
 // ---- cancel and logs ----------------------------------------------------------------------
 
 TEST_F(SlurmExecutorTest, CancelRunsScancel) {
-  FakeRunner runner([](const CommandSpec&) { return ok(""); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok(""); });
   Diagnostics diags;
   EXPECT_EQ(executor->cancel(record("31"), diags), 0);
   ASSERT_EQ(runner.calls.size(), 1u);
@@ -629,8 +593,7 @@ TEST_F(SlurmExecutorTest, CancelRunsScancel) {
 // The registry is a file the user can edit: a scheduler id that is no Slurm id never
 // reaches scancel (`--user=root` would cancel every job of that user).
 TEST_F(SlurmExecutorTest, CancelRefusesAnIdThatIsNoSlurmId) {
-  FakeRunner runner([](const CommandSpec&) { return ok(""); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok(""); });
   for (const char* id : {"--user=root", "-1", "12 34", "_5"}) {
     Diagnostics diags;
     EXPECT_EQ(executor->cancel(record(id), diags), 1) << id;
@@ -642,12 +605,11 @@ TEST_F(SlurmExecutorTest, CancelRefusesAnIdThatIsNoSlurmId) {
 }
 
 TEST_F(SlurmExecutorTest, CancelErrorsCarrySlurmsMessage) {
-  FakeRunner runner([](const CommandSpec&) {
+  script([](const CommandSpec&) {
     return fail(
         "scancel: error: Kill job error on job id 31: Unable to contact slurm controller "
         "(connect failure)\n");
   });
-  install(runner);
   Diagnostics diags;
   EXPECT_EQ(executor->cancel(record("31"), diags), 1);
   EXPECT_NE(diag_text(diags).find("Kill job error on job id 31"), std::string::npos);
@@ -670,8 +632,7 @@ class SlurmLogsTest : public SlurmExecutorTest {
 };
 
 TEST_F(SlurmLogsTest, AllRanksPrefixedInRankOrderThenTheBatchOutput) {
-  FakeRunner runner([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
   Diagnostics diags;
   std::ostringstream out, notes;
   EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(std::nullopt, false), out,
@@ -684,8 +645,7 @@ TEST_F(SlurmLogsTest, AllRanksPrefixedInRankOrderThenTheBatchOutput) {
 }
 
 TEST_F(SlurmLogsTest, OneRankRawAndFollowStopsWhenFinal) {
-  FakeRunner runner([](const CommandSpec&) { return ok("77|COMPLETED|None\n"); });
-  install(runner);
+  auto& runner = script([](const CommandSpec&) { return ok("77|COMPLETED|None\n"); });
   Diagnostics diags;
   std::ostringstream out, notes;
   EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(1, true), out, notes, diags),
@@ -718,14 +678,13 @@ TEST_F(SlurmLogsTest, NodeFilterTailAndGrepWithTheHostOfEachRank) {
 
 TEST_F(SlurmLogsTest, FollowingAPendingJobSaysOnceThatItWaitsAndWhy) {
   int polls = 0;
-  FakeRunner runner([&](const CommandSpec&) {
+  script([&](const CommandSpec&) {
     ++polls;
     if (polls <= 2) return ok("77|PENDING|Resources|N/A|N/A\n");
     if (polls == 3) return ok("77|PENDING|Priority|N/A|N/A\n");
     if (polls == 4) return ok("77|RUNNING|None|2026-11-30T20:00:00|2026-11-30T21:00:00\n");
     return ok("77|COMPLETED|None|2026-11-30T20:00:00|2026-11-30T20:00:09\n");
   });
-  install(runner);
   Diagnostics diags;
   std::ostringstream out, notes;
   EXPECT_EQ(executor->logs(record("77", job_dir), testing::rank_query(0, true), out, notes, diags),
@@ -740,12 +699,11 @@ TEST_F(SlurmLogsTest, FollowingAPendingJobSaysOnceThatItWaitsAndWhy) {
 // bridge-launch killed between sbatch accepting the job and recording its id: status finds
 // the job by its --comment (the registry id) and adopts the id.
 TEST_F(SlurmExecutorTest, AnEntryWithoutAnIdIsFoundByItsCommentAndAdopted) {
-  FakeRunner runner([](const CommandSpec& spec) {
+  auto& runner = script([](const CommandSpec& spec) {
     if (spec.argv.size() > 3 && spec.argv[3] == "--name=train")
       return ok("90|bridge-launch:job-other\n91|bridge-launch:job-\n");
     return ok("91|RUNNING|None|2026-11-30T20:00:00|2026-11-30T21:00:00\n");
   });
-  install(runner);
   JobRecord lost = record("");  // id "job-", no Slurm id
   lost.name = "train";
   Diagnostics diags;
@@ -784,8 +742,7 @@ TEST(SlurmTimes, StartAndEndAreKeptOnlyOnceTheyHappenedInUtc) {
 }
 
 TEST_F(SlurmLogsTest, FailedStatusNamesTheFailingRank) {
-  FakeRunner runner([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
-  install(runner);
+  script([](const CommandSpec&) { return ok("77|FAILED|NonZeroExitCode\n"); });
   Diagnostics diags;
   JobStatus st = executor->status({record("77", job_dir)}, diags).front();
   EXPECT_EQ(st.state, JobState::kFailed);
@@ -816,7 +773,7 @@ TEST_F(SlurmLogsTest, TorchrunNodeLogsServeTheirRanks) {
 // waiting here); a definite error is not retried.
 TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
   int calls = 0;
-  FakeRunner runner([&](const CommandSpec&) {
+  testing::ScriptedRunner runner([&](const CommandSpec&) {
     return ++calls < 3 ? fail("sbatch: error: Socket timed out on send/recv operation")
                        : ok("42\n");
   });
@@ -835,7 +792,8 @@ TEST(SlurmClientTest, RetriesTransientErrorsWithBackoffThroughTheSleeper) {
   EXPECT_THAT(sleeper.waits, ::testing::ElementsAre(std::chrono::milliseconds(100),
                                                     std::chrono::milliseconds(200)));
 
-  FakeRunner refusing([](const CommandSpec&) { return fail("sbatch: error: invalid partition"); });
+  testing::ScriptedRunner refusing(
+      [](const CommandSpec&) { return fail("sbatch: error: invalid partition"); });
   testing::RecordingSleeper no_waits;
   SlurmClient once(refusing, no_waits, log.logger, policy);
   EXPECT_FALSE(once.run(spec, &attempts).ok());
@@ -888,8 +846,7 @@ TEST_F(SlurmExecutorTest, FailureEvidenceReadsTheLastAttemptsSrunReports) {
   EXPECT_EQ(t.consequences[0].units_text, "ranks 0-2, 4-7");
   for (const auto& line : e.scheduler_lines) EXPECT_EQ(line.find("nodeX"), std::string::npos);
   // status names the rank srun reported alone, not the group reported first.
-  FakeRunner runner([](const CommandSpec&) { return ok("9|FAILED|NonZeroExitCode\n"); });
-  install(runner);
+  script([](const CommandSpec&) { return ok("9|FAILED|NonZeroExitCode\n"); });
   JobStatus st = executor->status({rec}, diags).front();
   EXPECT_THAT(st.detail, ::testing::HasSubstr("rank 3 exited with code 17"));
 }

@@ -29,8 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)bridge::plan_to_json(plan, diags).dump(2);
     if (plan.complete) {
       (void)bridge::plan_to_text(plan, false);
-      bridge::testing::ForwardingRunner no_commands;  // render runs none
-      bridge::testing::TestServices seams(no_commands);
+      bridge::testing::TestServices seams;  // its runner answers nothing: render runs none
       std::unique_ptr<bridge::Executor> executor =
           bridge::make_executor(bridge::executor_registry(), info.name, seams.services());
       if (!executor) bridge::fuzz::fail(std::string("registered but not made: ") + info.name);

@@ -1,7 +1,7 @@
 // Test doubles for the composition root's seams, one per seam: a Clock that stands still
 // until told (FakeClock), a Sleeper that records waits and returns at once (advancing a
 // FakeClock when given one), a Random that returns a known sequence, a logger that writes to
-// a string, a CommandRunner that forwards to whichever fake a test installs, and
+// a string, a CommandRunner that records commands and answers them as the test scripts, and
 // TestServices, which bundles them into the ExecutorServices an executor is built with and
 // the RegistrySeams a JobRegistry is built with.
 #pragma once
@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -85,33 +86,59 @@ class CapturedLog {
   spdlog::logger logger{"test", std::make_shared<spdlog::sinks::ostream_sink_mt>(text)};
 };
 
-// Forwards to `target` (the test's fake); a test swaps fakes without rebuilding executors.
-class ForwardingRunner : public CommandRunner {
+// The one CommandRunner fake: records every command run or started and answers each with
+// `respond`, which a test sets (or passes to the constructor) and may replace between steps,
+// since executors keep the runner they were built with. Until a test sets it, every command
+// fails to start ("no answer scripted"), so a render that ran one would show.
+class ScriptedRunner : public CommandRunner {
  public:
-  CommandRunner* target = nullptr;
+  using Respond = std::function<CommandResult(const CommandSpec&)>;
+  ScriptedRunner() = default;
+  explicit ScriptedRunner(Respond answer) : respond(std::move(answer)) {}
+
+  Respond respond = [](const CommandSpec&) {
+    CommandResult r;
+    r.started = false;
+    r.err = "no answer scripted by the test";
+    return r;
+  };
+  std::vector<CommandSpec> calls;    // every command run (a started one when it finishes)
+  std::vector<CommandSpec> started;  // every command started early (CommandRunner::start)
+
   CommandResult run(const CommandSpec& spec) override {
-    if (target == nullptr) {
-      CommandResult r;
-      r.started = false;
-      r.err = "no fake command runner installed by the test";
-      return r;
-    }
-    return target->run(spec);
+    calls.push_back(spec);
+    return respond(spec);
   }
-  // Records what was started early (CommandRunner::start); it runs through `run` at finish.
   std::unique_ptr<StartedCommand> start(const CommandSpec& spec) override {
     started.push_back(spec);
     return CommandRunner::start(spec);
   }
-  std::vector<CommandSpec> started;
+  // How many commands ran `program`.
+  int count(const std::string& program) const {
+    int n = 0;
+    for (const auto& c : calls) n += c.argv.at(0) == program;
+    return n;
+  }
+  // The commands whose argv contains `word`.
+  std::vector<CommandSpec> with(const std::string& word) const {
+    std::vector<CommandSpec> hits;
+    for (const auto& c : calls)
+      for (const auto& a : c.argv)
+        if (a == word) {
+          hits.push_back(c);
+          break;
+        }
+    return hits;
+  }
 };
 
-// Executor and registry seams for a test: commands go to `runner` (by default one that has
-// no fake installed), the clock is fake, waits return at once and advance it, random bits
-// count up, logs go to `log.text`, the host environment is a MapEnvironment the test may fill.
+// Executor and registry seams for a test: commands go to `runner` (by default a
+// ScriptedRunner of its own with no answer scripted), the clock is fake, waits return at once and
+// advance it, random bits count up, logs go to `log.text`, the host environment is a MapEnvironment
+// the test may fill.
 class TestServices {
  public:
-  TestServices() : runner_(no_runner_) {}
+  TestServices() : runner_(unscripted_) {}
   explicit TestServices(CommandRunner& runner) : runner_(runner) {}
   TestServices(const TestServices&) = delete;  // the seams refer to the members
   TestServices& operator=(const TestServices&) = delete;
@@ -126,7 +153,7 @@ class TestServices {
   std::string probe_dir;
 
  private:
-  ForwardingRunner no_runner_;
+  ScriptedRunner unscripted_;
   CommandRunner& runner_;
 };
 

@@ -1,11 +1,11 @@
 // Test support for the Kubernetes executor's unit tests (header-only; not part of
-// bridge_core's sources): plans from recipe text, a recording CommandRunner, the manifest
+// bridge_core's sources): plans from recipe text, the manifest
 // validator, and a small reader for the YAML the executor prints.
 //
 //   K8sPlan p = k8s_plan(kRecipe);                      // executor "kubernetes"
 //   auto m = render_k8s_manifests(*p.plan, {"a1b2"}, p.diags);
-//   FakeRunner fake;  fake.respond = [](const CommandSpec& s) { ... };
-//   TestServices use(fake);                              // fake_services.h
+//   ScriptedRunner fake;  fake.respond = [](const CommandSpec& s) { ... };  // fake_services.h
+//   TestServices use(fake);
 //   auto ex = make_executor(executor_registry(), "kubernetes", use.services()); // commands go to
 //   the fake
 #pragma once
@@ -47,29 +47,6 @@ inline std::unique_ptr<K8sPlan> k8s_plan(const std::string& recipe_text,
       build_plan_from_text(recipe_text, req, env, plugin_registry(), p->diags));
   return p;
 }
-
-class FakeRunner : public CommandRunner {
- public:
-  std::vector<CommandSpec> calls;
-  std::function<CommandResult(const CommandSpec&)> respond = [](const CommandSpec&) {
-    return CommandResult{};
-  };
-  CommandResult run(const CommandSpec& spec) override {
-    calls.push_back(spec);
-    return respond(spec);
-  }
-  // The calls whose argv contains `word`.
-  std::vector<CommandSpec> with(const std::string& word) const {
-    std::vector<CommandSpec> hits;
-    for (const auto& c : calls)
-      for (const auto& a : c.argv)
-        if (a == word) {
-          hits.push_back(c);
-          break;
-        }
-    return hits;
-  }
-};
 
 inline CommandResult ok_result(std::string out = {}) {
   CommandResult r;
