@@ -9,9 +9,9 @@
 #include <map>
 #include <string>
 
-#include "launcher/expand.h"
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
+#include "model/expand.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 
 #include "bench/bench_paths.h"
 #include "executors/executor.h"
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
-#include "launcher/recipe_loader.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
+#include "model/recipe_loader.h"
 #include "plugins/plugin.h"
 #include "tests/support/fake_services.h"
 

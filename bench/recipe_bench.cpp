@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench/bench_paths.h"
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
-#include "launcher/recipe_loader.h"
-#include "launcher/topology.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
+#include "model/recipe_loader.h"
+#include "model/topology.h"
 
 namespace {
 

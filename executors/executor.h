@@ -11,7 +11,7 @@
 //   work on registry records. Executors are listed in one name -> factory table with traits,
 //   so callers ask a trait ("does it run here?") instead of comparing names. The table is
 //   defined by executor_registry() and read there only by the composition root
-//   (app/services.cpp): callers get it as Services::executors and pass it in.
+//   (launcher/services.cpp): callers get it as Services::executors and pass it in.
 #pragma once
 
 #include <functional>
@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "executors/log_tail.h"
-#include "launcher/clock.h"
-#include "launcher/command_runner.h"
-#include "launcher/diagnostics.h"
-#include "launcher/host_env.h"
-#include "launcher/jobs/failure_triage.h"
-#include "launcher/jobs/job_record.h"
-#include "launcher/plan/plan.h"
+#include "system/log_tail.h"
+#include "system/clock.h"
+#include "system/command_runner.h"
+#include "base/diagnostics.h"
+#include "system/host_env.h"
+#include "jobs/failure_triage.h"
+#include "jobs/job_record.h"
+#include "plan/plan.h"
 
 namespace spdlog {
 class logger;

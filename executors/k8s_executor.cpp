@@ -33,10 +33,10 @@
 #include "executors/k8s_status.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
-#include "launcher/command_runner.h"
-#include "launcher/exit_codes.h"
-#include "launcher/secret_scrub.h"
-#include "launcher/utf8.h"
+#include "system/command_runner.h"
+#include "base/exit_codes.h"
+#include "base/secret_scrub.h"
+#include "base/utf8.h"
 
 namespace bridge {
 

@@ -8,10 +8,10 @@
 
 #include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
-#include "launcher/numbers.h"
-#include "launcher/suggest.h"
-#include "launcher/utf8.h"
-#include "launcher/yaml_tree.h"
+#include "base/numbers.h"
+#include "base/suggest.h"
+#include "base/utf8.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 

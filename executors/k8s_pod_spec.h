@@ -26,8 +26,8 @@
 #include <optional>
 #include <string>
 
-#include "launcher/diagnostics.h"
-#include "launcher/recipe.h"
+#include "base/diagnostics.h"
+#include "model/recipe.h"
 
 namespace bridge {
 

@@ -11,7 +11,7 @@
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
-#include "launcher/yaml_tree.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 

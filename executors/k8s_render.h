@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/diagnostics.h"
-#include "launcher/plan/plan.h"
+#include "base/diagnostics.h"
+#include "plan/plan.h"
 
 namespace bridge {
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "executors/k8s_render.h"
-#include "launcher/json_limits.h"
+#include "base/json_limits.h"
 
 namespace bridge {
 

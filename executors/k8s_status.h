@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/jobs/job_record.h"
+#include "jobs/job_record.h"
 
 namespace bridge {
 

@@ -11,7 +11,7 @@
 //   written as a literal block (`|` / `|-`); everything else is double-quoted with escapes
 //   (`\"`, `\\`, `\n`, `\t`, `\uXXXX` for control characters, C1 controls, U+2028/U+2029,
 //   U+FEFF and U+FFFE/U+FFFF). Other non-ASCII characters are kept as UTF-8.
-// - Strings must be valid UTF-8 (is_valid_utf8, launcher/utf8.h); invalid bytes are written as
+// - Strings must be valid UTF-8 (is_valid_utf8, base/utf8.h); invalid bytes are written as
 // U+FFFD,
 //   so callers check values first and report them.
 // - to_yaml_stream joins documents with `---` lines (a leading `---` before each document),
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/utf8.h"
+#include "base/utf8.h"
 
 namespace bridge {
 

@@ -20,12 +20,12 @@
 
 #include "executors/executor.h"
 #include "executors/job_dir.h"
-#include "executors/process_group.h"
+#include "system/process_group.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
-#include "launcher/exit_codes.h"
-#include "launcher/numbers.h"
-#include "launcher/utf8.h"
+#include "base/exit_codes.h"
+#include "base/numbers.h"
+#include "base/utf8.h"
 
 namespace bridge {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/plan/plan.h"
-#include "launcher/shell_quote.h"  // shell_quote, shell_word: used with these vars
+#include "plan/plan.h"
+#include "base/shell_quote.h"  // shell_quote, shell_word: used with these vars
 
 namespace bridge {
 

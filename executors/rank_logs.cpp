@@ -8,8 +8,8 @@
 #include <map>
 #include <regex>
 
-#include "executors/log_tail.h"
-#include "launcher/numbers.h"
+#include "system/log_tail.h"
+#include "base/numbers.h"
 
 namespace bridge {
 

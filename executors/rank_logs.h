@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "executors/executor.h"
-#include "launcher/clock.h"
-#include "launcher/diagnostics.h"
-#include "launcher/jobs/failure_triage.h"
+#include "system/clock.h"
+#include "base/diagnostics.h"
+#include "jobs/failure_triage.h"
 
 namespace bridge {
 
@@ -28,7 +28,7 @@ int ranks_per_node(const JobRecord& job);
 // line is prefixed "[rank N host] " (`host_of_node(node)`; "" leaves the host out). With
 // `query.follow`, new lines are printed as they arrive until `still_running` returns false
 // (checked about twice a second, waiting through `sleeper`), then the remainder is drained,
-// an unterminated last line included (executors/log_tail.h).
+// an unterminated last line included (system/log_tail.h).
 int print_rank_logs(const JobRecord& job, const LogQuery& query,
                     const std::function<std::string(int)>& host_of_node, std::ostream& out,
                     Diagnostics& diags, Sleeper& sleeper,

@@ -12,14 +12,14 @@
 #include <set>
 
 #include "executors/job_dir.h"
-#include "executors/log_tail.h"
+#include "system/log_tail.h"
 #include "executors/rank_logs.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
-#include "launcher/exit_codes.h"
-#include "launcher/numbers.h"
-#include "launcher/secret_scrub.h"
-#include "launcher/yaml_tree.h"
+#include "base/exit_codes.h"
+#include "base/numbers.h"
+#include "base/secret_scrub.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 
@@ -237,7 +237,7 @@ class SlurmExecutor : public Executor {
         secret_values.push_back(v.value);
       }
     // sbatch's words as shown: a wrapper or an sbatch that echoes its environment (which
-    // holds the secrets) shows none of them (launcher/secret_scrub.h).
+    // holds the secrets) shows none of them (base/secret_scrub.h).
     auto said = [&](const CommandResult& answer) {
       CommandResult shown = answer;
       shown.out = scrub_secrets(shown.out, secret_values);

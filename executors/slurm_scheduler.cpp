@@ -8,9 +8,9 @@
 #include <ctime>
 #include <sstream>
 
-#include "launcher/numbers.h"
-#include "launcher/secret_scrub.h"
-#include "launcher/yaml_tree.h"
+#include "base/numbers.h"
+#include "base/secret_scrub.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 

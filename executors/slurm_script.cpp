@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "executors/rank_env.h"
-#include "launcher/templates.h"
+#include "system/templates.h"
 
 namespace bridge {
 

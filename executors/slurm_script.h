@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "executors/slurm_template.h"
-#include "launcher/diagnostics.h"
-#include "launcher/plan/plan.h"
-#include "launcher/shell_quote.h"
+#include "base/diagnostics.h"
+#include "plan/plan.h"
+#include "base/shell_quote.h"
 
 namespace bridge {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "launcher/utf8.h"
+#include "base/utf8.h"
 
 namespace bridge {
 

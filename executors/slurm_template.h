@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/diagnostics.h"
+#include "base/diagnostics.h"
 
 namespace bridge {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "launcher/expand.h"
+#include "model/expand.h"
 #include "plugins/plugin_util.h"
 
 namespace bridge {

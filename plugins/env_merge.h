@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "launcher/diagnostics.h"
-#include "launcher/launch_env.h"
+#include "base/diagnostics.h"
+#include "model/launch_env.h"
 #include "plugins/plugin.h"
 
 namespace bridge {

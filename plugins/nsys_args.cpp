@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "launcher/shell_quote.h"
+#include "base/shell_quote.h"
 #include "plugins/plugin_util.h"
 
 namespace bridge {

@@ -5,7 +5,7 @@
 // environment variables, runtime arguments, setup steps and executor changes, each with a
 // one-line reason. Plugins never change the overlap config. The registry is an explicit
 // name -> factory table, defined by plugin_registry() and read there only by the composition
-// root (app/services.cpp): the planner and the CLI are handed it (Services::plugins); unknown
+// root (launcher/services.cpp): the planner and the CLI are handed it (Services::plugins); unknown
 // names get a did-you-mean. Precedence for
 // env: -E > recipe env: > plugins; two plugins setting one variable to different values is an
 // error naming both. The runner stamps every contribution with its source "plugin:<name>", so
@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "launcher/diagnostics.h"
-#include "launcher/host_env.h"
-#include "launcher/launch_env.h"
-#include "launcher/overlap.h"
-#include "launcher/recipe.h"
-#include "launcher/topology.h"
+#include "base/diagnostics.h"
+#include "system/host_env.h"
+#include "model/launch_env.h"
+#include "model/overlap.h"
+#include "model/recipe.h"
+#include "model/topology.h"
 
 namespace bridge {
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "launcher/suggest.h"
+#include "base/suggest.h"
 
 namespace bridge {
 

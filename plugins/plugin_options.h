@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/diagnostics.h"
-#include "launcher/launch_env.h"
-#include "launcher/yaml_tree.h"
+#include "base/diagnostics.h"
+#include "model/launch_env.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 

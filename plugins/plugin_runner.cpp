@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "launcher/suggest.h"
+#include "base/suggest.h"
 #include "plugins/env_merge.h"
 #include "plugins/plugin.h"
 

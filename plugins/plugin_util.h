@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/overlap.h"
-#include "launcher/recipe.h"
+#include "model/overlap.h"
+#include "model/recipe.h"
 #include "plugins/plugin.h"
 
 namespace bridge {
@@ -23,7 +23,7 @@ void add_setup(PluginContribution& out, std::string command, std::string reason)
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
-// Both read the GPU table's entry for the plan's GPU (launcher/gpu_table.h), or the
+// Both read the GPU table's entry for the plan's GPU (model/gpu_table.h), or the
 // architecture a recipe declared with cluster.gpu_arch (NVLink domain then 0 = unknown).
 bool is_blackwell_or_newer(const Topology& t);
 int nvlink_domain_size(const Topology& t);

@@ -29,7 +29,7 @@ bool Flag(const std::vector<std::string>& overrides, const std::string& field) {
   return BoolValue(overrides, "comm_overlap." + field).value_or(false);
 }
 
-// The fields in the order the adapter forwards them (launcher/overlap_runtime_args.cpp).
+// The fields in the order the adapter forwards them (model/overlap_runtime_args.cpp).
 constexpr const char* kFields[] = {"tp_comm_overlap",
                                    "tp_comm_overlap_cfg",
                                    "tp_comm_bootstrap_backend",
@@ -46,7 +46,7 @@ constexpr const char* kFields[] = {"tp_comm_overlap",
                                    "bucket_size"};
 
 // The fc2_fprop method of each of the launcher's 19 userbuffers presets
-// (launcher/userbuffers_presets.cpp; a unit test compares the two). Every `pipeline` cell of
+// (model/userbuffers_presets.cpp; a unit test compares the two). Every `pipeline` cell of
 // the presets expands to num_splits 4.
 struct PresetSplit {
   std::string_view name;

@@ -1,35 +1,36 @@
 #!/usr/bin/env bash
-# Checks the include graph against the layers of docs/architecture.md. Each layer may
-# include its own headers and those of the layers below it, never one above:
+# Checks the include graph against the layers of docs/architecture.md: one folder per layer,
+# read bottom-up. A file may include headers of its own folder and of the folders below it,
+# never one above. The table is the whole rule:
 #
-#   0 runtime/ (bridge-probe; only runtime/env_hash.h is shared with the launcher)
-#   1 launcher/        model: diagnostics, YAML, recipe, topology, overlap, launch env, utilities
-#   2 plugins/         plugins that derive the launch env (see plugins/plugin.h)
-#   3 launcher/plan/   the plan and runtime adapters
-#   4 launcher/jobs/   the job record and registry
-#   5 executors/       local, Slurm, Kubernetes
-#   6 app/             CLI, completion, the composition root (main)
+#   layer  folder      what it holds
+#   0      runtime     bridge-probe, standing alone (only runtime/env_hash.h is shared)
+#   1      base        diagnostics and text utilities (UTF-8, quoting, numbers, YAML tree)
+#   2      system      processes, clock, random, host environment, templates, log files
+#   3      model       recipe, loader, schema, topology, GPU table, overlap rules, launch env
+#   4      plugins     plugins that derive the launch env (see plugins/plugin.h)
+#   5      plan        the plan and the runtime adapters
+#   6      jobs        the job record, registry, progress and triage
+#   7      executors   local, Slurm, Kubernetes
+#   8      launcher    the bridge-launch program: commands, completion, the composition root
 #
 # Because every edge points down, there is no cycle between folders. Production code never
-# includes tests/. Prints each violation as "file:line: includes X (layer A -> layer B)" and
-# exits 1; `--quiet` prints only violations (the build runs it that way).
+# includes tests/. Prints each violation as "file:line: includes X: why" and exits 1;
+# `--quiet` prints only violations (the build runs it that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quiet=0
 [[ "${1:-}" == "--quiet" ]] && quiet=1
 
-layer_of() {  # folder -> layer number, or "" when the folder is not a layer
-  case "$1" in
-    runtime) echo 0 ;; launcher) echo 1 ;; plugins) echo 2 ;; launcher/plan) echo 3 ;;
-    launcher/jobs) echo 4 ;; executors) echo 5 ;; app) echo 6 ;; *) echo "" ;;
-  esac
-}
+readonly LAYERS=(runtime base system model plugins plan jobs executors launcher)
+declare -A layer_of=()
+for i in "${!LAYERS[@]}"; do layer_of[${LAYERS[$i]}]=$i; done
 
 violations=0
 edges=0
 files=0
-for dir in runtime launcher plugins launcher/plan launcher/jobs executors app; do
-  own=$(layer_of "$dir")
+for dir in "${LAYERS[@]}"; do
+  own=${layer_of[$dir]}
   for file in "$dir"/*.h "$dir"/*.cpp; do
     [[ -e "$file" ]] || continue
     files=$((files + 1))
@@ -38,7 +39,7 @@ for dir in runtime launcher plugins launcher/plan launcher/jobs executors app; d
       # An include without a folder is relative to the including file.
       [[ "$target" == */* ]] || target="$dir/$target"
       tdir=$(dirname "$target")
-      tl=$(layer_of "$tdir")
+      tl=${layer_of[$tdir]:-}
       why=""
       if [[ -z "$tl" ]]; then
         why="$tdir/ is not a layer (production code never includes tests/ or tools)"

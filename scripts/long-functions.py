@@ -10,8 +10,8 @@ its `}`. Lambdas count towards the function they are written in; one at namespac
 table row) is a function of its own. A heuristic: a macro or an unusual declaration may be
 missed, never a false line count.
 
-Usage: scripts/long-functions.py [--limit N] [PATH ...]   (default: app launcher executors
-plugins runtime). Prints "path:line: name (N lines)", longest first. Exits 0: it is a report
+Usage: scripts/long-functions.py [--limit N] [PATH ...]   (default: every layer's folder, as
+scripts/check-layers.sh lists them). Prints "path:line: name (N lines)", longest first. Exits 0: it is a report
 (the tidy suite prints it), not a gate.
 """
 import argparse
@@ -20,7 +20,8 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_DIRS = ["app", "launcher", "executors", "plugins", "runtime"]
+DEFAULT_DIRS = ["base", "system", "model", "plugins", "plan", "jobs", "executors", "launcher",
+                "runtime"]
 CONTROL = re.compile(r"^(if|for|while|switch|catch|do|else|return)\b")
 QUALIFIERS = re.compile(r"(\s|const|override|final|noexcept|mutable|->\s*[\w:<>,*&\s]+)*$")
 

@@ -50,13 +50,13 @@ format_check() {
 }
 
 tidy_check() {
-  local files headers checked=0 unchecked=""
-  files=$(git ls-files 'app/*.cpp' 'launcher/*.cpp' 'plugins/*.cpp' 'executors/*.cpp' 'runtime/*.cpp')
+  local files headers checked=0 unchecked="" folders=(base system model plugins plan jobs executors launcher runtime)
+  files=$(git ls-files "${folders[@]/%//*.cpp}")
   # Headers are checked through the sources that include them (.clang-tidy's
   # HeaderFilterRegex); one that no source includes would be skipped, so it is named.
-  headers=$(git ls-files 'app/*.h' 'launcher/*.h' 'plugins/*.h' 'executors/*.h' 'runtime/*.h')
+  headers=$(git ls-files "${folders[@]/%//*.h}")
   for h in $headers; do
-    if grep -rqF "\"$h\"" app launcher plugins executors runtime; then
+    if grep -rqF "\"$h\"" "${folders[@]}"; then
       checked=$((checked + 1))
     else
       unchecked="$unchecked $h"

@@ -1,7 +1,7 @@
-// Overlap advice (launcher/plan/advise.h): one test per decision rule (EP, TP, DP, P2P, their
+// Overlap advice (plan/advise.h): one test per decision rule (EP, TP, DP, P2P, their
 // prerequisites and blockers), the check that no advice is refused by `validate`, and the
 // `advise` command through the real binary, whose printed ablate commands must run as printed.
-#include "launcher/plan/advise.h"
+#include "plan/advise.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
-#include "launcher/shell_quote.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
+#include "base/shell_quote.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 

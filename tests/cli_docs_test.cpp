@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
 

@@ -1,5 +1,5 @@
-// report_error (app/cli_support.h): the one shape of a command's own error on stderr.
-#include "app/cli_support.h"
+// report_error (launcher/cli_support.h): the one shape of a command's own error on stderr.
+#include "launcher/cli_support.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The command line, exercised through the real bridge-launch binary: option
 // parsing (-ng/-gn exactly as written), exit codes, where output goes, the JSON contract,
 // and the bad-input list of the foundation issue (each: exit 2, the problem and its position).
-#include "app/cli.h"
+#include "launcher/cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "app/services.h"
-#include "launcher/command_runner.h"
-#include "launcher/jobs/registry.h"
+#include "launcher/services.h"
+#include "system/command_runner.h"
+#include "jobs/registry.h"
 #include "plugins/plugin.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"

@@ -1,7 +1,7 @@
 // The real scheduler-command runner (posix_spawn): output, stdin, env, exit codes,
 // time-outs, no SIGPIPE death, a started command killed before its input, and programs
 // that leave a process holding their pipes, and a cancelled run.
-#include "launcher/command_runner.h"
+#include "system/command_runner.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/cancel_token.h"
+#include "system/cancel_token.h"
 
 namespace bridge {
 namespace {

@@ -1,5 +1,5 @@
 // `${VAR}` expansion (expand.h): env values and executor paths, at plan time.
-#include "launcher/expand.h"
+#include "model/expand.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/host_env.h"
+#include "system/host_env.h"
 
 namespace bridge {
 namespace {

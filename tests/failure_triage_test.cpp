@@ -1,8 +1,8 @@
-// launcher/jobs/failure_triage.h: `bridge-launch why JOB`. The log excerpts under
+// jobs/failure_triage.h: `bridge-launch why JOB`. The log excerpts under
 // tests/data/logs/ are written in the style of PyTorch, Megatron-LM, NCCL, torchrun and Slurm
 // output (with the noise that surrounds real errors), so that the signature table is checked
 // against what the tools print, not against strings made up to fit the table.
-#include "launcher/jobs/failure_triage.h"
+#include "jobs/failure_triage.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/jobs/triage_output.h"
+#include "jobs/triage_output.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

@@ -1,4 +1,4 @@
-// `bridge-launch init` (app/starter_recipe.h): the starter recipe passes `validate` unchanged
+// `bridge-launch init` (launcher/starter_recipe.h): the starter recipe passes `validate` unchanged
 // for every shape and executor, -o never overwrites without --force, bad choices are usage
 // errors; and the man page and completion know `init` and `advise`.
 #include <gmock/gmock.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/starter_recipe.h"
+#include "launcher/starter_recipe.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 

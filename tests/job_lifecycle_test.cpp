@@ -1,5 +1,5 @@
-// launcher/jobs/job_lifecycle.h: the one owner of registry writes.
-#include "launcher/jobs/job_lifecycle.h"
+// jobs/job_lifecycle.h: the one owner of registry writes.
+#include "jobs/job_lifecycle.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// launcher/jobs/job_progress.h: whose log the live line reads, the ETA from recent steps,
+// jobs/job_progress.h: whose log the live line reads, the ETA from recent steps,
 // run times from the registry's UTC times.
-#include "launcher/jobs/job_progress.h"
+#include "jobs/job_progress.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "launcher/jobs/registry.h"
+#include "jobs/registry.h"
 #include "tests/integration/process_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"

@@ -1,6 +1,6 @@
-// executors/log_tail.h: whole lines while the writer may append, the unfinished last line
+// system/log_tail.h: whole lines while the writer may append, the unfinished last line
 // only at the end, bounded memory for a "line" that never ends, a truncated file re-read.
-#include "executors/log_tail.h"
+#include "system/log_tail.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Numbers from untrusted text (scheduler output, file names, registry fields) never throw:
-// out-of-range values are "no number" (launcher/numbers.h), and the parsers built on it skip
+// out-of-range values are "no number" (base/numbers.h), and the parsers built on it skip
 // them instead of ending a command with an internal error.
-#include "launcher/numbers.h"
+#include "base/numbers.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
-#include "launcher/compare.h"
-#include "launcher/diagnostics.h"
-#include "launcher/jobs/registry.h"
-#include "launcher/json_limits.h"
+#include "model/compare.h"
+#include "base/diagnostics.h"
+#include "jobs/registry.h"
+#include "base/json_limits.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

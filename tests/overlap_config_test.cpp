@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "launcher/overlap.h"
-#include "launcher/plan/plan_output.h"
-#include "launcher/recipe_loader.h"
-#include "launcher/topology.h"
+#include "model/overlap.h"
+#include "plan/plan_output.h"
+#include "model/recipe_loader.h"
+#include "model/topology.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

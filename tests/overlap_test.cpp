@@ -2,7 +2,7 @@
 // selection, M3 expert-parallel prerequisites (with E6), M4 delay_wgrad_compute, M5 user
 // precedence and provenance, E5, and --strict. Recipes are built from YAML text and
 // KEY=VALUE overrides, exactly as the CLI builds them.
-#include "launcher/overlap.h"
+#include "model/overlap.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/recipe_loader.h"
-#include "launcher/topology.h"
+#include "model/recipe_loader.h"
+#include "model/topology.h"
 
 namespace bridge {
 namespace {

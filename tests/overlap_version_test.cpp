@@ -1,4 +1,4 @@
-// PEP 440 version parsing and ordering (launcher/overlap_version.cpp), the one comparison
+// PEP 440 version parsing and ordering (model/overlap_version.cpp), the one comparison
 // behind every torch / Transformer Engine minimum the overlap rules check. The strings are
 // the ones real containers report: NGC builds are pre-releases with local labels.
 #include <gmock/gmock.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/overlap.h"
+#include "model/overlap.h"
 
 namespace bridge {
 namespace {

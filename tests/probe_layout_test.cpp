@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/overlap.h"
+#include "model/overlap.h"
 #include "runtime/env_check.h"
 #include "runtime/knobs.h"
 #include "runtime/layout.h"

@@ -1,6 +1,6 @@
 // Recipe loading (recipe.md): schema, types, unknown keys, error collection and positions,
 // hostile YAML, the key reference, and KEY=VALUE overrides.
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/yaml_tree.h"
+#include "base/yaml_tree.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 

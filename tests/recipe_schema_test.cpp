@@ -1,7 +1,7 @@
-// The recipe's JSON Schema (launcher/recipe_schema.h) and the structured key table it is built
+// The recipe's JSON Schema (model/recipe_schema.h) and the structured key table it is built
 // from. tests/tools/validate_schema.py checks the schema with a standard validator against the
 // example recipes.
-#include "launcher/recipe_schema.h"
+#include "model/recipe_schema.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "launcher/gpu_table.h"
-#include "launcher/recipe.h"
-#include "launcher/recipe_loader.h"
+#include "model/gpu_table.h"
+#include "model/recipe.h"
+#include "model/recipe_loader.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
 

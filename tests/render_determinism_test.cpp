@@ -10,8 +10,8 @@
 #include <string>
 
 #include "executors/executor.h"
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

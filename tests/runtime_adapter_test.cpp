@@ -1,7 +1,7 @@
-// Runtime adapters (launcher/plan/runtime_adapter.h): golden argument vectors for each adapter,
+// Runtime adapters (plan/runtime_adapter.h): golden argument vectors for each adapter,
 // placeholders, contradictions between runtime.args and the plan, the GPU table (unknown
 // GPU, declared architecture, gn default), and effective retries.
-#include "launcher/plan/runtime_adapter.h"
+#include "plan/runtime_adapter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/gpu_table.h"
-#include "launcher/host_env.h"
-#include "launcher/plan/plan.h"
+#include "model/gpu_table.h"
+#include "system/host_env.h"
+#include "plan/plan.h"
 
 namespace bridge {
 namespace {

@@ -1,13 +1,13 @@
-// The one scrubber of secret values (launcher/secret_scrub.h) and Diagnostics carrying the
+// The one scrubber of secret values (base/secret_scrub.h) and Diagnostics carrying the
 // values known for the run.
-#include "launcher/secret_scrub.h"
+#include "base/secret_scrub.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "launcher/diagnostics.h"
+#include "base/diagnostics.h"
 
 namespace bridge {
 namespace {

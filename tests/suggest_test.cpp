@@ -1,12 +1,12 @@
 // Did-you-mean suggestions (suggest.h).
-#include "launcher/suggest.h"
+#include "base/suggest.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 
 namespace bridge {
 namespace {

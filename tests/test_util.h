@@ -5,7 +5,7 @@
 //
 // The child inherits the test's environment plus `extra_env` (which wins), reads `stdin_text`
 // on its standard input, and has NO_COLOR=1 set so output is plain. exit_code is the process
-// exit status (128 + the signal's number for a killed child, as launcher/command_runner
+// exit status (128 + the signal's number for a killed child, as model/command_runner
 // reports it), or -1 when it could not be started. Header-only so that any test file can
 // include it.
 #pragma once
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/command_runner.h"
+#include "system/command_runner.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge::test {
@@ -38,7 +38,7 @@ struct CommandResult {
 inline CommandResult run_command(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& extra_env = {},
                                  const std::string& stdin_text = "") {
-  // The production runner (launcher/command_runner.h), so the tests exercise the one
+  // The production runner (system/command_runner.h), so the tests exercise the one
   // process runner bridge-launch itself uses.
   bridge::CommandSpec spec;
   spec.argv = argv;

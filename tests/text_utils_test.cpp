@@ -1,11 +1,11 @@
-// The one home of each text utility: shell quoting (launcher/shell_quote.h) and UTF-8
-// (launcher/utf8.h). The fuzzers in tests/fuzz cover arbitrary bytes; these pin the cases.
+// The one home of each text utility: shell quoting (base/shell_quote.h) and UTF-8
+// (base/utf8.h). The fuzzers in tests/fuzz cover arbitrary bytes; these pin the cases.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "launcher/shell_quote.h"
-#include "launcher/utf8.h"
+#include "base/shell_quote.h"
+#include "base/utf8.h"
 
 namespace bridge {
 namespace {

@@ -1,5 +1,5 @@
 // Topology rules T1-T6 (docs/overlap.md): the layout, dp and nodes computed from a recipe.
-#include "launcher/topology.h"
+#include "model/topology.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 
 namespace bridge {
 namespace {

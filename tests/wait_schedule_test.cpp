@@ -1,5 +1,5 @@
-// app/wait_schedule.h: the polling schedule of --wait, simulated on a job's timeline.
-#include "app/wait_schedule.h"
+// launcher/wait_schedule.h: the polling schedule of --wait, simulated on a job's timeline.
+#include "launcher/wait_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The YAML reader (launcher/yaml_io.cpp, libyaml's event parser): what a recipe's text becomes
+// The YAML reader (base/yaml_io.cpp, libyaml's event parser): what a recipe's text becomes
 // as a YamlNode tree (scalars, quoting, tags, nulls, anchors and aliases, positions), the
 // limits on the expanded tree, and the diagnostics for text it cannot read. The recipe-level
 // consequences (unknown keys, wrong types) are in recipe_loader_test.cpp.
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "launcher/yaml_tree.h"
+#include "base/yaml_tree.h"
 
 namespace bridge {
 namespace {

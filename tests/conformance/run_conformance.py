@@ -1029,13 +1029,13 @@ def main():
     stale = [g for g in gaps if gap_hits[g["id"]] == 0]
     failed += len(stale)
     # The performance-recipe table validate checks megatron_bridge plans against
-    # (launcher/megatron_bridge_perf_recipes.cpp) must be exactly the release's.
+    # (model/megatron_bridge_perf_recipes.cpp) must be exactly the release's.
     table_drift = perf_recipe_table.differences(
         perf_recipe_table.table_from_names(hout.get("perf_recipe_names") or []),
         perf_recipe_table.table_from_source(
             open(os.path.join(source, "launcher", "megatron_bridge_perf_recipes.cpp")).read()))
     # ... and so must the env rows of the recipes this run built
-    # (launcher/megatron_bridge_perf_recipe_env.cpp, all recipes: perf_recipe_table.py --write-env).
+    # (model/megatron_bridge_perf_recipe_env.cpp, all recipes: perf_recipe_table.py --write-env).
     built_env = {r["base"]["function"]: r.get("env_vars") or {} for r in results.values()
                  if isinstance(r, dict) and (r.get("base") or {}).get("kind") == "perf_recipes"}
     table_drift += perf_recipe_table.env_differences(

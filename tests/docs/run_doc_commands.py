@@ -36,7 +36,7 @@ Each command ends up in one of five groups:
 - skipped, always with a reason: an annotation `skip="..."`, or `cmake` (it builds the tree
   this test runs from).
 Besides the blocks: every inline `bridge-launch ...` code span is synopsis-checked; every
-repository path (`launcher/...`, `examples/...`) and Markdown link must exist; no link or
+repository path (`model/...`, `examples/...`) and Markdown link must exist; no link or
 `../` path may leave the repository; and every rule id (T1, M4d, E7, ...) must be one that
 docs/overlap.md, "Rules by id", explains.
 

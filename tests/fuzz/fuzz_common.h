@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/diagnostics.h"
-#include "launcher/plan/plan_output.h"
-#include "launcher/utf8.h"
+#include "base/diagnostics.h"
+#include "plan/plan_output.h"
+#include "base/utf8.h"
 
 namespace bridge::fuzz {
 
@@ -30,7 +30,7 @@ inline void render_diagnostics(const Diagnostics& diags) {
 }
 
 // True when `s` is safe to print on a terminal in the sense of printable_text
-// (launcher/utf8.h): well-formed UTF-8 without control characters (U+0000..U+001F, U+007F).
+// (base/utf8.h): well-formed UTF-8 without control characters (U+0000..U+001F, U+007F).
 inline bool is_printable_safe(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     Utf8Char c = decode_utf8(s, i);

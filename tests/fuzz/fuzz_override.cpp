@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "executors/executor.h"
-#include "launcher/plan/plan.h"
-#include "launcher/plan/plan_output.h"
+#include "plan/plan.h"
+#include "plan/plan_output.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "tests/support/fake_services.h"
 

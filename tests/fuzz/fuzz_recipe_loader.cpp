@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "launcher/recipe_loader.h"
+#include "model/recipe_loader.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

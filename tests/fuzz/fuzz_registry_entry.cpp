@@ -1,6 +1,6 @@
 // libFuzzer target: a job registry entry (<registry>/jobs/<id>.json) read exactly as
-// JobRegistry::list reads one (read_job_entry, launcher/jobs/registry.h: the depth check of
-// launcher/json_limits.h, nlohmann::json::parse without exceptions, a pending entry's
+// JobRegistry::list reads one (read_job_entry, jobs/registry.h: the depth check of
+// base/json_limits.h, nlohmann::json::parse without exceptions, a pending entry's
 // committed lines, then job_record_from_json). Any bytes must give a record or nullopt, never a
 // crash, an exception or a sanitizer report. A record read must survive the round trip the registry
 // makes: job_record_to_json written as the registry writes it, read back the same way, gives
@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "launcher/jobs/job_record.h"
-#include "launcher/jobs/registry.h"
+#include "jobs/job_record.h"
+#include "jobs/registry.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

@@ -16,8 +16,8 @@
 
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
-#include "launcher/jobs/failure_triage.h"
-#include "launcher/utf8.h"
+#include "jobs/failure_triage.h"
+#include "base/utf8.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

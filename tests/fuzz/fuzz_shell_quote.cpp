@@ -1,4 +1,4 @@
-// libFuzzer target: shell_quote and shell_word (launcher/shell_quote.h) must each produce one
+// libFuzzer target: shell_quote and shell_word (base/shell_quote.h) must each produce one
 // POSIX shell word that a shell turns back into exactly the input bytes, for any bytes.
 // Running bash per input is far too slow for fuzzing, so this file carries a small, strict
 // POSIX word reader for the only forms a word may use: '...' (no escapes inside), \x outside
@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/shell_quote.h"
+#include "base/shell_quote.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

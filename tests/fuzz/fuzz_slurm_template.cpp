@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "executors/slurm_template.h"
-#include "launcher/plan/plan_output.h"
+#include "plan/plan_output.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

@@ -33,7 +33,7 @@
 #include <thread>
 
 #include "executors/executor.h"
-#include "launcher/jobs/registry.h"
+#include "jobs/registry.h"
 #include "process_util.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "executors/executor.h"
-#include "launcher/clock.h"
-#include "launcher/command_runner.h"
-#include "launcher/host_env.h"
-#include "launcher/jobs/registry.h"
+#include "system/clock.h"
+#include "system/command_runner.h"
+#include "system/host_env.h"
+#include "jobs/registry.h"
 
 namespace bridge::testing {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/gpu_table.h"
-#include "launcher/recipe_loader.h"
+#include "model/gpu_table.h"
+#include "model/recipe_loader.h"
 #include "plugins/plugin.h"
 
 namespace bridge::testing {

@@ -12,7 +12,7 @@
 YAML is read the way yaml-language-server reads it (YAML 1.2 core schema): only
 true/True/TRUE/false/False/FALSE are booleans (PyYAML's YAML 1.1 would also take yes/no/on/off,
 which the loader refuses as booleans and keeps as text), and dates stay text. The loader's own
-boolean rules are parse_bool in launcher/recipe_loader.cpp.
+boolean rules are parse_bool in model/recipe_loader.cpp.
 
 Usage: validate_schema.py BRIDGE_LAUNCH_BIN SOURCE_DIR
 """

@@ -1,0 +1,455 @@
+#include "jobs/failure_triage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "base/utf8.h"
+
+namespace bridge {
+
+namespace {
+
+using K = SignatureKind;
+
+// Plain substrings, matched case-sensitively as the tools print them. Causes that name a
+// specific failure come first; consequences (what the other ranks print once one rank is
+// gone) come before the generic NCCL and Python entries, so "DistBackendError: ... remote
+// process exited" counts as a consequence, not as a second cause.
+const std::vector<ErrorSignature> kSignatures = {
+    {"cuda-oom",
+     K::kCause,
+     "GPU out of memory",
+     {"CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+      "CUBLAS_STATUS_ALLOC_FAILED"}},
+    {"cuda-error",
+     K::kCause,
+     "CUDA error",
+     {"CUDA error", "cudaError", "illegal memory access", "CUBLAS_STATUS_", "CUDNN_STATUS_",
+      "device-side assert triggered", "ncclUnhandledCudaError"}},
+    {"host-oom",
+     K::kCause,
+     "killed by the kernel's OOM killer (host memory)",
+     {"oom_kill event", "oom-kill", "Out of memory: Killed process", "OOMKilled", "Killed process",
+      "MemoryError"}},
+    {"segfault",
+     K::kCause,
+     "segmentation fault",
+     {"Segmentation fault", "SIGSEGV", "signal 11 (SIGSEGV)", "segfault"}},
+    {"abort",
+     K::kCause,
+     "aborted",
+     {"terminate called after throwing", "SIGABRT", "Aborted (core dumped)", "Fatal Python error"}},
+    {"preempted", K::kCause, "preempted by the scheduler", {"DUE TO PREEMPTION", "Preempted"}},
+    {"time-limit", K::kCause, "ran past its time limit", {"DUE TO TIME LIMIT", "DeadlineExceeded"}},
+    {"node-failure", K::kCause, "a node failed", {"DUE TO NODE FAILURE", "NODE_FAIL", "NodeLost"}},
+    {"peer-lost",
+     K::kConsequence,
+     "lost its peer (another rank is gone)",
+     {"Connection closed by", "Connection reset by peer", "connection closed", "ncclRemoteError",
+      "remote process exited", "lost connection", "Lost connection", "Broken pipe",
+      "Connection refused"}},
+    // bridge-probe and other runtimes name the rank they waited for: that rank hung, and it
+    // is the culprit even when its own log shows nothing (UnitScan::waited_for).
+    {"peer-timeout",
+     K::kConsequence,
+     "timed out waiting for another rank",
+     {" waiting for rank ", "Timed out waiting for rank"}},
+    {"watchdog-timeout",
+     K::kConsequence,
+     "collective timed out (waiting for a failed rank)",
+     {"Watchdog caught collective operation timeout", "collective operation timeout",
+      "Timeout at NCCL work", "Socket Timeout"}},
+    {"comm-aborted",
+     K::kConsequence,
+     "communicator aborted after another failure",
+     {"communicator was aborted", "Communicator was aborted", "watchdog thread terminated",
+      "NCCL communicator aborted", "ncclCommAbort"}},
+    {"stopped",
+     K::kConsequence,
+     "stopped by the launcher or scheduler after another failure",
+     {"Received SIGTERM", "received SIGTERM", "got SIGTERM", "Terminated", "signal 15",
+      "got signal: 15", "SignalException", "SIGTERM", "CANCELLED AT", "Killed"}},
+    {"nccl-error",
+     K::kCause,
+     "NCCL error",
+     {"NCCL error", "ncclInternalError", "ncclInvalidUsage", "ncclSystemError",
+      "ncclInvalidArgument"}},
+};
+
+// Tried after the Python exception check: a program's own error line ("prog: error: ...",
+// "ERROR: ..."), the least specific cause there is.
+const std::vector<ErrorSignature> kGenericSignatures = {
+    {"error-message",
+     K::kCause,
+     "error message",
+     {": error: ", "ERROR:", "FATAL:", "Fatal error", "fatal error"}},
+};
+
+// The generic Python exception line: `Name: text` or `pkg.mod.NameError: text` where the
+// name ends in Error, Exception or Interrupt, optionally behind torch's `[rank3]: ` prefix.
+bool is_python_exception(const std::string& line) {
+  size_t i = 0;
+  if (line.rfind("[rank", 0) == 0) {
+    size_t close = line.find("]: ");  // npos is > 16 too
+    if (close > 16) return false;
+    i = close + 3;
+  }
+  size_t start = i;
+  while (i < line.size() &&
+         (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == '.'))
+    ++i;
+  if (i == start || i >= line.size() || line[i] != ':') return false;
+  std::string name = line.substr(start, i - start);
+  for (const char* suffix : {"Error", "Exception", "Interrupt"}) {
+    std::string s(suffix);
+    if (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+      return true;
+  }
+  return false;
+}
+
+const ErrorSignature kPythonException = {"python-exception", K::kCause, "Python exception", {}};
+
+std::string bounded(const std::string& line) {
+  return line.size() > kMaxTriageLineBytes ? line.substr(0, kMaxTriageLineBytes) : line;
+}
+
+std::string shown(const std::string& line) { return printable_text(line, 300); }
+
+// The text used to group equal errors: numbers masked (ranks, addresses, sizes, pids differ
+// between ranks), torch's rank prefix dropped, at most 200 bytes.
+std::string group_key(const std::string& signature, const std::string& line) {
+  std::string out = signature + "|";
+  size_t i = 0;
+  if (line.rfind("[rank", 0) == 0) {
+    size_t close = line.find("]: ");  // npos is > 16 too
+    if (close <= 16) i = close + 3;
+  }
+  bool in_number = false;
+  for (; i < line.size() && out.size() < 200; ++i) {
+    bool digit = std::isdigit(static_cast<unsigned char>(line[i])) != 0;
+    if (digit && !in_number) out += '#';
+    if (!digit) out += line[i];
+    in_number = digit;
+  }
+  return out;
+}
+
+struct UnitScan {
+  const RankEvidence* unit = nullptr;
+  std::optional<Finding> cause;        // the first cause in the log
+  std::optional<Finding> consequence;  // the first consequence in the log
+  std::optional<int> waited_for;       // the rank a peer-timeout line says it waited for
+  const std::optional<Finding>& primary() const { return cause ? cause : consequence; }
+};
+
+// The rank number after "waiting for rank " in a peer-timeout line.
+std::optional<int> waited_for_rank(const std::string& line) {
+  for (std::string_view needle : {"waiting for rank ", "waiting for rank"}) {
+    size_t at = line.find(needle);
+    if (at == std::string::npos) continue;
+    size_t i = at + needle.size();
+    while (i < line.size() && line[i] == ' ') ++i;
+    int rank = 0;
+    size_t digits = 0;
+    for (; i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])) && digits < 7;
+         ++i, ++digits)
+      rank = rank * 10 + (line[i] - '0');
+    if (digits > 0) return rank;
+  }
+  return std::nullopt;
+}
+
+Finding make_finding(const ErrorSignature& sig, const std::string& line, size_t index) {
+  Finding f;
+  f.signature = sig.id;
+  f.description = sig.description;
+  f.cause = sig.kind == K::kCause;
+  f.line = shown(line);
+  f.line_index = index;
+  return f;
+}
+
+// A unit's finding is the first known line of its log, cause or consequence: a rank whose
+// log first shows a watchdog timeout and then aborts ("terminate called after throwing
+// ... DistBackendError", "Fatal Python error: Aborted") died of another rank's failure.
+UnitScan scan(const RankEvidence& unit) {
+  UnitScan s;
+  s.unit = &unit;
+  for (size_t i = 0; i < unit.lines.size(); ++i) {
+    const ErrorSignature* sig = classify_line(bounded(unit.lines[i]));
+    if (!sig) continue;
+    Finding f = make_finding(*sig, unit.lines[i], i);
+    if (f.cause) {
+      s.cause = f;
+    } else {
+      if (f.signature == "peer-timeout") s.waited_for = waited_for_rank(unit.lines[i]);
+      s.consequence = f;
+    }
+    break;
+  }
+  return s;
+}
+
+// The error with its context: a Python traceback from its header (first 3 frames' lines and
+// the last 4 before the error), else the 3 lines before it; then the error line.
+std::vector<std::string> excerpt_of(const RankEvidence& unit, size_t at, size_t& first_index) {
+  size_t header = at;
+  for (size_t back = 0; back < 60 && header > 0; ++back) {
+    --header;
+    if (unit.lines[header].find("Traceback (most recent call last)") != std::string::npos) break;
+    if (back + 1 == 60 || header == 0) header = at;
+  }
+  bool traceback = header < at && unit.lines[header].find("Traceback (most recent call last)") !=
+                                      std::string::npos;
+  std::vector<std::string> out;
+  if (!traceback) {
+    first_index = at >= 3 ? at - 3 : 0;
+    for (size_t i = first_index; i <= at; ++i) out.push_back(shown(unit.lines[i]));
+  } else {
+    first_index = header;
+    size_t head_end = std::min(at, header + 3);
+    size_t tail_start = at >= 4 ? std::max(head_end, at - 4) : head_end;
+    for (size_t i = header; i < head_end; ++i) out.push_back(shown(unit.lines[i]));
+    if (tail_start > head_end) out.push_back("...");
+    for (size_t i = tail_start; i <= at; ++i) out.push_back(shown(unit.lines[i]));
+  }
+  // A Python exception's message may continue on the next lines (CUDA errors add advice).
+  for (size_t i = at + 1; i < unit.lines.size() && i <= at + 2; ++i) {
+    const std::string& l = unit.lines[i];
+    if (l.empty() || l.find("Traceback") != std::string::npos) break;
+    if (l.find("CUDA kernel errors") == std::string::npos &&
+        l.find("For debugging consider") == std::string::npos &&
+        l.find("Compile with") == std::string::npos)
+      break;
+    out.push_back(shown(l));
+  }
+  return out;
+}
+
+int unit_number(const RankEvidence& u) { return u.rank ? *u.rank : u.node ? *u.node : 0; }
+
+std::string units_text(const std::vector<const RankEvidence*>& units) {
+  std::vector<int> ranks, nodes;
+  std::vector<std::string> others;
+  for (const auto* u : units) {
+    if (u->rank)
+      ranks.push_back(*u->rank);
+    else if (u->node)
+      nodes.push_back(*u->node);
+    else
+      others.push_back(u->label);
+  }
+  std::vector<std::string> parts;
+  if (!ranks.empty())
+    parts.push_back((ranks.size() == 1 ? "rank " : "ranks ") + compress_numbers(ranks));
+  if (!nodes.empty())
+    parts.push_back((nodes.size() == 1 ? "node " : "nodes ") + compress_numbers(nodes));
+  for (auto& o : others) parts.push_back(o);
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+std::string how_it_ended(const RankEvidence& u) {
+  if (u.signal) return fmt::format("killed by signal {}", *u.signal);
+  if (u.exit_code) return fmt::format("exit code {}", *u.exit_code);
+  if (!u.ended.empty()) return printable_text(u.ended, 100);
+  return "failed";
+}
+
+// Earlier failure order first; units without an order after those with one, by number.
+bool earlier(const RankEvidence& a, const RankEvidence& b) {
+  if (a.failure_order.has_value() != b.failure_order.has_value())
+    return a.failure_order.has_value();
+  if (a.failure_order && *a.failure_order != *b.failure_order)
+    return *a.failure_order < *b.failure_order;
+  return unit_number(a) < unit_number(b);
+}
+
+// A rank that others timed out waiting for, with no cause in its own log: it hung, and the
+// ranks that gave up on it are its consequences (they fail first, having timed out). The
+// earliest such timeout names it; `by` is the unit that waited.
+const UnitScan* hung_rank(const std::vector<UnitScan>& scans, const UnitScan*& by) {
+  by = nullptr;
+  for (const auto& s : scans)
+    if (s.waited_for && (!by || earlier(*s.unit, *by->unit))) by = &s;
+  if (!by) return nullptr;
+  auto rank_unit = [&](int rank) -> const UnitScan* {
+    for (const auto& s : scans)
+      if (s.unit->rank == rank && !s.cause) return &s;
+    return nullptr;
+  };
+  const UnitScan* blamed = rank_unit(*by->waited_for);
+  if (!blamed || blamed == by) {
+    by = nullptr;  // nobody to blame: the caller must not report a hang
+    return nullptr;
+  }
+  // Down a chain (rank 0 waited for 1, which waited for 2): the end of it hung first.
+  for (size_t hops = 0; blamed && blamed->waited_for && hops < scans.size(); ++hops) {
+    const UnitScan* next = rank_unit(*blamed->waited_for);
+    if (!next || next == by) break;
+    by = blamed;
+    blamed = next;
+  }
+  return blamed;
+}
+
+// The earliest failing unit that shows a cause; else a rank the others timed out waiting for
+// (hung_rank); else the earliest failing unit; else (no exit codes known) the earliest unit
+// that shows a cause.
+const UnitScan* pick_first(const std::vector<UnitScan>& scans, const UnitScan*& waited_by) {
+  auto earliest = [&](auto&& accept) {
+    const UnitScan* best = nullptr;
+    for (const auto& s : scans)
+      if (accept(s) && (!best || earlier(*s.unit, *best->unit))) best = &s;
+    return best;
+  };
+  waited_by = nullptr;
+  if (auto* s = earliest([](const UnitScan& x) { return x.unit->failed() && x.cause; })) return s;
+  if (auto* s = hung_rank(scans, waited_by)) return s;
+  if (auto* s = earliest([](const UnitScan& x) { return x.unit->failed(); })) return s;
+  return earliest([](const UnitScan& x) { return x.cause.has_value(); });
+}
+
+std::vector<FindingGroup> group(const std::vector<std::pair<const RankEvidence*, Finding>>& in) {
+  std::map<std::string, std::vector<std::pair<const RankEvidence*, Finding>>> by_key;
+  std::vector<std::string> order;
+  for (const auto& [unit, f] : in) {
+    std::string key = group_key(f.signature, f.line);
+    if (!by_key.count(key)) order.push_back(key);
+    by_key[key].emplace_back(unit, f);
+  }
+  std::vector<FindingGroup> out;
+  for (const auto& key : order) {
+    auto& members = by_key[key];
+    std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) {
+      return unit_number(*a.first) < unit_number(*b.first);
+    });
+    FindingGroup g;
+    g.signature = members.front().second.signature;
+    g.description = members.front().second.description;
+    g.cause = members.front().second.cause;
+    g.example = members.front().second.line;
+    std::vector<const RankEvidence*> units;
+    for (const auto& [unit, f] : members) {
+      g.labels.push_back(unit->label);
+      units.push_back(unit);
+    }
+    g.units_text = units_text(units);
+    out.push_back(std::move(g));
+  }
+  // The biggest groups first: they are what most of the log lines say.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.labels.size() > b.labels.size(); });
+  return out;
+}
+
+}  // namespace
+
+const std::vector<ErrorSignature>& error_signatures() {
+  static const std::vector<ErrorSignature> all = [] {
+    std::vector<ErrorSignature> v = kSignatures;
+    v.push_back(kPythonException);
+    v.insert(v.end(), kGenericSignatures.begin(), kGenericSignatures.end());
+    return v;
+  }();
+  return all;
+}
+
+const ErrorSignature* classify_line(const std::string& line) {
+  std::string_view text(line.data(), std::min(line.size(), kMaxTriageLineBytes));
+  auto first_match = [&](const std::vector<ErrorSignature>& table) -> const ErrorSignature* {
+    for (const auto& sig : table)
+      for (const char* needle : sig.needles)
+        if (text.find(needle) != std::string_view::npos) return &sig;
+    return nullptr;
+  };
+  if (const auto* sig = first_match(kSignatures)) return sig;
+  if (is_python_exception(std::string(text))) return &kPythonException;
+  return first_match(kGenericSignatures);
+}
+
+std::string compress_numbers(std::vector<int> numbers) {
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  std::string out;
+  for (size_t i = 0; i < numbers.size();) {
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    // A run of two reads better as "3, 4" than as "3-4".
+    if (j == i + 1) j = i;
+    out += j == i ? std::to_string(numbers[i]) : fmt::format("{}-{}", numbers[i], numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+Triage triage(const FailureEvidence& evidence) {
+  Triage t;
+  t.order_source = evidence.order_source;
+  for (size_t i = 0; i < evidence.scheduler_lines.size(); ++i) {
+    const std::string& line = evidence.scheduler_lines[i];
+    const ErrorSignature* sig = classify_line(bounded(line));
+    if (sig && sig->kind == K::kCause && std::string(sig->id) != "python-exception")
+      t.job_level.push_back(make_finding(*sig, line, i));
+  }
+  std::vector<UnitScan> scans;
+  scans.reserve(evidence.units.size());
+  for (const auto& u : evidence.units) scans.push_back(scan(u));
+  const UnitScan* waited_by = nullptr;
+  const UnitScan* first = pick_first(scans, waited_by);
+  if (!first) return t;
+
+  FirstFailure f;
+  const RankEvidence& u = *first->unit;
+  f.label = u.label;
+  f.rank = u.rank;
+  f.node = u.node;
+  f.host = printable_text(u.host, 200);
+  f.exit_code = u.exit_code;
+  f.signal = u.signal;
+  f.log_path = printable_text(u.log_path, 1000);
+  f.finding = first->primary();
+  if (waited_by)
+    f.hung = fmt::format("{} timed out waiting for it: {}", waited_by->unit->label,
+                         waited_by->consequence->line);
+  if (f.finding) {
+    size_t first_index = 0;
+    f.excerpt = excerpt_of(u, f.finding->line_index, first_index);
+    if (u.first_line_number > 0) f.excerpt_first_line = u.first_line_number + first_index;
+  }
+  std::string first_key = f.finding ? group_key(f.finding->signature, f.finding->line) : "";
+
+  std::vector<const RankEvidence*> same;
+  std::vector<std::pair<const RankEvidence*, Finding>> causes, consequences;
+  std::map<std::string, std::vector<const RankEvidence*>> silent;
+  for (const auto& s : scans) {
+    if (&s == first) continue;
+    const auto& p = s.primary();
+    if (p && !first_key.empty() && group_key(p->signature, p->line) == first_key)
+      same.push_back(s.unit);
+    else if (p && p->cause)
+      causes.emplace_back(s.unit, *p);
+    else if (p)
+      consequences.emplace_back(s.unit, *p);
+    else if (s.unit->failed())
+      silent[how_it_ended(*s.unit)].push_back(s.unit);
+  }
+  std::sort(same.begin(), same.end(),
+            [](const auto* a, const auto* b) { return unit_number(*a) < unit_number(*b); });
+  for (const auto* s : same) t.same_error_labels.push_back(s->label);
+  t.same_error_text = units_text(same);
+  t.other_causes = group(causes);
+  t.consequences = group(consequences);
+  for (auto& [how, units] : silent) t.silent.emplace_back(how, units_text(units));
+  t.first = std::move(f);
+  return t;
+}
+
+}  // namespace bridge

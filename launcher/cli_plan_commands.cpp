@@ -1,0 +1,608 @@
+// validate, plan, plugins and the launch itself (submit, registry entry, --wait).
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "launcher/cli_commands.h"
+#include "launcher/cli_support.h"
+#include "launcher/services.h"
+#include "launcher/wait_schedule.h"
+#include "executors/executor.h"
+#include "system/cancel_token.h"
+#include "jobs/job_lifecycle.h"
+#include "jobs/job_progress.h"
+#include "jobs/registry.h"
+#include "plan/plan_output.h"
+#include "model/recipe_loader.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+namespace {
+
+// The token `--wait`'s signal handler cancels. The one process global of the wait: a signal
+// handler gets no argument to find it by. Set by WaitInterrupts only while its handlers are
+// installed; atomic (lock-free), so that the handler reads a whole pointer.
+std::atomic<CancelToken*> g_wait_cancel{nullptr};
+static_assert(std::atomic<CancelToken*>::is_always_lock_free);
+
+// Ctrl-C or SIGTERM while a scheduler takes the job must not leave a job that runs but is
+// not recorded: the two signals are held back from before `sbatch`/`kubectl apply` until the
+// registry entry is written (bounded by the command runner's timeout), then taken. sbatch
+// runs in a process group of its own, so a terminal's Ctrl-C (sent to the whole foreground
+// group) does not cut it off half-way either.
+class DeferredInterrupts {
+ public:
+  DeferredInterrupts() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~DeferredInterrupts() { release(); }
+  DeferredInterrupts(const DeferredInterrupts&) = delete;
+  DeferredInterrupts& operator=(const DeferredInterrupts&) = delete;
+
+  // Consumes a held-back SIGINT/SIGTERM and restores the mask; true when one arrived.
+  bool release() {
+    if (released_) return interrupted_;
+    released_ = true;
+    timespec no_wait{0, 0};
+    while (sigtimedwait(&set_, nullptr, &no_wait) > 0) interrupted_ = true;
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    return interrupted_;
+  }
+
+ private:
+  sigset_t set_{}, old_{};
+  bool released_ = false;
+  bool interrupted_ = false;
+};
+void on_wait_signal(int) {
+  if (CancelToken* token = g_wait_cancel.load()) token->cancel();  // async-signal-safe
+}
+
+// While `--wait` polls: SIGINT, SIGTERM and SIGHUP cancel `token` instead of ending the
+// process. The token is the runner's (Services::cancel), so a scheduler client that hangs is
+// killed at once instead of at its time limit; the wait loop sees the token and stops.
+class WaitInterrupts {
+ public:
+  explicit WaitInterrupts(CancelToken& token) : token_(token) {
+    token_.reset();
+    g_wait_cancel = &token_;
+    struct sigaction sa {};
+    sa.sa_handler = on_wait_signal;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);
+  }
+  ~WaitInterrupts() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
+    g_wait_cancel = nullptr;
+    token_.reset();  // later scheduler commands of this process run as usual
+  }
+  WaitInterrupts(const WaitInterrupts&) = delete;
+  WaitInterrupts& operator=(const WaitInterrupts&) = delete;
+  bool interrupted() const { return token_.cancelled(); }
+
+ private:
+  CancelToken& token_;
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{};
+};
+
+// A start or end the scheduler does not report is recorded as the time --wait saw it (at
+// most one poll late), so `status` can show a run time afterwards.
+void note_seen_times(JobStatus& st, const JobRecord& rec, const std::string& now) {
+  bool started = st.state == JobState::kRunning || is_final(st.state);
+  if (started && st.started_at.empty() && rec.started_at.empty()) st.started_at = now;
+  if (is_final(st.state) && st.ended_at.empty() && rec.ended_at.empty()) st.ended_at = now;
+}
+
+}  // namespace
+
+namespace {
+
+// One waited job: its record (kept current) and the last line printed for it.
+struct WaitedJob {
+  JobRecord* rec;
+  std::string last_line;
+  bool done = false;
+};
+
+// The states of the waited jobs that have not ended, by one scheduler query: `poll` (the
+// cheapest query for one job) when one is left, else `status` over all of them (one squeue,
+// one `kubectl get` per namespace), whatever their number.
+std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<WaitedJob*>& open,
+                                Diagnostics& diags) {
+  if (open.size() == 1) return {executor.poll(*open.front()->rec, diags)};
+  std::vector<JobRecord> records;
+  for (const auto* w : open) records.push_back(*w->rec);
+  return executor.status(records, diags);
+}
+
+// "stopped waiting" for each job still open; the exit code of an interrupted wait.
+int stop_waiting(const std::vector<WaitedJob*>& open, bool tty, std::ostream& err) {
+  if (tty) err << "\n";
+  for (const auto* w : open)
+    err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
+                       w->rec->id, w->rec->id);
+  return kExitInterrupted;
+}
+
+}  // namespace
+
+// Follows scheduler jobs until they end. SIGINT stops the waiting only: the jobs keep
+// running and `status` still finds them. A signal during a scheduler query stops the query
+// too (the runner kills the client), and what it answered is not recorded.
+int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
+                  const JobRegistry& reg, const Context& c) {
+  std::optional<CancelToken> own_token;  // a runner that watches no token (test fakes)
+  CancelToken& token = c.services.cancel ? *c.services.cancel : own_token.emplace();
+  WaitInterrupts interrupts(token);
+  // One job gets one live line rewritten in place; several get a line per change.
+  bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr && records.size() == 1;
+  auto start = c.services.clock.steady_now();
+  std::vector<WaitedJob> waited;
+  for (JobRecord* r : records) waited.push_back({r, "", false});
+  int rc = kExitOk;
+  int polls = 0;
+  for (;;) {
+    std::vector<WaitedJob*> open;
+    for (auto& w : waited)
+      if (!w.done) open.push_back(&w);
+    if (open.empty()) break;
+    // Adaptive polling (launcher/wait_schedule.h): the jobs were just accepted, so the first
+    // query waits too; Ctrl-C is still noticed within 200 ms.
+    auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        c.services.clock.steady_now() - start);
+    auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
+    while (!interrupts.interrupted() && c.services.clock.steady_now() < next_poll)
+      c.services.sleeper.pause_for(std::chrono::milliseconds(200));
+    Diagnostics diags;
+    std::vector<JobStatus> states;
+    if (!interrupts.interrupted()) states = poll_all(executor, open, diags);
+    if (interrupts.interrupted()) {
+      rc = stop_waiting(open, tty, c.err);
+      break;
+    }
+    for (size_t i = 0; i < open.size() && i < states.size(); ++i) {
+      WaitedJob& w = *open[i];
+      JobRecord& rec = *w.rec;
+      JobStatus& st = states[i];
+      note_seen_times(st, rec, utc_time_text(c.services.clock.now()));
+      if (st.state == JobState::kRunning && rec.state != JobState::kRunning) {
+        Diagnostics ignored;  // the start time is recorded once; `status` retries a failed write
+        JobLifecycle(reg).observe(rec, st, ignored);
+      }
+      std::optional<JobProgress> progress;
+      if (st.state == JobState::kRunning) progress = live_progress(executor, rec);
+      std::string line = fmt::format(
+          "{} {}{}{}", rec.id, job_state_name(st.state),
+          progress ? " " + progress_text(*progress) : "",
+          st.detail.empty() || st.detail == job_state_name(st.state) ? "" : " (" + st.detail + ")");
+      auto waited_for =
+          std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start);
+      auto ran = job_elapsed(rec, c.services.clock.now());
+      std::string clock = ran ? "[elapsed " + duration_text(*ran) + "]"
+                              : "[waited " + duration_text(waited_for) + "]";
+      if (tty)
+        c.err << fmt::format("\r\033[K{} {}", line, clock) << std::flush;
+      else if (line != w.last_line)
+        c.err << line << " " << clock << "\n";
+      w.last_line = line;
+      if (!is_final(st.state)) continue;
+      if (tty) c.err << "\n";
+      Diagnostics ignored;  // a stale entry is refreshed by the next `status`
+      JobLifecycle(reg).observe(rec, st, ignored);
+      if (st.state != JobState::kSucceeded) rc = kExitRuntime;
+      rec.state = st.state;
+      rec.state_detail = st.detail;
+      print_failure_summary(executor, rec, c.err);
+      w.done = true;
+    }
+    // A signal while a job's progress or failure summary was being read (that query was
+    // stopped too): the wait ends as interrupted, naming the jobs still open.
+    if (interrupts.interrupted()) {
+      std::vector<WaitedJob*> left;
+      for (WaitedJob* w : open)
+        if (!w->done) left.push_back(w);
+      rc = stop_waiting(left, tty, c.err);
+      break;
+    }
+  }
+  return rc;
+}
+
+int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
+                 const Context& c) {
+  return wait_for_jobs(executor, {&rec}, reg, c);
+}
+
+// The registry keeps no function of a secret value (not even a hash: a dictionary recovers
+// weak secrets from an unsalted one). `env` / `env.NAME...` texts of a secret variable are
+// replaced by <secret>; other env values are kept as they are (the dry-run text in the
+// entry shows them anyway).
+bool names_secret(const Plan& plan, const std::string& dotted_key) {
+  if (dotted_key == "env") {
+    return std::any_of(plan.env.vars.begin(), plan.env.vars.end(),
+                       [](const EnvVar& v) { return v.secret; });
+  }
+  if (dotted_key.rfind("env.", 0) != 0) return false;
+  std::string name = dotted_key.substr(4, dotted_key.find('.', 4) - 4);
+  const EnvVar* v = plan.env.find(name);
+  return v == nullptr || v->secret;  // unknown: keep nothing rather than guess
+}
+
+namespace {
+
+std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) {
+  std::vector<std::string> out = make_request(o).overrides;
+  for (auto& text : out) {
+    std::string key = text.substr(0, text.find('='));
+    if (names_secret(plan, key)) text = key + "=<secret>";
+  }
+  return out;
+}
+
+JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job,
+                     std::chrono::system_clock::time_point now) {
+  JobRecord rec;
+  rec.name = *plan.recipe->name.value;
+  rec.executor = plan.executor;
+  rec.recipe_path = o.recipe;
+  rec.overrides = recorded_overrides(plan, o);
+  rec.submitted_at = utc_timestamp_iso8601(now);
+  rec.nodes = static_cast<int>(plan.topology->nodes);
+  rec.ranks = static_cast<int>(plan.topology->num_gpus);
+  // rec.knobs and rec.plan_json are left for the submission to fill in (complete_record:
+  // recorded_knobs and plan_to_json): they cost more than the rest of the record, and are
+  // written while the scheduler command works.
+  rec.rendered = job.dry_run_text();
+  rec.progress_rank = plan.progress_rank;
+  return rec;
+}
+
+// What `compare` diffs; a secret shows as <secret> (equal in every job).
+std::map<std::string, std::string> recorded_knobs(const Options& o, const Plan& plan) {
+  std::map<std::string, std::string> knobs = plan.recipe->inputs;
+  for (auto& [key, value] : knobs)
+    if (names_secret(plan, key)) value = "<secret>";
+  for (const auto& e : o.env) {
+    size_t eq = e.find('=');
+    std::string name = e.substr(0, eq);
+    const EnvVar* v = plan.env.find(name);
+    knobs["-E " + name] = (v == nullptr || v->secret)
+                              ? "<secret>"
+                              : (eq == std::string::npos ? "" : e.substr(eq + 1));
+  }
+  knobs["executor"] = plan.executor;
+  return knobs;
+}
+
+}  // namespace
+
+int cmd_validate(const Options& o, const Context& c) {
+  Diagnostics diags(o.strict);
+  Plan plan = build_checked_plan(o, c, diags);
+  bool ok = plan.complete && !diags.has_errors();
+  if (o.format == "json") {
+    nlohmann::ordered_json j{{"ok", ok}, {"diagnostics", diagnostics_to_json(diags)}};
+    c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    print_diagnostics(diags, c.err, c.color);
+    if (ok)
+      c.out << fmt::format("{}: ok ({} warning{})\n", o.recipe, diags.count(Severity::kWarning),
+                           diags.count(Severity::kWarning) == 1 ? "" : "s");
+  }
+  return ok ? kExitOk : kExitUsage;
+}
+
+int cmd_plan(const Options& o, const Context& c) {
+  Diagnostics diags(o.strict);
+  Plan plan = build_checked_plan(o, c, diags);
+  bool ok = plan.complete && !diags.has_errors();
+  if (o.format == "json") {
+    c.out << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
+  } else {
+    print_diagnostics(diags, c.err, c.color);
+    if (ok) c.out << plan_to_text(plan, c.color && isatty(STDOUT_FILENO));
+  }
+  return ok ? kExitOk : kExitUsage;
+}
+
+int cmd_plugins(const std::string& format, const Context& c) {
+  if (format == "json") {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& p : c.services.plugins)
+      list.push_back({{"name", p.name}, {"description", p.description}});
+    c.out << list.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows{{"plugin", "description"}};
+  for (const auto& p : c.services.plugins) rows.push_back({p.name, p.description});
+  c.out << format_table(rows, false);
+  return kExitOk;
+}
+
+namespace {
+
+// One launch's state, handed from pass to pass: plan -> preview -> record -> render ->
+// submit -> outcome -> wait (launch_planned). A pass returns the exit code when the launch
+// ends there, nullopt to go on.
+struct Launch {
+  Launch(const Options& options, const Context& context, Plan& p, Diagnostics& d)
+      : o(options),
+        c(context),
+        plan(p),
+        diags(d),
+        reg(context.services.registry),
+        lifecycle(context.services.registry) {}
+
+  const Options& o;
+  const Context& c;
+  Plan& plan;
+  Diagnostics& diags;  // the plan's, then the renders'
+  const JobRegistry& reg;
+  JobLifecycle lifecycle;
+  const ExecutorInfo* info = nullptr;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<PreparedJob> preview;  // rendered with the dry-run identity
+  std::unique_ptr<PreparedJob> job;      // rendered with the reserved id: what is submitted
+  Diagnostics submit_diags;              // what the scheduler and the registry say
+  Diagnostics plan_diags;                // what the recorded plan lists (later renders add none)
+  JobRecord rec;
+  std::optional<PendingEntry> pending;
+  bool recorded = true;  // every registry write since acceptance succeeded
+  SubmitResult sr;
+
+  bool runs_here() const { return info->traits.runs_here; }
+};
+
+// A launch that stops before submitting: the plan (JSON) or its diagnostics, and `code`.
+int stop_before_submit(const Launch& l, int code) {
+  if (l.o.format == "json")
+    l.c.out << plan_to_json(l.plan, l.diags)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+  else
+    print_diagnostics(l.diags, l.c.err, l.c.color);
+  return code;
+}
+
+// plan: a complete plan and its executor; `prepared` is used when it is the plan's, and
+// otherwise its preparation stops here, before anything is submitted.
+std::optional<int> choose_executor(Launch& l, std::unique_ptr<Executor> prepared,
+                                   const std::string& prepared_name) {
+  if (!l.plan.complete || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
+  l.info = find_executor(l.c.services.executors, l.plan.executor);
+  l.executor = prepared && prepared_name == l.plan.executor
+                   ? std::move(prepared)
+                   : l.c.services.executor(l.plan.executor);
+  prepared.reset();
+  if (!l.executor || !l.info) {
+    l.diags.error("executor-unavailable", "", {},
+                  fmt::format("the {} executor is not available in this build", l.plan.executor));
+    return stop_before_submit(l, kExitUsage);
+  }
+  return std::nullopt;
+}
+
+// preview: the dry-run identity renders what --dry-run prints; a launch renders once more
+// with the reserved job id (render is pure, so both differ only in what the id names).
+std::optional<int> render_preview(Launch& l) {
+  l.preview = l.executor->render(l.plan, dry_run_identity(l.plan), l.diags);
+  if (!l.preview || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
+  print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
+  if (l.o.dry_run) {
+    l.c.out << l.preview->dry_run_text();
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
+// record: the registry id only (lock, exclusive create); the entry itself is written by
+// write_pending_entry, before the scheduler can take the job.
+std::optional<int> reserve_id(Launch& l) {
+  l.submit_diags.add_secrets(l.diags.secrets());  // what the scheduler says is scrubbed too
+  l.rec = new_record(l.o, l.plan, *l.preview, l.c.services.clock.now());
+  l.plan_diags = l.diags;
+  std::optional<std::string> id = l.reg.reserve_id(l.rec.name, "", l.submit_diags);
+  if (!id) {
+    print_diagnostics(l.submit_diags, l.c.err, l.c.color);
+    return kExitRuntime;
+  }
+  l.rec.id = *id;
+  return std::nullopt;
+}
+
+// render: the job as it is submitted, named by its id.
+std::optional<int> render_job(Launch& l, int sequence) {
+  l.job = l.executor->render(l.plan, SubmissionIdentity{l.rec.id, sequence}, l.diags);
+  if (!l.job) {  // cannot happen when the preview rendered; never submit without a render
+    l.reg.release_id(l.rec.id);
+    return stop_before_submit(l, kExitUsage);
+  }
+  l.rec.rendered = l.job->dry_run_text();
+  return std::nullopt;
+}
+
+// The pending entry (docs/reliability.md, "Submission durability"): written before the
+// scheduler can take the job, so a job it took is never missing from the registry, also
+// when bridge-launch is killed right after; then completed with the plan and fsynced.
+// Slurm writes it while sbatch starts up and completes it while sbatch talks to the
+// controller (a failure is then a warning: sbatch has the script); other executors get both
+// done before submit (write_entry_first). A full disk or an unwritable registry stops the
+// launch at the write, before anything runs.
+bool write_pending_entry(Launch& l) {
+  l.pending = l.lifecycle.submitting(l.rec, l.submit_diags);
+  return l.pending.has_value();
+}
+
+// The knobs and the plan cost more than the rest of the record: written while the
+// scheduler command works.
+void complete_record(Launch& l) {
+  if (!l.rec.plan_json.is_null()) return;
+  l.rec.knobs = recorded_knobs(l.o, l.plan);
+  l.rec.plan_json = plan_to_json(l.plan, l.plan_diags);
+}
+
+void flush_while_submitting(Launch& l) {
+  complete_record(l);
+  Diagnostics flush_diags;
+  if (l.pending && !l.lifecycle.flush(*l.pending, l.rec, flush_diags))
+    l.submit_diags.add_as_warnings(flush_diags,
+                                   "; the submission was already under way, so the job may run "
+                                   "and a crash of this machine could lose its entry");
+}
+
+// A job that does not call before_submit itself gets its entry written and flushed here.
+std::optional<int> write_entry_first(Launch& l) {
+  if (l.job->calls_before_submit()) return std::nullopt;
+  complete_record(l);
+  bool ready = write_pending_entry(l) && l.lifecycle.flush(*l.pending, l.rec, l.submit_diags);
+  if (ready) return std::nullopt;
+  if (l.pending) l.lifecycle.not_accepted(*l.pending);
+  l.reg.release_id(l.rec.id);
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color);
+  return kExitRuntime;
+}
+
+// The scheduler took the job: its answer goes into the entry, the id to the user.
+void record_acceptance(Launch& l, const SubmitResult& accepted) {
+  complete_record(l);  // when the submission found the job without giving it its input
+  JobRecord& rec = l.rec;
+  rec.scheduler_id = accepted.scheduler_id;
+  rec.job_dir = accepted.job_dir;
+  rec.context = accepted.context;
+  rec.namespace_ = accepted.namespace_;
+  rec.state = l.runs_here() ? JobState::kRunning : JobState::kPending;
+  if (l.runs_here()) rec.started_at = utc_time_text(l.c.services.clock.now());  // ranks start
+  if (accepted.final_state != JobState::kUnknown) rec.state = accepted.final_state;
+  rec.state_detail = accepted.state_detail;
+  l.recorded =
+      l.lifecycle.accepted(rec, l.submit_diags, l.pending ? &*l.pending : nullptr) && l.recorded;
+  l.c.err << fmt::format("bridge-launch: submitted job {} ({} id {})\n", rec.id, l.plan.executor,
+                         accepted.scheduler_id);
+  if (!l.runs_here()) l.c.out << rec.id << "\n";
+}
+
+// submit: the scheduler (or the local ranks) gets the job; Ctrl-C and SIGTERM are held back
+// until the entry is written.
+std::optional<int> submit(Launch& l) {
+  SubmitOptions so;
+  so.wait = l.o.wait || l.runs_here();
+  so.verbosity = l.o.quiet ? -1 : l.o.verbose;
+  so.before_submit = [&l] { return write_pending_entry(l); };
+  so.while_submitting = [&l] { flush_while_submitting(l); };
+  if (std::optional<int> stop = write_entry_first(l)) return stop;
+  // Local ranks take Ctrl-C themselves (the process group stops them).
+  std::optional<DeferredInterrupts> deferred;
+  if (!l.runs_here()) deferred.emplace();
+  l.sr = l.job->submit(so, l.c.out, l.submit_diags,
+                       [&l](const SubmitResult& accepted) { record_acceptance(l, accepted); });
+  bool interrupted = deferred && deferred->release();
+  if (!l.sr.accepted) {
+    if (l.pending) l.lifecycle.not_accepted(*l.pending);
+    l.reg.release_id(l.rec.id);
+  }
+  if (!interrupted) return std::nullopt;
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+  if (l.sr.accepted)
+    l.c.err << fmt::format(
+        "interrupted: job {} was submitted and recorded and keeps running "
+        "(bridge-launch status {}; bridge-launch cancel {})\n",
+        l.rec.id, l.rec.id, l.rec.id);
+  return kExitInterrupted;
+}
+
+// outcome: a local run ends inside submit, so its outcome is news (a scheduler's "pending"
+// was recorded on acceptance and observe writes nothing for it). A job whose outcome is not
+// on record must not look like a clean success to a script.
+void record_outcome(Launch& l) {
+  if (!l.sr.accepted) return;
+  JobStatus outcome;
+  outcome.state = l.sr.final_state;
+  outcome.detail = l.sr.state_detail;
+  outcome.exit_code = l.sr.exit_code_of_rank;
+  if (l.runs_here() && is_final(l.sr.final_state))
+    outcome.ended_at = utc_time_text(l.c.services.clock.now());
+  l.recorded = (l.runs_here() ? l.lifecycle.finished(l.rec, outcome, l.submit_diags)
+                              : l.lifecycle.observe(l.rec, outcome, l.submit_diags)) &&
+               l.recorded;
+  if (l.recorded) return;
+  l.submit_diags.error(
+      "registry-stale", "", {},
+      fmt::format("job {} ({} id {}): its state {} could not be saved in the registry", l.rec.id,
+                  l.plan.executor, l.rec.scheduler_id, job_state_name(l.rec.state)),
+      "free space or fix permissions under " + l.reg.dir() +
+          "; `bridge-launch status` may show an out-of-date state for this job");
+}
+
+// wait: --wait follows a scheduler's job; a command that ends with this launch may end the
+// process here (Services::end_process).
+int finish(Launch& l, bool ends_command) {
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+  const SubmitResult& sr = l.sr;
+  if (sr.accepted && !l.recorded && sr.exit_code == kExitOk) return kExitRuntime;
+  if (sr.accepted && l.o.wait && !l.runs_here() && sr.exit_code == kExitOk)
+    return wait_for_job(*l.executor, l.rec, l.reg, l.c);
+  if (ends_command && l.c.services.end_process) l.c.services.end_process(sr.exit_code);
+  return sr.exit_code;
+}
+
+}  // namespace
+
+LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
+                             LaunchSettings settings) {
+  Launch l(o, c, plan, diags);
+  std::optional<int> stop =
+      choose_executor(l, std::move(settings.prepared), settings.prepared_name);
+  if (!stop) stop = render_preview(l);
+  if (!stop) stop = reserve_id(l);
+  if (!stop) stop = render_job(l, settings.sequence);
+  if (!stop) stop = submit(l);
+  if (!stop) record_outcome(l);
+  return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};
+}
+
+int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
+  Diagnostics diags(o.strict);
+  // An executor named by --executor prepares its submission first (Slurm starts sbatch, which
+  // then waits for its script), so that the scheduler command's start-up overlaps planning
+  // (docs/performance.md); run_cli usually did so before parsing. A plan that fails stops it
+  // before it got anything to submit.
+  std::unique_ptr<Executor> prepared;
+  if (!o.dry_run && !o.executor.empty()) {
+    if (early.prepared && early.executor == o.executor) {
+      prepared = std::move(early.prepared);
+    } else {
+      prepared = c.services.executor(o.executor);
+      if (prepared) prepared->prepare_to_submit();
+    }
+  }
+  early.prepared.reset();
+  Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
+  LaunchSettings settings;
+  settings.prepared = std::move(prepared);
+  settings.prepared_name = o.executor;
+  settings.ends_command = true;
+  return launch_planned(o, c, plan, diags, std::move(settings)).exit_code;
+}
+
+}  // namespace bridge

@@ -1,0 +1,93 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "model/megatron_bridge_perf_recipes.h"
+#include "model/runtime_kind.h"
+
+namespace bridge {
+
+std::string perf_recipe_dtype(std::string_view compute_dtype) {
+  std::string out(compute_dtype);
+  out.erase(std::remove(out.begin(), out.end(), '_'), out.end());
+  return out;
+}
+
+const PerfRecipe* find_perf_recipe(std::string_view model_recipe, std::string_view task,
+                                   std::string_view gpu, std::string_view dtype) {
+  for (const auto& r : megatron_bridge_perf_recipes())
+    if (r.model_recipe == model_recipe && r.task == task && r.gpu == gpu && r.dtype == dtype)
+      return &r;
+  return nullptr;
+}
+
+namespace {
+
+// run_script.py's utils/utils.py _DEFAULT_GPU_COUNT_OVERRIDES (scripts of the r0.6.0 branch,
+// upstream commit 6124fbe, the commit tests/tools/megatron_bridge_argv_test.py pins): the count
+// it starts from when -ng names none of a model's recipes. The conformance harness holds the
+// same table (tests/conformance/harness.py DEFAULT_GPU_COUNT), and the suite compares the env
+// of the recipe each case builds with the plan's.
+struct DefaultCount {
+  std::string_view model_recipe, task, gpu, dtype;
+  int64_t count;
+};
+
+const std::vector<DefaultCount>& default_counts() {
+  static const std::vector<DefaultCount> kCounts{
+      {"qwen3_30b_a3b", "pretrain", "h100", "bf16", 16},
+      {"qwen3_30b_a3b", "pretrain", "h100", "fp8cs", 16},
+      {"qwen3_30b_a3b", "pretrain", "b200", "bf16", 8},
+      {"qwen3_30b_a3b", "pretrain", "b200", "fp8cs", 8},
+      {"qwen3_30b_a3b", "pretrain", "gb200", "bf16", 8},
+      {"qwen3_30b_a3b", "pretrain", "gb200", "fp8cs", 8},
+      {"qwen3_30b_a3b", "pretrain", "gb300", "bf16", 8},
+      {"qwen3_30b_a3b", "pretrain", "gb300", "fp8cs", 8},
+      {"llama3_8b", "pretrain", "h100", "bf16", 8},
+      {"llama3_8b", "pretrain", "h100", "fp8cs", 8},
+      {"llama3_8b", "pretrain", "b200", "bf16", 8},
+      {"llama3_8b", "pretrain", "b200", "fp8cs", 8},
+  };
+  return kCounts;
+}
+
+}  // namespace
+
+int64_t perf_recipe_count_for(const PerfRecipe& recipe, int64_t num_gpus) {
+  const auto& counts = recipe.gpu_counts;
+  if (counts.empty()) return num_gpus;
+  if (std::find(counts.begin(), counts.end(), num_gpus) != counts.end()) return num_gpus;
+  for (const auto& d : default_counts())
+    if (std::tie(d.model_recipe, d.task, d.gpu, d.dtype) ==
+        std::tie(recipe.model_recipe, recipe.task, recipe.gpu, recipe.dtype))
+      return d.count;
+  return *std::max_element(counts.begin(), counts.end());
+}
+
+std::string perf_recipe_function(const PerfRecipe& recipe, int64_t gpu_count) {
+  return fmt::format("{}_{}_{}gpu_{}_{}_config", recipe.model_recipe, recipe.task, gpu_count,
+                     recipe.gpu, recipe.dtype);
+}
+
+const PerfRecipeEnv* find_perf_recipe_env(std::string_view function) {
+  const auto& table = megatron_bridge_perf_recipe_env();
+  auto it =
+      std::lower_bound(table.begin(), table.end(), function,
+                       [](const PerfRecipeEnv& e, std::string_view f) { return e.function < f; });
+  return it != table.end() && it->function == function ? &*it : nullptr;
+}
+
+const PerfRecipeEnv* perf_recipe_env_of(const Recipe& r, const Topology& t) {
+  if (effective_adapter_name(r.runtime) != "megatron_bridge" || !r.model.recipe.is_set() ||
+      t.gpu.empty())
+    return nullptr;
+  const PerfRecipe* recipe =
+      find_perf_recipe(*r.model.recipe.value, r.train.task.get_or("pretrain"), t.gpu,
+                       perf_recipe_dtype(r.model.compute_dtype.get_or("bf16")));
+  if (!recipe) return nullptr;  // the adapter refuses the plan (megatron-bridge-no-perf-recipe)
+  return find_perf_recipe_env(
+      perf_recipe_function(*recipe, perf_recipe_count_for(*recipe, t.num_gpus)));
+}
+
+}  // namespace bridge

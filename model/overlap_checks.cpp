@@ -1,0 +1,362 @@
+// Checks that only produce diagnostics: the expert-parallel overlap prerequisites (M3, E6),
+// and the delay_wgrad_compute requirements (M4). Versions are compared in PEP 440 order by
+// overlap_version.cpp, as the runtime compares them.
+//
+// The runtime asserts these at model init, after the job has queued and the container has
+// started; reporting them here, all at once and pointing at the offending field, is the point.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/overlap.h"
+#include "model/runtime_kind.h"
+
+namespace bridge {
+
+namespace {
+
+enum class VersionCheck { kOk, kTooOld, kAbsent, kUnknown };
+
+// A declared version that does not parse is unknown, like an absent one: the runtime may
+// still satisfy the need, so it is a warning, not an error.
+VersionCheck at_least(const std::string& declared, std::string_view min) {
+  auto have = parse_version(declared);
+  auto need = parse_version(min);
+  if (!have || !need) return VersionCheck::kUnknown;
+  return compare_versions(*have, *need) >= 0 ? VersionCheck::kOk : VersionCheck::kTooOld;
+}
+
+// "2.6.0a0+..." against 2.6.0 looks like the same version to a reader; say why it is not.
+std::string why_older(const std::string& declared, std::string_view min) {
+  auto have = parse_version(declared);
+  auto need = parse_version(min);
+  if (!have || !need || !have->is_prerelease()) return "";
+  Version have_release = *have;
+  have_release.pre.reset();
+  have_release.dev.reset();
+  have_release.post.reset();
+  if (compare_versions(have_release, *need) != 0) return "";
+  return fmt::format(
+      " (a pre-release of {}, which orders before the {} release: versions are "
+      "compared in PEP 440 order, as the runtime compares them)",
+      min, min);
+}
+
+// A minimum-version requirement of one feature on TE or torch.
+struct VersionNeed {
+  const char* component = "";  // "Transformer Engine" | "torch"
+  const char* path = "";       // "runtime.transformer_engine" | "runtime.torch"
+  std::string min;
+  std::string what;  // the feature that needs it, for the message
+  std::string code;  // error code when the declared version is too old / TE absent
+  std::string help;
+  SourceLoc loc;
+  VersionCheck result = VersionCheck::kOk;
+  std::string declared;
+};
+
+VersionNeed te_need(const Recipe& r, std::string min, const SourceLoc& fallback) {
+  const auto& te = r.runtime.transformer_engine;
+  VersionNeed n;
+  n.component = "Transformer Engine";
+  n.path = "runtime.transformer_engine";
+  n.min = std::move(min);
+  n.loc = te.is_set() ? te.loc : fallback;
+  if (!te.is_set()) {
+    n.result = VersionCheck::kUnknown;
+  } else if (!te.value->present) {
+    n.result = VersionCheck::kAbsent;
+  } else {
+    n.declared = te.value->version;
+    n.result = at_least(n.declared, n.min);
+  }
+  return n;
+}
+
+VersionNeed torch_need(const Recipe& r, std::string min, const SourceLoc& fallback) {
+  const auto& torch = r.runtime.torch;
+  VersionNeed n;
+  n.component = "torch";
+  n.path = "runtime.torch";
+  n.min = std::move(min);
+  n.loc = torch.is_set() ? torch.loc : fallback;
+  n.declared = torch.get_or("");
+  n.result = at_least(n.declared, n.min);
+  return n;
+}
+
+// Unknown version: a warning, since the runtime may well satisfy it. Too old / absent: error.
+void report(const VersionNeed& n, Diagnostics& diags) {
+  std::string leaf = std::string(n.path).substr(std::string(n.path).find('.') + 1);
+  switch (n.result) {
+    case VersionCheck::kOk:
+      return;
+    case VersionCheck::kUnknown:
+      diags.warning("unverified-version", n.path, n.loc,
+                    n.declared.empty()
+                        ? fmt::format("{} needs {} >= {}, but `{}` does not declare a known "
+                                      "version, so this is unverified",
+                                      n.what, n.component, n.min, n.path)
+                        : fmt::format("{} needs {} >= {}, but `{}` is `{}`, which is not a PEP "
+                                      "440 version, so this is unverified",
+                                      n.what, n.component, n.min, n.path, n.declared),
+                    fmt::format("declare the container's version, e.g. `{}: \"{}\"`", leaf, n.min));
+      return;
+    case VersionCheck::kAbsent:
+      diags.error(n.code, n.path, n.loc,
+                  fmt::format("{} needs {} >= {}, but `{}` is false (not installed)", n.what,
+                              n.component, n.min, n.path),
+                  n.help);
+      return;
+    case VersionCheck::kTooOld:
+      diags.error(n.code, n.path, n.loc,
+                  fmt::format("{} needs {} >= {}, but `{}` is {}{}", n.what, n.component, n.min,
+                              n.path, n.declared, why_older(n.declared, n.min)),
+                  n.help);
+      return;
+  }
+}
+
+std::string shown(const Field<std::string>& f, const char* unset) {
+  return f.is_set() ? "`" + *f.value + "`" : unset;
+}
+
+// M3: every failing prerequisite is an error of its own, naming its field, so that one run
+// of `validate` lists everything to fix.
+class EpPrerequisites {
+ public:
+  EpPrerequisites(const Recipe& r, const Topology& t, Diagnostics& diags)
+      : r_(r),
+        m_(r.model),
+        t_(t),
+        diags_(diags),
+        fallback_(r.comm_overlap.overlap_moe_expert_parallel_comm.loc) {}
+
+  void run() {
+    check_sizes();
+    check_dispatcher_and_precision();
+    check_torch();
+    check_recompute();
+    check_misc();
+  }
+
+ private:
+  template <class T>
+  void fail(const char* field, const Field<T>& f, const std::string& why, const std::string& help) {
+    diags_.error("ep-overlap-prerequisite", std::string("model.") + field,
+                 f.is_set() ? f.loc : fallback_,
+                 fmt::format("expert-parallel overlap (comm_overlap."
+                             "overlap_moe_expert_parallel_comm) requires {}",
+                             why),
+                 help + ", or turn off comm_overlap.overlap_moe_expert_parallel_comm");
+  }
+
+  void check_sizes() {
+    if (t_.ep <= 1)
+      fail("expert_model_parallel_size", m_.expert_model_parallel_size,
+           fmt::format("model.expert_model_parallel_size > 1, got {}", t_.ep),
+           "set model.expert_model_parallel_size to 2 or more");
+    if (m_.num_moe_experts.get_or(0) <= 1)
+      fail("num_moe_experts", m_.num_moe_experts,
+           fmt::format("model.num_moe_experts > 1, got {}",
+                       m_.num_moe_experts.is_set() ? std::to_string(*m_.num_moe_experts.value)
+                                                   : "null (not an MoE model)"),
+           "set model.num_moe_experts to the model's expert count");
+    if (t_.pp > 1 && !t_.vpp)
+      fail("virtual_pipeline_model_parallel_size", m_.virtual_pipeline_model_parallel_size,
+           fmt::format("model.virtual_pipeline_model_parallel_size to be set when "
+                       "pipeline_model_parallel_size is {} (> 1)",
+                       t_.pp),
+           "set virtual_pipeline_model_parallel_size (e.g. 2; num_layers must divide by "
+           "pp * vpp) or use pipeline_model_parallel_size 1");
+  }
+
+  void check_dispatcher_and_precision() {
+    std::string dispatcher = m_.moe_token_dispatcher_type.get_or("allgather");
+    if (dispatcher != "alltoall" && dispatcher != "flex")
+      fail("moe_token_dispatcher_type", m_.moe_token_dispatcher_type,
+           fmt::format("model.moe_token_dispatcher_type alltoall or flex, got {}",
+                       shown(m_.moe_token_dispatcher_type, "null (allgather by default)")),
+           "set model.moe_token_dispatcher_type: alltoall");
+    std::string precision = m_.precision.get_or("fp32");
+    if (precision != "bf16" && precision != "fp16")
+      fail("precision", m_.precision,
+           fmt::format("model.precision bf16 or fp16, got {}",
+                       shown(m_.precision, "null (fp32 by default)")),
+           "set model.precision: bf16");
+  }
+
+  void check_torch() {
+    VersionNeed n = torch_need(r_, "2.6.0", fallback_);
+    n.what = "expert-parallel overlap (comm_overlap.overlap_moe_expert_parallel_comm)";
+    n.code = "ep-overlap-prerequisite";
+    // The runtime's reason: the overlapped all-to-all hangs with older torch. NGC builds such
+    // as 2.6.0a0+... are pre-releases and count as older (PEP 440).
+    n.help =
+        "the overlapped all-to-all hangs with torch < 2.6.0: use a container with torch >= "
+        "2.6.0 (a released 2.6.0 or later, not a 2.6.0 pre-release) and declare it in "
+        "runtime.torch, or turn off comm_overlap.overlap_moe_expert_parallel_comm";
+    report(n, diags_);
+  }
+
+  // E6: full recompute is the usual reason these fail; selective recompute is the way out.
+  void check_recompute() {
+    const std::string selective =
+        "use selective recompute instead (recompute_granularity: selective, recompute_modules "
+        "without `moe`, e.g. [core_attn]) and leave recompute_method/recompute_num_layers unset";
+    if (m_.recompute_granularity.get_or("") == "full")
+      fail("recompute_granularity", m_.recompute_granularity,
+           "model.recompute_granularity other than full, got `full`", selective);
+    if (m_.recompute_method.is_set())
+      fail("recompute_method", m_.recompute_method,
+           fmt::format("model.recompute_method to be null, got `{}`", *m_.recompute_method.value),
+           "remove model.recompute_method (it only applies to full recompute)");
+    if (m_.recompute_num_layers.is_set())
+      fail("recompute_num_layers", m_.recompute_num_layers,
+           fmt::format("model.recompute_num_layers to be null, got {}",
+                       *m_.recompute_num_layers.value),
+           "remove model.recompute_num_layers (it only applies to full recompute)");
+    const StringList modules = m_.recompute_modules.get_or({});
+    if (std::find(modules.begin(), modules.end(), "moe") != modules.end())
+      fail("recompute_modules", m_.recompute_modules, "`moe` not to be in model.recompute_modules",
+           "remove `moe` from model.recompute_modules (e.g. [core_attn])");
+  }
+
+  void check_misc() {
+    if (m_.moe_shared_expert_overlap.get_or(false))
+      fail("moe_shared_expert_overlap", m_.moe_shared_expert_overlap,
+           "model.moe_shared_expert_overlap to be false, got true",
+           "set model.moe_shared_expert_overlap: false (the two overlaps are exclusive)");
+    if (m_.mtp_num_layers.get_or(0) > 1)
+      fail("mtp_num_layers", m_.mtp_num_layers,
+           fmt::format("model.mtp_num_layers to be null, 0 or 1, got {}", *m_.mtp_num_layers.value),
+           "set model.mtp_num_layers to 1 or less");
+  }
+
+  const Recipe& r_;
+  const ModelSpec& m_;
+  const Topology& t_;
+  Diagnostics& diags_;
+  SourceLoc fallback_;
+};
+
+bool in_list(const Field<StringList>& f, const char* item) {
+  const StringList& l = f.value ? *f.value : StringList{};
+  return std::find(l.begin(), l.end(), item) != l.end();
+}
+
+// M4(a)/(b): TE >= 2.7.0 when delayed wgrad meets grad-reduce overlap or GA fusion. The
+// grad-reduce overlap is the one the job gets, the resolved value (a rule turns it on with
+// the distributed optimizer, D1/D2), not only what the user wrote.
+void check_delay_wgrad_te(const Recipe& r, const OverlapResolution& resolved, Diagnostics& diags) {
+  const auto& u = r.comm_overlap;
+  bool grad_reduce = resolved.ddp.overlap_grad_reduce.value_or(false);
+  // Unset: Megatron-Bridge's GPTModelProvider turns the fusion on whenever Transformer
+  // Engine imports (the conformance suite checks it); Megatron-Core alone leaves it off.
+  bool ga_fusion =
+      r.model.gradient_accumulation_fusion.get_or(runtime_is_megatron_bridge(r.runtime));
+  if (!grad_reduce && !ga_fusion) return;
+  const Resolved<bool>& reduce = resolved.overlap.overlap_grad_reduce;
+  std::string reduce_text =
+      reduce.source == ValueSource::kRule && !reduce.rule.empty()
+          ? fmt::format("overlap_grad_reduce (turned on by rule {})", reduce.rule)
+          : std::string("overlap_grad_reduce");
+  VersionNeed n = te_need(r, "2.7.0", u.delay_wgrad_compute.loc);
+  n.what = fmt::format("delay_wgrad_compute with {}",
+                       grad_reduce && ga_fusion ? reduce_text + " and gradient_accumulation_fusion"
+                       : grad_reduce            ? reduce_text
+                                                : std::string("gradient_accumulation_fusion"));
+  n.code = "delay-wgrad-te-version";
+  n.help =
+      "use Transformer Engine >= 2.7.0 (declare it in runtime.transformer_engine), or set "
+      "comm_overlap.delay_wgrad_compute: false";
+  report(n, diags);
+}
+
+// M4(c): delaying the wgrad only pays off hidden behind the expert-parallel all-to-all.
+void check_delay_wgrad_ep(const Recipe& r, Diagnostics& diags) {
+  const auto& u = r.comm_overlap;
+  if (r.model.overlap_moe_expert_parallel_comm.get_or(false) ||
+      u.overlap_moe_expert_parallel_comm.get_or(false))
+    return;
+  diags.error("delay-wgrad-requires-ep-overlap", "comm_overlap.delay_wgrad_compute",
+              u.delay_wgrad_compute.loc,
+              "delay_wgrad_compute requires expert-parallel overlap, but "
+              "overlap_moe_expert_parallel_comm is off",
+              "set comm_overlap.overlap_moe_expert_parallel_comm: true (its prerequisites "
+              "apply), or set comm_overlap.delay_wgrad_compute: false");
+}
+
+// M4(d): graphed attention (or a graphed router with a non-overlapped shared expert) needs
+// TE >= 2.12, gradient-accumulation fusion, and bias-free attention.
+void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
+  const ModelSpec& m = r.model;
+  bool graphs_on = m.cuda_graph_impl.get_or("none") != "none";
+  bool attn = graphs_on && in_list(m.cuda_graph_scope, "attn");
+  bool router = graphs_on && in_list(m.cuda_graph_scope, "moe_router") &&
+                m.moe_shared_expert_intermediate_size.is_set() &&
+                !m.moe_shared_expert_overlap.get_or(false);
+  if (!attn && !router) return;
+  const SourceLoc& scope_loc = m.cuda_graph_scope.loc;
+  std::string scope = attn ? "CUDA-graph scope `attn`" : "CUDA-graph scope `moe_router`";
+  std::string what = "delay_wgrad_compute with " + scope;
+  std::string help_tail =
+      ", or remove it from model.cuda_graph_scope, or set "
+      "comm_overlap.delay_wgrad_compute: false";
+  VersionNeed n = te_need(r, "2.12.0", scope_loc);
+  n.what = what;
+  n.code = "cuda-graph-scope-unsupported";
+  n.help = "use Transformer Engine >= 2.12.0" + help_tail;
+  report(n, diags);
+  if (!m.gradient_accumulation_fusion.get_or(false))
+    diags.error(
+        "cuda-graph-scope-unsupported", "model.gradient_accumulation_fusion",
+        m.gradient_accumulation_fusion.is_set() ? m.gradient_accumulation_fusion.loc : scope_loc,
+        what + " requires model.gradient_accumulation_fusion: true",
+        "set model.gradient_accumulation_fusion: true" + help_tail);
+  if (!attn) return;
+  // Unset fields take the runtime's defaults (runtime_model_defaults): add_bias_linear is
+  // TRUE in Megatron-Core's TransformerConfig and GPT-3 recipes, false in Qwen3's;
+  // add_qkv_bias is false. So an unset add_bias_linear fails where the runtime's does.
+  struct BiasField {
+    const Field<bool>* field;
+    const char* name;
+    bool megatron_default;
+  };
+  const RuntimeModelDefaults defaults = runtime_model_defaults(r);
+  for (const BiasField& b :
+       {BiasField{&m.add_bias_linear, "add_bias_linear", defaults.add_bias_linear},
+        BiasField{&m.add_qkv_bias, "add_qkv_bias", false}}) {
+    if (!b.field->get_or(b.megatron_default)) continue;
+    if (!b.field->is_set() && !defaults.known) continue;  // the recipe's own default: unknown
+    diags.error("cuda-graph-scope-unsupported", std::string("model.") + b.name,
+                b.field->is_set() ? b.field->loc : scope_loc,
+                fmt::format("{} requires attention without bias, but model.{} is {}", what, b.name,
+                            b.field->is_set()
+                                ? std::string("true")
+                                : fmt::format("unset, which means true ({})", defaults.source)),
+                fmt::format("set model.{}: false", b.name) + help_tail);
+  }
+}
+
+}  // namespace
+
+namespace overlap_detail {
+
+void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnostics& diags) {
+  // Only the user's comm_overlap request triggers M3; the model-level flag alone does not.
+  if (!r.comm_overlap.overlap_moe_expert_parallel_comm.get_or(false)) return;
+  EpPrerequisites(r, t, diags).run();
+}
+
+void check_delay_wgrad_compute(const Recipe& r, const OverlapResolution& resolved,
+                               Diagnostics& diags) {
+  if (!r.comm_overlap.delay_wgrad_compute.get_or(false)) return;
+  check_delay_wgrad_te(r, resolved, diags);
+  check_delay_wgrad_ep(r, diags);
+  check_delay_wgrad_cuda_graph(r, diags);
+}
+
+}  // namespace overlap_detail
+
+}  // namespace bridge

@@ -1,0 +1,234 @@
+// Recipe: the typed, validated content of one recipe YAML file plus its overrides.
+//
+// Produced by load_recipe (recipe_loader.h); every other stage reads it and never changes
+// it. Each optional value is a Field<T>: unset (null or absent in the YAML: "let the rules
+// decide") or set, with the location it came from so later stages can point at it. Free-form
+// parts (plugin options, an inline userbuffers mapping) stay YamlNode trees for their owners
+// to validate.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/diagnostics.h"
+#include "base/yaml_tree.h"
+
+namespace bridge {
+
+// The executors a recipe can name (executor.default, the executor.<name> sections,
+// --executor): the one list. executors/registry.cpp implements exactly these, in this order
+// (a unit test checks).
+inline const std::vector<std::string>& executor_names() {
+  static const std::vector<std::string> kNames{"local", "slurm", "kubernetes"};
+  return kNames;
+}
+
+template <class T>
+struct Field {
+  std::optional<T> value;
+  SourceLoc loc;  // where the value was written; empty when unset
+
+  bool is_set() const { return value.has_value(); }
+  T get_or(T fallback) const { return value.value_or(std::move(fallback)); }
+};
+
+using StringList = std::vector<std::string>;
+
+struct ClusterSpec {
+  Field<std::string> gpu;
+  Field<std::string> gpu_arch;  // declares a GPU missing from the GPU table (gpu_table.h)
+  Field<int64_t> num_gpus;
+  Field<int64_t> gpus_per_node;
+};
+
+struct ModelSpec {
+  Field<std::string> family;  // Megatron-Bridge model family (run_script.py -m)
+  Field<std::string> recipe;  // Megatron-Bridge recipe name (run_script.py -mr)
+  Field<int64_t> seq_length;
+  Field<int64_t> tensor_model_parallel_size;
+  Field<int64_t> pipeline_model_parallel_size;
+  Field<int64_t> virtual_pipeline_model_parallel_size;
+  Field<int64_t> context_parallel_size;
+  Field<int64_t> expert_model_parallel_size;
+  Field<int64_t> expert_tensor_parallel_size;
+  Field<bool> sequence_parallel;
+  Field<int64_t> num_layers;
+  Field<int64_t> hidden_size;
+  Field<int64_t> num_attention_heads;
+  Field<int64_t> num_moe_experts;
+  Field<std::string> moe_token_dispatcher_type;
+  Field<std::string> moe_flex_dispatcher_backend;
+  Field<bool> moe_shared_expert_overlap;
+  Field<int64_t> moe_shared_expert_intermediate_size;
+  Field<bool> moe_permute_fusion;
+  Field<int64_t> mtp_num_layers;
+  Field<std::string> precision;
+  Field<std::string> compute_dtype;
+  Field<std::string> recompute_granularity;
+  Field<std::string> recompute_method;
+  Field<int64_t> recompute_num_layers;
+  Field<StringList> recompute_modules;
+  Field<bool> gradient_accumulation_fusion;
+  Field<bool> add_bias_linear;
+  Field<bool> add_qkv_bias;
+  Field<std::string> cuda_graph_impl;
+  Field<StringList> cuda_graph_scope;
+  Field<bool> overlap_moe_expert_parallel_comm;
+};
+
+// The user's comm_overlap section (U in docs/overlap.md): null/absent = unset.
+struct CommOverlapSpec {
+  Field<bool> tp_comm_overlap;
+  Field<YamlNode> tp_comm_overlap_cfg;  // a preset name (scalar) or a per-layer mapping
+  Field<std::string> tp_comm_bootstrap_backend;
+  Field<bool> overlap_p2p_comm;
+  Field<bool> batch_p2p_comm;
+  Field<bool> overlap_grad_reduce;
+  Field<bool> overlap_param_gather;
+  Field<bool> overlap_param_gather_with_optimizer_step;
+  Field<bool> align_param_gather;
+  Field<int64_t> bucket_size;
+  Field<bool> defer_embedding_wgrad_compute;
+  Field<int64_t> wgrad_deferral_limit;
+  Field<bool> overlap_moe_expert_parallel_comm;
+  Field<bool> delay_wgrad_compute;
+};
+
+struct DdpSpec {
+  Field<bool> use_distributed_optimizer;
+  Field<bool> overlap_grad_reduce;
+  Field<bool> overlap_param_gather;
+  Field<bool> align_param_gather;
+  Field<int64_t> bucket_size;
+};
+
+struct OptimizerSpec {
+  Field<bool> overlap_param_gather_with_optimizer_step;
+};
+
+struct MixedPrecisionSpec {
+  Field<bool> grad_reduce_in_fp32;
+  Field<bool> fp8_param_gather;
+};
+
+struct TrainSpec {
+  Field<int64_t> global_batch_size;
+  Field<int64_t> micro_batch_size;
+  Field<int64_t> max_steps;
+  Field<std::string> task;  // pretrain | sft | peft | lora (run_script.py --task)
+};
+
+// runtime.transformer_engine: a version string, `false` (TE absent) or absent (unknown).
+struct TeSpec {
+  bool present = true;
+  std::string version;  // "" = unknown
+};
+
+struct RuntimeSpec {
+  Field<std::string> adapter;   // how the plan reaches the runtime (runtime_adapter.h)
+  Field<std::string> launcher;  // srun | torchrun | direct
+  Field<StringList> command;
+  Field<StringList> args;
+  Field<bool> pass_overrides;
+  Field<std::string> container_image;
+  Field<std::string> workdir;
+  Field<TeSpec> transformer_engine;
+  Field<std::string> torch;
+  // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
+  Field<std::string> progress_rank;
+};
+
+struct PluginEntry {
+  std::string name;
+  SourceLoc loc;
+  YamlNode options;  // a mapping (possibly empty)
+};
+
+struct EnvEntry {
+  std::string name;
+  std::string value;
+  bool secret = false;
+  bool expand = false;  // opt-in shell expansion on the rank
+  SourceLoc loc;
+};
+
+struct LocalExecutorSpec {
+  Field<std::string> job_dir;
+  Field<int64_t> grace_period;  // seconds between SIGTERM and SIGKILL
+  Field<int64_t> timeout;       // seconds; 0 = none
+};
+
+struct SlurmExecutorSpec {
+  Field<std::string> account;
+  Field<std::string> partition;
+  Field<std::string> time;
+  Field<std::string> qos;
+  Field<std::string> mem;
+  Field<StringList> container_mounts;
+  Field<std::string> container_workdir;
+  Field<bool> exclusive;
+  Field<std::string> job_dir;
+  Field<std::string> dependency;
+  Field<StringList> sbatch_args;
+  Field<StringList> srun_args;  // raw options for the ranks' srun, after the generated ones
+  Field<int64_t> retries;
+  Field<std::string> template_path;
+};
+
+struct KubernetesExecutorSpec {
+  Field<std::string> namespace_;
+  Field<std::string> context;
+  Field<std::string> api;  // jobset | job
+  Field<int64_t> retries;
+  Field<std::string> secret_name;
+  Field<std::string> shm_size;
+  Field<std::string> service_account;
+  Field<StringList> image_pull_secrets;
+  Field<std::string> job_dir;
+  // What a GPU cluster's pods need beyond the plan, checked at render time
+  // (executors/k8s_pod_spec.h documents each shape):
+  Field<YamlNode> volumes;        // [{name, mount_path, read_only, pvc|host_path|config_map}]
+  Field<YamlNode> node_selector;  // {label: value}
+  Field<YamlNode> tolerations;    // [Kubernetes Toleration]
+  Field<YamlNode> affinity;       // a Kubernetes Affinity, passed through
+  Field<YamlNode> resources;      // {requests: {name: quantity}, limits: {...}} besides GPUs
+  Field<YamlNode> labels;         // {key: value}, on every object and pod
+  Field<YamlNode> annotations;    // {key: value}, on every object and pod
+  Field<std::string> priority_class;
+  Field<std::string> queue;   // Kueue LocalQueue: label kueue.x-k8s.io/queue-name
+  Field<YamlNode> pod_patch;  // strategic merge patch of the pod template
+};
+
+struct ExecutorSpec {
+  Field<std::string> default_executor;
+  LocalExecutorSpec local;
+  SlurmExecutorSpec slurm;
+  KubernetesExecutorSpec kubernetes;
+};
+
+struct Recipe {
+  std::string file;  // path as given
+  Field<std::string> name;
+  Field<std::string> description;
+  ClusterSpec cluster;
+  ModelSpec model;
+  CommOverlapSpec comm_overlap;
+  DdpSpec ddp;
+  OptimizerSpec optimizer;
+  MixedPrecisionSpec mixed_precision;
+  TrainSpec train;
+  RuntimeSpec runtime;
+  std::vector<PluginEntry> plugins;  // in recipe order
+  std::vector<EnvEntry> env;         // recipe env:, in order
+  ExecutorSpec executor;
+  std::vector<std::string> overrides;  // the KEY=VALUE arguments applied, in order
+  // Every input after overrides as "section.key" -> value text (see flatten_recipe_inputs);
+  // kept from the load so that recording a job does not parse the file a second time.
+  std::map<std::string, std::string> inputs;
+};
+
+}  // namespace bridge

@@ -1,0 +1,41 @@
+// Topology: the parallel layout of the job, derived from the recipe (rules T1-T6 of
+// docs/overlap.md).
+//
+// compute_topology checks that the GPU counts divide as the parallel sizes require and
+// returns the layout with dp and the node count computed; it records errors (and the T6
+// sequence-parallel warning) and returns std::nullopt when the layout is impossible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/diagnostics.h"
+#include "model/gpu_table.h"
+#include "model/recipe.h"
+
+namespace bridge {
+
+struct Topology {
+  std::string gpu;  // lower-case GPU type, "" when not given
+  // From the GPU table (gpu_table.h) or the recipe's cluster.gpu_arch; unset without a GPU.
+  std::optional<GpuArch> arch;
+  int nvlink_domain = 0;  // 0 = not known
+  int64_t num_gpus = 1;
+  int64_t gpus_per_node = 1;
+  int64_t nodes = 1;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  std::optional<int64_t> vpp;
+  int64_t cp = 1;
+  int64_t ep = 1;
+  int64_t etp = 1;
+  int64_t dp = 1;
+
+  int64_t vp() const { return vpp.value_or(1); }
+  bool blackwell_or_newer() const { return arch && bridge::blackwell_or_newer(*arch); }
+};
+
+std::optional<Topology> compute_topology(const Recipe& recipe, Diagnostics& diags);
+
+}  // namespace bridge

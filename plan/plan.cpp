@@ -1,0 +1,249 @@
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "model/expand.h"
+#include "base/numbers.h"
+#include "plan/runtime_adapter.h"
+#include "model/recipe_loader.h"
+#include "base/suggest.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+std::vector<std::string> runtime_argv(const Plan& plan) {
+  std::vector<std::string> argv = plan.recipe->runtime.command.get_or({"bridge-probe"});
+  argv.insert(argv.end(), plan.user_args.begin(), plan.user_args.end());
+  for (const auto& a : plan.runtime_args) argv.push_back(a.text);
+  return argv;
+}
+
+int64_t effective_retries(const Plan& plan) {
+  const ExecutorSpec& x = plan.recipe->executor;
+  const Field<int64_t>* recipe_retries = plan.executor == "slurm"        ? &x.slurm.retries
+                                         : plan.executor == "kubernetes" ? &x.kubernetes.retries
+                                                                         : nullptr;
+  if (!recipe_retries) return 0;
+  if (recipe_retries->is_set()) return *recipe_retries->value;
+  return plan.executor_changes.retries.value_or(0);
+}
+
+namespace {
+
+std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics& diags) {
+  if (!req.executor.empty()) {
+    const auto& names = executor_names();
+    if (std::find(names.begin(), names.end(), req.executor) == names.end()) {
+      diags.error(
+          "unknown-executor", "", {},
+          fmt::format("unknown executor `{}`{}", req.executor, did_you_mean(req.executor, names)),
+          fmt::format("choose one of: {}", fmt::join(executor_names(), ", ")));
+      return {};
+    }
+    return req.executor;
+  }
+  return r.executor.default_executor.get_or("local");
+}
+
+// The base directory for job files of the chosen executor, `${VAR}` and `~` expanded.
+std::string job_base_dir(const Recipe& r, const std::string& executor, const HostEnvironment& env,
+                         Diagnostics& diags) {
+  const Field<std::string>* f = nullptr;
+  std::string fallback;
+  if (executor == "slurm") {
+    f = &r.executor.slurm.job_dir;
+    fallback = "~/bridge-launch/jobs";
+  } else if (executor == "kubernetes") {
+    f = &r.executor.kubernetes.job_dir;
+    fallback = "/workspace/bridge-launch/jobs";
+  } else {
+    f = &r.executor.local.job_dir;
+    // Beside the registry, not in it (<state root>/jobs holds the registry entries).
+    fallback = state_root(env) + "/logs";
+  }
+  std::string raw = f->get_or(fallback);
+  auto expanded = expand_path(raw, env, "executor." + executor + ".job_dir", f->loc, diags);
+  if (expanded && expanded->empty())  // "" + "/" + name would put job files under /
+    diags.error("empty-job-dir", "executor." + executor + ".job_dir", f->loc,
+                fmt::format("executor.{}.job_dir is empty", executor),
+                fmt::format("set a directory, or drop the key for the default {}", fallback));
+  std::string dir = expanded.value_or(raw);
+  // Local and Slurm job dirs are paths of the submitting host: a relative one is taken from
+  // where bridge-launch runs and recorded absolute, so `logs` works from anywhere later.
+  // (A Kubernetes job dir is a path inside the container and stays as written.)
+  if (executor != "kubernetes" && !dir.empty() && dir.front() != '/')
+    dir = (std::filesystem::path(env.current_directory()) / dir).lexically_normal().string();
+  return dir;
+}
+
+// The recipe name as one path component: a name is free text, but `..`, `/`, `:` (it
+// separates a container mount's source and target) or `,` (it separates pyxis mounts) must
+// not turn the job directory into another one.
+std::string job_dir_leaf(const std::string& name) {
+  std::string leaf;
+  for (char c : name) leaf += (c == '/' || c == ':' || c == ',' || c == '\\') ? '-' : c;
+  if (leaf.empty() || leaf.front() == '.') leaf.insert(0, "_");
+  return leaf;
+}
+
+// Settings of the executors the job does not run on: each section that has any is named,
+// key by key, in one warning (an error under --strict), so nothing a user wrote is dropped
+// without a word (e.g. executor.slurm.container_mounts on a Kubernetes run).
+void report_other_executor_settings(const ExecutorSpec& x, const std::string& executor,
+                                    Diagnostics& diags) {
+  std::map<std::string, std::pair<std::vector<std::string>, SourceLoc>> set;
+  auto add = [&](const char* section, const char* key, const auto& field) {
+    if (!field.is_set() || section == executor) return;
+    auto& [keys, loc] = set[section];
+    if (keys.empty()) loc = field.loc;
+    keys.push_back(fmt::format("executor.{}.{}", section, key));
+  };
+  add("local", "job_dir", x.local.job_dir);
+  add("local", "grace_period", x.local.grace_period);
+  add("local", "timeout", x.local.timeout);
+  const auto& s = x.slurm;
+  add("slurm", "account", s.account);
+  add("slurm", "partition", s.partition);
+  add("slurm", "time", s.time);
+  add("slurm", "qos", s.qos);
+  add("slurm", "mem", s.mem);
+  add("slurm", "container_mounts", s.container_mounts);
+  add("slurm", "container_workdir", s.container_workdir);
+  add("slurm", "exclusive", s.exclusive);
+  add("slurm", "job_dir", s.job_dir);
+  add("slurm", "dependency", s.dependency);
+  add("slurm", "sbatch_args", s.sbatch_args);
+  add("slurm", "srun_args", s.srun_args);
+  add("slurm", "retries", s.retries);
+  add("slurm", "template", s.template_path);
+  const auto& k = x.kubernetes;
+  add("kubernetes", "namespace", k.namespace_);
+  add("kubernetes", "context", k.context);
+  add("kubernetes", "api", k.api);
+  add("kubernetes", "retries", k.retries);
+  add("kubernetes", "secret_name", k.secret_name);
+  add("kubernetes", "shm_size", k.shm_size);
+  add("kubernetes", "service_account", k.service_account);
+  add("kubernetes", "image_pull_secrets", k.image_pull_secrets);
+  add("kubernetes", "job_dir", k.job_dir);
+  add("kubernetes", "volumes", k.volumes);
+  add("kubernetes", "node_selector", k.node_selector);
+  add("kubernetes", "tolerations", k.tolerations);
+  add("kubernetes", "affinity", k.affinity);
+  add("kubernetes", "resources", k.resources);
+  add("kubernetes", "labels", k.labels);
+  add("kubernetes", "annotations", k.annotations);
+  add("kubernetes", "priority_class", k.priority_class);
+  add("kubernetes", "queue", k.queue);
+  add("kubernetes", "pod_patch", k.pod_patch);
+  for (const auto& [section, found] : set) {
+    const auto& [keys, loc] = found;
+    std::string list;
+    for (const auto& key : keys) list += (list.empty() ? "" : ", ") + key;
+    diags.dropped("executor-setting-not-applied", "executor." + section, loc,
+                  fmt::format("{} {} set, but the job runs on the {} executor: not applied", list,
+                              keys.size() == 1 ? "is" : "are", executor),
+                  fmt::format("drop {}, or run with --executor {}",
+                              keys.size() == 1 ? "it" : "them", section));
+  }
+}
+
+// runtime.progress_rank: last | first | N (checked against the ranks here, where they are
+// known). Unset: Megatron prints its iteration lines on the last rank (print_rank_last);
+// bridge-probe and other runtimes on rank 0.
+int resolve_progress_rank(const Recipe& r, const Topology& t, const std::string& adapter,
+                          Diagnostics& diags) {
+  int last = static_cast<int>(std::max<int64_t>(1, t.num_gpus) - 1);
+  const auto& f = r.runtime.progress_rank;
+  if (!f.is_set()) return adapter == "megatron_bridge" ? last : 0;
+  if (*f.value == "last") return last;
+  if (*f.value == "first") return 0;
+  auto rank = parse_decimal<int>(*f.value);
+  if (rank && *rank >= 0 && *rank <= last) return *rank;
+  if (rank)
+    diags.error(
+        "bad-value", "runtime.progress_rank", f.loc,
+        fmt::format("`runtime.progress_rank` is {}, but the job has ranks 0..{}", *rank, last),
+        "write a rank of this job, or `last`");
+  return last;
+}
+
+Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
+                  const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                  Diagnostics& diags) {
+  Plan plan;
+  if (!recipe) return plan;
+  plan.recipe = std::move(recipe);
+  const Recipe& r = *plan.recipe;
+  plan.executor = choose_executor(req, r, diags);
+  // --template replaces the sbatch script; other executors have nothing it could replace,
+  // and ignoring an explicit flag would silently drop the user's request.
+  if (req.template_from_cli && !plan.executor.empty() && plan.executor != "slurm")
+    diags.error("template-not-used", "", {},
+                fmt::format("--template replaces the sbatch script, but the {} executor renders "
+                            "none",
+                            plan.executor),
+                "drop --template, or use --executor slurm");
+  if (!plan.executor.empty()) report_other_executor_settings(r.executor, plan.executor, diags);
+  plan.topology = compute_topology(r, diags);
+  if (!plan.topology) return plan;
+  plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
+  if (plan.executor.empty()) return plan;
+  plan.job_dir =
+      job_base_dir(r, plan.executor, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
+
+  PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
+  LaunchContributions launch = run_plugins(plugins, ctx, req.cli_env, diags);
+  plan.env = std::move(launch.env);
+  // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a
+  // tracker's API key from the environment): no message may show them either.
+  for (const auto& v : plan.env.vars)
+    if (v.secret) diags.add_secret(v.value);
+  AdaptedRuntime runtime = adapt_runtime({r, *plan.topology, *plan.overlap}, diags);
+  plan.adapter = std::move(runtime.adapter);
+  plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);
+  plan.runtime_env = runtime_env_defaults(r, *plan.topology, plan.adapter, plan.env, diags);
+  plan.user_args = std::move(runtime.args);
+  plan.runtime_args = std::move(runtime.adapter_args);
+  plan.expected_plan = std::move(runtime.expected_plan);
+  for (auto& a : launch.runtime_args) plan.runtime_args.push_back(std::move(a));
+  plan.setup_steps = std::move(launch.setup_steps);
+  plan.executor_changes = std::move(launch.executor);
+  plan.complete = !diags.has_errors();
+  return plan;
+}
+
+// A recipe that did not load still has its plugin names checked: every error in one pass.
+std::optional<Recipe> checked_load(std::optional<Recipe> recipe,
+                                   const std::vector<PluginEntry>& plugins_seen,
+                                   const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
+  if (!recipe) check_plugin_names(plugins, plugins_seen, diags);
+  return recipe;
+}
+
+}  // namespace
+
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
+                const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
+  std::vector<PluginEntry> seen;
+  auto recipe = load_recipe(request.recipe_path, request.overrides, diags, &seen);
+  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
+                      plugins, diags);
+}
+
+Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
+                          const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                          Diagnostics& diags) {
+  std::vector<PluginEntry> seen;
+  auto recipe = load_recipe_text(text, request.recipe_path, request.overrides, diags, &seen);
+  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
+                      plugins, diags);
+}
+
+}  // namespace bridge

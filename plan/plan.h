@@ -1,0 +1,77 @@
+// The planning pipeline: recipe file + command line -> Plan.
+//
+// build_plan runs, top to bottom: load recipe -> apply overrides -> validate (schema,
+// topology) -> resolve overlap -> run plugins. Each stage appends to one Diagnostics list;
+// a stage runs only if the earlier ones succeeded, and the Plan says how far it got so that
+// `plan --format json` can print partial content for an invalid recipe. Pure apart from
+// reading the recipe file and the host environment seam. The plugins come from the table the
+// caller passes (Services::plugins), never from a table the planner looks up itself.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/diagnostics.h"
+#include "system/host_env.h"
+#include "model/launch_env.h"
+#include "model/overlap.h"
+#include "plan/runtime_env_defaults.h"
+#include "model/recipe.h"
+#include "model/topology.h"
+#include "plugins/plugin.h"
+
+namespace bridge {
+
+// What the command line asks for, beyond the recipe file.
+struct PlanRequest {
+  std::string recipe_path;
+  std::vector<std::string> overrides;  // trailing KEY=VALUE, then -ng/-gn/-g as overrides
+  std::vector<std::string> cli_env;    // -E KEY=VALUE, in order
+  std::string executor;                // "" = recipe's executor.default, else local
+  bool template_from_cli = false;      // --template was given (sbatch only)
+  bool strict = false;
+};
+
+struct Plan {
+  std::optional<Recipe> recipe;
+  std::string executor;
+  std::optional<Topology> topology;
+  std::optional<OverlapResolution> overlap;
+  LaunchEnv env;
+  // What the runtime sets itself at rank start where `env` leaves a variable unset.
+  RuntimeEnvDefaults runtime_env;
+  std::string adapter;                   // runtime adapter in effect (runtime_adapter.h)
+  std::vector<std::string> user_args;    // runtime.args, {plan.NAME} placeholders expanded
+  std::vector<RuntimeArg> runtime_args;  // what the adapter forwards, then plugin args
+  // The plan values each rank must have received (probe adapter: BRIDGE_EXPECTED_PLAN).
+  std::vector<std::pair<std::string, std::string>> expected_plan;
+  std::vector<SetupStep> setup_steps;
+  ExecutorChanges executor_changes;
+  std::string job_dir;
+  // The rank whose log carries the iteration lines (runtime.progress_rank; by default the
+  // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
+  int progress_rank = 0;
+  bool complete = false;  // every stage ran and no error was recorded
+};
+
+// The argument vector every rank's runtime process starts with: runtime.command, runtime.args
+// (placeholders expanded), what the adapter forwards, then plugin arguments. A launcher
+// wrapper (torchrun, ft_launcher) or a command prefix (nsys) is not part of it.
+std::vector<std::string> runtime_argv(const Plan& plan);
+
+// Retries the chosen executor will make: executor.<name>.retries when set (it wins over a
+// plugin's value), else the plugin's, else 0. The local executor never retries.
+int64_t effective_retries(const Plan& plan);
+
+// `plugins`: the table the recipe's `plugins:` entries are looked up in (Services::plugins).
+Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
+                const std::vector<PluginInfo>& plugins, Diagnostics& diags);
+
+// The same pipeline on recipe text already in memory (tests, benchmarks, ablate variants).
+Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
+                          const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
+                          Diagnostics& diags);
+
+}  // namespace bridge

@@ -1,0 +1,371 @@
+#include "plan/plan_output.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <variant>
+
+#include "base/shell_quote.h"
+#include "plugins/plugin_util.h"
+
+namespace bridge {
+
+using nlohmann::ordered_json;
+
+ordered_json userbuffers_to_json(const UserbuffersConfig& cfg) {
+  ordered_json out = ordered_json::object();
+  for (const auto& layer : cfg) {
+    ordered_json settings = ordered_json::object();
+    for (const auto& s : layer.settings)
+      std::visit([&](const auto& v) { settings[s.key] = v; }, s.value);
+    out[layer.name] = std::move(settings);
+  }
+  return out;
+}
+
+namespace {
+
+template <class T>
+ordered_json value_json(const T& v) {
+  return ordered_json(v);
+}
+ordered_json value_json(const UserbuffersConfig& cfg) { return userbuffers_to_json(cfg); }
+
+template <class T>
+ordered_json opt_json(const std::optional<T>& v) {
+  return v ? value_json(*v) : ordered_json(nullptr);
+}
+
+template <class T>
+ordered_json resolved_json(const Resolved<T>& r) {
+  ordered_json j;
+  j["value"] = opt_json(r.value);
+  j["source"] = value_source_name(r.source);
+  if (!r.rule.empty()) j["rule"] = r.rule;
+  return j;
+}
+
+// The 14 fields in the order of docs/overlap.md, for JSON and text alike.
+template <class F>
+void for_each_overlap_field(const ResolvedOverlap& o, F&& f) {
+  f("tp_comm_overlap", resolved_json(o.tp_comm_overlap));
+  f("tp_comm_overlap_cfg", resolved_json(o.tp_comm_overlap_cfg));
+  f("tp_comm_bootstrap_backend", resolved_json(o.tp_comm_bootstrap_backend));
+  f("overlap_p2p_comm", resolved_json(o.overlap_p2p_comm));
+  f("batch_p2p_comm", resolved_json(o.batch_p2p_comm));
+  f("overlap_grad_reduce", resolved_json(o.overlap_grad_reduce));
+  f("overlap_param_gather", resolved_json(o.overlap_param_gather));
+  f("overlap_param_gather_with_optimizer_step",
+    resolved_json(o.overlap_param_gather_with_optimizer_step));
+  f("align_param_gather", resolved_json(o.align_param_gather));
+  f("bucket_size", resolved_json(o.bucket_size));
+  f("defer_embedding_wgrad_compute", resolved_json(o.defer_embedding_wgrad_compute));
+  f("wgrad_deferral_limit", resolved_json(o.wgrad_deferral_limit));
+  f("overlap_moe_expert_parallel_comm", resolved_json(o.overlap_moe_expert_parallel_comm));
+  f("delay_wgrad_compute", resolved_json(o.delay_wgrad_compute));
+}
+
+ordered_json topology_json(const Topology& t) {
+  return ordered_json{{"num_gpus", t.num_gpus},
+                      {"gpus_per_node", t.gpus_per_node},
+                      {"nodes", t.nodes},
+                      {"tp", t.tp},
+                      {"pp", t.pp},
+                      {"vpp", opt_json(t.vpp)},
+                      {"cp", t.cp},
+                      {"ep", t.ep},
+                      {"etp", t.etp},
+                      {"dp", t.dp},
+                      {"gpu", t.gpu.empty() ? ordered_json(nullptr) : ordered_json(t.gpu)}};
+}
+
+ordered_json executor_json(const Plan& p) {
+  const ExecutorChanges& x = p.executor_changes;
+  ordered_json j{{"name", p.executor}, {"job_dir", p.job_dir}};
+  j["preempt_signal_seconds"] = opt_json(x.preempt_signal_seconds);
+  j["retries"] = effective_retries(p);
+  j["launcher_wrapper"] = x.launcher_wrapper;
+  j["command_prefix"] = x.command_prefix;
+  // Who set each setting and why (only the settings a plugin set).
+  ordered_json changes = ordered_json::object();
+  auto add = [&](const char* key, bool set, const std::string& source, const std::string& reason) {
+    if (set) changes[key] = {{"source", source}, {"reason", reason}};
+  };
+  add("preempt_signal_seconds", x.preempt_signal_seconds.has_value(), x.preempt_source,
+      x.preempt_reason);
+  add("retries", x.retries.has_value(), x.retries_source, x.retries_reason);
+  add("launcher_wrapper", !x.launcher_wrapper.empty(), x.launcher_source, x.launcher_reason);
+  add("command_prefix", !x.command_prefix.empty(), x.command_prefix_source,
+      x.command_prefix_reason);
+  j["changes"] = changes;
+  return j;
+}
+
+std::string value_text(const ordered_json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) return fmt::format("{{{} layers}}", v.size());
+  return v.dump();
+}
+
+// Newlines and other control characters would break the table; show them escaped.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+ordered_json diagnostics_to_json(const Diagnostics& diags) {
+  ordered_json list = ordered_json::array();
+  for (const auto& d : diags.by_position()) {
+    ordered_json j;
+    j["severity"] = severity_name(d.severity);
+    j["code"] = d.code;
+    j["message"] = d.message;
+    j["path"] = d.path.empty() ? ordered_json(nullptr) : ordered_json(d.path);
+    j["line"] = d.loc.has_position() ? ordered_json(d.loc.line) : ordered_json(nullptr);
+    j["column"] = d.loc.has_position() ? ordered_json(d.loc.column) : ordered_json(nullptr);
+    j["file"] = d.loc.file.empty() ? ordered_json(nullptr) : ordered_json(d.loc.file);
+    j["override"] =
+        d.loc.from_override() ? ordered_json(d.loc.override_arg) : ordered_json(nullptr);
+    j["help"] = d.help.empty() ? ordered_json(nullptr) : ordered_json(d.help);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+namespace {
+
+// Which value a rank runs with for a variable the runtime sets where it is unset.
+const char* runtime_env_outcome(const RuntimeEnvDefault& d) {
+  if (!d.launch_value) return "runtime";
+  return d.launch_env_wins() ? "launch_env" : "same";
+}
+
+ordered_json runtime_env_json(const RuntimeEnvDefaults& defaults) {
+  ordered_json vars = ordered_json::array();
+  for (const auto& d : defaults.vars)
+    vars.push_back(
+        {{"name", d.name},
+         {"value", d.value},
+         {"launch_value", !d.launch_value   ? ordered_json(nullptr)
+                          : d.launch_secret ? ordered_json("<secret>")
+                                            : ordered_json(*d.launch_value)},
+         {"launch_source", d.launch_value ? ordered_json(d.launch_source) : ordered_json(nullptr)},
+         {"rank_gets", runtime_env_outcome(d)}});
+  return {{"origin", defaults.origin},
+          {"unknown_because", defaults.unknown_because.empty()
+                                  ? ordered_json(nullptr)
+                                  : ordered_json(defaults.unknown_because)},
+          {"applied", "where the launch env leaves it unset"},
+          {"vars", vars}};
+}
+
+std::string launch_env_text(const LaunchEnv& env, bool color) {
+  std::vector<std::vector<std::string>> rows{{"variable", "value", "source", "reason"}};
+  for (const auto& v : env.vars)
+    rows.push_back({v.name, printable(redacted_value(v)), v.source, v.reason});
+  if (rows.size() == 1) rows.push_back({"(none)", "", "", ""});
+  return format_table(rows, color);
+}
+
+std::string runtime_env_text(const RuntimeEnvDefaults& defaults, bool color) {
+  std::vector<std::vector<std::string>> rows{{"variable", "runtime's value", "rank gets"}};
+  for (const auto& d : defaults.vars) {
+    std::string mine = d.launch_secret ? "<secret>" : d.launch_value.value_or("");
+    rows.push_back({d.name, printable(d.value),
+                    !d.launch_value       ? std::string("the runtime's value (launch env: unset)")
+                    : d.launch_env_wins() ? fmt::format("{} from {} (the launch env wins)",
+                                                        printable(mine), d.launch_source)
+                                          : std::string("the same (launch env sets it too)")});
+  }
+  if (rows.size() == 1)
+    rows.push_back({defaults.unknown_because.empty() ? "(none)" : "(unknown)",
+                    printable(defaults.unknown_because), ""});
+  return format_table(rows, color);
+}
+
+}  // namespace
+
+ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
+  ordered_json j;
+  j["ok"] = p.complete && !diags.has_errors();
+  j["diagnostics"] = diagnostics_to_json(diags);
+  if (p.recipe) j["name"] = *p.recipe->name.value;
+  if (p.topology) j["topology"] = topology_json(*p.topology);
+  if (p.overlap) {
+    ordered_json co = ordered_json::object();
+    for_each_overlap_field(p.overlap->overlap,
+                           [&](const char* name, ordered_json v) { co[name] = std::move(v); });
+    j["comm_overlap"] = co;
+    const DdpConfig& d = p.overlap->ddp;
+    j["ddp"] = ordered_json{{"use_distributed_optimizer", d.use_distributed_optimizer},
+                            {"overlap_grad_reduce", opt_json(d.overlap_grad_reduce)},
+                            {"overlap_param_gather", opt_json(d.overlap_param_gather)},
+                            {"align_param_gather", opt_json(d.align_param_gather)},
+                            {"bucket_size", opt_json(d.bucket_size)}};
+    j["optimizer"] =
+        ordered_json{{"overlap_param_gather_with_optimizer_step",
+                      opt_json(p.overlap->optimizer.overlap_param_gather_with_optimizer_step)}};
+  }
+  if (!p.executor.empty()) {
+    ordered_json env = ordered_json::object();
+    for (const auto& v : p.env.vars) {
+      env[v.name] =
+          ordered_json{{"value", v.secret ? ordered_json(nullptr) : ordered_json(v.value)},
+                       {"source", v.source},
+                       {"secret", v.secret},
+                       {"reason", v.reason}};
+    }
+    j["env"] = env;
+    if (!p.runtime_env.origin.empty()) j["runtime_env"] = runtime_env_json(p.runtime_env);
+    ordered_json args = ordered_json::array();
+    ordered_json arg_details = ordered_json::array();
+    for (const auto& a : p.runtime_args) {
+      args.push_back(a.text);
+      arg_details.push_back({{"arg", a.text}, {"source", a.source}, {"reason", a.reason}});
+    }
+    j["runtime_args"] = args;
+    j["runtime_arg_sources"] = arg_details;
+    j["adapter"] = p.adapter;
+    j["argv"] = runtime_argv(p);
+    const Field<std::string>& image = p.recipe->runtime.container_image;
+    j["container_image"] = image.is_set() ? ordered_json(*image.value) : ordered_json(nullptr);
+    ordered_json setup = ordered_json::array();
+    ordered_json setup_details = ordered_json::array();
+    for (const auto& s : p.setup_steps) {
+      setup.push_back(s.command);
+      setup_details.push_back({{"command", s.command}, {"source", s.source}, {"reason", s.reason}});
+    }
+    j["setup_lines"] = setup;
+    j["setup_sources"] = setup_details;
+    j["executor"] = executor_json(p);
+  }
+  return j;
+}
+
+std::string format_table(const std::vector<std::vector<std::string>>& rows, bool color) {
+  std::vector<size_t> width;
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  std::string out;
+  for (size_t n = 0; n < rows.size(); ++n) {
+    std::string line = "  ";
+    for (size_t i = 0; i < rows[n].size(); ++i) {
+      bool last = i + 1 == rows[n].size();
+      line += last ? rows[n][i] : fmt::format("{:<{}}  ", rows[n][i], width[i]);
+    }
+    if (n == 0 && color) line = "\033[1m" + line + "\033[0m";
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string plan_to_text(const Plan& p, bool color) {
+  std::string out;
+  auto heading = [&](const std::string& h) {
+    out += color ? fmt::format("\033[1;34m{}\033[0m\n", h) : h + "\n";
+  };
+  if (p.recipe)
+    heading(fmt::format("plan for `{}` on executor {}", *p.recipe->name.value,
+                        p.executor.empty() ? "?" : p.executor));
+  if (p.topology) {
+    const Topology& t = *p.topology;
+    heading("topology");
+    out += format_table(
+        {{"gpus", "per node", "nodes", "tp", "pp", "vpp", "cp", "ep", "etp", "dp"},
+         {std::to_string(t.num_gpus), std::to_string(t.gpus_per_node), std::to_string(t.nodes),
+          std::to_string(t.tp), std::to_string(t.pp), t.vpp ? std::to_string(*t.vpp) : "-",
+          std::to_string(t.cp), std::to_string(t.ep), std::to_string(t.etp), std::to_string(t.dp)}},
+        color);
+  }
+  if (p.overlap) {
+    heading("comm_overlap (resolved)");
+    std::vector<std::vector<std::string>> rows{{"field", "value", "source"}};
+    for_each_overlap_field(p.overlap->overlap, [&](const char* name, const ordered_json& v) {
+      std::string src = v["source"].get<std::string>();
+      if (v.contains("rule")) src += " (" + v["rule"].get<std::string>() + ")";
+      rows.push_back({name, value_text(v["value"]), src});
+    });
+    if (!p.overlap->overlap.tp_comm_overlap_preset.empty())
+      rows.push_back({"  preset", p.overlap->overlap.tp_comm_overlap_preset, ""});
+    out += format_table(rows, color);
+    const DdpConfig& d = p.overlap->ddp;
+    heading("applied to ddp / optimizer");
+    auto b = [](const std::optional<bool>& v) { return v ? (*v ? "true" : "false") : "null"; };
+    out += format_table(
+        {{"config", "field", "value"},
+         {"ddp", "use_distributed_optimizer", d.use_distributed_optimizer ? "true" : "false"},
+         {"ddp", "overlap_grad_reduce", b(d.overlap_grad_reduce)},
+         {"ddp", "overlap_param_gather", b(d.overlap_param_gather)},
+         {"ddp", "align_param_gather", b(d.align_param_gather)},
+         {"ddp", "bucket_size", d.bucket_size ? std::to_string(*d.bucket_size) : "null"},
+         {"optimizer", "overlap_param_gather_with_optimizer_step",
+          b(p.overlap->optimizer.overlap_param_gather_with_optimizer_step)}},
+        color);
+  }
+  if (!p.executor.empty() && p.topology) {
+    heading("launch env");
+    out += launch_env_text(p.env, color);
+    if (!p.runtime_env.origin.empty()) {
+      heading(
+          fmt::format("env the runtime sets at rank start where unset ({})", p.runtime_env.origin));
+      out += runtime_env_text(p.runtime_env, color);
+    }
+    heading("runtime args");
+    std::vector<std::vector<std::string>> arows{{"arg", "source", "reason"}};
+    for (const auto& a : p.runtime_args) arows.push_back({a.text, a.source, a.reason});
+    if (arows.size() == 1) arows.push_back({"(none)", "", ""});
+    out += format_table(arows, color);
+    heading(fmt::format("runtime command line (adapter {}; every rank)", p.adapter));
+    std::vector<std::string> words;
+    for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_word(w)));
+    out += fmt::format("  {}\n", fmt::join(words, " "));
+    const Field<std::string>& image = p.recipe->runtime.container_image;
+    out += fmt::format("container image: {}\n",
+                       image.is_set() ? printable(*image.value) : std::string("(none)"));
+    if (!p.setup_steps.empty()) {
+      heading("setup steps (once per node)");
+      std::vector<std::vector<std::string>> srows{{"command", "source", "reason"}};
+      for (const auto& s : p.setup_steps) srows.push_back({s.command, s.source, s.reason});
+      out += format_table(srows, color);
+    }
+    const ExecutorChanges& x = p.executor_changes;
+    std::vector<std::vector<std::string>> xrows{{"setting", "value", "source", "reason"}};
+    if (x.preempt_signal_seconds)
+      xrows.push_back({"preemption signal",
+                       fmt::format("TERM {} s before the limit", *x.preempt_signal_seconds),
+                       x.preempt_source, x.preempt_reason});
+    if (x.retries)
+      xrows.push_back({"retries", std::to_string(*x.retries), x.retries_source, x.retries_reason});
+    if (!x.launcher_wrapper.empty())
+      xrows.push_back({"launcher", fmt::format("{}", fmt::join(x.launcher_wrapper, " ")),
+                       x.launcher_source, x.launcher_reason});
+    if (!x.command_prefix.empty())
+      xrows.push_back({"command prefix", fmt::format("{}", fmt::join(x.command_prefix, " ")),
+                       x.command_prefix_source, x.command_prefix_reason});
+    if (xrows.size() > 1) {
+      heading("executor changes");
+      out += format_table(xrows, color);
+    }
+    out += fmt::format("job dir: {}\n", p.job_dir);
+  }
+  return out;
+}
+
+}  // namespace bridge

@@ -1,0 +1,25 @@
+// Printing a plan: the stable JSON of `plan --format json` (docs/recipe.md) and the aligned
+// text tables. The output formats live here, not in the model's types.
+//
+// Both are pure functions of (Plan, Diagnostics). Secret env values are never printed: JSON
+// has value null and "secret": true, text shows <secret>.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/diagnostics.h"
+#include "plan/plan.h"
+
+namespace bridge {
+
+nlohmann::ordered_json diagnostics_to_json(const Diagnostics& diags);
+nlohmann::ordered_json plan_to_json(const Plan& plan, const Diagnostics& diags);
+// A per-layer userbuffers config as JSON: {"qkv_dgrad": {"method": "bulk", ...}, ...}.
+nlohmann::ordered_json userbuffers_to_json(const UserbuffersConfig& cfg);
+std::string plan_to_text(const Plan& plan, bool color);
+
+// Renders rows as aligned columns; the first row is the header.
+std::string format_table(const std::vector<std::vector<std::string>>& rows, bool color);
+
+}  // namespace bridge

@@ -1,0 +1,488 @@
+// The only file that starts scheduler commands (posix_spawn); nothing leaves it as an
+// exception (std::thread's, when no thread can be had, is caught here).
+#include "system/command_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "system/host_env.h"
+
+namespace bridge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the program exited, how long its pipes are still read: a process it left behind
+// (`daemon &`) may hold them open for ever.
+constexpr auto kDrainAfterExit = std::chrono::milliseconds(200);
+// How often a cancel token without an eventfd (system/cancel_token.h) is looked at.
+constexpr long long kCancelLookMs = 100;
+
+// "NAME=VALUE" strings: the inherited environment with `extra` added (extra wins). A name
+// the environment holds twice is passed once, with its first value, as getenv reads it.
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  std::set<std::string> seen;
+  for (const auto& [name, value] : ProcessEnvironment().all())
+    if (!extra.count(name) && seen.insert(name).second) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  return env;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// One pipe; both ends close on exec, and neither is 0, 1 or 2 (dup2 onto the same number
+// would keep close-on-exec set, and the child would start without that stream).
+bool make_pipe(std::array<int, 2>& fds) {
+  if (pipe2(fds.data(), O_CLOEXEC) != 0) return false;
+  for (int& fd : fds) {
+    if (fd > 2) continue;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    fd = moved;
+    if (fd < 0) return false;
+  }
+  return true;
+}
+
+// A program that could not be started: finish reports why.
+class NotStarted : public StartedCommand {
+ public:
+  explicit NotStarted(std::string why) { result_.started = false, result_.err = std::move(why); }
+  CommandResult finish(const std::string&, const WhileRunning&) override { return result_; }
+
+ private:
+  CommandResult result_;
+};
+
+// CommandRunner::start's default: nothing runs before finish.
+class DeferredCommand : public StartedCommand {
+ public:
+  DeferredCommand(CommandRunner& runner, CommandSpec spec)
+      : runner_(runner), spec_(std::move(spec)) {}
+  // The input is complete before the command runs, so `input_given` runs first; the output
+  // exists only once it ended, so the lines come last.
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
+    spec_.stdin_text = stdin_text;
+    if (while_running.input_given) while_running.input_given();
+    CommandResult result = runner_.run(spec_);
+    size_t from = 0;
+    if (while_running.until_line && result.started)
+      for (size_t eol; (eol = result.out.find('\n', from)) != std::string::npos; from = eol + 1)
+        if (while_running.until_line(result.out.substr(from, eol - from))) break;
+    return result;
+  }
+
+ private:
+  CommandRunner& runner_;
+  CommandSpec spec_;
+};
+
+// A running child whose stdin is an open pipe that nothing was written to yet.
+class SpawnedCommand : public StartedCommand {
+ public:
+  SpawnedCommand(pid_t pid, bool own_group, int in, int out, int err,
+                 std::chrono::milliseconds timeout, const CancelToken* cancel)
+      : pid_(pid),
+        own_group_(own_group),
+        in_(in),
+        out_(out),
+        err_(err),
+        timeout_(timeout),
+        cancel_(cancel) {
+    // Readable when the program has ended: its end wakes poll like its output does. Without
+    // one (kernels before 5.3) the loop looks every millisecond.
+    exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+    // A command that does not read its stdin must not kill us with SIGPIPE.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &old_pipe_);
+    for (int fd : {in_, out_, err_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  ~SpawnedCommand() override {
+    if (!reaped_) {  // unfinished: killed before it read any input
+      kill_program();
+      reap(true);
+    }
+    for (int* fd : {&in_, &out_, &err_, &exit_fd_}) close_fd(*fd);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+  }
+  SpawnedCommand(const SpawnedCommand&) = delete;
+  SpawnedCommand& operator=(const SpawnedCommand&) = delete;
+
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
+    CommandResult result;
+    auto deadline = Clock::now() + timeout_;
+    std::optional<Clock::time_point> exited_at;
+    size_t written = 0;
+    bool poll_failed = false;
+    bool cancelled = false;
+    bool told = false;
+    size_t lines_from = 0;  // where the next line not yet given to until_line starts
+    bool lines_done = !while_running.until_line;
+    // The caller's work does not count against the program's time limit.
+    auto unclocked = [&](const auto& work) {
+      auto before = Clock::now();
+      work();
+      deadline += Clock::now() - before;
+    };
+    auto tell_once_closed = [&]() {
+      if (in_ >= 0 || told) return;
+      told = true;
+      if (while_running.input_given) unclocked(while_running.input_given);
+    };
+    auto tell_lines = [&]() {
+      for (size_t eol;
+           told && !lines_done && (eol = result.out.find('\n', lines_from)) != std::string::npos;) {
+        std::string line = result.out.substr(lines_from, eol - lines_from);
+        lines_from = eol + 1;
+        unclocked([&]() { lines_done = while_running.until_line(line); });
+      }
+    };
+    fit_pipe_to(stdin_text.size());
+    if (stdin_text.empty()) close_fd(in_);
+    tell_once_closed();
+    for (;;) {
+      auto now = Clock::now();
+      if (now >= deadline) break;
+      // Cancelled (Ctrl-C during --wait): the program is killed as on a timeout. One that
+      // already ended (reaped now if its pidfd was not read yet) keeps its result.
+      if (!reaped_ && cancel_ && cancel_->cancelled()) {
+        reap(false);
+        if (!reaped_) {
+          cancelled = true;
+          break;
+        }
+      }
+      if (!reaped_ && exit_fd_ < 0) reap(false);  // no pidfd: look at each turn
+      if (reaped_ && !exited_at) exited_at = now;
+      if (reaped_ && out_ < 0 && err_ < 0) break;
+      if (exited_at && now - *exited_at > kDrainAfterExit) break;
+      std::vector<pollfd> fds;
+      if (in_ >= 0) fds.push_back({in_, POLLOUT, 0});
+      if (out_ >= 0) fds.push_back({out_, POLLIN, 0});
+      if (err_ >= 0) fds.push_back({err_, POLLIN, 0});
+      if (!reaped_ && exit_fd_ >= 0) fds.push_back({exit_fd_, POLLIN, 0});
+      // Only looked at (cancelled() above): reading it would undo the cancel for later runs.
+      if (!reaped_ && cancel_ && cancel_->fd() >= 0) fds.push_back({cancel_->fd(), POLLIN, 0});
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      long long slice = left.count() + 1;
+      if (exited_at || exit_fd_ < 0) slice = std::min<long long>(slice, 1);
+      if (cancel_ && cancel_->fd() < 0) slice = std::min(slice, kCancelLookMs);
+      if (poll(fds.data(), fds.size(), static_cast<int>(slice)) < 0 && errno != EINTR) {
+        result.err = std::string("poll: ") + std::strerror(errno);
+        poll_failed = true;
+        break;
+      }
+      for (const pollfd& p : fds) {
+        if (!p.revents) continue;
+        if (p.fd == exit_fd_) {
+          reap(false);
+        } else if (cancel_ && p.fd == cancel_->fd()) {
+          continue;  // the next turn ends the run
+        } else if (p.fd == in_) {
+          ssize_t n = write(in_, stdin_text.data() + written, stdin_text.size() - written);
+          if (n > 0) written += static_cast<size_t>(n);
+          if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == stdin_text.size())
+            close_fd(in_);  // all written, or the program closed its stdin (EPIPE)
+          tell_once_closed();
+          tell_lines();  // lines written before the input was all given
+        } else {
+          read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
+          tell_lines();
+        }
+      }
+    }
+    close_fd(in_);
+    if (!reaped_) {
+      kill_program();
+      reap(true);
+      result.cancelled = cancelled;
+      result.timed_out = !poll_failed && !cancelled;
+      result.exit_code = 128 + SIGKILL;
+      return result;
+    }
+    result.exit_code = exit_code_;
+    return result;
+  }
+
+ private:
+  // Makes the stdin pipe hold `size` bytes, so that poll reports it writable and one write()
+  // takes it all: a launcher killed at any moment has given the program the whole input or
+  // none of it. Linux gives a pipe 64 KiB (one page once the user's pipes exceed
+  // /proc/sys/fs/pipe-user-pages-soft) and lets an unprivileged process grow it up to
+  // /proc/sys/fs/pipe-max-size (1 MiB by default). Best effort: a pipe that cannot grow gets
+  // the input in pieces.
+  void fit_pipe_to(size_t size) const {
+    constexpr size_t kMostWeAsk = 1 << 20;
+    if (in_ < 0 || size == 0 || size > kMostWeAsk) return;
+    int now = fcntl(in_, F_GETPIPE_SZ);
+    if (now < 0 || static_cast<size_t>(now) < size)
+      fcntl(in_, F_SETPIPE_SZ, static_cast<int>(size));
+  }
+
+  // Reads what is there, at most 1 MiB a call (so that a program writing without pause
+  // cannot keep the loop from its time limit); closes `fd` at end of file or on an error.
+  static void read_into(int& fd, std::string& into) {
+    char buf[16384];
+    for (int chunk = 0; chunk < 64; ++chunk) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        into.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      close_fd(fd);
+      return;
+    }
+  }
+
+  // True once the program has ended (its exit code kept); `block` waits for it.
+  bool reap(bool block) {
+    int status = 0;
+    pid_t r;
+    do {
+      r = waitpid(pid_, &status, block ? 0 : WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {  // not our child any more (ECHILD): its exit status is lost
+      exit_code_ = 128 + SIGKILL;
+      return reaped_ = true;
+    }
+    if (r != pid_) return false;
+    reaped_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  }
+
+  // SIGKILL to the program, and to its process group when it has its own: a hung client's
+  // children (a wrapper's sbatch, a helper it started) go with it. The program is not reaped
+  // yet, so its pid, and the group it leads, cannot belong to anyone else.
+  void kill_program() const {
+    if (own_group_) kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
+
+  pid_t pid_;
+  bool own_group_;
+  int in_, out_, err_;
+  int exit_fd_ = -1;
+  std::chrono::milliseconds timeout_;
+  const CancelToken* cancel_;
+  struct sigaction old_pipe_ {};
+  bool reaped_ = false;
+  int exit_code_ = 0;
+};
+
+// Closes every pipe end it owns unless released.
+struct PipeSet {
+  std::array<int, 2> in{-1, -1}, out{-1, -1}, err{-1, -1};
+  ~PipeSet() {
+    for (auto* p : {&in, &out, &err})
+      for (int& fd : *p) close_fd(fd);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StartedCommand> CommandRunner::start(const CommandSpec& spec) {
+  return std::make_unique<DeferredCommand>(*this, spec);
+}
+
+namespace {
+
+// Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
+// environment. `spawn` may run on another thread than the one that built it, and allocates
+// nothing there before the exec: a thread's first malloc sets up an arena of its own, four
+// system calls on the way to the program's exec (docs/performance.md).
+struct SpawnRequest {
+  PipeSet pipes;
+  std::vector<std::string> argv, env;
+  bool own_process_group = false;
+  std::vector<char*> args, envp;  // pointers into argv and env
+  posix_spawn_file_actions_t actions{};
+  posix_spawnattr_t attr{};
+  bool built = false;
+
+  SpawnRequest() = default;
+  SpawnRequest(const SpawnRequest&) = delete;
+  SpawnRequest& operator=(const SpawnRequest&) = delete;
+  ~SpawnRequest() {
+    if (!built) return;
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+
+  // On the caller's thread, once the pipes, argv and env are set.
+  void build() {
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipes.in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+    // Only 0, 1 and 2 reach the program: a file another thread opens meanwhile without
+    // O_CLOEXEC (std::ifstream does) must not leak into it.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    // The program starts as from a shell: nothing blocked and no signal ignored. The
+    // launcher blocks INT/TERM/HUP while it submits and ignores SIGPIPE; inherited, that made
+    // sbatch deaf to the runner's TERM and kept a hung client's children alive.
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2,
+                    SIGTSTP, SIGTTIN, SIGTTOU})
+      sigaddset(&defaults, sig);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+    if (own_process_group) {
+      posix_spawnattr_setpgroup(&attr, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr, flags);
+    built = true;
+  }
+
+  // posix_spawnp's result (0 or an errno value); closes the child's pipe ends.
+  int spawn(pid_t* pid) {
+    int rc = posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data());
+    for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) close_fd(*fd);
+    return rc;
+  }
+
+  std::string failure(int rc) const {
+    bool searched = argv[0].find('/') == std::string::npos;
+    return rc == ENOENT && searched ? argv[0] + ": command not found"
+                                    : argv[0] + ": " + std::strerror(rc);
+  }
+};
+
+// The request for `spec` (pipes made, environment read), or why there is none.
+std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string& why) {
+  auto req = std::make_unique<SpawnRequest>();
+  if (spec.argv.empty()) {
+    why = "empty command";
+    return nullptr;
+  }
+  if (!make_pipe(req->pipes.in) || !make_pipe(req->pipes.out) || !make_pipe(req->pipes.err)) {
+    why = std::string("pipe: ") + std::strerror(errno);
+    return nullptr;
+  }
+  req->argv = spec.argv;
+  req->env = child_environment(spec.extra_env);
+  req->own_process_group = spec.own_process_group;
+  req->build();
+  return req;
+}
+
+std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
+                                                std::chrono::milliseconds timeout,
+                                                const CancelToken* cancel) {
+  auto started =
+      std::make_unique<SpawnedCommand>(pid, req.own_process_group, req.pipes.in[1],
+                                       req.pipes.out[0], req.pipes.err[0], timeout, cancel);
+  req.pipes.in[1] = req.pipes.out[0] = req.pipes.err[0] = -1;  // owned by `started` now
+  return started;
+}
+
+// A command being started on a thread of its own: posix_spawn (vfork) holds its caller until
+// the program's execve is done, the search along $PATH included (about 0.2 ms for sbatch),
+// and start() is for overlapping exactly that. finish and the destructor first wait for
+// the thread.
+class SpawningCommand : public StartedCommand {
+ public:
+  SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout,
+                  const CancelToken* cancel)
+      : req_(std::move(req)), timeout_(timeout), cancel_(cancel) {
+    // The thread takes no signal meant for the launcher: all are blocked in it (the
+    // program starts with none blocked, SpawnRequest::build).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+      thread_ = std::thread([this]() { rc_ = req_->spawn(&pid_); });
+    } catch (const std::system_error&) {  // no thread to be had (a pids limit): spawn here
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      rc_ = req_->spawn(&pid_);
+      spawned_here_ = true;
+      return;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  ~SpawningCommand() override { started(); }
+  SpawningCommand(const SpawningCommand&) = delete;
+  SpawningCommand& operator=(const SpawningCommand&) = delete;
+
+  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
+    return started()->finish(stdin_text, while_running);
+  }
+
+ private:
+  // The started program, once the thread is done (or what could not be started).
+  StartedCommand* started() {
+    if (thread_.joinable() || spawned_here_) {
+      if (thread_.joinable()) thread_.join();
+      spawned_here_ = false;
+      command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_, cancel_)
+                          : std::make_unique<NotStarted>(req_->failure(rc_));
+    }
+    return command_.get();
+  }
+
+  std::unique_ptr<SpawnRequest> req_;
+  std::chrono::milliseconds timeout_;
+  const CancelToken* cancel_;
+  int rc_ = 0;
+  pid_t pid_ = -1;
+  bool spawned_here_ = false;  // no thread could be started: spawned by the constructor
+  std::thread thread_;
+  std::unique_ptr<StartedCommand> command_;
+};
+
+}  // namespace
+
+std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
+  std::string why;
+  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
+  if (!req) return std::make_unique<NotStarted>(why);
+  return std::make_unique<SpawningCommand>(std::move(req), spec.timeout, cancel_);
+}
+
+CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
+  std::string why;
+  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
+  if (!req) return NotStarted(why).finish("", {});
+  pid_t pid = -1;
+  int rc = req->spawn(&pid);
+  if (rc != 0) return NotStarted(req->failure(rc)).finish("", {});
+  return started_command(*req, pid, spec.timeout, cancel_)->finish(spec.stdin_text, {});
+}
+
+}  // namespace bridge

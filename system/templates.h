@@ -1,0 +1,21 @@
+// Templates embedded at build time from templates/ (see cmake/embed_templates.cmake).
+//
+// template_text returns the embedded text by file name, or, when `override_path` is given,
+// that file's contents (the --template / executor.slurm.template override). An unreadable
+// override or unknown name is reported as an error and yields nullopt.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/diagnostics.h"
+
+namespace bridge {
+
+const std::map<std::string, std::string>& embedded_templates();
+
+std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
+                                         Diagnostics& diags);
+
+}  // namespace bridge
