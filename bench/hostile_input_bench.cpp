@@ -10,8 +10,8 @@
 #include <string>
 
 #include "model/expand.h"
-#include "system/host_env.h"
 #include "plan/plan.h"
+#include "system/host_env.h"
 
 namespace {
 

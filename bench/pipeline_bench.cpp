@@ -10,10 +10,10 @@
 
 #include "bench/bench_paths.h"
 #include "executors/executor.h"
-#include "system/host_env.h"
-#include "plan/plan.h"
 #include "model/recipe_loader.h"
+#include "plan/plan.h"
 #include "plugins/plugin.h"
+#include "system/host_env.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench/bench_paths.h"
-#include "system/host_env.h"
-#include "plan/plan.h"
 #include "model/recipe_loader.h"
 #include "model/topology.h"
+#include "plan/plan.h"
+#include "system/host_env.h"
 
 namespace {
 

@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "system/log_tail.h"
-#include "system/clock.h"
-#include "system/command_runner.h"
 #include "base/diagnostics.h"
-#include "system/host_env.h"
 #include "jobs/failure_triage.h"
 #include "jobs/job_record.h"
 #include "plan/plan.h"
+#include "system/clock.h"
+#include "system/command_runner.h"
+#include "system/host_env.h"
+#include "system/log_tail.h"
 
 namespace spdlog {
 class logger;

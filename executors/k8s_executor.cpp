@@ -27,6 +27,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/exit_codes.h"
+#include "base/secret_scrub.h"
+#include "base/utf8.h"
 #include "executors/executor.h"
 #include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
@@ -34,9 +37,6 @@
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
 #include "system/command_runner.h"
-#include "base/exit_codes.h"
-#include "base/secret_scrub.h"
-#include "base/utf8.h"
 
 namespace bridge {
 

@@ -6,12 +6,12 @@
 #include <cctype>
 #include <set>
 
-#include "executors/k8s_names.h"
-#include "executors/k8s_render.h"
 #include "base/numbers.h"
 #include "base/suggest.h"
 #include "base/utf8.h"
 #include "base/yaml_tree.h"
+#include "executors/k8s_names.h"
+#include "executors/k8s_render.h"
 
 namespace bridge {
 

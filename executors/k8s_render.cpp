@@ -7,11 +7,11 @@
 #include <set>
 #include <string_view>
 
+#include "base/yaml_tree.h"
 #include "executors/k8s_names.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
-#include "base/yaml_tree.h"
 
 namespace bridge {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "executors/k8s_render.h"
 #include "base/json_limits.h"
+#include "executors/k8s_render.h"
 
 namespace bridge {
 

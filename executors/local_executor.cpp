@@ -18,14 +18,14 @@
 #include <sstream>
 #include <string_view>
 
-#include "executors/executor.h"
-#include "executors/job_dir.h"
-#include "system/process_group.h"
-#include "executors/rank_env.h"
-#include "executors/rank_logs.h"
 #include "base/exit_codes.h"
 #include "base/numbers.h"
 #include "base/utf8.h"
+#include "executors/executor.h"
+#include "executors/job_dir.h"
+#include "executors/rank_env.h"
+#include "executors/rank_logs.h"
+#include "system/process_group.h"
 
 namespace bridge {
 

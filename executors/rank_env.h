@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.h"
 #include "base/shell_quote.h"  // shell_quote, shell_word: used with these vars
+#include "plan/plan.h"
 
 namespace bridge {
 

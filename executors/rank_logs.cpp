@@ -8,8 +8,8 @@
 #include <map>
 #include <regex>
 
-#include "system/log_tail.h"
 #include "base/numbers.h"
+#include "system/log_tail.h"
 
 namespace bridge {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "executors/executor.h"
-#include "system/clock.h"
 #include "base/diagnostics.h"
+#include "executors/executor.h"
 #include "jobs/failure_triage.h"
+#include "system/clock.h"
 
 namespace bridge {
 

@@ -11,15 +11,15 @@
 #include <map>
 #include <set>
 
-#include "executors/job_dir.h"
-#include "system/log_tail.h"
-#include "executors/rank_logs.h"
-#include "executors/slurm_scheduler.h"
-#include "executors/slurm_script.h"
 #include "base/exit_codes.h"
 #include "base/numbers.h"
 #include "base/secret_scrub.h"
 #include "base/yaml_tree.h"
+#include "executors/job_dir.h"
+#include "executors/rank_logs.h"
+#include "executors/slurm_scheduler.h"
+#include "executors/slurm_script.h"
+#include "system/log_tail.h"
 
 namespace bridge {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_record.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
-#include "jobs/job_record.h"
 
 namespace spdlog {
 class logger;

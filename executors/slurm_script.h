@@ -20,10 +20,10 @@
 #include <string_view>
 #include <vector>
 
-#include "executors/slurm_template.h"
 #include "base/diagnostics.h"
-#include "plan/plan.h"
 #include "base/shell_quote.h"
+#include "executors/slurm_template.h"
+#include "plan/plan.h"
 
 namespace bridge {
 

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "system/clock.h"
 #include "base/diagnostics.h"
-#include "system/host_env.h"
 #include "jobs/job_record.h"
+#include "system/clock.h"
+#include "system/host_env.h"
 
 namespace spdlog {
 class logger;

@@ -11,12 +11,12 @@
 #include <iostream>
 #include <optional>
 
+#include "base/yaml_tree.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_support.h"
 #include "launcher/completion.h"
 #include "launcher/services.h"
 #include "launcher/version.h"
-#include "base/yaml_tree.h"
 
 namespace bridge {
 

@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executors/executor.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_support.h"
 #include "launcher/services.h"
-#include "executors/executor.h"
 #include "plan/advise.h"
 #include "plan/plan_output.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "executors/executor.h"
 #include "base/exit_codes.h"
+#include "executors/executor.h"
 
 namespace bridge {
 

@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/shell_quote.h"
+#include "executors/executor.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_support.h"
 #include "launcher/services.h"
 #include "launcher/starter_recipe.h"
-#include "executors/executor.h"
-#include "base/shell_quote.h"
 
 namespace bridge {
 

@@ -8,19 +8,19 @@
 #include <map>
 #include <set>
 
-#include "launcher/cli_commands.h"
-#include "launcher/cli_support.h"
-#include "launcher/services.h"
+#include "base/utf8.h"
 #include "executors/executor.h"
-#include "model/compare.h"
 #include "jobs/failure_triage.h"
 #include "jobs/job_lifecycle.h"
 #include "jobs/job_progress.h"
 #include "jobs/registry.h"
 #include "jobs/triage_output.h"
-#include "plan/plan_output.h"
+#include "launcher/cli_commands.h"
+#include "launcher/cli_support.h"
+#include "launcher/services.h"
+#include "model/compare.h"
 #include "model/recipe_loader.h"
-#include "base/utf8.h"
+#include "plan/plan_output.h"
 
 namespace bridge {
 

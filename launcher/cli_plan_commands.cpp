@@ -14,18 +14,18 @@
 #include <optional>
 #include <thread>
 
+#include "executors/executor.h"
+#include "jobs/job_lifecycle.h"
+#include "jobs/job_progress.h"
+#include "jobs/registry.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_support.h"
 #include "launcher/services.h"
 #include "launcher/wait_schedule.h"
-#include "executors/executor.h"
-#include "system/cancel_token.h"
-#include "jobs/job_lifecycle.h"
-#include "jobs/job_progress.h"
-#include "jobs/registry.h"
-#include "plan/plan_output.h"
 #include "model/recipe_loader.h"
+#include "plan/plan_output.h"
 #include "plugins/plugin.h"
+#include "system/cancel_token.h"
 
 namespace bridge {
 

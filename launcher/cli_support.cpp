@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "launcher/services.h"
-#include "model/compare.h"
 #include "jobs/failure_triage.h"
 #include "jobs/triage_output.h"
+#include "launcher/services.h"
+#include "model/compare.h"
 
 namespace bridge {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/cli_commands.h"
-#include "executors/executor.h"
 #include "base/diagnostics.h"
+#include "executors/executor.h"
 #include "jobs/job_progress.h"
 #include "jobs/registry.h"
+#include "launcher/cli_commands.h"
 #include "plan/plan.h"
 
 namespace bridge {

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "model/gpu_table.h"
-#include "plan/plan.h"
 #include "model/recipe_loader.h"
+#include "plan/plan.h"
 #include "plugins/plugin.h"
 
 namespace bridge {

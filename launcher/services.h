@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "jobs/registry.h"
+#include "plugins/plugin.h"
 #include "system/cancel_token.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
-#include "jobs/registry.h"
-#include "plugins/plugin.h"
 
 namespace spdlog {
 class logger;

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <vector>
 
+#include "base/suggest.h"
 #include "model/gpu_table.h"
 #include "model/recipe.h"
-#include "base/suggest.h"
 
 namespace bridge {
 

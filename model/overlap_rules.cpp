@@ -9,9 +9,9 @@
 
 #include <algorithm>
 
+#include "base/suggest.h"
 #include "model/overlap.h"
 #include "model/runtime_kind.h"
-#include "base/suggest.h"
 
 namespace bridge {
 

@@ -11,10 +11,10 @@
 #include <set>
 #include <sstream>
 
-#include "model/gpu_table.h"
-#include "model/launch_env.h"
 #include "base/numbers.h"
 #include "base/suggest.h"
+#include "model/gpu_table.h"
+#include "model/launch_env.h"
 
 namespace bridge {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/diagnostics.h"
-#include "model/recipe.h"
 #include "base/yaml_tree.h"
+#include "model/recipe.h"
 
 namespace bridge {
 

@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 
-#include "model/overlap.h"
 #include "base/suggest.h"
+#include "model/overlap.h"
 
 namespace bridge {
 

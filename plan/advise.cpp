@@ -14,8 +14,8 @@
 #include <set>
 #include <utility>
 
-#include "model/overlap.h"
 #include "base/shell_quote.h"
+#include "model/overlap.h"
 
 namespace bridge {
 

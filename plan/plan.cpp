@@ -8,11 +8,11 @@
 #include <map>
 #include <sstream>
 
-#include "model/expand.h"
 #include "base/numbers.h"
-#include "plan/runtime_adapter.h"
-#include "model/recipe_loader.h"
 #include "base/suggest.h"
+#include "model/expand.h"
+#include "model/recipe_loader.h"
+#include "plan/runtime_adapter.h"
 #include "plugins/plugin.h"
 
 namespace bridge {

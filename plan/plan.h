@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "base/diagnostics.h"
-#include "system/host_env.h"
 #include "model/launch_env.h"
 #include "model/overlap.h"
-#include "plan/runtime_env_defaults.h"
 #include "model/recipe.h"
 #include "model/topology.h"
+#include "plan/runtime_env_defaults.h"
 #include "plugins/plugin.h"
+#include "system/host_env.h"
 
 namespace bridge {
 

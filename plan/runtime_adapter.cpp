@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "model/runtime_kind.h"
 #include "base/suggest.h"
+#include "model/runtime_kind.h"
 
 namespace bridge {
 

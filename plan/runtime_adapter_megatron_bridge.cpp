@@ -11,10 +11,10 @@
 
 #include <algorithm>
 
+#include "base/suggest.h"
 #include "model/gpu_table.h"
 #include "model/megatron_bridge_perf_recipes.h"
 #include "plan/runtime_adapter.h"
-#include "base/suggest.h"
 
 namespace bridge {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/megatron_bridge_perf_recipes.h"
 #include "base/shell_quote.h"
+#include "model/megatron_bridge_perf_recipes.h"
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_options.h"
 #include "plugins/plugin_util.h"

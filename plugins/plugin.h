@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "base/diagnostics.h"
-#include "system/host_env.h"
 #include "model/launch_env.h"
 #include "model/overlap.h"
 #include "model/recipe.h"
 #include "model/topology.h"
+#include "system/host_env.h"
 
 namespace bridge {
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "base/diagnostics.h"
-#include "model/launch_env.h"
 #include "base/yaml_tree.h"
+#include "model/launch_env.h"
 
 namespace bridge {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "system/host_env.h"
-#include "plan/plan.h"
 #include "base/shell_quote.h"
+#include "plan/plan.h"
+#include "system/host_env.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 

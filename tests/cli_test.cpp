@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "launcher/services.h"
-#include "system/command_runner.h"
 #include "jobs/registry.h"
+#include "launcher/services.h"
 #include "plugins/plugin.h"
+#include "system/command_runner.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 #include "tests/test_util.h"

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "system/host_env.h"
 #include "model/megatron_bridge_perf_recipes.h"
 #include "plan/megatron_bridge_release.h"
 #include "plan/plan.h"
 #include "plan/plan_output.h"
+#include "system/host_env.h"
 
 namespace bridge {
 namespace {

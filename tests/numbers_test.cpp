@@ -11,12 +11,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/diagnostics.h"
+#include "base/json_limits.h"
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
-#include "model/compare.h"
-#include "base/diagnostics.h"
 #include "jobs/registry.h"
-#include "base/json_limits.h"
+#include "model/compare.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

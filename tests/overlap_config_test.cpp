@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "model/overlap.h"
-#include "plan/plan_output.h"
 #include "model/recipe_loader.h"
 #include "model/topology.h"
+#include "plan/plan_output.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

@@ -15,9 +15,9 @@
 #include <set>
 #include <sstream>
 
-#include "model/compare.h"
 #include "jobs/job_record.h"
 #include "jobs/registry.h"
+#include "model/compare.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"

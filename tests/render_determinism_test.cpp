@@ -10,8 +10,8 @@
 #include <string>
 
 #include "executors/executor.h"
-#include "system/host_env.h"
 #include "plan/plan.h"
+#include "system/host_env.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "model/gpu_table.h"
-#include "system/host_env.h"
 #include "plan/plan.h"
+#include "system/host_env.h"
 
 namespace bridge {
 namespace {

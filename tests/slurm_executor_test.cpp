@@ -18,9 +18,9 @@
 
 #include "executors/executor.h"
 #include "executors/slurm_scheduler.h"
+#include "plan/plan.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
-#include "plan/plan.h"
 #include "test_util.h"
 #include "tests/support/fake_services.h"
 

@@ -18,8 +18,8 @@
 #include "executors/executor.h"
 #include "executors/rank_env.h"
 #include "executors/slurm_template.h"
-#include "system/host_env.h"
 #include "plan/plan.h"
+#include "system/host_env.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
 

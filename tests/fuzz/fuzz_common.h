@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "base/diagnostics.h"
-#include "plan/plan_output.h"
 #include "base/utf8.h"
+#include "plan/plan_output.h"
 
 namespace bridge::fuzz {
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "executors/k8s_status.h"
 #include "executors/slurm_scheduler.h"
 #include "jobs/failure_triage.h"
-#include "base/utf8.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "jobs/registry.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
-#include "jobs/registry.h"
 
 namespace bridge::testing {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
-#include "plan/plan.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 
