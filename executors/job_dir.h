@@ -5,19 +5,21 @@
 // symlink another user planted there, or a directory of theirs, would send the job's files
 // into their hands), and `<id>` is created new (ids are unique by construction), so nothing
 // can be planted in it beforehand. The launcher's files in it are created with
-// O_EXCL | O_NOFOLLOW all the same. Errors are values: an empty result with the reason.
+// O_EXCL | O_NOFOLLOW all the same. Errors are values (base/status.h).
 #pragma once
 
 #include <string>
+
+#include "base/status.h"
 
 namespace bridge {
 
 // Creates `parent` (the user's job dir and the recipe's name below it; symlinks above the
 // last level are the user's own choice and are followed), checks that its last level is a
 // directory owned by this user, not a symlink, then creates `parent/leaf` anew. Returns the
-// new directory, or "" with `why` set ("... is a symbolic link", "... belongs to uid N",
-// "... already exists", or the system's error).
-std::string make_own_job_dir(const std::string& parent, const std::string& leaf, std::string& why);
+// new directory, or a failed Status saying why ("... is a symbolic link", "... belongs to
+// uid N", "... already exists", or the system's error).
+StatusOr<std::string> make_own_job_dir(const std::string& parent, const std::string& leaf);
 
 // Opens a new file for writing (O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0644): a
 // file or symlink already there is an error (EEXIST), never written through. -1 with errno

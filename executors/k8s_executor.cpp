@@ -164,7 +164,7 @@ class KubernetesExecutor : public Executor {
                      Diagnostics& diags, const OnAccepted& on_accepted) const {
     SubmitResult res;
     res.exit_code = kExitRuntime;
-    const auto& kx = plan.recipe->executor.kubernetes;
+    const auto& kx = plan.job.executor.kubernetes;
     std::string ctx = kx.context.get_or(""), ns = kx.namespace_.get_or("");
     std::vector<std::string> secrets = secret_values(plan);
 
@@ -219,10 +219,10 @@ class KubernetesExecutor : public Executor {
           run(kubectl(where.first, where.second,
                       {"get", kinds, "-l", fmt::format("{}={}", kK8sManagedByKey, kK8sManagedBy),
                        "-o", "json"}));
-      std::string parse_error;
-      auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
-      if (!items) {
-        std::string msg = r.ok() ? parse_error : kubectl_message(r);
+      StatusOr<std::vector<json>> items =
+          r.ok() ? parse_kubectl_items(r.out) : Status::failed(kubectl_message(r));
+      if (!items.ok()) {
+        const std::string& msg = items.why();
         diags.error("kubectl-failed", "", {}, "kubectl get failed: " + msg);
         for (size_t i : members) result[i].detail = "kubectl get failed: " + msg;
         continue;
@@ -405,11 +405,10 @@ class KubernetesExecutor : public Executor {
     CommandResult r = run(
         kubectl(job.context, job.namespace_,
                 {"get", "pods", "-l", fmt::format("{}={}", kK8sJobLabel, ref.name), "-o", "json"}));
-    std::string parse_error;
-    auto items = r.ok() ? parse_kubectl_items(r.out, &parse_error) : std::nullopt;
-    if (!items) {
-      diags.error("kubectl-failed", "", {},
-                  "kubectl get pods failed: " + (r.ok() ? parse_error : kubectl_message(r)));
+    StatusOr<std::vector<json>> items =
+        r.ok() ? parse_kubectl_items(r.out) : Status::failed(kubectl_message(r));
+    if (!items.ok()) {
+      diags.error("kubectl-failed", "", {}, "kubectl get pods failed: " + items.why());
       return std::nullopt;
     }
     std::vector<K8sPod> pods = latest_attempt_pods(*items);

@@ -32,7 +32,7 @@ const std::set<std::string>& rendezvous_names() {
 
 struct Inputs {
   const Plan& plan;
-  const Recipe& recipe;
+  const JobSpec& job;
   const KubernetesExecutorSpec& kx;
   std::string api;
   int64_t nodes;
@@ -48,7 +48,7 @@ struct Inputs {
 };
 
 bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
-  const Recipe& r = in.recipe;
+  const JobSpec& r = in.job;
   const auto& kx = in.kx;
   size_t errors = diags.count(Severity::kError);
   const auto& image = r.runtime.container_image;
@@ -92,9 +92,8 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                               "its {} ranks with torchrun",
                               *launcher.value, in.gpus_per_node));
   auto env_loc = [&](const std::string& name) {
-    for (const auto& e : r.env)
-      if (e.name == name) return e.loc;
-    return SourceLoc{};
+    auto at = r.env_locations.find(name);
+    return at == r.env_locations.end() ? SourceLoc{} : at->second;
   };
   for (const auto& v : plan.env.vars) {
     if (rendezvous_names().count(v.name)) {
@@ -196,8 +195,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   ordered_json container;
   container["name"] = kK8sContainer;
   container["image"] = in.image;
-  if (in.recipe.runtime.workdir.is_set())
-    container["workingDir"] = *in.recipe.runtime.workdir.value;
+  if (in.job.runtime.workdir.is_set()) container["workingDir"] = *in.job.runtime.workdir.value;
   container["command"] = {"/bin/sh", "-c", k8s_escape_dollars(entrypoint_script(in)),
                           "bridge-launch"};
   ordered_json args = ordered_json::array();
@@ -317,8 +315,8 @@ std::string k8s_escape_dollars(const std::string& s) {
 
 std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRenderOptions& options,
                                                  Diagnostics& diags) {
-  if (!plan.recipe || !plan.topology) return std::nullopt;
-  const Recipe& r = *plan.recipe;
+  if (!plan.topology) return std::nullopt;
+  const JobSpec& r = plan.job;
   const auto& kx = r.executor.kubernetes;
   Inputs in{plan,
             r,

@@ -109,21 +109,13 @@ std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id) {
   return ref;
 }
 
-std::optional<std::vector<json>> parse_kubectl_items(const std::string& text, std::string* error) {
-  if (!json_depth_within(text)) {
-    if (error) *error = "kubectl printed JSON nested too deeply";
-    return std::nullopt;
-  }
+StatusOr<std::vector<json>> parse_kubectl_items(const std::string& text) {
+  if (!json_depth_within(text)) return Status::failed("kubectl printed JSON nested too deeply");
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (error) *error = "kubectl did not print a JSON object";
-    return std::nullopt;
-  }
+  if (j.is_discarded() || !j.is_object())
+    return Status::failed("kubectl did not print a JSON object");
   if (j.contains("items")) {
-    if (!j["items"].is_array()) {
-      if (error) *error = "kubectl's JSON has no item list";
-      return std::nullopt;
-    }
+    if (!j["items"].is_array()) return Status::failed("kubectl's JSON has no item list");
     return j["items"].get<std::vector<json>>();
   }
   return std::vector<json>{j};

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "jobs/job_record.h"
 
 namespace bridge {
@@ -32,10 +33,9 @@ struct K8sJobRef {
 // From a JobRecord's scheduler_id ("jobset/<name>" or "job/<name>").
 std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id);
 
-// The items of a `kubectl get -o json` answer (a List, or a single object). nullopt when the
-// text is not JSON of that shape; `error` then says why.
-std::optional<std::vector<nlohmann::json>> parse_kubectl_items(const std::string& text,
-                                                               std::string* error);
+// The items of a `kubectl get -o json` answer (a List, or a single object); a failed Status
+// saying why when the text is not JSON of that shape.
+StatusOr<std::vector<nlohmann::json>> parse_kubectl_items(const std::string& text);
 
 JobStatus jobset_status(const nlohmann::json& jobset);
 JobStatus job_status(const nlohmann::json& job);

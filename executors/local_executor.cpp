@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> rendezvous_vars(const Plan& pla
 
 // With torchrun one process starts the local ranks itself.
 bool uses_torchrun(const Plan& plan) {
-  return plan.recipe->runtime.launcher.get_or("direct") == "torchrun";
+  return plan.job.runtime.launcher.get_or("direct") == "torchrun";
 }
 
 std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port,
@@ -212,7 +212,7 @@ class LocalExecutor : public Executor {
                                       Diagnostics& diags) const override {
     const Topology& t = *plan.topology;
     if (t.nodes != 1) {
-      diags.error("local-needs-one-node", "cluster.num_gpus", plan.recipe->cluster.num_gpus.loc,
+      diags.error("local-needs-one-node", "cluster.num_gpus", plan.job.cluster.num_gpus.loc,
                   fmt::format("the local executor runs one node, but the plan has {} nodes "
                               "({} GPUs, {} per node)",
                               t.nodes, t.num_gpus, t.gpus_per_node),
@@ -221,7 +221,7 @@ class LocalExecutor : public Executor {
     }
     if (t.gpus_per_node > kMaxLocalRanks) {
       diags.error("local-too-many-ranks", "cluster.gpus_per_node",
-                  plan.recipe->cluster.gpus_per_node.loc,
+                  plan.job.cluster.gpus_per_node.loc,
                   fmt::format("the local executor would start {} rank processes on this machine; "
                               "it starts at most {}",
                               t.gpus_per_node, kMaxLocalRanks),
@@ -232,7 +232,7 @@ class LocalExecutor : public Executor {
     std::string text = fmt::format(
         "# local job `{}`: {} rank{} on this machine; MASTER_PORT is a free port picked at "
         "launch\n# job dir: {}/<job id>\n",
-        *plan.recipe->name.value, t.gpus_per_node, t.gpus_per_node == 1 ? "" : "s", plan.job_dir);
+        *plan.job.name.value, t.gpus_per_node, t.gpus_per_node == 1 ? "" : "s", plan.job_dir);
     text += "env of every process (values exactly as the ranks receive them):\n";
     for (const auto& v : plan.env.vars)
       text += fmt::format("  {}={}{}\n", v.name, v.secret ? "<secret>" : shell_quote(v.value),
@@ -269,7 +269,7 @@ class LocalExecutor : public Executor {
     }
     sr.job_dir = dir.string();
     if (!take_owner_lock(dir)) {
-      diags.error("job-dir", "executor.local.job_dir", plan.recipe->executor.local.job_dir.loc,
+      diags.error("job-dir", "executor.local.job_dir", plan.job.executor.local.job_dir.loc,
                   fmt::format("cannot create the job's lock file {}: {}",
                               (dir / kOwnerLockFile).string(), std::strerror(errno)),
                   "check that the job directory is writable and not shared with another job");
@@ -296,7 +296,7 @@ class LocalExecutor : public Executor {
     sr.accepted = true;
     if (on_accepted) on_accepted(sr);
     services_.log.info("launching `{}`: {} process{} on this machine, logs in {}",
-                       *plan.recipe->name.value, specs.size(), specs.size() == 1 ? "" : "es",
+                       *plan.job.name.value, specs.size(), specs.size() == 1 ? "" : "es",
                        dir.string());
     bool quiet = options.verbosity < 0;
     LineSink sink = [&](int rank, const std::string& line) {
@@ -308,8 +308,8 @@ class LocalExecutor : public Executor {
       if (!quiet) out << "[rank " << rank << "] " << line << '\n' << std::flush;
     };
     GroupOptions go;
-    go.grace = std::chrono::seconds(plan.recipe->executor.local.grace_period.get_or(5));
-    go.timeout = std::chrono::seconds(plan.recipe->executor.local.timeout.get_or(0));
+    go.grace = std::chrono::seconds(plan.job.executor.local.grace_period.get_or(5));
+    go.timeout = std::chrono::seconds(plan.job.executor.local.timeout.get_or(0));
     GroupResult result = run_process_group(specs, go, sink);
     if (result.leftovers_stopped > 0)
       services_.log.warn(
@@ -420,13 +420,12 @@ class LocalExecutor : public Executor {
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
     // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
     std::string leaf = job_id.empty() ? "run" : job_id;
-    std::string why;
-    std::string dir = make_own_job_dir(plan.job_dir, leaf, why);
-    if (dir.empty())
-      diags.error("job-dir", "executor.local.job_dir", plan.recipe->executor.local.job_dir.loc,
-                  "cannot create the job's directory: " + why,
-                  "set executor.local.job_dir to a writable directory of your own");
-    return dir;
+    StatusOr<std::string> dir = make_own_job_dir(plan.job_dir, leaf);
+    if (dir.ok()) return std::move(dir).value();
+    diags.error("job-dir", "executor.local.job_dir", plan.job.executor.local.job_dir.loc,
+                "cannot create the job's directory: " + dir.why(),
+                "set executor.local.job_dir to a writable directory of your own");
+    return {};
   }
 
   std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port) const {
@@ -499,13 +498,12 @@ class LocalExecutor : public Executor {
     }
     if (result.timed_out) {
       sr.state_detail = "ran past executor.local.timeout";
-      diags.error("job-timeout", "executor.local.timeout", plan.recipe->executor.local.timeout.loc,
+      diags.error("job-timeout", "executor.local.timeout", plan.job.executor.local.timeout.loc,
                   "the job ran past executor.local.timeout and was stopped");
       return;
     }
-    services_.log.info("job `{}` finished: {} process{} exited 0; logs in {}",
-                       *plan.recipe->name.value, result.ranks.size(),
-                       result.ranks.size() == 1 ? "" : "es", dir.string());
+    services_.log.info("job `{}` finished: {} process{} exited 0; logs in {}", *plan.job.name.value,
+                       result.ranks.size(), result.ranks.size() == 1 ? "" : "es", dir.string());
     sr.exit_code = kExitOk;
     sr.final_state = JobState::kSucceeded;
   }

@@ -34,7 +34,7 @@ std::unique_ptr<Executor> make_executor(const std::vector<ExecutorInfo>& table,
 }
 
 SubmissionIdentity dry_run_identity(const Plan& plan) {
-  std::string name = plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job";
+  std::string name = plan.job.name.value ? *plan.job.name.value : "job";
   return SubmissionIdentity{name + "-dry-run"};
 }
 

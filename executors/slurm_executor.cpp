@@ -249,19 +249,19 @@ class SlurmExecutor : public Executor {
     // A directory of this user's, created new (executors/job_dir.h): the job dir is shared.
     std::string files_dir = slurm_submission_dir(plan, identity.job_id);
     std::vector<fs::path> created = missing_dirs(files_dir);
-    std::string why;
-    if (make_own_job_dir(plan.job_dir, fs::path(files_dir).filename().string(), why).empty()) {
+    StatusOr<std::string> made =
+        make_own_job_dir(plan.job_dir, fs::path(files_dir).filename().string());
+    if (!made.ok()) {
       ready_sbatch_.reset();  // the early sbatch is killed before it got a script
       remove_if_empty(created);
-      diags.error("slurm-job-dir", "executor.slurm.job_dir",
-                  plan.recipe->executor.slurm.job_dir.loc,
-                  "cannot create the submission's directory: " + why,
+      diags.error("slurm-job-dir", "executor.slurm.job_dir", plan.job.executor.slurm.job_dir.loc,
+                  "cannot create the submission's directory: " + made.why(),
                   "set executor.slurm.job_dir to a writable directory of your own on the shared "
                   "file system");
       return result;
     }
 
-    std::string name = slurm_job_name(*plan.recipe->name.value);
+    std::string name = slurm_job_name(*plan.job.name.value);
     // The registry id is unique by construction (JobRegistry::reserve_id), so it tells our
     // job apart from any other of the same name.
     std::string comment = "bridge-launch:" + identity.job_id;

@@ -288,7 +288,7 @@ class Checker {
 // One task per node (torchrun or a torchrun-compatible wrapper such as ft_launcher) or one
 // task per GPU (srun; `direct` means the same on Slurm).
 bool per_node_launcher(const Plan& plan) {
-  return plan.recipe->runtime.launcher.get_or("srun") == "torchrun" ||
+  return plan.job.runtime.launcher.get_or("srun") == "torchrun" ||
          !plan.executor_changes.launcher_wrapper.empty();
 }
 
@@ -337,7 +337,7 @@ std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
 }
 
 int64_t retries(const Plan& plan, Diagnostics& diags) {
-  const auto& recipe_retries = plan.recipe->executor.slurm.retries;
+  const auto& recipe_retries = plan.job.executor.slurm.retries;
   const auto& plugin_retries = plan.executor_changes.retries;
   if (recipe_retries.is_set() && plugin_retries && *plugin_retries != *recipe_retries.value)
     diags.info("slurm-retries", "executor.slurm.retries", recipe_retries.loc,
@@ -350,7 +350,7 @@ std::vector<std::string> directives(const Plan& plan, const std::string& files_d
                                     const std::string& submission_id, bool per_node,
                                     int64_t n_retries, const std::vector<std::string>& secrets,
                                     Checker& check) {
-  const Recipe& r = *plan.recipe;
+  const JobSpec& r = plan.job;
   const SlurmExecutorSpec& s = r.executor.slurm;
   const Topology& t = *plan.topology;
   std::vector<std::string> d;
@@ -390,7 +390,7 @@ std::vector<std::string> directives(const Plan& plan, const std::string& files_d
 
 std::vector<std::string> container_options(const Plan& plan, Checker& check,
                                            const std::vector<std::string>& env_names) {
-  const Recipe& r = *plan.recipe;
+  const JobSpec& r = plan.job;
   const SlurmExecutorSpec& s = r.executor.slurm;
   std::vector<std::string> o;
   o.push_back("--container-image=" + shell_word(*r.runtime.container_image.value));
@@ -426,8 +426,7 @@ namespace {
 // job name (registry ids are already [A-Za-z0-9-]; the dry-run id holds the raw recipe name).
 std::string submission_id_or_dry_run(const Plan& plan, const std::string& submission_id) {
   if (!submission_id.empty()) return slurm_job_name(submission_id);
-  return slurm_job_name(
-      (plan.recipe && plan.recipe->name.value ? *plan.recipe->name.value : "job") + "-dry-run");
+  return slurm_job_name((plan.job.name.value ? *plan.job.name.value : "job") + "-dry-run");
 }
 
 }  // namespace
@@ -468,11 +467,11 @@ int slurm_master_port(long long job_id) {
 std::optional<TemplateData> sbatch_template_data(const Plan& plan,
                                                  const SlurmRenderOptions& options,
                                                  Diagnostics& diags) {
-  if (!plan.recipe || !plan.topology) {
+  if (!plan.topology) {
     diags.error("slurm-incomplete-plan", "", {}, "the plan is incomplete; nothing to render");
     return std::nullopt;
   }
-  const Recipe& r = *plan.recipe;
+  const JobSpec& r = plan.job;
   const Topology& t = *plan.topology;
   Checker check(plan, diags);
   check.directive(plan.job_dir, "executor.slurm.job_dir", r.executor.slurm.job_dir.loc);
@@ -613,7 +612,7 @@ std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
                                                  Diagnostics& diags) {
   auto data = sbatch_template_data(plan, options, diags);
   if (!data) return std::nullopt;
-  std::string override_path = plan.recipe->executor.slurm.template_path.get_or("");
+  std::string override_path = plan.job.executor.slurm.template_path.get_or("");
   auto text = template_text(kSbatchTemplateName, override_path, diags);
   if (!text) return std::nullopt;
   auto script = render_template(*text, *data,
@@ -621,7 +620,7 @@ std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
   if (!script) return std::nullopt;
   SbatchScript out;
   out.text = std::move(*script);
-  out.job_name = slurm_job_name(*plan.recipe->name.value);
+  out.job_name = slurm_job_name(*plan.job.name.value);
   for (const auto& v : plan.env.vars)
     if (v.secret) out.secret_names.push_back(v.name);
   return out;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "base/json_limits.h"
+#include "base/status.h"
 
 namespace bridge {
 
@@ -152,25 +153,21 @@ namespace {
 // would stall `list` (a 3 GB file took 36 s and 6 GB of memory).
 constexpr uintmax_t kMaxEntryBytes = 16u << 20;
 
-// The entry at `path`, or nullopt (with `why`) when it is not a readable entry of ours.
-std::optional<JobRecord> read_entry_file(const fs::path& path, std::string& why) {
+// The entry at `path`, or why it is not a readable entry of ours.
+StatusOr<JobRecord> read_entry_file(const fs::path& path) {
   std::error_code ec;
   uintmax_t size = fs::file_size(path, ec);
-  if (ec) {
-    why = ec.message();
-    return std::nullopt;
-  }
-  if (size > kMaxEntryBytes) {
-    why = fmt::format("{} bytes, more than any entry ({} MiB)", size, kMaxEntryBytes >> 20);
-    return std::nullopt;
-  }
+  if (ec) return Status::failed(ec.message());
+  if (size > kMaxEntryBytes)
+    return Status::failed(
+        fmt::format("{} bytes, more than any entry ({} MiB)", size, kMaxEntryBytes >> 20));
   std::ifstream in(path, std::ios::binary);
   std::string text(static_cast<size_t>(size), '\0');
   in.read(text.data(), static_cast<std::streamsize>(size));
   text.resize(static_cast<size_t>(in.gcount()));
   std::optional<JobRecord> r = read_job_entry(text);
-  if (!r) why = "not a bridge-launch job record";
-  return r;
+  if (!r) return Status::failed("not a bridge-launch job record");
+  return std::move(*r);
 }
 
 }  // namespace
@@ -204,13 +201,12 @@ bool JobRegistry::write_entry(const JobRecord& r, Diagnostics& diags, WriteMode 
   if (mode == WriteMode::kIfState) {
     // Also under the lock: the entry as it is now, which another process (the job's owner
     // writing the final state) may have changed since this one read it.
-    std::string why;
-    std::optional<JobRecord> now = read_entry_file(target, why);
+    StatusOr<JobRecord> now = read_entry_file(target);
     // Only a final state recorded since stands against the reader: a reader that is behind
     // on a live job (--wait still at PENDING while `status` recorded RUNNING) must still be
     // able to record how the job ended.
-    if (now && now->state != seen_state && is_final(now->state)) {
-      *current = std::move(*now);
+    if (now.ok() && now->state != seen_state && is_final(now->state)) {
+      *current = std::move(now).value();
       *superseded = true;
       return true;
     }
@@ -470,11 +466,10 @@ std::vector<JobRecord> JobRegistry::list(Diagnostics& diags) const {
     if (p.extension() != ".json" || p.filename().string()[0] == '.') continue;
     // A FIFO (or device) named like an entry would block `list` forever.
     if (!entry.is_regular_file(ec)) continue;
-    std::string why;
-    std::optional<JobRecord> r = read_entry_file(p, why);
-    if (!r) {
+    StatusOr<JobRecord> r = read_entry_file(p);
+    if (!r.ok()) {
       diags.warning("registry-corrupt-entry", "", {},
-                    fmt::format("skipping unreadable registry entry {} ({})", p.string(), why),
+                    fmt::format("skipping unreadable registry entry {} ({})", p.string(), r.why()),
                     "remove the file if it is not needed");
       continue;
     }

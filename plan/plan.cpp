@@ -181,6 +181,8 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   if (!recipe) return plan;
   plan.recipe = std::move(recipe);
   const Recipe& r = *plan.recipe;
+  plan.job = JobSpec{r.file, r.name, r.cluster, r.runtime, r.executor, {}};
+  for (const auto& e : r.env) plan.job.env_locations.emplace(e.name, e.loc);
   plan.executor = choose_executor(req, r, diags);
   // --template replaces the sbatch script; other executors have nothing it could replace,
   // and ignoring an explicit flag would silently drop the user's request.

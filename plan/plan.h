@@ -8,6 +8,7 @@
 // caller passes (Services::plugins), never from a table the planner looks up itself.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,8 +35,24 @@ struct PlanRequest {
   bool strict = false;
 };
 
+// What executors read of the recipe, and nothing more: the job's name, the cluster, runtime
+// and executor sections, each value with the source location a diagnostic points at. Set by
+// build_plan as soon as the recipe is read. Executors render from the Plan's typed values
+// (topology, env, setup steps, runtime argv, executor changes) and this view; they never read
+// Plan::recipe (scripts/check-layers.sh refuses it), so what they submit is what the plan
+// shows.
+struct JobSpec {
+  std::string file;  // the recipe file, for a diagnostic about a key it does not set
+  Field<std::string> name;
+  ClusterSpec cluster;
+  RuntimeSpec runtime;
+  ExecutorSpec executor;
+  std::map<std::string, SourceLoc> env_locations;  // where the recipe's env: sets each name
+};
+
 struct Plan {
-  std::optional<Recipe> recipe;
+  std::optional<Recipe> recipe;  // for the plan layer and the commands; executors read `job`
+  JobSpec job;
   std::string executor;
   std::optional<Topology> topology;
   std::optional<OverlapResolution> overlap;

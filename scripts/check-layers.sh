@@ -15,7 +15,7 @@
 #   8      launcher    the bridge-launch program: commands, completion, the composition root
 #
 # Because every edge points down, there is no cycle between folders. Production code never
-# includes tests/. Prints each violation as "file:line: includes X: why" and exits 1;
+# includes tests/, and executors never read the recipe (only the plan's job view). Prints each violation as "file:line: includes X: why" and exits 1;
 # `--quiet` prints only violations (the build runs it that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,8 +58,15 @@ for dir in "${LAYERS[@]}"; do
              sed -E 's/^([0-9]+):.*"([^"]+)".*/\1:\2/')
   done
 done
+# Executors render from the plan's typed values and its job view (Plan::job in plan/plan.h),
+# never from the recipe itself: what they submit is then what the plan shows.
+while IFS=: read -r file line _; do
+  echo "$file:$line: reads the recipe: an executor reads plan.job (plan/plan.h), never plan.recipe"
+  violations=$((violations + 1))
+done < <(grep -nE '\.recipe\b|\bRecipe *&' executors/*.h executors/*.cpp | grep -vE '^[^:]+:[0-9]+: *//')
+
 if ((violations > 0)); then
-  echo "check-layers: $violations include(s) break the layering (docs/architecture.md)"
+  echo "check-layers: $violations violation(s) of the layering (docs/architecture.md)"
   exit 1
 fi
 ((quiet)) || echo "check-layers: $files files, $edges includes, all point down a layer"

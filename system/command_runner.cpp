@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "system/host_env.h"
 
 namespace bridge {
@@ -385,16 +386,11 @@ struct SpawnRequest {
 };
 
 // The request for `spec` (pipes made, environment read), or why there is none.
-std::unique_ptr<SpawnRequest> prepare_spawn(const CommandSpec& spec, std::string& why) {
+StatusOr<std::unique_ptr<SpawnRequest>> prepare_spawn(const CommandSpec& spec) {
+  if (spec.argv.empty()) return Status::failed("empty command");
   auto req = std::make_unique<SpawnRequest>();
-  if (spec.argv.empty()) {
-    why = "empty command";
-    return nullptr;
-  }
-  if (!make_pipe(req->pipes.in) || !make_pipe(req->pipes.out) || !make_pipe(req->pipes.err)) {
-    why = std::string("pipe: ") + std::strerror(errno);
-    return nullptr;
-  }
+  if (!make_pipe(req->pipes.in) || !make_pipe(req->pipes.out) || !make_pipe(req->pipes.err))
+    return Status::failed(std::string("pipe: ") + std::strerror(errno));
   req->argv = spec.argv;
   req->env = child_environment(spec.extra_env);
   req->own_process_group = spec.own_process_group;
@@ -469,20 +465,19 @@ class SpawningCommand : public StartedCommand {
 }  // namespace
 
 std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
-  std::string why;
-  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
-  if (!req) return std::make_unique<NotStarted>(why);
-  return std::make_unique<SpawningCommand>(std::move(req), spec.timeout, cancel_);
+  StatusOr<std::unique_ptr<SpawnRequest>> req = prepare_spawn(spec);
+  if (!req.ok()) return std::make_unique<NotStarted>(req.why());
+  return std::make_unique<SpawningCommand>(std::move(req).value(), spec.timeout, cancel_);
 }
 
 CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
-  std::string why;
-  std::unique_ptr<SpawnRequest> req = prepare_spawn(spec, why);
-  if (!req) return NotStarted(why).finish("", {});
+  StatusOr<std::unique_ptr<SpawnRequest>> req = prepare_spawn(spec);
+  if (!req.ok()) return NotStarted(req.why()).finish("", {});
+  SpawnRequest& request = **req;
   pid_t pid = -1;
-  int rc = req->spawn(&pid);
-  if (rc != 0) return NotStarted(req->failure(rc)).finish("", {});
-  return started_command(*req, pid, spec.timeout, cancel_)->finish(spec.stdin_text, {});
+  int rc = request.spawn(&pid);
+  if (rc != 0) return NotStarted(request.failure(rc)).finish("", {});
+  return started_command(request, pid, spec.timeout, cancel_)->finish(spec.stdin_text, {});
 }
 
 }  // namespace bridge

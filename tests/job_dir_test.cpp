@@ -25,12 +25,13 @@ struct TempDir {
 
 TEST(JobDirTest, ANewDirectoryInAnOwnDirectory) {
   TempDir t;
-  std::string why;
-  std::string made = make_own_job_dir((t.path / "name").string(), "id-1", why);
-  EXPECT_EQ(made, (t.path / "name" / "id-1").string()) << why;
-  EXPECT_TRUE(fs::is_directory(made));
-  EXPECT_EQ(make_own_job_dir((t.path / "name").string(), "id-1", why), "");
-  EXPECT_THAT(why, HasSubstr("already exists"));
+  StatusOr<std::string> made = make_own_job_dir((t.path / "name").string(), "id-1");
+  ASSERT_TRUE(made.ok()) << made.why();
+  EXPECT_EQ(*made, (t.path / "name" / "id-1").string());
+  EXPECT_TRUE(fs::is_directory(*made));
+  StatusOr<std::string> again = make_own_job_dir((t.path / "name").string(), "id-1");
+  EXPECT_FALSE(again.ok());
+  EXPECT_THAT(again.why(), HasSubstr("already exists"));
 }
 
 // Found by review: a directory of this user that others may write to lets them rename the new
@@ -40,21 +41,22 @@ TEST(JobDirTest, ADirectoryOthersCanWriteToIsRefusedUnlessSticky) {
   fs::path name = t.path / "shared";
   fs::create_directories(name);
   ASSERT_EQ(::chmod(name.c_str(), 0777), 0);
-  std::string why;
-  EXPECT_EQ(make_own_job_dir(name.string(), "id-1", why), "");
-  EXPECT_THAT(why, HasSubstr("writable by other users"));
+  StatusOr<std::string> refused = make_own_job_dir(name.string(), "id-1");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.why(), HasSubstr("writable by other users"));
   EXPECT_FALSE(fs::exists(name / "id-1"));
   ASSERT_EQ(::chmod(name.c_str(), 01777), 0);
-  EXPECT_NE(make_own_job_dir(name.string(), "id-1", why), "") << why;
+  StatusOr<std::string> sticky = make_own_job_dir(name.string(), "id-1");
+  EXPECT_TRUE(sticky.ok()) << sticky.why();
 }
 
 TEST(JobDirTest, ASymlinkAtTheNameLevelIsRefused) {
   TempDir t;
   fs::create_directories(t.path / "elsewhere");
   fs::create_directory_symlink(t.path / "elsewhere", t.path / "link");
-  std::string why;
-  EXPECT_EQ(make_own_job_dir((t.path / "link").string(), "id-1", why), "");
-  EXPECT_THAT(why, HasSubstr("symbolic link"));
+  StatusOr<std::string> refused = make_own_job_dir((t.path / "link").string(), "id-1");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.why(), HasSubstr("symbolic link"));
   EXPECT_FALSE(fs::exists(t.path / "elsewhere" / "id-1"));
 }
 

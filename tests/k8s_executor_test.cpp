@@ -427,9 +427,8 @@ TEST(K8sStatus, FieldsOfAnotherTypeAndHugeCountsAreSafe) {
       "conditions": [{"type": 1, "status": true, "reason": [], "message": {}}],
       "replicatedJobsStatus": [{"ready": "1", "active": 1e300},
                                {"ready": 9223372036854775807, "active": 9223372036854775807},
-                               {"ready": 9223372036854775807, "active": -5}]}}]})",
-                                   nullptr);
-  ASSERT_TRUE(items.has_value());
+                               {"ready": 9223372036854775807, "active": -5}]}}]})");
+  ASSERT_TRUE(items.ok()) << items.why();
   for (const auto& item : *items) {
     EXPECT_NO_THROW((void)jobset_status(item));
     EXPECT_NO_THROW((void)job_status(item));
@@ -451,9 +450,9 @@ TEST(K8sStatus, PureMappings) {
             JobState::kPending);
   EXPECT_EQ(parse_k8s_scheduler_id("jobset/x")->name, "x");
   EXPECT_FALSE(parse_k8s_scheduler_id("pod/x").has_value());
-  std::string err;
-  EXPECT_FALSE(parse_kubectl_items("not json", &err).has_value());
-  EXPECT_FALSE(err.empty());
+  auto not_json = parse_kubectl_items("not json");
+  EXPECT_FALSE(not_json.ok());
+  EXPECT_EQ(not_json.why(), "kubectl did not print a JSON object");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -69,9 +69,9 @@ TEST(JsonLimitsTest, DepthIsCountedOutsideStringsOnly) {
 
 TEST(JsonLimitsTest, DeeplyNestedRegistryEntryAndKubectlOutputAreRefusedNotACrash) {
   const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
-  std::string err;
-  EXPECT_FALSE(parse_kubectl_items(R"({"items": )" + deep + "}", &err).has_value());
-  EXPECT_EQ(err, "kubectl printed JSON nested too deeply");
+  auto items = parse_kubectl_items(R"({"items": )" + deep + "}");
+  EXPECT_FALSE(items.ok());
+  EXPECT_EQ(items.why(), "kubectl printed JSON nested too deeply");
   auto dir = std::filesystem::temp_directory_path() / ("bl-deep-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir / "jobs");
   std::ofstream(dir / "jobs" / "x-1.json")

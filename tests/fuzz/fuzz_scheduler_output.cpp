@@ -126,10 +126,9 @@ std::string string_at(const json& j, const char* pointer) {
 }
 
 void check_k8s(const std::string& text) {
-  std::string error;
-  std::optional<std::vector<json>> items = bridge::parse_kubectl_items(text, &error);
-  if (!items) {
-    if (error.empty()) bridge::fuzz::fail("parse_kubectl_items: nullopt without a reason");
+  bridge::StatusOr<std::vector<json>> items = bridge::parse_kubectl_items(text);
+  if (!items.ok()) {
+    if (items.why().empty()) bridge::fuzz::fail("parse_kubectl_items: failed without a reason");
     return;
   }
   std::set<std::string> bases{"fuzz-job"};
