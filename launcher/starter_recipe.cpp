@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 #include "base/suggest.h"
+#include "model/executor_kind.h"
 #include "model/gpu_table.h"
 #include "model/recipe.h"
 
@@ -181,26 +183,46 @@ void training(Writer& w, const StarterChoices& c, const Layout& l) {
   w.blank();
 }
 
+// The starter's executor.<name> section: one row per executor (starter_recipe_test checks
+// that every executor has one).
+struct StarterKey {
+  int indent;
+  const char* entry;
+  const char* why;
+};
+struct StarterSection {
+  std::string_view executor;
+  std::vector<StarterKey> keys;
+};
+
+const std::vector<StarterSection>& starter_sections() {
+  static const std::vector<StarterSection> kSections{
+      {"local",
+       {{1, "local:", "ranks run on this machine (one node)"},
+        {2, "grace_period: 5", "seconds from SIGTERM to SIGKILL on stop"},
+        {2, "timeout: 0", "stop after N seconds; 0 = no limit"}}},
+      {"slurm",
+       {{1, "slurm:", "sbatch; `--dry-run` prints the script"},
+        {2, "account: my-account", "CHANGE: #SBATCH --account"},
+        {2, "partition: batch", "CHANGE: #SBATCH --partition"},
+        {2, "time: \"01:00:00\"", "wall-clock limit (quoted)"},
+        {2, "exclusive: true", "whole nodes"},
+        {2, "job_dir: ~/bridge-launch/jobs", "logs; on the shared file system"}}},
+      {"kubernetes",
+       {{1, "kubernetes:", "a JobSet; `--dry-run` prints the manifests"},
+        {2, "api: jobset", "jobset | job (Indexed Job + Service)"},
+        {2, "shm_size: 64Gi", "memory-backed /dev/shm for NCCL"},
+        {2, "job_dir: /workspace/bridge-launch/jobs", "inside the pods; mount a volume to keep"}}},
+  };
+  return kSections;
+}
+
 void executor(Writer& w, const StarterChoices& c) {
   w.raw("executor:");
   w.key(1, "default: " + c.executor, "-e/--executor picks another");
-  if (c.executor == "local") {
-    w.key(1, "local:", "ranks run on this machine (one node)");
-    w.key(2, "grace_period: 5", "seconds from SIGTERM to SIGKILL on stop");
-    w.key(2, "timeout: 0", "stop after N seconds; 0 = no limit");
-  } else if (c.executor == "slurm") {
-    w.key(1, "slurm:", "sbatch; `--dry-run` prints the script");
-    w.key(2, "account: my-account", "CHANGE: #SBATCH --account");
-    w.key(2, "partition: batch", "CHANGE: #SBATCH --partition");
-    w.key(2, "time: \"01:00:00\"", "wall-clock limit (quoted)");
-    w.key(2, "exclusive: true", "whole nodes");
-    w.key(2, "job_dir: ~/bridge-launch/jobs", "logs; on the shared file system");
-  } else {
-    w.key(1, "kubernetes:", "a JobSet; `--dry-run` prints the manifests");
-    w.key(2, "api: jobset", "jobset | job (Indexed Job + Service)");
-    w.key(2, "shm_size: 64Gi", "memory-backed /dev/shm for NCCL");
-    w.key(2, "job_dir: /workspace/bridge-launch/jobs", "inside the pods; mount a volume to keep");
-  }
+  for (const auto& section : starter_sections())
+    if (section.executor == c.executor)
+      for (const auto& k : section.keys) w.key(k.indent, k.entry, k.why);
 }
 
 int64_t largest_power_of_two_dividing(int64_t n, int64_t at_most) {
@@ -247,7 +269,8 @@ StarterRecipe starter_recipe(const StarterChoices& c) {
         fmt::format("use -ng {} or {}, or set -gn", l.ng / l.gn * l.gn, (l.ng / l.gn + 1) * l.gn);
     return out;
   }
-  if (c.executor == "local" && l.ng > l.gn) {
+  const ExecutorKind* kind = find_executor_kind(c.executor);
+  if (kind && kind->single_node && l.ng > l.gn) {
     out.problem =
         fmt::format("the local executor runs on this machine only, but -ng {} is {} nodes of {}",
                     l.ng, l.ng / l.gn, l.gn);

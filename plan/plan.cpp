@@ -10,6 +10,7 @@
 
 #include "base/numbers.h"
 #include "base/suggest.h"
+#include "model/executor_kind.h"
 #include "model/expand.h"
 #include "model/recipe_loader.h"
 #include "plan/runtime_adapter.h"
@@ -25,11 +26,9 @@ std::vector<std::string> runtime_argv(const Plan& plan) {
 }
 
 int64_t effective_retries(const Plan& plan) {
-  const ExecutorSpec& x = plan.recipe->executor;
-  const Field<int64_t>* recipe_retries = plan.executor == "slurm"        ? &x.slurm.retries
-                                         : plan.executor == "kubernetes" ? &x.kubernetes.retries
-                                                                         : nullptr;
-  if (!recipe_retries) return 0;
+  const ExecutorKind* kind = find_executor_kind(plan.executor);
+  if (!kind || !kind->retries) return 0;
+  const Field<int64_t>* recipe_retries = kind->retries(plan.recipe->executor);
   if (recipe_retries->is_set()) return *recipe_retries->value;
   return plan.executor_changes.retries.value_or(0);
 }
@@ -52,21 +51,14 @@ std::string choose_executor(const PlanRequest& req, const Recipe& r, Diagnostics
 }
 
 // The base directory for job files of the chosen executor, `${VAR}` and `~` expanded.
-std::string job_base_dir(const Recipe& r, const std::string& executor, const HostEnvironment& env,
+std::string job_base_dir(const Recipe& r, const ExecutorKind& kind, const HostEnvironment& env,
                          Diagnostics& diags) {
-  const Field<std::string>* f = nullptr;
-  std::string fallback;
-  if (executor == "slurm") {
-    f = &r.executor.slurm.job_dir;
-    fallback = "~/bridge-launch/jobs";
-  } else if (executor == "kubernetes") {
-    f = &r.executor.kubernetes.job_dir;
-    fallback = "/workspace/bridge-launch/jobs";
-  } else {
-    f = &r.executor.local.job_dir;
-    // Beside the registry, not in it (<state root>/jobs holds the registry entries).
-    fallback = state_root(env) + "/logs";
-  }
+  const Field<std::string>* f = &kind.job_dir(r.executor);
+  // An executor without a default of its own keeps job files beside the registry, not in
+  // it (<state root>/jobs holds the registry entries).
+  std::string fallback =
+      kind.default_job_dir.empty() ? state_root(env) + "/logs" : std::string(kind.default_job_dir);
+  const std::string executor(kind.name);
   std::string raw = f->get_or(fallback);
   auto expanded = expand_path(raw, env, "executor." + executor + ".job_dir", f->loc, diags);
   if (expanded && expanded->empty())  // "" + "/" + name would put job files under /
@@ -74,10 +66,10 @@ std::string job_base_dir(const Recipe& r, const std::string& executor, const Hos
                 fmt::format("executor.{}.job_dir is empty", executor),
                 fmt::format("set a directory, or drop the key for the default {}", fallback));
   std::string dir = expanded.value_or(raw);
-  // Local and Slurm job dirs are paths of the submitting host: a relative one is taken from
-  // where bridge-launch runs and recorded absolute, so `logs` works from anywhere later.
-  // (A Kubernetes job dir is a path inside the container and stays as written.)
-  if (executor != "kubernetes" && !dir.empty() && dir.front() != '/')
+  // A job dir of the submitting host (local, Slurm) that is relative is taken from where
+  // bridge-launch runs and recorded absolute, so `logs` works from anywhere later. One inside
+  // the container (Kubernetes) stays as written.
+  if (!kind.job_dir_in_container && !dir.empty() && dir.front() != '/')
     dir = (std::filesystem::path(env.current_directory()) / dir).lexically_normal().string();
   return dir;
 }
@@ -186,7 +178,8 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.executor = choose_executor(req, r, diags);
   // --template replaces the sbatch script; other executors have nothing it could replace,
   // and ignoring an explicit flag would silently drop the user's request.
-  if (req.template_from_cli && !plan.executor.empty() && plan.executor != "slurm")
+  const ExecutorKind* kind = find_executor_kind(plan.executor);
+  if (req.template_from_cli && kind && !kind->renders_batch_script)
     diags.error("template-not-used", "", {},
                 fmt::format("--template replaces the sbatch script, but the {} executor renders "
                             "none",
@@ -196,9 +189,8 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.topology = compute_topology(r, diags);
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
-  if (plan.executor.empty()) return plan;
-  plan.job_dir =
-      job_base_dir(r, plan.executor, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
+  if (!kind) return plan;  // no executor to plan for (reported by choose_executor)
+  plan.job_dir = job_base_dir(r, *kind, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
 
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(plugins, ctx, req.cli_env, diags);

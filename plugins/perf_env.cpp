@@ -155,7 +155,8 @@ void add_determinism(const PluginContext& ctx, PluginOptions& o, PluginContribut
 
 void add_setup_steps(const PluginContext& ctx, PluginOptions& o, const PerfEnvOptions& p,
                      PluginContribution& out) {
-  bool slurm = ctx.executor == "slurm";
+  // Only an executor that runs root setup steps on every node (Slurm) can apply them.
+  bool slurm = ctx.executor_kind().per_node_root_setup;
   auto skip = [&](const char* key) {
     o.diags().dropped("setup-step-slurm-only", o.path(key), o.loc(key),
                       fmt::format("`{}` is applied only on Slurm (it needs a per-node sudo step); "

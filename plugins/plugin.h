@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/diagnostics.h"
+#include "model/executor_kind.h"
 #include "model/launch_env.h"
 #include "model/overlap.h"
 #include "model/recipe.h"
@@ -29,9 +30,17 @@ struct PluginContext {
   const Recipe& recipe;
   const Topology& topology;
   const OverlapResolution& overlap;
-  std::string executor;  // "local" | "slurm" | "kubernetes"
+  std::string executor;  // one of executor_names(); ask its traits with executor_kind()
   std::string job_dir;   // where profiles, snapshots and tracker files go
   const HostEnvironment& host_env;
+
+  // The executor's row of traits (model/executor_kind.h); a plugin asks these, never the name.
+  // A row with every trait off for a name that is not an executor.
+  const ExecutorKind& executor_kind() const {
+    static const ExecutorKind kNone{};
+    const ExecutorKind* kind = find_executor_kind(executor);
+    return kind ? *kind : kNone;
+  }
 };
 
 struct PluginContribution {

@@ -41,7 +41,7 @@ class PreemptionPlugin : public LaunchPlugin {
 
   static void set_signal(const PluginContext& ctx, PluginOptions& o, int64_t seconds,
                          PluginContribution& out) {
-    if (ctx.executor != "slurm" && ctx.executor != "kubernetes") {
+    if (!ctx.executor_kind().preemption_signal) {
       o.diags().info("no-preempt-signal", o.path("preempt_time"), o.loc("preempt_time"),
                      fmt::format("the {} executor has no preemption signal; preempt_time unused",
                                  ctx.executor));

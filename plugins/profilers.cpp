@@ -66,8 +66,12 @@ NsysOptions read_nsys(const PluginContext& ctx, PluginOptions& o) {
 }
 
 std::string nsys_output(const PluginContext& ctx) {
-  if (ctx.executor == "slurm")
-    return ctx.job_dir + "/profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}";
+  // Named by the scheduler's job, node and rank where it sets them (nsys expands %q{VAR}),
+  // else by host and process id.
+  const SchedulerRankIds& ids = ctx.executor_kind().rank_ids;
+  if (!ids.empty())
+    return fmt::format("{}/profile_%p_%q{{{}}}_node%q{{{}}}_rank%q{{{}}}", ctx.job_dir, ids.job,
+                       ids.node, ids.rank);
   return ctx.job_dir + "/profile_%h_%p";
 }
 

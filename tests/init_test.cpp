@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "launcher/starter_recipe.h"
+#include "model/recipe.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"
 
@@ -43,10 +45,10 @@ TEST_F(InitTest, EveryShapeAndExecutorValidatesUnchanged) {
   std::vector<std::vector<std::string>> cases{
       {"init", "--shape", "moe", "-g", "h100", "-ng", "16"}};
   for (const char* shape : {"dense", "moe"})
-    for (const char* executor : {"local", "slurm", "kubernetes"})
+    for (const std::string& executor : executor_names())
       for (const char* gpu : {"h100", "gb200", "h200"})
         cases.push_back({"init", "--shape", shape, "-g", gpu, "--executor", executor, "-ng",
-                         std::string(executor) == "local" ? "4" : "16"});
+                         executor == "local" ? "4" : "16"});
   cases.push_back({"init"});
   int n = 0;
   for (const auto& args : cases) {
@@ -61,6 +63,11 @@ TEST_F(InitTest, EveryShapeAndExecutorValidatesUnchanged) {
     // Infos (a Kubernetes job dir that goes away with the pods) may stay; nothing worse.
     EXPECT_THAT(v.err, Not(HasSubstr("warning:"))) << what;
     EXPECT_THAT(v.err, Not(HasSubstr("error:"))) << what;
+    // Its executor's own section is there, with the keys a user changes first.
+    auto at = std::find(args.begin(), args.end(), "--executor");
+    if (at != args.end()) {
+      EXPECT_THAT(r.out, HasSubstr("\n  " + *(at + 1) + ":")) << what;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "executors/executor.h"
+#include "model/executor_kind.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
 #include "tests/support/fake_services.h"
@@ -71,6 +72,33 @@ TEST(RenderDeterminism, TheExecutorTableMatchesTheNamesRecipesUse) {
   EXPECT_FALSE(find_executor(executor_registry(), "slurm")->traits.runs_here);
   EXPECT_FALSE(find_executor(executor_registry(), "kubernetes")->traits.runs_here);
   EXPECT_EQ(find_executor(executor_registry(), "slurmm"), nullptr);
+}
+
+// The model's table of executor traits (what the planner and the plugins ask instead of
+// comparing names) has a row for every executor, in the same order, and the rows say what the
+// executors do.
+TEST(RenderDeterminism, TheExecutorKindsMatchTheNamesAndTheExecutors) {
+  std::vector<std::string> kinds;
+  for (const auto& kind : executor_kinds()) kinds.emplace_back(kind.name);
+  EXPECT_EQ(kinds, executor_names());
+  for (const auto& kind : executor_kinds()) {
+    SCOPED_TRACE(std::string(kind.name));
+    ASSERT_NE(kind.job_dir, nullptr);
+    const ExecutorInfo* info = find_executor(executor_registry(), std::string(kind.name));
+    ASSERT_NE(info, nullptr);
+    // One node, on this machine: the executor whose ranks are bridge-launch's children.
+    EXPECT_EQ(kind.single_node, info->traits.runs_here);
+  }
+  ExecutorSpec x;
+  x.slurm.retries.value = 3;
+  x.kubernetes.job_dir.value = "/k";
+  EXPECT_EQ(*find_executor_kind("slurm")->retries(x)->value, 3);
+  EXPECT_EQ(find_executor_kind("local")->retries, nullptr) << "the local executor never retries";
+  EXPECT_EQ(*find_executor_kind("kubernetes")->job_dir(x).value, "/k");
+  EXPECT_TRUE(find_executor_kind("slurm")->renders_batch_script);
+  EXPECT_FALSE(find_executor_kind("kubernetes")->renders_batch_script);
+  EXPECT_TRUE(find_executor_kind("kubernetes")->job_dir_in_container);
+  EXPECT_EQ(find_executor_kind("slurmm"), nullptr);
 }
 
 }  // namespace
