@@ -464,118 +464,102 @@ int slurm_master_port(long long job_id) {
   return kMasterPortBase + static_cast<int>(job_id % kMasterPortSpan);
 }
 
-std::optional<TemplateData> sbatch_template_data(const Plan& plan,
-                                                 const SlurmRenderOptions& options,
-                                                 Diagnostics& diags) {
-  if (!plan.topology) {
-    diags.error("slurm-incomplete-plan", "", {}, "the plan is incomplete; nothing to render");
-    return std::nullopt;
-  }
-  const JobSpec& r = plan.job;
-  const Topology& t = *plan.topology;
-  Checker check(plan, diags);
-  check.directive(plan.job_dir, "executor.slurm.job_dir", r.executor.slurm.job_dir.loc);
+namespace {
+
+// The sbatch script's content as typed values, before any quoting. sbatch_view builds it from
+// the plan in named steps; template_data then writes it into the template's variables in one
+// pass, the one place where values are quoted for the shell.
+struct SbatchView {
+  std::string job_name;
+  int64_t nodes = 0;
+  int64_t gpus_per_node = 0;
+  int64_t ranks = 0;
+  bool per_node = false;  // one launcher task per node (torchrun, a wrapper), else one per GPU
+  std::string launcher;
+  std::string job_dir;
+  std::string submission_dir;
+  std::vector<std::pair<std::string, std::string>> exports;  // exported by the batch shell
+  std::vector<std::string> secrets;    // by name: values travel in sbatch's environment
+  std::vector<std::string> env_names;  // every name a rank gets (--container-env)
+  std::vector<std::string> directives;
+  const std::vector<SetupStep>* setup_steps = nullptr;
+  std::vector<std::string> srun_options;
+  std::string layout;
+  std::string task_command;
+  int64_t retries = 0;
+};
+
+// Step 1: the job dir can be written into the script, and a relative one is worth a word.
+void check_job_dir(const Plan& plan, Checker& check, Diagnostics& diags) {
+  const auto& field = plan.job.executor.slurm.job_dir;
+  check.directive(plan.job_dir, "executor.slurm.job_dir", field.loc);
   if (plan.job_dir.empty() || plan.job_dir[0] != '/')
-    diags.warning("slurm-relative-job-dir", "executor.slurm.job_dir", r.executor.slurm.job_dir.loc,
+    diags.warning("slurm-relative-job-dir", "executor.slurm.job_dir", field.loc,
                   fmt::format("job dir `{}` is relative: the job resolves it against the "
                               "directory sbatch runs in, and `logs` only finds it from there",
                               plan.job_dir),
                   "use an absolute path on a file system every node sees");
+}
 
-  bool per_node = per_node_launcher(plan);
-  std::string requested = r.runtime.launcher.get_or("srun");
-  if (!plan.executor_changes.launcher_wrapper.empty() && requested != "torchrun")
+// Step 2: who starts the ranks, and how many tasks per node.
+void choose_launcher(const Plan& plan, SbatchView& v, Diagnostics& diags) {
+  const JobSpec& r = plan.job;
+  v.per_node = per_node_launcher(plan);
+  const auto& wrapper = plan.executor_changes.launcher_wrapper;
+  if (!wrapper.empty() && r.runtime.launcher.get_or("srun") != "torchrun")
     diags.info("slurm-per-node-launcher", "runtime.launcher", r.runtime.launcher.loc,
                fmt::format("{} ({}) starts the ranks: one task per node instead of one per GPU",
-                           plan.executor_changes.launcher_wrapper.front(),
-                           plan.executor_changes.launcher_source));
+                           wrapper.front(), plan.executor_changes.launcher_source));
+  v.launcher = !v.per_node ? "srun" : wrapper.empty() ? "torchrun" : wrapper.front();
+  const Topology& t = *plan.topology;
+  v.layout = v.per_node ? fmt::format(
+                              "one {} per node ({} node(s)), each starting {} "
+                              "local rank(s); output per node in node<N>.log",
+                              v.launcher, t.nodes, t.gpus_per_node)
+                        : fmt::format(
+                              "one task per GPU ({} in all), RANK and friends "
+                              "mapped from SLURM_* inside each task; output per "
+                              "rank in rank<N>.log",
+                              t.num_gpus);
+}
 
-  TemplateData data;
-  data.set("job_name", slurm_job_name(*r.name.value));
-  data.set("nodes", std::to_string(t.nodes));
-  data.set("gpus_per_node", std::to_string(t.gpus_per_node));
-  data.set("ranks", std::to_string(t.num_gpus));
-  data.set("tasks_per_node", std::to_string(per_node ? 1 : t.gpus_per_node));
-  std::string launcher = per_node ? (plan.executor_changes.launcher_wrapper.empty()
-                                         ? "torchrun"
-                                         : plan.executor_changes.launcher_wrapper.front())
-                                  : "srun";
-  data.set("launcher", launcher);
-  // Shell-quoted like every user-controlled value: a custom template may put {{job_dir}}
-  // anywhere, and a job dir may hold blanks, `$(...)` or a newline.
-  data.set("job_dir", shell_quote(plan.job_dir));
-  data.set("job_dir_q", shell_quote(plan.job_dir));
-  std::string files_dir = slurm_submission_dir(plan, options.submission_id);
-  data.set("submission_dir", shell_quote(files_dir));
-  data.set("submission_dir_q", shell_quote(files_dir));
-  data.set("master_port_base", std::to_string(kMasterPortBase));
-  data.set("master_port_span", std::to_string(kMasterPortSpan));
-
-  // Launch env: plain values exported by the batch shell; secrets only by name.
-  std::vector<std::string> secrets, env_names;
-  data.ensure_list("exports");
-  data.ensure_list("secrets");
-  for (const auto& v : plan.env.vars) {
-    env_names.push_back(v.name);
-    if (v.secret) {
-      secrets.push_back(v.name);
-      TemplateData item;
-      item.set("name", v.name);
-      item.set("check",
-               fmt::format("[ -n \"${{{0}+set}}\" ] || {{ echo \"bridge-launch: secret {0} is "
-                           "missing from the submission environment\" >&2; exit 1; }}",
-                           v.name));
-      data.add_item("secrets", std::move(item));
-      continue;
-    }
-    if (v.expand) continue;  // exported inside each task, see task_command
-    TemplateData item;
-    item.set("name", v.name);
-    item.set("value_q", shell_quote(v.value));
-    data.add_item("exports", std::move(item));
+// Step 3: the launch env. Plain values are exported by the batch shell, secrets only named
+// (checked for presence at run time), values expanded on the rank are exported in each task
+// (task_command); then bridge-launch's own check variables and the rendezvous names.
+void collect_env(const Plan& plan, SbatchView& v) {
+  for (const auto& e : plan.env.vars) {
+    v.env_names.push_back(e.name);
+    if (e.secret)
+      v.secrets.push_back(e.name);
+    else if (!e.expand)
+      v.exports.emplace_back(e.name, e.value);
   }
   for (auto& [name, value] : bridge_check_vars(plan)) {
-    env_names.push_back(name);
-    TemplateData item;
-    item.set("name", name);
-    item.set("value_q", shell_quote(value));
-    data.add_item("exports", std::move(item));
+    v.env_names.push_back(name);
+    v.exports.emplace_back(name, std::move(value));
   }
-  for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "BRIDGE_JOB_DIR"}) env_names.push_back(v);
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "BRIDGE_JOB_DIR"})
+    v.env_names.emplace_back(name);
+}
 
-  int64_t n_retries = retries(plan, diags);
-  std::string submission_id = submission_id_or_dry_run(plan, options.submission_id);
-  for (auto& d : directives(plan, files_dir, submission_id, per_node, n_retries, secrets, check))
-    data.add_text_item("directives", std::move(d));
-
-  data.ensure_list("setup_steps");
-  for (size_t i = 0; i < plan.setup_steps.size(); ++i) {
-    const SetupStep& s = plan.setup_steps[i];
-    TemplateData item;
-    item.set("index", std::to_string(i + 1));
-    item.set("source", one_line(s.source));
-    item.set("reason", one_line(s.reason));
-    item.set("command_q", shell_quote(s.command));
-    data.add_item("setup_steps", std::move(item));
-  }
-
-  std::vector<std::string> srun{"--kill-on-bad-exit=1", "--wait=60",
-                                fmt::format("--nodes={}", t.nodes)};
-  if (per_node) {
-    srun.push_back("--ntasks-per-node=1");
-    srun.push_back("--cpu-bind=none");
-    srun.push_back("--open-mode=append");
-    srun.push_back("--output=\"$BRIDGE_JOB_DIR/node%n.log\"");
+// Step 4: srun's options: the layout, where output goes, the container, then the recipe's
+// srun_args last (later options win; none of them may touch the layout).
+void srun_options(const Plan& plan, SbatchView& v, Checker& check, Diagnostics& diags) {
+  const JobSpec& r = plan.job;
+  const Topology& t = *plan.topology;
+  std::vector<std::string>& o = v.srun_options;
+  o = {"--kill-on-bad-exit=1", "--wait=60", fmt::format("--nodes={}", t.nodes)};
+  if (v.per_node) {
+    o.insert(o.end(), {"--ntasks-per-node=1", "--cpu-bind=none", "--open-mode=append",
+                       "--output=\"$BRIDGE_JOB_DIR/node%n.log\""});
   } else {
-    srun.push_back(fmt::format("--ntasks-per-node={}", t.gpus_per_node));
     // Block layout, whatever SLURM_DISTRIBUTION says: rank r on node r / gpus_per_node, so a
     // tensor-parallel group stays inside a node and `logs`/`why` know each rank's host.
-    srun.push_back("--distribution=block");
-    srun.push_back("--open-mode=append");
-    srun.push_back("--output=\"$BRIDGE_JOB_DIR/rank%t.log\"");
+    o.insert(o.end(), {fmt::format("--ntasks-per-node={}", t.gpus_per_node), "--distribution=block",
+                       "--open-mode=append", "--output=\"$BRIDGE_JOB_DIR/rank%t.log\""});
   }
   if (r.runtime.container_image.is_set()) {
-    for (auto& o : container_options(plan, check, env_names)) srun.push_back(std::move(o));
+    for (auto& c : container_options(plan, check, v.env_names)) o.push_back(std::move(c));
   } else {
     if (r.executor.slurm.container_mounts.is_set() || r.executor.slurm.container_workdir.is_set())
       diags.warning("slurm-container-options-unused", "executor.slurm.container_mounts",
@@ -583,28 +567,105 @@ std::optional<TemplateData> sbatch_template_data(const Plan& plan,
                     "container_mounts/container_workdir have no effect without "
                     "runtime.container_image",
                     "set runtime.container_image, or remove them");
-    if (r.runtime.workdir.is_set())
-      srun.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
+    if (r.runtime.workdir.is_set()) o.push_back("--chdir=" + shell_word(*r.runtime.workdir.value));
   }
-  // executor.slurm.srun_args last: later options win, and none of them may touch the layout.
   const auto& extra = r.executor.slurm.srun_args;
   for (const auto& a : extra.get_or({})) {
     check.srun_arg(a, extra.loc);
-    srun.push_back(shell_word(a));
+    o.push_back(shell_word(a));
   }
-  for (auto& o : srun) data.add_text_item("srun_options", std::move(o));
-  data.set("layout", per_node ? fmt::format("one {} per node ({} node(s)), each starting {} "
-                                            "local rank(s); output per node in node<N>.log",
-                                            launcher, t.nodes, t.gpus_per_node)
-                              : fmt::format("one task per GPU ({} in all), RANK and friends "
-                                            "mapped from SLURM_* inside each task; output per "
-                                            "rank in rank<N>.log",
-                                            t.num_gpus));
-  data.set("task_command", task_command(plan, options));
-  data.set("retries", std::to_string(n_retries));
-  data.set_bool("retry", n_retries > 0);
+}
+
+std::optional<SbatchView> sbatch_view(const Plan& plan, const SlurmRenderOptions& options,
+                                      Diagnostics& diags) {
+  if (!plan.topology) {
+    diags.error("slurm-incomplete-plan", "", {}, "the plan is incomplete; nothing to render");
+    return std::nullopt;
+  }
+  const Topology& t = *plan.topology;
+  Checker check(plan, diags);
+  SbatchView v;
+  check_job_dir(plan, check, diags);
+  choose_launcher(plan, v, diags);
+  v.job_name = slurm_job_name(*plan.job.name.value);
+  v.nodes = t.nodes;
+  v.gpus_per_node = t.gpus_per_node;
+  v.ranks = t.num_gpus;
+  v.job_dir = plan.job_dir;
+  v.submission_dir = slurm_submission_dir(plan, options.submission_id);
+  collect_env(plan, v);
+  v.retries = retries(plan, diags);
+  v.directives =
+      directives(plan, v.submission_dir, submission_id_or_dry_run(plan, options.submission_id),
+                 v.per_node, v.retries, v.secrets, check);
+  v.setup_steps = &plan.setup_steps;
+  srun_options(plan, v, check, diags);
+  v.task_command = task_command(plan, options);
   if (!check.ok()) return std::nullopt;
+  return v;
+}
+
+// The template's variables (docs/executors/slurm.md), in one pass over the view. Every value
+// a user controls is shell-quoted here: a custom template may put {{job_dir}} anywhere, and a
+// job dir may hold blanks, `$(...)` or a newline.
+TemplateData template_data(const SbatchView& v) {
+  TemplateData data;
+  data.set("job_name", v.job_name);
+  data.set("nodes", std::to_string(v.nodes));
+  data.set("gpus_per_node", std::to_string(v.gpus_per_node));
+  data.set("ranks", std::to_string(v.ranks));
+  data.set("tasks_per_node", std::to_string(v.per_node ? 1 : v.gpus_per_node));
+  data.set("launcher", v.launcher);
+  data.set("job_dir", shell_quote(v.job_dir));
+  data.set("job_dir_q", shell_quote(v.job_dir));
+  data.set("submission_dir", shell_quote(v.submission_dir));
+  data.set("submission_dir_q", shell_quote(v.submission_dir));
+  data.set("master_port_base", std::to_string(kMasterPortBase));
+  data.set("master_port_span", std::to_string(kMasterPortSpan));
+  data.ensure_list("secrets");
+  for (const auto& name : v.secrets) {
+    TemplateData item;
+    item.set("name", name);
+    item.set("check",
+             fmt::format("[ -n \"${{{0}+set}}\" ] || {{ echo \"bridge-launch: secret {0} is "
+                         "missing from the submission environment\" >&2; exit 1; }}",
+                         name));
+    data.add_item("secrets", std::move(item));
+  }
+  data.ensure_list("exports");
+  for (const auto& [name, value] : v.exports) {
+    TemplateData item;
+    item.set("name", name);
+    item.set("value_q", shell_quote(value));
+    data.add_item("exports", std::move(item));
+  }
+  for (const auto& d : v.directives) data.add_text_item("directives", d);
+  data.ensure_list("setup_steps");
+  for (size_t i = 0; i < v.setup_steps->size(); ++i) {
+    const SetupStep& s = (*v.setup_steps)[i];
+    TemplateData item;
+    item.set("index", std::to_string(i + 1));
+    item.set("source", one_line(s.source));
+    item.set("reason", one_line(s.reason));
+    item.set("command_q", shell_quote(s.command));
+    data.add_item("setup_steps", std::move(item));
+  }
+  for (const auto& o : v.srun_options) data.add_text_item("srun_options", o);
+  data.set("layout", v.layout);
+  data.set("task_command", v.task_command);
+  data.set("retries", std::to_string(v.retries));
+  data.set_bool("retry", v.retries > 0);
   return data;
+}
+
+}  // namespace
+
+std::optional<TemplateData> sbatch_template_data(const Plan& plan,
+                                                 const SlurmRenderOptions& options,
+                                                 Diagnostics& diags) {
+  std::optional<SbatchView> view = sbatch_view(plan, options, diags);
+  if (!view) return std::nullopt;
+  return template_data(*view);
 }
 
 std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
