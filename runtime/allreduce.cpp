@@ -5,7 +5,7 @@
 
 namespace bridge::probe {
 
-void LinkEmulator::Transmit(size_t bytes) {
+void LinkEmulator::transmit(size_t bytes) {
   if (gbps_ <= 0.0 || bytes == 0) return;
   using Clock = std::chrono::steady_clock;
   const auto wire_time = std::chrono::duration_cast<Clock::duration>(
@@ -15,7 +15,7 @@ void LinkEmulator::Transmit(size_t bytes) {
   std::this_thread::sleep_until(wire_free_);
 }
 
-RingView WorldRing(const Cluster& cluster) {
+RingView world_ring(const Cluster& cluster) {
   return RingView{cluster.world_size,      cluster.rank,        cluster.ring_next.get(),
                   cluster.ring_prev.get(), cluster.next_rank(), cluster.prev_rank(),
                   cluster.timeout_s};
@@ -24,9 +24,9 @@ RingView WorldRing(const Cluster& cluster) {
 RingAllReduce::RingAllReduce(const RingView& ring, double link_gbps)
     : ring_(ring), link_(link_gbps) {}
 
-void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
+ProbeStatus RingAllReduce::run(float* data, size_t n, std::string_view phase) {
   const auto world = static_cast<size_t>(ring_.size);
-  if (world == 1) return;
+  if (world == 1) return {};
   const auto rank = static_cast<size_t>(ring_.index);
   const auto begin = [&](size_t chunk) { return chunk * n / world; };
   const auto size = [&](size_t chunk) { return begin(chunk + 1) - begin(chunk); };
@@ -42,10 +42,12 @@ void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
     const size_t send_chunk = (rank + world - k) % world;
     const size_t recv_chunk = (rank + 2 * world - k - 1) % world;
     const size_t send_bytes = size(send_chunk) * sizeof(float);
-    link_.Transmit(send_bytes);
-    SendRecv(Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
-             Incoming{prev_fd, incoming_.data(), size(recv_chunk) * sizeof(float), prev},
-             ring_.timeout_s, phase);
+    link_.transmit(send_bytes);
+    ProbeStatus status =
+        send_recv(Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
+                  Incoming{prev_fd, incoming_.data(), size(recv_chunk) * sizeof(float), prev},
+                  ring_.timeout_s, phase);
+    if (!status.ok()) return status;
     float* target = data + begin(recv_chunk);
     const size_t count = size(recv_chunk);
     for (size_t i = 0; i < count; ++i) target[i] += incoming_[i];
@@ -55,11 +57,14 @@ void RingAllReduce::Run(float* data, size_t n, std::string_view phase) {
     const size_t send_chunk = (rank + 1 + world - k) % world;
     const size_t recv_chunk = (rank + world - k) % world;
     const size_t send_bytes = size(send_chunk) * sizeof(float);
-    link_.Transmit(send_bytes);
-    SendRecv(Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
-             Incoming{prev_fd, data + begin(recv_chunk), size(recv_chunk) * sizeof(float), prev},
-             ring_.timeout_s, phase);
+    link_.transmit(send_bytes);
+    ProbeStatus status = send_recv(
+        Outgoing{next_fd, data + begin(send_chunk), send_bytes, next},
+        Incoming{prev_fd, data + begin(recv_chunk), size(recv_chunk) * sizeof(float), prev},
+        ring_.timeout_s, phase);
+    if (!status.ok()) return status;
   }
+  return {};
 }
 
 }  // namespace bridge::probe

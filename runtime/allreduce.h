@@ -1,22 +1,22 @@
 // Ring all-reduce over one ring of connections, with an emulated link bandwidth.
 //
-// Contract: RingAllReduce::Run(data, n, phase) replaces data[0, n) on every member of the ring
-// with the element-wise sum over all members. All members must call Run with the same n in the
+// Contract: RingAllReduce::run(data, n, phase) replaces data[0, n) on every member of the ring
+// with the element-wise sum over all members. All members must call run with the same n in the
 // same order, each from a single thread. The buffer is split into W chunks; W-1 reduce-scatter
 // steps are followed by W-1 all-gather steps, each member sending one chunk to its successor
 // while receiving one from its predecessor (2*(W-1) chunk steps). With link_gbps > 0, before
 // each chunk is sent the sender sleeps (no CPU) until an emulated wire of that bandwidth, which
 // carries this rank's outgoing bytes one after another, would have transmitted it:
-// bytes*8/(link_gbps*1e9) seconds per chunk. Failures throw ProbeError(kExitComm) naming the
-// peer and `phase`. A ring of one member is a no-op.
-#ifndef BRIDGE_RUNTIME_ALLREDUCE_H_
-#define BRIDGE_RUNTIME_ALLREDUCE_H_
+// bytes*8/(link_gbps*1e9) seconds per chunk. run() returns a kExitComm failure naming the peer
+// and `phase` (probe_error.h). A ring of one member is a no-op.
+#pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <string_view>
 #include <vector>
 
+#include "runtime/probe_error.h"
 #include "runtime/transport.h"
 
 namespace bridge::probe {
@@ -25,7 +25,7 @@ class LinkEmulator {
  public:
   explicit LinkEmulator(double gbps) : gbps_(gbps) {}
   // Sleeps until the emulated wire has carried `bytes` more bytes.
-  void Transmit(size_t bytes);
+  void transmit(size_t bytes);
 
  private:
   double gbps_;
@@ -44,12 +44,12 @@ struct RingView {
 };
 
 // The world ring the rendezvous built.
-RingView WorldRing(const Cluster& cluster);
+RingView world_ring(const Cluster& cluster);
 
 class RingAllReduce {
  public:
   RingAllReduce(const RingView& ring, double link_gbps);
-  void Run(float* data, size_t n, std::string_view phase);
+  ProbeStatus run(float* data, size_t n, std::string_view phase);
 
  private:
   RingView ring_;
@@ -58,5 +58,3 @@ class RingAllReduce {
 };
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_ALLREDUCE_H_

@@ -21,7 +21,7 @@ namespace {
 
 enum class VarState : unsigned char { kOk = 0, kMismatch = 1, kMissing = 2 };
 
-const char* StateName(VarState state) {
+const char* state_name(VarState state) {
   switch (state) {
     case VarState::kOk:
       return "ok";
@@ -33,7 +33,7 @@ const char* StateName(VarState state) {
   return "?";
 }
 
-bool ValidName(std::string_view name) {
+bool valid_name(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (const char c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
@@ -41,7 +41,7 @@ bool ValidName(std::string_view name) {
   return true;
 }
 
-bool ValidHash(std::string_view hash) {
+bool valid_hash(std::string_view hash) {
   if (hash.size() != 16) return false;
   for (const char c : hash) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
@@ -49,7 +49,7 @@ bool ValidHash(std::string_view hash) {
   return true;
 }
 
-std::string_view Trim(std::string_view text) {
+std::string_view trim(std::string_view text) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
@@ -57,7 +57,7 @@ std::string_view Trim(std::string_view text) {
 }
 
 // Canonical form of the list, so ranks can compare lists by hash.
-std::string Canonical(const ExpectedEnv& expected) {
+std::string canonical(const ExpectedEnv& expected) {
   if (!expected.present) return "(unset)";
   std::string out;
   for (const ExpectedVar& var : expected.vars) {
@@ -66,7 +66,7 @@ std::string Canonical(const ExpectedEnv& expected) {
   return out;
 }
 
-std::vector<VarState> Evaluate(const ExpectedEnv& expected) {
+std::vector<VarState> evaluate(const ExpectedEnv& expected) {
   std::vector<VarState> states;
   for (const ExpectedVar& var : expected.vars) {
     const char* value = std::getenv(var.name.c_str());
@@ -87,27 +87,28 @@ struct RankReport {
   std::vector<VarState> states;
 };
 
-std::string EncodeReport(const ExpectedEnv& expected, const std::vector<VarState>& states) {
+std::string encode_report(const ExpectedEnv& expected, const std::vector<VarState>& states) {
   WireWriter w;
-  w.U32(expected.present ? 1 : 0);
-  w.U64(fnv1a64(Canonical(expected)));
+  w.u32(expected.present ? 1 : 0);
+  w.u64(fnv1a64(canonical(expected)));
   std::string bytes;
   for (const VarState s : states) bytes.push_back(static_cast<char>(s));
-  w.Bytes(bytes);
+  w.bytes(bytes);
   return w.data();
 }
 
-RankReport DecodeReport(const std::string& data) {
+ProbeResult<RankReport> decode_report(const std::string& data) {
   WireReader r(data);
   RankReport report;
-  report.present = r.U32() != 0;
-  report.list_hash = r.U64();
-  for (const char c : r.Bytes()) report.states.push_back(static_cast<VarState>(c));
+  report.present = r.u32() != 0;
+  report.list_hash = r.u64();
+  for (const char c : r.bytes()) report.states.push_back(static_cast<VarState>(c));
+  if (!r.ok()) return r.status();
   return report;
 }
 
 // Rank 0: prints the table; returns true when all ranks match.
-bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& reports) {
+bool summarize(const ExpectedEnv& expected, const std::vector<RankReport>& reports) {
   const int world = static_cast<int>(reports.size());
   std::string set_ranks;
   for (int r = 0; r < world; ++r) {
@@ -127,7 +128,7 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
     std::fflush(stdout);
     return false;
   }
-  const uint64_t reference = fnv1a64(Canonical(expected));
+  const uint64_t reference = fnv1a64(canonical(expected));
   std::vector<bool> same_list(static_cast<size_t>(world));
   std::string other_list;
   for (int r = 0; r < world; ++r) {
@@ -157,9 +158,9 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
           ++ok;
           continue;
         }
-        state = StateName(report.states[v]);
+        state = state_name(report.states[v]);
       }
-      differ += StrPrintf("%srank %d (%s)", differ.empty() ? "" : ", ", r, state);
+      differ += str_printf("%srank %d (%s)", differ.empty() ? "" : ", ", r, state);
     }
     if (ok != world) all_ok = false;
     std::printf("  %-*s  ranks ok: %d/%d%s%s\n", static_cast<int>(width),
@@ -173,7 +174,7 @@ bool Summarize(const ExpectedEnv& expected, const std::vector<RankReport>& repor
 
 }  // namespace
 
-ExpectedEnv ParseExpectedEnv(std::string_view list) {
+ProbeResult<ExpectedEnv> parse_expected_env(std::string_view list) {
   ExpectedEnv expected;
   expected.present = true;
   std::set<std::string> seen;
@@ -181,62 +182,62 @@ ExpectedEnv ParseExpectedEnv(std::string_view list) {
   while (start <= list.size()) {
     size_t end = list.find_first_of(";\n", start);
     if (end == std::string_view::npos) end = list.size();
-    const std::string_view entry = Trim(list.substr(start, end - start));
+    const std::string_view entry = trim(list.substr(start, end - start));
     start = end + 1;
     if (entry.empty() || entry.front() == '#') continue;
     ExpectedVar var;
     const size_t eq = entry.find('=');
     if (eq != std::string_view::npos) {
-      var.name = std::string(Trim(entry.substr(0, eq)));
-      var.hash = std::string(Trim(entry.substr(eq + 1)));
-      if (!ValidHash(var.hash)) {
-        throw ProbeError(kExitUsage,
-                         "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
-                             "': expected NAME=HEX with 16 lowercase hex digits (FNV-1a 64)");
+      var.name = std::string(trim(entry.substr(0, eq)));
+      var.hash = std::string(trim(entry.substr(eq + 1)));
+      if (!valid_hash(var.hash)) {
+        return ProbeStatus(kExitUsage,
+                           "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                               "': expected NAME=HEX with 16 lowercase hex digits (FNV-1a 64)");
       }
     } else if (entry.back() == '?') {
-      var.name = std::string(Trim(entry.substr(0, entry.size() - 1)));
+      var.name = std::string(trim(entry.substr(0, entry.size() - 1)));
       var.compare_value = false;
     } else {
-      throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
-                                       "' is neither NAME=HEX nor NAME?");
+      return ProbeStatus(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                                         "' is neither NAME=HEX nor NAME?");
     }
-    if (!ValidName(var.name)) {
-      throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
-                                       "': invalid variable name");
+    if (!valid_name(var.name)) {
+      return ProbeStatus(kExitUsage, "BRIDGE_EXPECTED_ENV: entry '" + std::string(entry) +
+                                         "': invalid variable name");
     }
     if (!seen.insert(var.name).second) {
-      throw ProbeError(kExitUsage,
-                       "BRIDGE_EXPECTED_ENV: variable " + var.name + " is listed twice");
+      return ProbeStatus(kExitUsage,
+                         "BRIDGE_EXPECTED_ENV: variable " + var.name + " is listed twice");
     }
     expected.vars.push_back(std::move(var));
   }
   return expected;
 }
 
-ExpectedEnv LoadExpectedEnv() {
+ProbeResult<ExpectedEnv> load_expected_env() {
   const char* value = std::getenv("BRIDGE_EXPECTED_ENV");
   if (value == nullptr || *value == '\0') return ExpectedEnv{};
   const std::string_view text = value;
-  if (text.front() != '@') return ParseExpectedEnv(text);
+  if (text.front() != '@') return parse_expected_env(text);
   const std::string path(text.substr(1));
   std::ifstream file(path, std::ios::binary);
   if (!file.is_open()) {
-    throw ProbeError(kExitUsage,
-                     "BRIDGE_EXPECTED_ENV: cannot open '" + path + "': " + std::strerror(errno));
+    return ProbeStatus(kExitUsage,
+                       "BRIDGE_EXPECTED_ENV: cannot open '" + path + "': " + std::strerror(errno));
   }
   std::stringstream content;
   content << file.rdbuf();
   if (file.bad()) {
-    throw ProbeError(kExitUsage, "BRIDGE_EXPECTED_ENV: cannot read '" + path + "'");
+    return ProbeStatus(kExitUsage, "BRIDGE_EXPECTED_ENV: cannot read '" + path + "'");
   }
-  return ParseExpectedEnv(content.str());
+  return parse_expected_env(content.str());
 }
 
-void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank) {
+ProbeStatus dump_env(const ExpectedEnv& expected, const std::string& dir, int rank) {
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    throw ProbeError(kExitInternal,
-                     "--dump-env-dir: cannot create '" + dir + "': " + std::strerror(errno));
+    return ProbeStatus(kExitInternal,
+                       "--dump-env-dir: cannot create '" + dir + "': " + std::strerror(errno));
   }
   for (const ExpectedVar& var : expected.vars) {
     const char* value = std::getenv(var.name.c_str());
@@ -246,13 +247,14 @@ void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank) {
     const size_t size = std::strlen(value);
     const bool ok = file != nullptr && std::fwrite(value, 1, size, file) == size;
     if (file == nullptr || std::fclose(file) != 0 || !ok) {
-      throw ProbeError(kExitInternal,
-                       "--dump-env-dir: cannot write '" + path + "': " + std::strerror(errno));
+      return ProbeStatus(kExitInternal,
+                         "--dump-env-dir: cannot write '" + path + "': " + std::strerror(errno));
     }
   }
+  return {};
 }
 
-std::string DeviceConnectionsLine(const char* value) {
+std::string device_connections_line(const char* value) {
   const std::string shown = value == nullptr ? "unset" : "'" + std::string(value) + "'";
   return "env check: CUDA_DEVICE_MAX_CONNECTIONS is " + shown +
          " on rank 0 (launch env). It sets how many hardware queues a GPU feeds kernels "
@@ -260,18 +262,26 @@ std::string DeviceConnectionsLine(const char* value) {
          "bridge-probe is a CPU emulation without GPU queues, so it cannot show its effect";
 }
 
-bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster) {
-  const std::string mine = EncodeReport(expected, Evaluate(expected));
-  const std::vector<std::string> gathered = GatherToRoot(cluster, mine, "env check");
+ProbeResult<bool> run_env_check(const ExpectedEnv& expected, Cluster& cluster) {
+  const std::string mine = encode_report(expected, evaluate(expected));
+  const ProbeResult<std::vector<std::string>> gathered = gather_to_root(cluster, mine, "env check");
+  if (!gathered.ok()) return gathered.status();
   std::string verdict;
   if (cluster.rank == 0) {
     std::vector<RankReport> reports;
-    for (const std::string& data : gathered) reports.push_back(DecodeReport(data));
-    verdict = Summarize(expected, reports) ? "ok" : "mismatch";
-    std::printf("%s\n", DeviceConnectionsLine(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")).c_str());
+    for (const std::string& data : *gathered) {
+      ProbeResult<RankReport> report = decode_report(data);
+      if (!report.ok()) return report.status();
+      reports.push_back(std::move(*report));
+    }
+    verdict = summarize(expected, reports) ? "ok" : "mismatch";
+    std::printf("%s\n",
+                device_connections_line(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")).c_str());
     std::fflush(stdout);
   }
-  return BroadcastFromRoot(cluster, verdict, "env check") == "ok";
+  const ProbeResult<std::string> shared = broadcast_from_root(cluster, verdict, "env check");
+  if (!shared.ok()) return shared.status();
+  return *shared == "ok";
 }
 
 }  // namespace bridge::probe

@@ -6,26 +6,27 @@
 //   NAME=HEX  HEX = bridge::fnv1a64_hex(value): FNV-1a 64 of the exact value bytes, 16 lowercase
 //             hex digits; the variable must be set to exactly that value, or
 //   NAME?     the variable must be set (any value; used for secrets).
-// NAME matches [A-Za-z_][A-Za-z0-9_]* and appears once. A malformed list throws
-// ProbeError(kExitUsage). Per rank each variable is ok, mismatch (set, other hash) or missing
-// (unset). RunEnvCheck() is collective over the control connections: rank 0 gathers every rank's
-// states, prints the summary table
+// NAME matches [A-Za-z_][A-Za-z0-9_]* and appears once. A malformed list is a kExitUsage
+// failure (probe_error.h), and so is a `@file` that cannot be read. Per rank each variable is ok,
+// mismatch (set, other hash) or missing (unset). run_env_check() is collective over the control
+// connections: rank 0 gathers every rank's states, prints the summary table
 //   env check: N variables, W ranks
 //     NAME  ranks ok: k/W  differ: rank 1 (mismatch), rank 3 (missing)
 //   env check: all ranks match | env check: MISMATCH
 // (or `env check: skipped (BRIDGE_EXPECTED_ENV not set)` when no rank has the variable), and
 // broadcasts the verdict, so every rank returns the same value. A rank whose list differs from
-// rank 0's counts as differing on every variable. Rank 0 then prints DeviceConnectionsLine():
+// rank 0's counts as differing on every variable. Rank 0 then prints device_connections_line():
 // the value of CUDA_DEVICE_MAX_CONNECTIONS and that a CPU emulation cannot show its effect (the
-// launcher derives it; the probe only reports it). DumpEnv() writes the raw bytes of each listed
-// variable that is set to DIR/rank<R>.<NAME> (DIR is created if missing).
-#ifndef BRIDGE_RUNTIME_ENV_CHECK_H_
-#define BRIDGE_RUNTIME_ENV_CHECK_H_
+// launcher derives it; the probe only reports it). dump_env() writes the raw bytes of each listed
+// variable that is set to DIR/rank<R>.<NAME> (DIR is created if missing; a kExitInternal failure
+// when that or a write fails). A communication failure during the check is returned as well.
+#pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/probe_error.h"
 #include "runtime/transport.h"
 
 namespace bridge::probe {
@@ -42,19 +43,17 @@ struct ExpectedEnv {
 };
 
 // Parses a list in the format above (the text after resolving `@file`).
-ExpectedEnv ParseExpectedEnv(std::string_view list);
+ProbeResult<ExpectedEnv> parse_expected_env(std::string_view list);
 
 // Reads BRIDGE_EXPECTED_ENV (and the file it points to).
-ExpectedEnv LoadExpectedEnv();
+ProbeResult<ExpectedEnv> load_expected_env();
 
-void DumpEnv(const ExpectedEnv& expected, const std::string& dir, int rank);
+ProbeStatus dump_env(const ExpectedEnv& expected, const std::string& dir, int rank);
 
 // `env check: CUDA_DEVICE_MAX_CONNECTIONS is '<value>'|unset on rank 0 ...` (value may be null).
-std::string DeviceConnectionsLine(const char* value);
+std::string device_connections_line(const char* value);
 
 // Returns true when every rank matches (or the check is skipped).
-bool RunEnvCheck(const ExpectedEnv& expected, Cluster& cluster);
+ProbeResult<bool> run_env_check(const ExpectedEnv& expected, Cluster& cluster);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_ENV_CHECK_H_

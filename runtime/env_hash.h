@@ -6,8 +6,7 @@
 // BRIDGE_EXPECTED_ENV (`NAME=HEX` entries) and every probe rank recomputes them from its own
 // environment. Header-only; depends on the standard library only. Example:
 // fnv1a64_hex("") == "cbf29ce484222325", fnv1a64_hex("a") == "af63dc4c8601ec8c".
-#ifndef BRIDGE_RUNTIME_ENV_HASH_H_
-#define BRIDGE_RUNTIME_ENV_HASH_H_
+#pragma once
 
 #include <cstdint>
 #include <string>
@@ -36,5 +35,3 @@ inline std::string fnv1a64_hex(std::string_view bytes) {
 }
 
 }  // namespace bridge
-
-#endif  // BRIDGE_RUNTIME_ENV_HASH_H_

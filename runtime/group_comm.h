@@ -4,19 +4,19 @@
 // Contract: every member of a group calls the same operations with the same sizes in the same
 // order, from one thread at a time. Buffers hold `size() * n` floats arranged as size() blocks
 // of n, block j belonging to group member j, except for Shift (n floats each way).
-//   AllGather      in: this member's block; out: every block holds its owner's block (ring).
-//   ReduceScatter  in: this member's partial of every block; out: this member's block holds the
+//   all_gather      in: this member's block; out: every block holds its owner's block (ring).
+//   reduce_scatter  in: this member's partial of every block; out: this member's block holds the
 //                  sum over members of that block (ring); the other blocks are scratch.
-//   AllReduce      ReduceScatter then AllGather: every block holds the sum.
-//   AllToAll       block j of `send` goes to member j and arrives as block (this index) of
+//   all_reduce      reduce_scatter then all_gather: every block holds the sum.
+//   all_to_all       block j of `send` goes to member j and arrives as block (this index) of
 //                  member j's `recv` (pairwise exchange, size()-1 rounds).
 //   Shift          `send` goes to the next member and `recv` receives the previous member's.
 //                  batched: the send and the receive run together (batch_isend_irecv);
 //                  otherwise in Megatron's unbatched order: even members send first, odd
 //                  members receive first, so the exchange takes two link transfers.
-// Failures throw ProbeError(kExitComm) naming the peer and `phase`. A group of one copies.
-#ifndef BRIDGE_RUNTIME_GROUP_COMM_H_
-#define BRIDGE_RUNTIME_GROUP_COMM_H_
+// Each operation returns a kExitComm failure naming the peer and `phase` (probe_error.h).
+// A group of one copies.
+#pragma once
 
 #include <cstddef>
 #include <string_view>
@@ -24,6 +24,7 @@
 
 #include "runtime/allreduce.h"
 #include "runtime/layout.h"
+#include "runtime/probe_error.h"
 #include "runtime/transport.h"
 
 namespace bridge::probe {
@@ -35,18 +36,20 @@ class GroupComm {
 
   int size() const { return group_.size(); }
   int index() const { return group_.index; }
-  RingView Ring() const;
+  ProbeResult<RingView> ring() const;
 
-  void AllGather(float* data, size_t n, std::string_view phase);
-  void ReduceScatter(float* data, size_t n, std::string_view phase);
-  void AllReduce(float* data, size_t n, std::string_view phase);
-  void AllToAll(const float* send, float* recv, size_t n, std::string_view phase);
-  void Shift(const float* send, float* recv, size_t n, bool batched, std::string_view phase);
+  ProbeStatus all_gather(float* data, size_t n, std::string_view phase);
+  ProbeStatus reduce_scatter(float* data, size_t n, std::string_view phase);
+  ProbeStatus all_reduce(float* data, size_t n, std::string_view phase);
+  ProbeStatus all_to_all(const float* send, float* recv, size_t n, std::string_view phase);
+  ProbeStatus shift(const float* send, float* recv, size_t n, bool batched, std::string_view phase);
 
  private:
-  int Member(int offset) const;  // The rank `offset` places after this member.
-  void SendTo(int rank, const float* data, size_t n, std::string_view phase);
-  void RecvFrom(int rank, float* data, size_t n, std::string_view phase);
+  int member(int offset) const;  // The rank `offset` places after this member.
+  // Sends n floats of `send` to rank `to` (after the emulated link has carried them) while
+  // receiving n floats into `recv` from rank `from`; a null buffer skips that direction.
+  ProbeStatus exchange(int to, const float* send, int from, float* recv, size_t n,
+                       std::string_view phase);
 
   Group group_;
   const PeerLinks& links_;
@@ -56,5 +59,3 @@ class GroupComm {
 };
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_GROUP_COMM_H_

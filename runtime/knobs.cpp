@@ -11,8 +11,8 @@
 namespace bridge::probe {
 namespace {
 
-std::optional<bool> BoolValue(const std::vector<std::string>& overrides, const std::string& key) {
-  auto text = OverrideValue(overrides, key);
+std::optional<bool> bool_value(const std::vector<std::string>& overrides, const std::string& key) {
+  auto text = override_value(overrides, key);
   if (!text || *text == "null") return std::nullopt;
   std::transform(text->begin(), text->end(), text->begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -20,13 +20,13 @@ std::optional<bool> BoolValue(const std::vector<std::string>& overrides, const s
 }
 
 // comm_overlap.<field>, else ddp.<field> (what the resolution applied to the DDP config).
-std::optional<bool> DpBool(const std::vector<std::string>& overrides, const std::string& field) {
-  if (auto value = BoolValue(overrides, "comm_overlap." + field)) return value;
-  return BoolValue(overrides, "ddp." + field);
+std::optional<bool> dp_bool(const std::vector<std::string>& overrides, const std::string& field) {
+  if (auto value = bool_value(overrides, "comm_overlap." + field)) return value;
+  return bool_value(overrides, "ddp." + field);
 }
 
-bool Flag(const std::vector<std::string>& overrides, const std::string& field) {
-  return BoolValue(overrides, "comm_overlap." + field).value_or(false);
+bool flag(const std::vector<std::string>& overrides, const std::string& field) {
+  return bool_value(overrides, "comm_overlap." + field).value_or(false);
 }
 
 // The fields in the order the adapter forwards them (model/overlap_runtime_args.cpp).
@@ -77,7 +77,7 @@ constexpr std::array<PresetSplit, 19> kPresetSplits{{
 constexpr int kTeDefaultSplits = 4;
 
 // `key:value` inside one layer's `{...}` of an inline mapping, e.g. method:pipeline.
-std::optional<std::string> LayerSetting(std::string_view layer, std::string_view key) {
+std::optional<std::string> layer_setting(std::string_view layer, std::string_view key) {
   const std::string needle = std::string(key) + ":";
   size_t at = 0;
   while ((at = layer.find(needle, at)) != std::string_view::npos) {
@@ -91,8 +91,8 @@ std::optional<std::string> LayerSetting(std::string_view layer, std::string_view
   return std::nullopt;
 }
 
-TpSplit SplitOfMethod(const std::string& method, std::optional<int64_t> num_splits, int tp,
-                      const std::string& where) {
+TpSplit split_of_method(const std::string& method, std::optional<int64_t> num_splits, int tp,
+                        const std::string& where) {
   if (method == "ring_exchange") {
     return {tp, where + ": fc2_fprop ring_exchange, one chunk per ring step (tp=" +
                     std::to_string(tp) + ")"};
@@ -104,7 +104,7 @@ TpSplit SplitOfMethod(const std::string& method, std::optional<int64_t> num_spli
   return {1, where + ": fc2_fprop " + method + ", not split"};
 }
 
-std::string TpEffect(const Layout& l, const OverlapKnobs& k) {
+std::string tp_effect(const Layout& l, const OverlapKnobs& k) {
   if (l.tp == 1) return "inactive: tp=1, no TP group";
   if (!l.sequence_parallel) {
     return k.tp_comm_overlap ? "REFUSED: needs sequence_parallel (Megatron-Bridge turns TP overlap "
@@ -116,7 +116,7 @@ std::string TpEffect(const Layout& l, const OverlapKnobs& k) {
                            : "tp phase: all-gather, GEMM, reduce-scatter one after another";
 }
 
-std::string P2pEffect(const Layout& l, const OverlapKnobs& k, bool overlap_field) {
+std::string p2p_effect(const Layout& l, const OverlapKnobs& k, bool overlap_field) {
   if (l.pp == 1) return "inactive: pp=1, no pipeline stages";
   if (overlap_field) {
     return k.overlap_p2p_comm ? "pp phase: each stage's send/recv overlaps the next chunk's compute"
@@ -126,7 +126,7 @@ std::string P2pEffect(const Layout& l, const OverlapKnobs& k, bool overlap_field
                           : "pp phase: send and recv one after the other (unbatched order)";
 }
 
-std::string EpEffect(const Layout& l, const OverlapKnobs& k, bool delay_field) {
+std::string ep_effect(const Layout& l, const OverlapKnobs& k, bool delay_field) {
   if (l.ep == 1) return "inactive: ep=1, no all-to-all";
   if (delay_field) {
     return k.delay_wgrad_compute ? "ep phase: weight-gradient compute runs behind the combine "
@@ -139,16 +139,16 @@ std::string EpEffect(const Layout& l, const OverlapKnobs& k, bool delay_field) {
              : "ep phase: dispatch, expert compute, combine one after another";
 }
 
-std::string DpEffect(const Layout& l, const OverlapKnobs& k, const std::string& field,
-                     const BucketPlan& buckets) {
+std::string dp_effect(const Layout& l, const OverlapKnobs& k, const std::string& field,
+                      const BucketPlan& buckets) {
   if (l.dp == 1) return "inactive: dp=1, no data-parallel group";
   if (field == "overlap_grad_reduce") {
     return "dp-grad phase: bucket all-reduce (the probe's --overlap/BRIDGE_OVERLAP_GRAD_REDUCE "
            "decide; this value is the fallback)";
   }
   if (field == "bucket_size") {
-    return StrPrintf("dp-grad phase: %d gradient bucket%s (%s)", buckets.buckets,
-                     buckets.buckets == 1 ? "" : "s", buckets.source.c_str());
+    return str_printf("dp-grad phase: %d gradient bucket%s (%s)", buckets.buckets,
+                      buckets.buckets == 1 ? "" : "s", buckets.source.c_str());
   }
   if (!k.distributed_optimizer) return "inactive: no distributed optimizer, no param all-gather";
   return k.overlap_param_gather
@@ -156,18 +156,18 @@ std::string DpEffect(const Layout& l, const OverlapKnobs& k, const std::string& 
              : "dp-param phase: every param all-gather before the forward";
 }
 
-std::string CfgEffect(const Layout& l, const OverlapKnobs& k) {
-  const TpSplit split = PlanTpSplit(k.tp_comm_overlap_cfg, l.tp);
+std::string cfg_effect(const Layout& l, const OverlapKnobs& k) {
+  const TpSplit split = plan_tp_split(k.tp_comm_overlap_cfg, l.tp);
   if (l.tp == 1) return "inactive: tp=1, no TP group";
-  const std::string chunks = StrPrintf("%d chunk%s per TP GEMM (%s)", split.chunks,
-                                       split.chunks == 1 ? "" : "s", split.source.c_str());
+  const std::string chunks = str_printf("%d chunk%s per TP GEMM (%s)", split.chunks,
+                                        split.chunks == 1 ? "" : "s", split.source.c_str());
   if (!l.sequence_parallel || !k.tp_comm_overlap) {
     return "tp phase: would split into " + chunks + ", but tp_comm_overlap does not apply here";
   }
   return "tp phase: " + chunks + "; SM counts, CGA sizes and fp8/atomic settings are not modeled";
 }
 
-std::string DeferEffect(const Layout& l, const OverlapKnobs& k, const std::string& field) {
+std::string defer_effect(const Layout& l, const OverlapKnobs& k, const std::string& field) {
   if (l.pp == 1) return "inactive: pp=1, no pipeline flush to defer the embedding wgrad into";
   if (!k.defer_embedding_wgrad_compute) {
     return field == "wgrad_deferral_limit"
@@ -178,14 +178,14 @@ std::string DeferEffect(const Layout& l, const OverlapKnobs& k, const std::strin
   if (field == "wgrad_deferral_limit") {
     return k.wgrad_deferral_limit == 0
                ? "pp phase: 0 = every micro-batch's embedding wgrad is deferred"
-               : StrPrintf("pp phase: the first %lld micro-batches' embedding wgrads are deferred",
-                           static_cast<long long>(k.wgrad_deferral_limit));
+               : str_printf("pp phase: the first %lld micro-batches' embedding wgrads are deferred",
+                            static_cast<long long>(k.wgrad_deferral_limit));
   }
   return "pp phase: the last stage's output-layer wgrad moves out of the backward's critical "
          "path to the end, where it runs while the last send/recv is in flight";
 }
 
-std::string ParamGatherEffect(const Layout& l, const OverlapKnobs& k, const std::string& field) {
+std::string param_gather_effect(const Layout& l, const OverlapKnobs& k, const std::string& field) {
   if (l.dp == 1) return "inactive: dp=1, no data-parallel group";
   if (!k.distributed_optimizer) return "inactive: no distributed optimizer, no param all-gather";
   if (!k.overlap_param_gather) return "inactive: needs overlap_param_gather";
@@ -205,65 +205,65 @@ std::string ParamGatherEffect(const Layout& l, const OverlapKnobs& k, const std:
                "first runs";
 }
 
-std::string Effect(const std::string& field, const Layout& l, const OverlapKnobs& k,
+std::string effect(const std::string& field, const Layout& l, const OverlapKnobs& k,
                    const BucketPlan& buckets) {
-  if (field == "tp_comm_overlap") return TpEffect(l, k);
-  if (field == "tp_comm_overlap_cfg") return CfgEffect(l, k);
+  if (field == "tp_comm_overlap") return tp_effect(l, k);
+  if (field == "tp_comm_overlap_cfg") return cfg_effect(l, k);
   if (field == "tp_comm_bootstrap_backend") {
     return "bootstrap only: no effect on step time, nothing to emulate (it picks how Transformer "
            "Engine sets up its userbuffers communicator once at start-up)";
   }
-  if (field == "overlap_p2p_comm") return P2pEffect(l, k, true);
-  if (field == "batch_p2p_comm") return P2pEffect(l, k, false);
+  if (field == "overlap_p2p_comm") return p2p_effect(l, k, true);
+  if (field == "batch_p2p_comm") return p2p_effect(l, k, false);
   if (field == "defer_embedding_wgrad_compute" || field == "wgrad_deferral_limit") {
-    return DeferEffect(l, k, field);
+    return defer_effect(l, k, field);
   }
-  if (field == "overlap_moe_expert_parallel_comm") return EpEffect(l, k, false);
-  if (field == "delay_wgrad_compute") return EpEffect(l, k, true);
+  if (field == "overlap_moe_expert_parallel_comm") return ep_effect(l, k, false);
+  if (field == "delay_wgrad_compute") return ep_effect(l, k, true);
   if (field == "overlap_param_gather_with_optimizer_step" || field == "align_param_gather") {
-    return ParamGatherEffect(l, k, field);
+    return param_gather_effect(l, k, field);
   }
-  return DpEffect(l, k, field, buckets);
+  return dp_effect(l, k, field, buckets);
 }
 
 }  // namespace
 
-OverlapKnobs ReadKnobs(const std::vector<std::string>& overrides) {
+OverlapKnobs read_knobs(const std::vector<std::string>& overrides) {
   OverlapKnobs k;
-  k.tp_comm_overlap = Flag(overrides, "tp_comm_overlap");
-  k.overlap_p2p_comm = Flag(overrides, "overlap_p2p_comm");
-  k.batch_p2p_comm = Flag(overrides, "batch_p2p_comm");
-  k.overlap_moe_expert_parallel_comm = Flag(overrides, "overlap_moe_expert_parallel_comm");
-  k.delay_wgrad_compute = Flag(overrides, "delay_wgrad_compute");
-  k.distributed_optimizer = BoolValue(overrides, "ddp.use_distributed_optimizer").value_or(false);
-  k.overlap_param_gather = DpBool(overrides, "overlap_param_gather").value_or(false);
-  k.align_param_gather = DpBool(overrides, "align_param_gather").value_or(false);
+  k.tp_comm_overlap = flag(overrides, "tp_comm_overlap");
+  k.overlap_p2p_comm = flag(overrides, "overlap_p2p_comm");
+  k.batch_p2p_comm = flag(overrides, "batch_p2p_comm");
+  k.overlap_moe_expert_parallel_comm = flag(overrides, "overlap_moe_expert_parallel_comm");
+  k.delay_wgrad_compute = flag(overrides, "delay_wgrad_compute");
+  k.distributed_optimizer = bool_value(overrides, "ddp.use_distributed_optimizer").value_or(false);
+  k.overlap_param_gather = dp_bool(overrides, "overlap_param_gather").value_or(false);
+  k.align_param_gather = dp_bool(overrides, "align_param_gather").value_or(false);
   k.overlap_param_gather_with_optimizer_step =
-      BoolValue(overrides, "comm_overlap.overlap_param_gather_with_optimizer_step")
-          .value_or(BoolValue(overrides, "optimizer.overlap_param_gather_with_optimizer_step")
+      bool_value(overrides, "comm_overlap.overlap_param_gather_with_optimizer_step")
+          .value_or(bool_value(overrides, "optimizer.overlap_param_gather_with_optimizer_step")
                         .value_or(false));
-  k.defer_embedding_wgrad_compute = Flag(overrides, "defer_embedding_wgrad_compute");
-  if (auto limit = OverrideValue(overrides, "comm_overlap.wgrad_deferral_limit")) {
-    if (const auto value = ParseInt64(*limit)) k.wgrad_deferral_limit = *value;
+  k.defer_embedding_wgrad_compute = flag(overrides, "defer_embedding_wgrad_compute");
+  if (auto limit = override_value(overrides, "comm_overlap.wgrad_deferral_limit")) {
+    if (const auto value = parse_int64(*limit)) k.wgrad_deferral_limit = *value;
   }
-  k.tp_comm_overlap_cfg = OverrideValue(overrides, "comm_overlap.tp_comm_overlap_cfg");
+  k.tp_comm_overlap_cfg = override_value(overrides, "comm_overlap.tp_comm_overlap_cfg");
   if (k.tp_comm_overlap_cfg == "null") k.tp_comm_overlap_cfg.reset();
-  k.overlap_grad_reduce = DpBool(overrides, "overlap_grad_reduce");
-  auto size = OverrideValue(overrides, "comm_overlap.bucket_size");
-  if (!size) size = OverrideValue(overrides, "ddp.bucket_size");
+  k.overlap_grad_reduce = dp_bool(overrides, "overlap_grad_reduce");
+  auto size = override_value(overrides, "comm_overlap.bucket_size");
+  if (!size) size = override_value(overrides, "ddp.bucket_size");
   if (size) {
-    const auto value = ParseInt64(*size);
+    const auto value = parse_int64(*size);
     if (value && *value > 0) k.bucket_size = *value;
   }
   return k;
 }
 
-TpSplit PlanTpSplit(const std::optional<std::string>& cfg, int tp) {
+TpSplit plan_tp_split(const std::optional<std::string>& cfg, int tp) {
   if (!cfg) return {kTeDefaultSplits, "no tp_comm_overlap_cfg: Transformer Engine's default split"};
   for (const PresetSplit& p : kPresetSplits) {
     if (p.name == *cfg) {
-      return SplitOfMethod(p.ring_exchange ? "ring_exchange" : "pipeline", kTeDefaultSplits, tp,
-                           "preset");
+      return split_of_method(p.ring_exchange ? "ring_exchange" : "pipeline", kTeDefaultSplits, tp,
+                             "preset");
     }
   }
   if (cfg->empty() || cfg->front() != '{') {
@@ -275,38 +275,39 @@ TpSplit PlanTpSplit(const std::optional<std::string>& cfg, int tp) {
   if (at == std::string_view::npos) return {1, "inline mapping without fc2_fprop: not split"};
   const size_t begin = at + std::string_view("fc2_fprop:").size();
   const std::string_view layer = text.substr(begin, text.find('}', begin) - begin + 1);
-  const auto method = LayerSetting(layer, "method");
+  const auto method = layer_setting(layer, "method");
   if (!method) return {kTeDefaultSplits, "inline fc2_fprop without a method: default split"};
-  const auto splits = LayerSetting(layer, "num_splits");
-  return SplitOfMethod(*method, splits ? ParseInt64(*splits) : std::nullopt, tp, "inline mapping");
+  const auto splits = layer_setting(layer, "num_splits");
+  return split_of_method(*method, splits ? parse_int64(*splits) : std::nullopt, tp,
+                         "inline mapping");
 }
 
-int DeferredEmbeddingWgrads(const OverlapKnobs& knobs, int microbatches) {
+int deferred_embedding_wgrads(const OverlapKnobs& knobs, int microbatches) {
   if (!knobs.defer_embedding_wgrad_compute || knobs.wgrad_deferral_limit < 0) return 0;
   if (knobs.wgrad_deferral_limit == 0) return microbatches;
   return static_cast<int>(std::min<int64_t>(knobs.wgrad_deferral_limit, microbatches));
 }
 
-BucketPlan PlanBuckets(int64_t params, std::optional<int> buckets_flag,
-                       std::optional<int64_t> bucket_size) {
+BucketPlan plan_buckets(int64_t params, std::optional<int> buckets_flag,
+                        std::optional<int64_t> bucket_size) {
   if (buckets_flag) return {*buckets_flag, "--buckets"};
   if (bucket_size) {
     const int64_t count = (params + *bucket_size - 1) / *bucket_size;
     return {static_cast<int>(std::clamp<int64_t>(count, 1, 1 << 20)),
-            StrPrintf("bucket_size=%lld for %lld params", static_cast<long long>(*bucket_size),
-                      static_cast<long long>(params))};
+            str_printf("bucket_size=%lld for %lld params", static_cast<long long>(*bucket_size),
+                       static_cast<long long>(params))};
   }
   return {8, "default"};
 }
 
-std::vector<std::string> DescribeKnobs(const std::vector<std::string>& overrides,
-                                       const Layout& layout, const OverlapKnobs& knobs,
-                                       const BucketPlan& buckets) {
+std::vector<std::string> describe_knobs(const std::vector<std::string>& overrides,
+                                        const Layout& layout, const OverlapKnobs& knobs,
+                                        const BucketPlan& buckets) {
   std::vector<std::string> lines;
   for (const std::string field : kFields) {
-    const auto value = OverrideValue(overrides, "comm_overlap." + field);
+    const auto value = override_value(overrides, "comm_overlap." + field);
     if (!value) continue;
-    lines.push_back(field + "=" + *value + ": " + Effect(field, layout, knobs, buckets));
+    lines.push_back(field + "=" + *value + ": " + effect(field, layout, knobs, buckets));
   }
   return lines;
 }

@@ -1,13 +1,12 @@
 // The resolved overlap fields bridge-probe receives (comm_overlap.* overrides from the probe
 // adapter; the data-parallel ones also as ddp.*), and what the probe does with each.
 //
-// Contract: ReadKnobs() reads the last occurrence of each key (Hydra order); a boolean is
-// true/false (any case) or 1/0; anything else counts as false. DescribeKnobs() returns one line per
-// forwarded field, in the adapter's order: `field=value` and what it changes in this run (the
+// Contract: read_knobs() reads the last occurrence of each key (Hydra order); a boolean is
+// true/false (any case) or 1/0; anything else counts as false. describe_knobs() returns one line
+// per forwarded field, in the adapter's order: `field=value` and what it changes in this run (the
 // emulated phase it switches, why that phase is inactive in this layout, or why the probe does not
 // model it). Pure: no I/O.
-#ifndef BRIDGE_RUNTIME_KNOBS_H_
-#define BRIDGE_RUNTIME_KNOBS_H_
+#pragma once
 
 #include <cstdint>
 #include <optional>
@@ -37,15 +36,15 @@ struct OverlapKnobs {
   std::optional<int64_t> bucket_size;              // Parameters per gradient bucket.
 };
 
-OverlapKnobs ReadKnobs(const std::vector<std::string>& overrides);
+OverlapKnobs read_knobs(const std::vector<std::string>& overrides);
 
 // What the probe derives for the DP phase: the bucket count and where it came from.
 struct BucketPlan {
   int buckets = 1;
   std::string source;
 };
-BucketPlan PlanBuckets(int64_t params, std::optional<int> buckets_flag,
-                       std::optional<int64_t> bucket_size);
+BucketPlan plan_buckets(int64_t params, std::optional<int> buckets_flag,
+                        std::optional<int64_t> bucket_size);
 
 // How many chunks each TP GEMM (with its all-gather and reduce-scatter) is split into when
 // tp_comm_overlap applies, from tp_comm_overlap_cfg's fc2_fprop layer (the reduce-scatter that
@@ -57,16 +56,14 @@ struct TpSplit {
   int chunks = 4;
   std::string source;
 };
-TpSplit PlanTpSplit(const std::optional<std::string>& cfg, int tp);
+TpSplit plan_tp_split(const std::optional<std::string>& cfg, int tp);
 
 // How many micro-batches' embedding weight gradients are deferred to the end of the backward
 // (defer_embedding_wgrad_compute with wgrad_deferral_limit), 0 when the deferral is off.
-int DeferredEmbeddingWgrads(const OverlapKnobs& knobs, int microbatches);
+int deferred_embedding_wgrads(const OverlapKnobs& knobs, int microbatches);
 
-std::vector<std::string> DescribeKnobs(const std::vector<std::string>& overrides,
-                                       const Layout& layout, const OverlapKnobs& knobs,
-                                       const BucketPlan& buckets);
+std::vector<std::string> describe_knobs(const std::vector<std::string>& overrides,
+                                        const Layout& layout, const OverlapKnobs& knobs,
+                                        const BucketPlan& buckets);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_KNOBS_H_

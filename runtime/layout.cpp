@@ -15,24 +15,24 @@ struct SizeRead {
   std::string error;
 };
 
-SizeRead ReadSize(const std::vector<std::string>& overrides, const char* key) {
-  const auto text = OverrideValue(overrides, key);
+SizeRead read_size(const std::vector<std::string>& overrides, const char* key) {
+  const auto text = override_value(overrides, key);
   if (!text || *text == "null") return {};
-  const auto value = ParseInt64(*text);
+  const auto value = parse_int64(*text);
   if (!value || *value < 1 || *value > kMaxSize) {
     return {std::nullopt, std::string(key) + "=" + *text + " is not a positive integer"};
   }
   return {static_cast<int>(*value), ""};
 }
 
-bool ReadBool(const std::vector<std::string>& overrides, const char* key) {
-  const auto text = OverrideValue(overrides, key);
+bool read_bool(const std::vector<std::string>& overrides, const char* key) {
+  const auto text = override_value(overrides, key);
   return text && (*text == "true" || *text == "True" || *text == "1");
 }
 
 }  // namespace
 
-LayoutResult ReadLayout(const std::vector<std::string>& overrides, int world_size) {
+LayoutResult read_layout(const std::vector<std::string>& overrides, int world_size) {
   Layout layout;
   layout.world = world_size;
   struct Field {
@@ -46,17 +46,17 @@ LayoutResult ReadLayout(const std::vector<std::string>& overrides, int world_siz
                           {"model.expert_tensor_parallel_size", &layout.etp}};
   bool etp_set = false;
   for (const Field& field : fields) {
-    const SizeRead read = ReadSize(overrides, field.key);
+    const SizeRead read = read_size(overrides, field.key);
     if (!read.error.empty()) return {std::nullopt, read.error};
     if (read.value) *field.target = *read.value;
     if (field.target == &layout.etp) etp_set = read.value.has_value();
   }
   // Megatron-Core: an unset expert tensor parallel size follows tp.
   if (!etp_set) layout.etp = layout.tp;
-  const SizeRead vpp = ReadSize(overrides, "model.virtual_pipeline_model_parallel_size");
+  const SizeRead vpp = read_size(overrides, "model.virtual_pipeline_model_parallel_size");
   if (!vpp.error.empty()) return {std::nullopt, vpp.error};
   layout.vpp = vpp.value;
-  layout.sequence_parallel = ReadBool(overrides, "model.sequence_parallel");
+  layout.sequence_parallel = read_bool(overrides, "model.sequence_parallel");
 
   const auto dense = static_cast<int64_t>(layout.tp) * layout.pp * layout.cp;
   if (world_size % dense != 0) {
@@ -73,7 +73,7 @@ LayoutResult ReadLayout(const std::vector<std::string>& overrides, int world_siz
   return {layout, ""};
 }
 
-RankGroups GroupsOf(const Layout& l, int rank) {
+RankGroups groups_of(const Layout& l, int rank) {
   RankGroups g;
   // Dense order tp-cp-dp-pp: rank = tp_i + tp*(cp_i + cp*(dp_i + dp*pp_i)).
   const int tp_i = rank % l.tp;
@@ -95,8 +95,8 @@ RankGroups GroupsOf(const Layout& l, int rank) {
   return g;
 }
 
-std::vector<int> PeersOf(const Layout& layout, int rank) {
-  const RankGroups g = GroupsOf(layout, rank);
+std::vector<int> peers_of(const Layout& layout, int rank) {
+  const RankGroups g = groups_of(layout, rank);
   std::set<int> peers;
   for (const Group* ring : {&g.tp, &g.pp, &g.dp}) {
     peers.insert(ring->next());

@@ -1,7 +1,7 @@
 // The parallel layout bridge-probe emulates, read from the plan it receives, and the process
 // groups of one rank, ordered as Megatron-Core orders ranks.
 //
-// Contract: ReadLayout() takes the Hydra overrides the probe adapter forwards
+// Contract: read_layout() takes the Hydra overrides the probe adapter forwards
 // (model.tensor_model_parallel_size, model.pipeline_model_parallel_size,
 // model.virtual_pipeline_model_parallel_size, model.context_parallel_size,
 // model.expert_model_parallel_size, model.expert_tensor_parallel_size, model.sequence_parallel)
@@ -9,14 +9,13 @@
 // error text when a value is not a positive integer or the sizes do not fit the world
 // (tp*pp*cp must divide it, and so must etp*ep*pp). Pure: no I/O.
 //
-// GroupsOf() lists, for one rank, the ranks of each of its groups in group order, with the
+// groups_of() lists, for one rank, the ranks of each of its groups in group order, with the
 // rank orders of Megatron-Core's RankGenerator: dense layers "tp-cp-dp-pp" (tp varies fastest),
 // expert layers "etp-ep-edp-pp" (edp = world/(etp*ep*pp)). So the TP group is tp consecutive
 // ranks, the PP group strides by tp*cp*dp, and the EP group strides by etp inside a block of
 // etp*ep ranks. The DP group used for gradients is the dense data-parallel group with context
 // parallelism folded in (Megatron's "dp-cp" group), since gradients are reduced over both.
-#ifndef BRIDGE_RUNTIME_LAYOUT_H_
-#define BRIDGE_RUNTIME_LAYOUT_H_
+#pragma once
 
 #include <optional>
 #include <string>
@@ -44,7 +43,7 @@ struct LayoutResult {
   std::string error;  // Set when layout is empty.
 };
 
-LayoutResult ReadLayout(const std::vector<std::string>& overrides, int world_size);
+LayoutResult read_layout(const std::vector<std::string>& overrides, int world_size);
 
 // One process group as seen by a member: the member ranks in group order and this rank's index.
 struct Group {
@@ -63,13 +62,11 @@ struct RankGroups {
   Group ep;
 };
 
-RankGroups GroupsOf(const Layout& layout, int rank);
+RankGroups groups_of(const Layout& layout, int rank);
 
 // The ranks this rank needs a direct connection to: its ring neighbours in the TP, PP and DP
 // groups and every member of its EP group (the all-to-all talks to all of them). The relation
 // is symmetric, so both ends agree on which connections exist. Sorted, without `rank`.
-std::vector<int> PeersOf(const Layout& layout, int rank);
+std::vector<int> peers_of(const Layout& layout, int rank);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_LAYOUT_H_

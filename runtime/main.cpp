@@ -6,9 +6,12 @@
 // the collective plan check, the training loop, and a final barrier, after which rank 0 prints
 // `bridge-probe: OK`. Both checks run after the rendezvous so that a mismatch on one rank reaches
 // every rank as a verdict (all exit 3) instead of leaving the others waiting for it. Every
-// failure ends in Fatal() with the exit code documented in probe_error.h.
+// failure comes back to main() as a ProbeStatus and ends in fatal() with the exit code
+// documented in probe_error.h; main's one catch is the last resort for what the standard
+// library throws (std::bad_alloc, std::system_error), which ends as exit 1.
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "runtime/env_check.h"
 #include "runtime/options.h"
@@ -20,7 +23,7 @@
 namespace bridge::probe {
 namespace {
 
-void PrintRendezvous(const Cluster& cluster, const Identity& identity) {
+void print_rendezvous(const Cluster& cluster, const Identity& identity) {
   if (cluster.world_size == 1) {
     std::printf("bridge-probe: single rank (WORLD_SIZE=1), no rendezvous\n");
   } else {
@@ -38,48 +41,84 @@ void PrintRendezvous(const Cluster& cluster, const Identity& identity) {
   std::fflush(stdout);
 }
 
-int Run(int argc, char** argv) {
-  const Options options = ParseOptions(argc, argv);
-  if (options.help) {
-    std::fputs(Usage().c_str(), stdout);
-    return kExitOk;
-  }
-  const Identity identity = ReadIdentity();
-  SetLogRank(identity.rank);
-  ValidateOptionsForWorld(options, identity);
-  const ExpectedEnv expected = LoadExpectedEnv();
-  if (!options.dump_env_dir.empty()) DumpEnv(expected, options.dump_env_dir, identity.rank);
-  const ExpectedPlan plan = LoadExpectedPlan();
+// Reads everything the collective part needs: identity, the expected env and plan.
+struct Inputs {
+  Identity identity;
+  ExpectedEnv expected;
+  ExpectedPlan plan;
+};
 
-  Cluster cluster = Rendezvous(identity, options.timeout_s);
-  if (cluster.rank == 0) PrintRendezvous(cluster, identity);
-  if (!RunEnvCheck(expected, cluster)) {
-    throw ProbeError(kExitEnvMismatch,
-                     "environment check failed (see the env check table on rank 0)");
+ProbeResult<Inputs> read_inputs(const Options& options) {
+  ProbeResult<Identity> identity = read_identity();
+  if (!identity.ok()) return identity.status();
+  set_log_rank(identity->rank);
+  if (ProbeStatus status = validate_options_for_world(options, *identity); !status.ok()) {
+    return status;
   }
-  if (!RunPlanCheck(plan, options, identity, cluster)) {
-    throw ProbeError(kExitEnvMismatch, "plan check failed (see the plan check table on rank 0)");
+  ProbeResult<ExpectedEnv> expected = load_expected_env();
+  if (!expected.ok()) return expected.status();
+  if (!options.dump_env_dir.empty()) {
+    ProbeStatus dumped = dump_env(*expected, options.dump_env_dir, identity->rank);
+    if (!dumped.ok()) return dumped;
   }
-  const TrainingReport report = RunTraining(options, cluster);
-  if (cluster.rank == 0) PrintTrainingSummary(options, report);
-  Barrier(cluster, "shutdown");
-  if (cluster.rank == 0) {
+  ProbeResult<ExpectedPlan> plan = load_expected_plan();
+  if (!plan.ok()) return plan.status();
+  return Inputs{std::move(*identity), std::move(*expected), std::move(*plan)};
+}
+
+// The collective part: both checks, the training loop and the final barrier.
+ProbeStatus run_checks_and_training(const Options& options, const Inputs& inputs,
+                                    Cluster& cluster) {
+  const ProbeResult<bool> env_ok = run_env_check(inputs.expected, cluster);
+  if (!env_ok.ok()) return env_ok.status();
+  if (!*env_ok) {
+    return ProbeStatus(kExitEnvMismatch,
+                       "environment check failed (see the env check table on rank 0)");
+  }
+  const ProbeResult<bool> plan_ok = run_plan_check(inputs.plan, options, inputs.identity, cluster);
+  if (!plan_ok.ok()) return plan_ok.status();
+  if (!*plan_ok) {
+    return ProbeStatus(kExitEnvMismatch, "plan check failed (see the plan check table on rank 0)");
+  }
+  const ProbeResult<TrainingReport> report = run_training(options, cluster);
+  if (!report.ok()) return report.status();
+  if (cluster.rank == 0) print_training_summary(options, *report);
+  return barrier(cluster, "shutdown");
+}
+
+ProbeStatus run(int argc, char** argv) {
+  const ProbeResult<Options> options = parse_options(argc, argv);
+  if (!options.ok()) return options.status();
+  if (options->help) {
+    std::fputs(usage().c_str(), stdout);
+    return {};
+  }
+  const ProbeResult<Inputs> inputs = read_inputs(*options);
+  if (!inputs.ok()) return inputs.status();
+  ProbeResult<Cluster> cluster = rendezvous(inputs->identity, options->timeout_s);
+  if (!cluster.ok()) return cluster.status();
+  if (cluster->rank == 0) print_rendezvous(*cluster, inputs->identity);
+  if (ProbeStatus status = run_checks_and_training(*options, *inputs, *cluster); !status.ok()) {
+    return status;
+  }
+  if (cluster->rank == 0) {
     std::printf("bridge-probe: OK\n");
     std::fflush(stdout);
   }
-  return kExitOk;
+  return {};
 }
 
 }  // namespace
 }  // namespace bridge::probe
 
 int main(int argc, char** argv) {
-  using bridge::probe::Fatal;
+  using bridge::probe::fatal;
   try {
-    return bridge::probe::Run(argc, argv);
-  } catch (const bridge::probe::ProbeError& e) {
-    Fatal(e.exit_code(), e.what());
+    const bridge::probe::ProbeStatus status = bridge::probe::run(argc, argv);
+    if (!status.ok()) fatal(status);
+    return bridge::probe::kExitOk;
   } catch (const std::exception& e) {
-    Fatal(bridge::probe::kExitInternal, e.what());
+    // Last resort: only the standard library throws (std::bad_alloc, std::system_error).
+    fatal(bridge::probe::kExitInternal, e.what());
   }
 }

@@ -7,12 +7,13 @@
 #include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "runtime/probe_error.h"
 
 namespace bridge::probe {
 
-std::optional<int64_t> ParseInt64(std::string_view text) {
+std::optional<int64_t> parse_int64(std::string_view text) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto result = std::from_chars(text.data(), end, value);
@@ -22,7 +23,7 @@ std::optional<int64_t> ParseInt64(std::string_view text) {
 
 namespace {
 
-std::optional<double> ToDouble(std::string_view text) {
+std::optional<double> to_double(std::string_view text) {
   double value = 0;
   const char* end = text.data() + text.size();
   const auto result = std::from_chars(text.data(), end, value);
@@ -32,29 +33,32 @@ std::optional<double> ToDouble(std::string_view text) {
   return value;
 }
 
-int64_t IntFlag(std::string_view name, std::string_view text, int64_t min, int64_t max) {
-  const auto value = ParseInt64(text);
+ProbeResult<int64_t> int_flag(std::string_view name, std::string_view text, int64_t min,
+                              int64_t max) {
+  const auto value = parse_int64(text);
   if (!value || *value < min || *value > max) {
-    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
-                                           static_cast<int>(name.size()), name.data(),
-                                           static_cast<long long>(min), static_cast<long long>(max),
-                                           static_cast<int>(text.size()), text.data()));
+    return ProbeStatus(
+        kExitUsage,
+        str_printf("%.*s: expected an integer in [%lld, %lld], got '%.*s'",
+                   static_cast<int>(name.size()), name.data(), static_cast<long long>(min),
+                   static_cast<long long>(max), static_cast<int>(text.size()), text.data()));
   }
   return *value;
 }
 
-double DoubleFlag(std::string_view name, std::string_view text, double min, double max) {
-  const auto value = ToDouble(text);
+ProbeResult<double> double_flag(std::string_view name, std::string_view text, double min,
+                                double max) {
+  const auto value = to_double(text);
   if (!value || *value < min || *value > max) {
-    throw ProbeError(kExitUsage, StrPrintf("%.*s: expected a number in [%g, %g], got '%.*s'",
-                                           static_cast<int>(name.size()), name.data(), min, max,
-                                           static_cast<int>(text.size()), text.data()));
+    return ProbeStatus(kExitUsage, str_printf("%.*s: expected a number in [%g, %g], got '%.*s'",
+                                              static_cast<int>(name.size()), name.data(), min, max,
+                                              static_cast<int>(text.size()), text.data()));
   }
   return *value;
 }
 
 // Returns the variable's value, treating an empty value as unset.
-std::optional<std::string> Env(const char* name) {
+std::optional<std::string> env_var(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
@@ -65,57 +69,337 @@ struct EnvInt {
   const char* name;
 };
 
-// The first of `names` that is set, parsed as an integer.
-std::optional<EnvInt> FirstIntEnv(std::initializer_list<const char*> names) {
+// The first of `names` that is set, parsed as an integer (nullopt when none is set).
+ProbeResult<std::optional<EnvInt>> first_int_env(std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    const auto text = Env(name);
+    const auto text = env_var(name);
     if (!text) continue;
-    const auto value = ParseInt64(*text);
+    const auto value = parse_int64(*text);
     if (!value) {
-      throw ProbeError(kExitUsage, StrPrintf("%s='%s' is not an integer", name, text->c_str()));
+      return ProbeStatus(kExitUsage, str_printf("%s='%s' is not an integer", name, text->c_str()));
     }
-    return EnvInt{*value, name};
+    return std::optional<EnvInt>(EnvInt{*value, name});
   }
-  return std::nullopt;
+  return std::optional<EnvInt>();
 }
 
 constexpr int64_t kMaxInt = 1 << 30;
 constexpr int64_t kMaxBatch = int64_t{1} << 40;
 
 // Without its flag, the value the plan forwards as an override (a Hydra `null` = no value).
-std::optional<int64_t> OverrideDefault(const Options& options, std::string_view key, int64_t max) {
-  const auto text = OverrideValue(options.runtime_overrides, key);
-  if (!text || *text == "null") return std::nullopt;
-  return IntFlag(key, *text, 1, max);
+ProbeResult<std::optional<int64_t>> override_default(const Options& options, std::string_view key,
+                                                     int64_t max) {
+  const auto text = override_value(options.runtime_overrides, key);
+  if (!text || *text == "null") return std::optional<int64_t>();
+  auto value = int_flag(key, *text, 1, max);
+  if (!value.ok()) return value.status();
+  return std::optional<int64_t>(*value);
 }
+
+// What the loop over argv found besides the options themselves.
+struct FlagsSeen {
+  std::optional<bool> overlap;  // --overlap / --no-overlap.
+  bool steps = false;           // --steps.
+  bool global_batch = false;    // --global-batch.
+};
 
 // The launcher forwards the plan's step count and global batch as overrides; an explicit flag
 // still wins (the plan check then reports a difference from the plan).
-void ApplyOverrideDefaults(Options& options, bool steps_flag, bool global_batch_flag) {
-  if (steps_flag) {
+ProbeStatus apply_override_defaults(Options& options, const FlagsSeen& seen) {
+  if (seen.steps) {
     options.steps_source = "--steps";
-  } else if (const auto steps = OverrideDefault(options, "train.max_steps", kMaxInt)) {
-    options.steps = static_cast<int>(*steps);
-    options.steps_source = "train.max_steps";
+  } else {
+    const auto steps = override_default(options, "train.max_steps", kMaxInt);
+    if (!steps.ok()) return steps.status();
+    if (*steps) {
+      options.steps = static_cast<int>(**steps);
+      options.steps_source = "train.max_steps";
+    }
   }
-  if (global_batch_flag) {
+  if (seen.global_batch) {
     options.global_batch_source = "--global-batch";
-  } else if (const auto batch = OverrideDefault(options, "train.global_batch_size", kMaxBatch)) {
-    options.global_batch = *batch;
-    options.global_batch_source = "train.global_batch_size";
+  } else {
+    const auto batch = override_default(options, "train.global_batch_size", kMaxBatch);
+    if (!batch.ok()) return batch.status();
+    if (*batch) {
+      options.global_batch = **batch;
+      options.global_batch_source = "train.global_batch_size";
+    }
   }
+  return {};
 }
 
-std::optional<bool> ParseBool(std::string text) {
+std::optional<bool> parse_bool(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off") return false;
   return std::nullopt;
 }
 
+// Flags that take no value.
+bool is_switch(std::string_view name) {
+  return name == "-h" || name == "--help" || name == "--overlap" || name == "--no-overlap";
+}
+
+void apply_switch(std::string_view name, Options& options, FlagsSeen& seen) {
+  if (name == "--overlap" || name == "--no-overlap") {
+    seen.overlap = name == "--overlap";
+  } else {
+    options.help = true;
+  }
+}
+
+// The flags with an integer value: name, accepted range, and where the value goes.
+struct IntFlagSpec {
+  std::string_view name;
+  int64_t min;
+  int64_t max;
+  void (*set)(Options&, FlagsSeen&, int64_t);
+};
+
+constexpr IntFlagSpec kIntFlags[] = {
+    {"--steps", 1, kMaxInt,
+     [](Options& o, FlagsSeen& seen, int64_t v) {
+       o.steps = static_cast<int>(v);
+       seen.steps = true;
+     }},
+    {"--buckets", 1, 1 << 20,
+     [](Options& o, FlagsSeen&, int64_t v) {
+       o.buckets = static_cast<int>(v);
+       o.buckets_flag = true;
+     }},
+    {"--microbatches", 1, 1024,
+     [](Options& o, FlagsSeen&, int64_t v) { o.microbatches = static_cast<int>(v); }},
+    {"--layers", 1, 1024,
+     [](Options& o, FlagsSeen&, int64_t v) { o.layers = static_cast<int>(v); }},
+    {"--tokens", 1, 1 << 16,
+     [](Options& o, FlagsSeen&, int64_t v) { o.tokens = static_cast<int>(v); }},
+    {"--hidden", 1, 1 << 16,
+     [](Options& o, FlagsSeen&, int64_t v) { o.hidden = static_cast<int>(v); }},
+    {"--params", 1, int64_t{1} << 32, [](Options& o, FlagsSeen&, int64_t v) { o.params = v; }},
+    {"--global-batch", 1, kMaxBatch,
+     [](Options& o, FlagsSeen& seen, int64_t v) {
+       o.global_batch = v;
+       seen.global_batch = true;
+     }},
+    {"--fail-rank", 0, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.fail_rank = static_cast<int>(v); }},
+    {"--fail-at-step", 1, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.fail_at_step = static_cast<int>(v); }},
+    {"--hang-rank", 0, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.hang_rank = static_cast<int>(v); }},
+    {"--hang-at-step", 1, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.hang_at_step = static_cast<int>(v); }},
+    {"--corrupt-rank", 0, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.corrupt_rank = static_cast<int>(v); }},
+    {"--corrupt-at-step", 1, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.corrupt_at_step = static_cast<int>(v); }},
+};
+
+// The flags with a number value.
+struct DoubleFlagSpec {
+  std::string_view name;
+  double min;
+  double max;
+  double Options::*target;
+};
+
+constexpr DoubleFlagSpec kDoubleFlags[] = {
+    {"--layer-ms", 0.0, 1e6, &Options::layer_ms},
+    {"--compute-ms", 0.0, 1e7, &Options::compute_ms},
+    {"--link-gbps", 0.0, 1e6, &Options::link_gbps},
+    {"--timeout", 0.001, 1e6, &Options::timeout_s},
+};
+
+// The flags with a text value: checks it and stores it.
+ProbeStatus apply_text_flag(std::string_view name, std::string_view text, Options& options) {
+  const std::string name_str(name);
+  if (name == "--corrupt-in") {
+    if (text != "dp" && text != "ep" && text != "tp" && text != "pp") {
+      return ProbeStatus(kExitUsage,
+                         name_str + ": expected dp, ep, tp or pp, got '" + std::string(text) + "'");
+    }
+    options.corrupt_in = std::string(text);
+  } else {  // --dump-env-dir
+    options.dump_env_dir = std::string(text);
+    if (options.dump_env_dir.empty()) return ProbeStatus(kExitUsage, name_str + ": empty path");
+  }
+  return {};
+}
+
+// One flag that takes a value; `value()` yields it (from `--flag=VALUE` or the next argument)
+// and is called only for a known flag. Returns false when `name` is no such flag.
+template <typename ValueFn>
+ProbeResult<bool> apply_value_flag(std::string_view name, const ValueFn& value, Options& options,
+                                   FlagsSeen& seen) {
+  for (const IntFlagSpec& flag : kIntFlags) {
+    if (name != flag.name) continue;
+    const ProbeResult<std::string_view> text = value();
+    if (!text.ok()) return text.status();
+    const auto parsed = int_flag(name, *text, flag.min, flag.max);
+    if (!parsed.ok()) return parsed.status();
+    flag.set(options, seen, *parsed);
+    return true;
+  }
+  for (const DoubleFlagSpec& flag : kDoubleFlags) {
+    if (name != flag.name) continue;
+    const ProbeResult<std::string_view> text = value();
+    if (!text.ok()) return text.status();
+    const auto parsed = double_flag(name, *text, flag.min, flag.max);
+    if (!parsed.ok()) return parsed.status();
+    options.*flag.target = *parsed;
+    if (name == "--link-gbps" && options.link_gbps > 0.0 && options.link_gbps < 1e-6) {
+      return ProbeStatus(kExitUsage,
+                         std::string(name) + ": below 1e-6 Gbit/s (use 0 for unlimited)");
+    }
+    return true;
+  }
+  if (name != "--corrupt-in" && name != "--dump-env-dir") return false;
+  const ProbeResult<std::string_view> text = value();
+  if (!text.ok()) return text.status();
+  if (ProbeStatus status = apply_text_flag(name, *text, options); !status.ok()) return status;
+  return true;
+}
+
+// The overlap switch: --overlap / --no-overlap, else BRIDGE_OVERLAP_GRAD_REDUCE, else the
+// resolved field among the overrides, else off.
+ProbeStatus resolve_overlap(Options& options, const FlagsSeen& seen) {
+  if (seen.overlap) {
+    options.overlap = *seen.overlap;
+    options.overlap_source = *seen.overlap ? "--overlap" : "--no-overlap";
+  } else if (const auto env = env_var("BRIDGE_OVERLAP_GRAD_REDUCE")) {
+    const auto parsed = parse_bool(*env);
+    if (!parsed) {
+      return ProbeStatus(kExitUsage, "BRIDGE_OVERLAP_GRAD_REDUCE='" + *env +
+                                         "' is not a boolean (expected 1 or 0)");
+    }
+    options.overlap = *parsed;
+    options.overlap_source = "BRIDGE_OVERLAP_GRAD_REDUCE=" + *env;
+  } else {
+    // The resolved field itself, for a probe started with the plan's overrides but without
+    // the launcher's env.
+    for (const char* key : {"comm_overlap.overlap_grad_reduce", "ddp.overlap_grad_reduce"}) {
+      const auto text = override_value(options.runtime_overrides, key);
+      const auto parsed = text ? parse_bool(*text) : std::nullopt;
+      if (!parsed) continue;
+      options.overlap = *parsed;
+      options.overlap_source = std::string(key) + "=" + *text;
+      break;
+    }
+  }
+  return {};
+}
+
+ProbeStatus check_fault_steps(const Options& options) {
+  for (const auto& [step, what] : {std::pair{options.fail_at_step, "--fail-at-step"},
+                                   std::pair{options.hang_at_step, "--hang-at-step"},
+                                   std::pair{options.corrupt_at_step, "--corrupt-at-step"}}) {
+    if (step > options.steps) {
+      return ProbeStatus(kExitUsage, str_printf("%s %d is after the last step (--steps %d)", what,
+                                                step, options.steps));
+    }
+  }
+  return {};
+}
+
+// RANK and WORLD_SIZE (or their Slurm fallbacks): required.
+ProbeStatus read_rank_and_world(Identity& id) {
+  const auto rank_env = first_int_env({"RANK", "SLURM_PROCID"});
+  if (!rank_env.ok()) return rank_env.status();
+  const auto world_env = first_int_env({"WORLD_SIZE", "SLURM_NTASKS"});
+  if (!world_env.ok()) return world_env.status();
+  const std::optional<EnvInt>& rank = *rank_env;
+  const std::optional<EnvInt>& world = *world_env;
+  if (!rank || !world) {
+    std::string missing;
+    if (!rank) missing += "RANK (or SLURM_PROCID)";
+    if (!world)
+      missing += std::string(missing.empty() ? "" : " and ") + "WORLD_SIZE (or SLURM_NTASKS)";
+    return ProbeStatus(kExitUsage,
+                       "no rank identity: " + missing +
+                           " not set; run under a launcher (bridge-launch, torchrun, srun)");
+  }
+  if (world->value < 1 || world->value > 65536) {
+    return ProbeStatus(kExitUsage, str_printf("%s=%lld is out of range [1, 65536]", world->name,
+                                              static_cast<long long>(world->value)));
+  }
+  if (rank->value < 0 || rank->value >= world->value) {
+    return ProbeStatus(kExitUsage, str_printf("%s=%lld is out of range for %s=%lld", rank->name,
+                                              static_cast<long long>(rank->value), world->name,
+                                              static_cast<long long>(world->value)));
+  }
+  id.rank = static_cast<int>(rank->value);
+  id.world_size = static_cast<int>(world->value);
+  id.rank_source = std::string(rank->name) + "/" + world->name;
+  id.world_size_source = world->name;
+  return {};
+}
+
+// LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK (or their fallbacks): optional.
+ProbeStatus read_local_identity(Identity& id) {
+  const auto local_rank = first_int_env({"LOCAL_RANK", "SLURM_LOCALID"});
+  if (!local_rank.ok()) return local_rank.status();
+  const auto local_world = first_int_env({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"});
+  if (!local_world.ok()) return local_world.status();
+  const auto node_rank = first_int_env({"NODE_RANK", "SLURM_NODEID", "GROUP_RANK"});
+  if (!node_rank.ok()) return node_rank.status();
+  id.local_rank = *local_rank ? static_cast<int>((*local_rank)->value) : id.rank;
+  id.local_world_size = *local_world ? static_cast<int>((*local_world)->value) : id.world_size;
+  id.node_rank = *node_rank ? static_cast<int>((*node_rank)->value) : 0;
+  if (id.local_rank < 0 || id.local_world_size < 1 || id.local_rank >= id.local_world_size) {
+    return ProbeStatus(kExitUsage,
+                       str_printf("local rank %d is out of range for local world size %d "
+                                  "(LOCAL_RANK/SLURM_LOCALID, LOCAL_WORLD_SIZE)",
+                                  id.local_rank, id.local_world_size));
+  }
+  if (id.node_rank < 0) {
+    return ProbeStatus(kExitUsage,
+                       str_printf("%s=%d is negative", (*node_rank)->name, id.node_rank));
+  }
+  return {};
+}
+
+// MASTER_ADDR, MASTER_PORT and the port rank 0 listens on.
+ProbeStatus read_rendezvous_address(Identity& id) {
+  const auto addr = env_var("MASTER_ADDR");
+  const auto port_text = env_var("MASTER_PORT");
+  if (id.world_size > 1 && (!addr || !port_text)) {
+    return ProbeStatus(
+        kExitUsage,
+        str_printf("WORLD_SIZE=%d needs a rendezvous address: %s not set", id.world_size,
+                   !addr && !port_text ? "MASTER_ADDR and MASTER_PORT"
+                   : !addr             ? "MASTER_ADDR"
+                                       : "MASTER_PORT"));
+  }
+  if (addr) id.master_addr = *addr;
+  if (port_text) {
+    const auto port = parse_int64(*port_text);
+    if (!port || *port < 1 || *port > 65535) {
+      return ProbeStatus(kExitUsage,
+                         "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
+    }
+    id.master_port = static_cast<int>(*port);
+  }
+  id.rendezvous_port = id.master_port;
+  id.rendezvous_port_source = "MASTER_PORT";
+  if (const auto probe_port = env_var("BRIDGE_PROBE_PORT")) {
+    const auto port = parse_int64(*probe_port);
+    if (!port || *port < 1 || *port > 65535) {
+      return ProbeStatus(kExitUsage,
+                         "BRIDGE_PROBE_PORT='" + *probe_port + "' is not a TCP port (1-65535)");
+    }
+    id.rendezvous_port = static_cast<int>(*port);
+    id.rendezvous_port_source = "BRIDGE_PROBE_PORT";
+  } else if (env_var("TORCHELASTIC_USE_AGENT_STORE") == "True" && id.master_port > 0) {
+    // Under torchrun the agent's TCPStore already listens on MASTER_PORT.
+    id.rendezvous_port = id.master_port < 65535 ? id.master_port + 1 : id.master_port - 1;
+    id.rendezvous_port_source = "MASTER_PORT+1 (torchrun's store holds MASTER_PORT)";
+  }
+  return {};
+}
 }  // namespace
 
-std::string Usage() {
+std::string usage() {
   return R"(usage: bridge-probe [flags]
 
 Distributed overlap probe: rendezvous over TCP, env check, then a training-like loop that
@@ -179,8 +463,8 @@ collective result, 5 rendezvous/timeout/lost peer, 17 injected failure
 )";
 }
 
-std::optional<std::string> OverrideValue(const std::vector<std::string>& overrides,
-                                         std::string_view key) {
+std::optional<std::string> override_value(const std::vector<std::string>& overrides,
+                                          std::string_view key) {
   std::optional<std::string> value;
   for (const std::string& arg : overrides) {
     const std::string_view text = arg;
@@ -193,13 +477,18 @@ std::optional<std::string> OverrideValue(const std::vector<std::string>& overrid
   return value;
 }
 
-Options ParseOptions(int argc, char** argv) {
+ProbeResult<Options> parse_options(int argc, char** argv) {
   Options options;
-  std::optional<bool> overlap_flag;
-  bool steps_flag = false;
-  bool global_batch_flag = false;
+  FlagsSeen seen;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    // Hydra-style `section.key=value` runtime overrides (bridge-launch forwards the resolved
+    // plan and overlap fields this way) are recorded: the probe has no model to configure, but
+    // the plan check compares them and train.max_steps / train.global_batch_size give defaults.
+    if (arg.rfind('-', 0) != 0 && arg.find('=') != std::string_view::npos) {
+      options.runtime_overrides.emplace_back(arg);
+      continue;
+    }
     std::string_view name = arg;
     std::optional<std::string_view> inline_value;
     if (arg.rfind("--", 0) == 0) {
@@ -209,209 +498,46 @@ Options ParseOptions(int argc, char** argv) {
         inline_value = arg.substr(eq + 1);
       }
     }
-    // Hydra-style `section.key=value` runtime overrides (bridge-launch forwards the resolved
-    // plan and overlap fields this way) are recorded: the probe has no model to configure, but
-    // the plan check compares them and train.max_steps / train.global_batch_size give defaults.
-    if (arg.rfind('-', 0) != 0 && arg.find('=') != std::string_view::npos) {
-      options.runtime_overrides.emplace_back(arg);
+    if (is_switch(name)) {
+      if (inline_value) return ProbeStatus(kExitUsage, std::string(name) + ": takes no value");
+      apply_switch(name, options, seen);
       continue;
     }
-    const std::string name_str(name);
-    auto value = [&]() -> std::string_view {
+    const auto value = [&]() -> ProbeResult<std::string_view> {
       if (inline_value) return *inline_value;
-      if (i + 1 >= argc) throw ProbeError(kExitUsage, name_str + ": missing value");
-      return argv[++i];
+      if (i + 1 >= argc) return ProbeStatus(kExitUsage, std::string(name) + ": missing value");
+      return std::string_view(argv[++i]);
     };
-    auto no_value = [&]() {
-      if (inline_value) throw ProbeError(kExitUsage, name_str + ": takes no value");
-    };
-    if (name == "-h" || name == "--help") {
-      no_value();
-      options.help = true;
-    } else if (name == "--overlap") {
-      no_value();
-      overlap_flag = true;
-    } else if (name == "--no-overlap") {
-      no_value();
-      overlap_flag = false;
-    } else if (name == "--steps") {
-      options.steps = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
-      steps_flag = true;
-    } else if (name == "--buckets") {
-      options.buckets = static_cast<int>(IntFlag(name, value(), 1, 1 << 20));
-      options.buckets_flag = true;
-    } else if (name == "--microbatches") {
-      options.microbatches = static_cast<int>(IntFlag(name, value(), 1, 1024));
-    } else if (name == "--layers") {
-      options.layers = static_cast<int>(IntFlag(name, value(), 1, 1024));
-    } else if (name == "--layer-ms") {
-      options.layer_ms = DoubleFlag(name, value(), 0.0, 1e6);
-    } else if (name == "--tokens") {
-      options.tokens = static_cast<int>(IntFlag(name, value(), 1, 1 << 16));
-    } else if (name == "--hidden") {
-      options.hidden = static_cast<int>(IntFlag(name, value(), 1, 1 << 16));
-    } else if (name == "--corrupt-in") {
-      const std::string_view phase = value();
-      if (phase != "dp" && phase != "ep" && phase != "tp" && phase != "pp") {
-        throw ProbeError(
-            kExitUsage, name_str + ": expected dp, ep, tp or pp, got '" + std::string(phase) + "'");
-      }
-      options.corrupt_in = std::string(phase);
-    } else if (name == "--params") {
-      options.params = IntFlag(name, value(), 1, int64_t{1} << 32);
-    } else if (name == "--compute-ms") {
-      options.compute_ms = DoubleFlag(name, value(), 0.0, 1e7);
-    } else if (name == "--link-gbps") {
-      const std::string_view text = value();
-      options.link_gbps = DoubleFlag(name, text, 0.0, 1e6);
-      if (options.link_gbps > 0.0 && options.link_gbps < 1e-6) {
-        throw ProbeError(kExitUsage, name_str + ": below 1e-6 Gbit/s (use 0 for unlimited)");
-      }
-    } else if (name == "--global-batch") {
-      options.global_batch = IntFlag(name, value(), 1, kMaxBatch);
-      global_batch_flag = true;
-    } else if (name == "--timeout") {
-      options.timeout_s = DoubleFlag(name, value(), 0.001, 1e6);
-    } else if (name == "--dump-env-dir") {
-      options.dump_env_dir = std::string(value());
-      if (options.dump_env_dir.empty()) throw ProbeError(kExitUsage, name_str + ": empty path");
-    } else if (name == "--fail-rank") {
-      options.fail_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
-    } else if (name == "--fail-at-step") {
-      options.fail_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
-    } else if (name == "--hang-rank") {
-      options.hang_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
-    } else if (name == "--hang-at-step") {
-      options.hang_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
-    } else if (name == "--corrupt-rank") {
-      options.corrupt_rank = static_cast<int>(IntFlag(name, value(), 0, kMaxInt));
-    } else if (name == "--corrupt-at-step") {
-      options.corrupt_at_step = static_cast<int>(IntFlag(name, value(), 1, kMaxInt));
-    } else {
-      throw ProbeError(kExitUsage, "unknown flag '" + std::string(arg) + "' (see --help)");
+    const ProbeResult<bool> known = apply_value_flag(name, value, options, seen);
+    if (!known.ok()) return known.status();
+    if (!*known) {
+      return ProbeStatus(kExitUsage, "unknown flag '" + std::string(arg) + "' (see --help)");
     }
   }
-  ApplyOverrideDefaults(options, steps_flag, global_batch_flag);
-  if (overlap_flag) {
-    options.overlap = *overlap_flag;
-    options.overlap_source = *overlap_flag ? "--overlap" : "--no-overlap";
-  } else if (const auto env = Env("BRIDGE_OVERLAP_GRAD_REDUCE")) {
-    const auto parsed = ParseBool(*env);
-    if (!parsed) {
-      throw ProbeError(kExitUsage, "BRIDGE_OVERLAP_GRAD_REDUCE='" + *env +
-                                       "' is not a boolean (expected 1 or 0)");
-    }
-    options.overlap = *parsed;
-    options.overlap_source = "BRIDGE_OVERLAP_GRAD_REDUCE=" + *env;
-  } else {
-    // The resolved field itself, for a probe started with the plan's overrides but without
-    // the launcher's env.
-    for (const char* key : {"comm_overlap.overlap_grad_reduce", "ddp.overlap_grad_reduce"}) {
-      const auto text = OverrideValue(options.runtime_overrides, key);
-      const auto parsed = text ? ParseBool(*text) : std::nullopt;
-      if (!parsed) continue;
-      options.overlap = *parsed;
-      options.overlap_source = std::string(key) + "=" + *text;
-      break;
-    }
-  }
-  for (const auto& [step, what] : {std::pair{options.fail_at_step, "--fail-at-step"},
-                                   std::pair{options.hang_at_step, "--hang-at-step"},
-                                   std::pair{options.corrupt_at_step, "--corrupt-at-step"}}) {
-    if (step > options.steps) {
-      throw ProbeError(kExitUsage, StrPrintf("%s %d is after the last step (--steps %d)", what,
-                                             step, options.steps));
-    }
-  }
+  if (ProbeStatus status = apply_override_defaults(options, seen); !status.ok()) return status;
+  if (ProbeStatus status = resolve_overlap(options, seen); !status.ok()) return status;
+  if (ProbeStatus status = check_fault_steps(options); !status.ok()) return status;
   return options;
 }
 
-Identity ReadIdentity() {
+ProbeResult<Identity> read_identity() {
   Identity id;
-  const auto rank = FirstIntEnv({"RANK", "SLURM_PROCID"});
-  const auto world = FirstIntEnv({"WORLD_SIZE", "SLURM_NTASKS"});
-  if (!rank || !world) {
-    std::string missing;
-    if (!rank) missing += "RANK (or SLURM_PROCID)";
-    if (!world)
-      missing += std::string(missing.empty() ? "" : " and ") + "WORLD_SIZE (or SLURM_NTASKS)";
-    throw ProbeError(kExitUsage,
-                     "no rank identity: " + missing +
-                         " not set; run under a launcher (bridge-launch, torchrun, srun)");
-  }
-  if (world->value < 1 || world->value > 65536) {
-    throw ProbeError(kExitUsage, StrPrintf("%s=%lld is out of range [1, 65536]", world->name,
-                                           static_cast<long long>(world->value)));
-  }
-  if (rank->value < 0 || rank->value >= world->value) {
-    throw ProbeError(kExitUsage, StrPrintf("%s=%lld is out of range for %s=%lld", rank->name,
-                                           static_cast<long long>(rank->value), world->name,
-                                           static_cast<long long>(world->value)));
-  }
-  id.rank = static_cast<int>(rank->value);
-  id.world_size = static_cast<int>(world->value);
-  id.rank_source = std::string(rank->name) + "/" + world->name;
-  id.world_size_source = world->name;
-
-  const auto local_rank = FirstIntEnv({"LOCAL_RANK", "SLURM_LOCALID"});
-  const auto local_world = FirstIntEnv({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"});
-  const auto node_rank = FirstIntEnv({"NODE_RANK", "SLURM_NODEID", "GROUP_RANK"});
-  id.local_rank = local_rank ? static_cast<int>(local_rank->value) : id.rank;
-  id.local_world_size = local_world ? static_cast<int>(local_world->value) : id.world_size;
-  id.node_rank = node_rank ? static_cast<int>(node_rank->value) : 0;
-  if (id.local_rank < 0 || id.local_world_size < 1 || id.local_rank >= id.local_world_size) {
-    throw ProbeError(kExitUsage, StrPrintf("local rank %d is out of range for local world size %d "
-                                           "(LOCAL_RANK/SLURM_LOCALID, LOCAL_WORLD_SIZE)",
-                                           id.local_rank, id.local_world_size));
-  }
-  if (id.node_rank < 0) {
-    throw ProbeError(kExitUsage, StrPrintf("%s=%d is negative", node_rank->name, id.node_rank));
-  }
-
-  const auto addr = Env("MASTER_ADDR");
-  const auto port_text = Env("MASTER_PORT");
-  if (id.world_size > 1 && (!addr || !port_text)) {
-    throw ProbeError(
-        kExitUsage, StrPrintf("WORLD_SIZE=%d needs a rendezvous address: %s not set", id.world_size,
-                              !addr && !port_text ? "MASTER_ADDR and MASTER_PORT"
-                              : !addr             ? "MASTER_ADDR"
-                                                  : "MASTER_PORT"));
-  }
-  if (addr) id.master_addr = *addr;
-  if (port_text) {
-    const auto port = ParseInt64(*port_text);
-    if (!port || *port < 1 || *port > 65535) {
-      throw ProbeError(kExitUsage, "MASTER_PORT='" + *port_text + "' is not a TCP port (1-65535)");
-    }
-    id.master_port = static_cast<int>(*port);
-  }
-  id.rendezvous_port = id.master_port;
-  id.rendezvous_port_source = "MASTER_PORT";
-  if (const auto probe_port = Env("BRIDGE_PROBE_PORT")) {
-    const auto port = ParseInt64(*probe_port);
-    if (!port || *port < 1 || *port > 65535) {
-      throw ProbeError(kExitUsage,
-                       "BRIDGE_PROBE_PORT='" + *probe_port + "' is not a TCP port (1-65535)");
-    }
-    id.rendezvous_port = static_cast<int>(*port);
-    id.rendezvous_port_source = "BRIDGE_PROBE_PORT";
-  } else if (Env("TORCHELASTIC_USE_AGENT_STORE") == "True" && id.master_port > 0) {
-    // Under torchrun the agent's TCPStore already listens on MASTER_PORT.
-    id.rendezvous_port = id.master_port < 65535 ? id.master_port + 1 : id.master_port - 1;
-    id.rendezvous_port_source = "MASTER_PORT+1 (torchrun's store holds MASTER_PORT)";
-  }
+  if (ProbeStatus status = read_rank_and_world(id); !status.ok()) return status;
+  if (ProbeStatus status = read_local_identity(id); !status.ok()) return status;
+  if (ProbeStatus status = read_rendezvous_address(id); !status.ok()) return status;
   return id;
 }
 
-void ValidateOptionsForWorld(const Options& options, const Identity& identity) {
+ProbeStatus validate_options_for_world(const Options& options, const Identity& identity) {
   for (const auto& [rank, what] :
        {std::pair{options.fail_rank, "--fail-rank"}, std::pair{options.hang_rank, "--hang-rank"},
         std::pair{options.corrupt_rank, "--corrupt-rank"}}) {
     if (rank >= identity.world_size) {
-      throw ProbeError(kExitUsage, StrPrintf("%s %d is outside the world (WORLD_SIZE=%d)", what,
-                                             rank, identity.world_size));
+      return ProbeStatus(kExitUsage, str_printf("%s %d is outside the world (WORLD_SIZE=%d)", what,
+                                                rank, identity.world_size));
     }
   }
+  return {};
 }
 
 }  // namespace bridge::probe

@@ -1,30 +1,32 @@
 // Command-line flags and rank identity of bridge-probe.
 //
-// Contract: ParseOptions() hand-parses argv (`--flag VALUE` or `--flag=VALUE`) and resolves the
+// Contract: parse_options() hand-parses argv (`--flag VALUE` or `--flag=VALUE`) and resolves the
 // overlap switch (--overlap / --no-overlap beat BRIDGE_OVERLAP_GRAD_REDUCE, which beats the
-// default "off"). ReadIdentity() reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
+// default "off"). read_identity() reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
 // MASTER_ADDR and MASTER_PORT, falling back to SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 // SLURM_NTASKS_PER_NODE and SLURM_NODEID. RANK and WORLD_SIZE (or their Slurm fallbacks) are
 // required; MASTER_ADDR/MASTER_PORT are required when WORLD_SIZE > 1. The probe's rendezvous
 // port is MASTER_PORT, overridden by BRIDGE_PROBE_PORT, or MASTER_PORT+1 when
 // TORCHELASTIC_USE_AGENT_STORE=True (torchrun's TCPStore already listens on MASTER_PORT). Both
-// functions throw ProbeError(kExitUsage) with a message naming the offending flag or variable.
+// functions return a kExitUsage failure with a message naming the offending flag or variable.
 //
 // Arguments that do not start with '-' and contain '=' are Hydra-style overrides `key=value`
 // (kept in order in runtime_overrides; leading '+' / '++' are not part of the key).
-// OverrideValue() returns the value of the last occurrence of a key, as Hydra resolves repeats.
+// override_value() returns the value of the last occurrence of a key, as Hydra resolves repeats.
 // Without --steps / --global-batch, the step count / global batch default to the overrides
 // train.max_steps / train.global_batch_size (a Hydra `null` counts as absent), so a recipe need
 // not repeat the plan; the *_source fields say where each value came from.
-// ValidateOptionsForWorld() checks the fault-injection ranks against the world size.
-#ifndef BRIDGE_RUNTIME_OPTIONS_H_
-#define BRIDGE_RUNTIME_OPTIONS_H_
+// validate_options_for_world() checks the fault-injection ranks against the world size (a
+// kExitUsage failure when one is outside it).
+#pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "runtime/probe_error.h"
 
 namespace bridge::probe {
 
@@ -67,23 +69,21 @@ struct Identity {
   int node_rank = 0;
   std::string master_addr;
   int master_port = 0;
-  int rendezvous_port = 0;             // The port rank 0 listens on (see ReadIdentity).
+  int rendezvous_port = 0;             // The port rank 0 listens on (see read_identity).
   std::string rendezvous_port_source;  // "MASTER_PORT", "BRIDGE_PROBE_PORT", ...
   std::string rank_source;             // e.g. "RANK/WORLD_SIZE" or "SLURM_PROCID/SLURM_NTASKS".
   std::string world_size_source;       // The variable world_size came from, e.g. "WORLD_SIZE".
 };
 
 // A whole decimal integer (optional '-'), nullopt otherwise; the probe's one number parser.
-std::optional<int64_t> ParseInt64(std::string_view text);
+std::optional<int64_t> parse_int64(std::string_view text);
 
-Options ParseOptions(int argc, char** argv);
+ProbeResult<Options> parse_options(int argc, char** argv);
 // The value of the last `key=value` override for `key`, if any.
-std::optional<std::string> OverrideValue(const std::vector<std::string>& overrides,
-                                         std::string_view key);
-Identity ReadIdentity();
-void ValidateOptionsForWorld(const Options& options, const Identity& identity);
-std::string Usage();
+std::optional<std::string> override_value(const std::vector<std::string>& overrides,
+                                          std::string_view key);
+ProbeResult<Identity> read_identity();
+ProbeStatus validate_options_for_world(const Options& options, const Identity& identity);
+std::string usage();
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_OPTIONS_H_

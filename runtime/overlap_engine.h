@@ -2,7 +2,7 @@
 // calling thread) and a communication stream (one worker thread), as a GPU has a compute stream
 // and a communication stream.
 //
-// Contract: RunSchedule(items, overlap, comm) runs each item's four parts with these
+// Contract: run_schedule(items, overlap, comm) runs each item's four parts with these
 // dependencies: `before` (communication) -> `compute` -> `after` (communication), and
 // `deferred` (compute) after `compute`. `after` needs only `compute`, so a `deferred` part
 // (the delayed weight-gradient GEMM) runs while `after` is in flight. An item whose
@@ -18,10 +18,10 @@
 // collectives inside the parts line up across ranks. Empty parts are skipped. The result
 // holds the wall time, the compute stream's busy time and the communication stream's busy
 // time; exposed communication = wall - compute (the time the compute stream waited).
-// A part that throws on the communication thread ends the process through Fatal(), as the
-// probe's other communication failures do; on the compute thread the exception propagates.
-#ifndef BRIDGE_RUNTIME_OVERLAP_ENGINE_H_
-#define BRIDGE_RUNTIME_OVERLAP_ENGINE_H_
+// Communication parts return a ProbeStatus: a failure on the communication thread ends the
+// process through fatal() (probe_error.h), as the probe's other communication failures do.
+// Compute parts cannot fail (they compute and check values; see phases.h).
+#pragma once
 
 #include <condition_variable>
 #include <cstdint>
@@ -31,7 +31,12 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/probe_error.h"
+
 namespace bridge::probe {
+
+// A piece of communication run on the communication stream.
+using CommPart = std::function<ProbeStatus()>;
 
 // A FIFO of communication jobs on one thread, with completion tickets.
 class CommStream {
@@ -42,19 +47,19 @@ class CommStream {
   CommStream& operator=(const CommStream&) = delete;
 
   // Queues `job`; returns its ticket (tickets increase by one per call).
-  uint64_t Submit(std::function<void()> job);
+  uint64_t submit(CommPart job);
   // Blocks until the job with `ticket` (and every earlier one) has finished.
-  void Wait(uint64_t ticket);
+  void wait(uint64_t ticket);
   // The time (ms) jobs were running since the previous call.
-  double TakeBusyMs();
+  double take_busy_ms();
 
  private:
-  void Loop();
+  void loop();
 
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<CommPart> queue_;
   uint64_t submitted_ = 0;
   uint64_t finished_ = 0;
   double busy_ms_ = 0.0;
@@ -63,10 +68,10 @@ class CommStream {
 };
 
 struct ScheduleItem {
-  std::function<void()> before;
+  CommPart before;
   std::function<void()> compute;
   std::function<void()> deferred;
-  std::function<void()> after;
+  CommPart after;
   int waits_for = -1;  // An earlier item whose `after` this item's `compute` needs; -1: none.
 };
 
@@ -79,13 +84,11 @@ struct ScheduleTiming {
   ScheduleTiming& operator+=(const ScheduleTiming& other);
 };
 
-ScheduleTiming RunSchedule(const std::vector<ScheduleItem>& items, bool overlap, CommStream& comm);
+ScheduleTiming run_schedule(const std::vector<ScheduleItem>& items, bool overlap, CommStream& comm);
 
 // Emulated device time: runs `work` (the real arithmetic on the phase's data) and then sleeps
 // until `ms` have passed since the start, as a GPU kernel of that duration would occupy its
 // stream without occupying the CPU.
-void DeviceCompute(double ms, const std::function<void()>& work);
+void device_compute(double ms, const std::function<void()>& work);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_OVERLAP_ENGINE_H_

@@ -12,35 +12,35 @@ namespace {
 // A small positive integer for element k of the block that member `from` sends to `to` in
 // item `item` of `step`: exact in float, different per sender, receiver, element and item, so
 // a block delivered to the wrong place or at the wrong time does not match.
-float Pattern(int from, int to, int64_t k, int step, int item) {
+float pattern(int from, int to, int64_t k, int step, int item) {
   const int64_t mix =
       int64_t{from} * 31 + int64_t{to} * 17 + k * 7 + int64_t{step} * 13 + int64_t{item} * 5;
   return static_cast<float>(mix % 61 + 1);
 }
 
 // One direction of one pass through the model: backward costs twice the forward.
-double PassMs(const PhaseSetup& s, bool backward) { return s.layer_ms * (backward ? 2.0 : 1.0); }
+double pass_ms(const PhaseSetup& s, bool backward) { return s.layer_ms * (backward ? 2.0 : 1.0); }
 
 }  // namespace
 
-void ResultCheck::Expect(float got, float expected, const Site& site) {
+void ResultCheck::expect(float got, float expected, const Site& site) {
   if (got == expected) return;
   // The message is built only for the first difference: this runs for every element.
   if (wrong++ == 0) {
-    first = StrPrintf("step %d, %s, item %d, block %d, index %zu: got %.9g, expected %.9g",
-                      site.step, site.phase, site.item, site.block, site.index,
-                      static_cast<double>(got), static_cast<double>(expected));
+    first = str_printf("step %d, %s, item %d, block %d, index %zu: got %.9g, expected %.9g",
+                       site.step, site.phase, site.item, site.block, site.index,
+                       static_cast<double>(got), static_cast<double>(expected));
   }
 }
 
-bool TpOverlapApplies(const PhaseSetup& setup) {
+bool tp_overlap_applies(const PhaseSetup& setup) {
   return setup.knobs.tp_comm_overlap && setup.layout.sequence_parallel && setup.layout.tp > 1;
 }
 
 // ---- EP: dispatch all-to-all, expert compute, combine all-to-all ----------------------------
 
-ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& s, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check) {
+ScheduleTiming run_ep_phase(GroupComm& ep, const PhaseSetup& s, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check) {
   const int members = ep.size();
   const int me = ep.index();
   const auto n = static_cast<size_t>(std::max(1, s.tokens / members)) * s.hidden;
@@ -50,7 +50,7 @@ ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& s, const StepContext&
   };
   std::vector<std::unique_ptr<Buffers>> buffers;
   std::vector<ScheduleItem> items;
-  const std::string phase = StrPrintf("step %d ep all-to-all", ctx.step);
+  const std::string phase = str_printf("step %d ep all-to-all", ctx.step);
   for (int u = 0; u < 2 * per_direction; ++u) {
     const bool backward = u >= per_direction;
     auto b = std::make_unique<Buffers>();
@@ -60,41 +60,41 @@ ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& s, const StepContext&
     b->out.resize(total);
     b->back.resize(total);
     for (int j = 0; j < members; ++j)
-      for (size_t k = 0; k < n; ++k) b->send[j * n + k] = Pattern(me, j, k, ctx.step, u);
+      for (size_t k = 0; k < n; ++k) b->send[j * n + k] = pattern(me, j, k, ctx.step, u);
     if (ctx.corrupt && u == 0 && members > 1) b->send[((me + 1) % members) * n] += 1.0F;
     Buffers* raw = b.get();
     buffers.push_back(std::move(b));
     ScheduleItem item;
     item.before = [&ep, raw, n, phase] {
-      ep.AllToAll(raw->send.data(), raw->recv.data(), n, phase + " (dispatch)");
+      return ep.all_to_all(raw->send.data(), raw->recv.data(), n, phase + " (dispatch)");
     };
     // Delayed wgrad: the backward's weight-gradient half moves behind the combine.
     const bool delay = backward && s.knobs.delay_wgrad_compute;
-    const double main_ms = delay ? s.layer_ms : PassMs(s, backward);
+    const double main_ms = delay ? s.layer_ms : pass_ms(s, backward);
     item.compute = [raw, n, members, me, u, main_ms, &check, &ctx] {
-      DeviceCompute(main_ms, [&] {
+      device_compute(main_ms, [&] {
         for (int q = 0; q < members; ++q) {
           for (size_t k = 0; k < n; ++k) {
             const float x = raw->recv[q * n + k];
-            check.Expect(x, Pattern(q, me, k, ctx.step, u),
+            check.expect(x, pattern(q, me, k, ctx.step, u),
                          Site{"ep dispatch all-to-all", ctx.step, u, q, k});
             raw->out[q * n + k] = 2.0F * x + static_cast<float>(me + 1);
           }
         }
       });
     };
-    if (delay) item.deferred = [ms = s.layer_ms] { DeviceCompute(ms, nullptr); };
+    if (delay) item.deferred = [ms = s.layer_ms] { device_compute(ms, nullptr); };
     item.after = [&ep, raw, n, phase] {
-      ep.AllToAll(raw->out.data(), raw->back.data(), n, phase + " (combine)");
+      return ep.all_to_all(raw->out.data(), raw->back.data(), n, phase + " (combine)");
     };
     items.push_back(std::move(item));
   }
-  const ScheduleTiming timing = RunSchedule(items, s.knobs.overlap_moe_expert_parallel_comm, comm);
+  const ScheduleTiming timing = run_schedule(items, s.knobs.overlap_moe_expert_parallel_comm, comm);
   for (int u = 0; u < 2 * per_direction; ++u) {
     const Buffers& b = *buffers[static_cast<size_t>(u)];
     for (int j = 0; j < members; ++j)
       for (size_t k = 0; k < n; ++k)
-        check.Expect(b.back[j * n + k], 2.0F * Pattern(me, j, k, ctx.step, u) + (j + 1),
+        check.expect(b.back[j * n + k], 2.0F * pattern(me, j, k, ctx.step, u) + (j + 1),
                      Site{"ep combine all-to-all", ctx.step, u, j, k});
   }
   return timing;
@@ -105,83 +105,83 @@ ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& s, const StepContext&
 namespace {
 
 // One GEMM pass with sequence parallelism, split into `chunks` pipelined pieces.
-ScheduleTiming TpSequenceParallelPass(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx,
-                                      int pass, bool backward, CommStream& comm,
-                                      ResultCheck& check) {
+ScheduleTiming tp_sequence_parallel_pass(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx,
+                                         int pass, bool backward, CommStream& comm,
+                                         ResultCheck& check) {
   const int members = tp.size();
   const int me = tp.index();
-  const bool overlap = TpOverlapApplies(s);
+  const bool overlap = tp_overlap_applies(s);
   const int chunks =
       overlap ? std::clamp(std::min(s.tp_chunks, s.tokens), 1, PhaseSetup::kMaxTpChunks) : 1;
   const auto n = static_cast<size_t>(s.tokens / chunks) * s.hidden;
   const auto total = n * static_cast<size_t>(members);
-  const std::string phase = StrPrintf("step %d tp", ctx.step);
+  const std::string phase = str_printf("step %d tp", ctx.step);
   std::vector<std::vector<float>> gathered(chunks, std::vector<float>(total));
   std::vector<std::vector<float>> partial(chunks, std::vector<float>(total));
   std::vector<ScheduleItem> items;
   for (int c = 0; c < chunks; ++c) {
     const int item_id = pass * PhaseSetup::kMaxTpChunks + c;
     float* own = gathered[c].data() + static_cast<size_t>(me) * n;
-    for (size_t k = 0; k < n; ++k) own[k] = Pattern(me, c, k, ctx.step, item_id);
+    for (size_t k = 0; k < n; ++k) own[k] = pattern(me, c, k, ctx.step, item_id);
     if (ctx.corrupt && pass == 0 && c == 0) own[0] += 1.0F;
     float* g = gathered[c].data();
     float* p = partial[c].data();
     ScheduleItem item;
-    item.before = [&tp, g, n, phase] { tp.AllGather(g, n, phase + " all-gather"); };
-    const double ms = PassMs(s, backward) / chunks;
+    item.before = [&tp, g, n, phase] { return tp.all_gather(g, n, phase + " all-gather"); };
+    const double ms = pass_ms(s, backward) / chunks;
     item.compute = [g, p, n, total, members, me, c, item_id, ms, &check, &ctx] {
-      DeviceCompute(ms, [&] {
+      device_compute(ms, [&] {
         for (int q = 0; q < members; ++q)
           for (size_t k = 0; k < n; ++k)
-            check.Expect(g[q * n + k], Pattern(q, c, k, ctx.step, item_id),
+            check.expect(g[q * n + k], pattern(q, c, k, ctx.step, item_id),
                          Site{"tp all-gather", ctx.step, item_id, q, k});
         // This rank's partial product of every token row; the reduce-scatter sums them.
         for (size_t i = 0; i < total; ++i) p[i] = g[i] + static_cast<float>(me + 1);
       });
     };
-    item.after = [&tp, p, n, phase] { tp.ReduceScatter(p, n, phase + " reduce-scatter"); };
+    item.after = [&tp, p, n, phase] { return tp.reduce_scatter(p, n, phase + " reduce-scatter"); };
     items.push_back(std::move(item));
   }
-  const ScheduleTiming timing = RunSchedule(items, overlap, comm);
+  const ScheduleTiming timing = run_schedule(items, overlap, comm);
   const float rank_sum = static_cast<float>(members) * static_cast<float>(members + 1) / 2.0F;
   for (int c = 0; c < chunks; ++c) {
     const int item_id = pass * PhaseSetup::kMaxTpChunks + c;
     const float* mine = partial[c].data() + static_cast<size_t>(me) * n;
     for (size_t k = 0; k < n; ++k)
-      check.Expect(mine[k], members * Pattern(me, c, k, ctx.step, item_id) + rank_sum,
+      check.expect(mine[k], members * pattern(me, c, k, ctx.step, item_id) + rank_sum,
                    Site{"tp reduce-scatter", ctx.step, item_id, me, k});
   }
   return timing;
 }
 
 // Without sequence parallelism every rank holds the whole activation: GEMM, then all-reduce.
-ScheduleTiming TpAllReducePass(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx, int pass,
-                               bool backward, CommStream& comm, ResultCheck& check) {
+ScheduleTiming tp_all_reduce_pass(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx,
+                                  int pass, bool backward, CommStream& comm, ResultCheck& check) {
   const int members = tp.size();
   const int me = tp.index();
   const auto n = static_cast<size_t>(s.tokens) * s.hidden;
   const auto total = n * static_cast<size_t>(members);
   std::vector<float> partial(total);
-  const std::string phase = StrPrintf("step %d tp all-reduce", ctx.step);
+  const std::string phase = str_printf("step %d tp all-reduce", ctx.step);
   ScheduleItem item;
   item.compute = [&, total] {
-    DeviceCompute(PassMs(s, backward), [&] {
+    device_compute(pass_ms(s, backward), [&] {
       for (size_t i = 0; i < total; ++i) {
         partial[i] =
-            Pattern(static_cast<int>(i / n), 0, static_cast<int64_t>(i % n), ctx.step, pass) +
+            pattern(static_cast<int>(i / n), 0, static_cast<int64_t>(i % n), ctx.step, pass) +
             static_cast<float>(me + 1);
       }
       if (ctx.corrupt && pass == 0) partial[0] += 1.0F;
     });
   };
-  item.after = [&tp, &partial, n, phase] { tp.AllReduce(partial.data(), n, phase); };
-  const ScheduleTiming timing = RunSchedule({item}, false, comm);
+  item.after = [&tp, &partial, n, phase] { return tp.all_reduce(partial.data(), n, phase); };
+  const ScheduleTiming timing = run_schedule({item}, false, comm);
   const float rank_sum = static_cast<float>(members) * static_cast<float>(members + 1) / 2.0F;
   for (size_t i = 0; i < total; ++i) {
     const int block = static_cast<int>(i / n);
-    check.Expect(
+    check.expect(
         partial[i],
-        members * Pattern(block, 0, static_cast<int64_t>(i % n), ctx.step, pass) + rank_sum,
+        members * pattern(block, 0, static_cast<int64_t>(i % n), ctx.step, pass) + rank_sum,
         Site{"tp all-reduce", ctx.step, pass, block, i % n});
   }
   return timing;
@@ -189,8 +189,8 @@ ScheduleTiming TpAllReducePass(GroupComm& tp, const PhaseSetup& s, const StepCon
 
 }  // namespace
 
-ScheduleTiming RunTpPhase(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check) {
+ScheduleTiming run_tp_phase(GroupComm& tp, const PhaseSetup& s, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check) {
   ScheduleTiming total;
   int pass = 0;
   // The passes depend on each other (a layer's input is the previous layer's output), so
@@ -200,8 +200,8 @@ ScheduleTiming RunTpPhase(GroupComm& tp, const PhaseSetup& s, const StepContext&
       for (int l = 0; l < s.layers; ++l) {
         const StepContext pass_ctx{ctx.step, ctx.corrupt && pass == 0};
         total += s.layout.sequence_parallel
-                     ? TpSequenceParallelPass(tp, s, pass_ctx, pass, backward, comm, check)
-                     : TpAllReducePass(tp, s, pass_ctx, pass, backward, comm, check);
+                     ? tp_sequence_parallel_pass(tp, s, pass_ctx, pass, backward, comm, check)
+                     : tp_all_reduce_pass(tp, s, pass_ctx, pass, backward, comm, check);
         ++pass;
       }
     }
@@ -211,8 +211,8 @@ ScheduleTiming RunTpPhase(GroupComm& tp, const PhaseSetup& s, const StepContext&
 
 // ---- PP: activations and gradients between stages -------------------------------------------
 
-ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& s, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check) {
+ScheduleTiming run_pp_phase(GroupComm& pp, const PhaseSetup& s, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check) {
   const int stages = pp.size();
   const int me = pp.index();
   const int prev = (me + stages - 1) % stages;
@@ -221,7 +221,7 @@ ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& s, const StepContext&
   const auto n = static_cast<size_t>(s.tokens) * s.hidden;
   const int per_direction = s.microbatches * chunks;
   const bool batched = s.knobs.batch_p2p_comm;
-  const std::string phase = StrPrintf("step %d pp send/recv", ctx.step);
+  const std::string phase = str_printf("step %d pp send/recv", ctx.step);
   std::vector<std::vector<float>> sent(2 * static_cast<size_t>(per_direction),
                                        std::vector<float>(n));
   std::vector<std::vector<float>> received(2 * static_cast<size_t>(per_direction),
@@ -230,47 +230,71 @@ ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& s, const StepContext&
   // per micro-batch) is the first backward work of each micro-batch there, unless
   // defer_embedding_wgrad_compute moves it to the end of the backward.
   const bool output_stage = me == stages - 1;
-  const int deferred_wgrads = output_stage ? DeferredEmbeddingWgrads(s.knobs, s.microbatches) : 0;
+  const int deferred_wgrads = output_stage ? deferred_embedding_wgrads(s.knobs, s.microbatches) : 0;
   std::vector<ScheduleItem> items;
   for (int u = 0; u < 2 * per_direction; ++u) {
     const bool backward = u >= per_direction;
     float* out = sent[u].data();
     float* in = received[u].data();
     ScheduleItem item;
-    double ms = PassMs(s, backward) * chunk_layers;
+    double ms = pass_ms(s, backward) * chunk_layers;
     const int v = u - per_direction;  // The backward item's index.
     if (output_stage && backward && v % chunks == 0 && v / chunks >= deferred_wgrads)
       ms += s.layer_ms;
     item.compute = [out, n, me, u, ms, &ctx] {
-      DeviceCompute(ms, [&] {
-        for (size_t k = 0; k < n; ++k) out[k] = Pattern(me, 0, k, ctx.step, u);
+      device_compute(ms, [&] {
+        for (size_t k = 0; k < n; ++k) out[k] = pattern(me, 0, k, ctx.step, u);
         if (ctx.corrupt && u == 0) out[0] += 1.0F;
       });
     };
-    item.after = [&pp, out, in, n, batched, phase] { pp.Shift(out, in, n, batched, phase); };
+    item.after = [&pp, out, in, n, batched, phase] { return pp.shift(out, in, n, batched, phase); };
     items.push_back(std::move(item));
   }
   // The deferred embedding wgrads run at the end, while the last send/recv is in flight.
   if (deferred_wgrads > 0) {
-    items.back().deferred = [ms = s.layer_ms * deferred_wgrads] { DeviceCompute(ms, nullptr); };
+    items.back().deferred = [ms = s.layer_ms * deferred_wgrads] { device_compute(ms, nullptr); };
   }
-  const ScheduleTiming timing = RunSchedule(items, s.knobs.overlap_p2p_comm, comm);
+  const ScheduleTiming timing = run_schedule(items, s.knobs.overlap_p2p_comm, comm);
   for (int u = 0; u < 2 * per_direction; ++u)
     for (size_t k = 0; k < n; ++k)
-      check.Expect(received[u][k], Pattern(prev, 0, k, ctx.step, u),
+      check.expect(received[u][k], pattern(prev, 0, k, ctx.step, u),
                    Site{"pp send/recv", ctx.step, u, prev, k});
   return timing;
 }
 
 // ---- DP: parameter all-gather of the distributed optimizer ----------------------------------
 
-ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& s, const StepContext& ctx,
-                                   CommStream& comm, ResultCheck& check) {
+namespace {
+
+// The optimizer step (half the forward's device time), one item per bucket: each bucket's
+// update writes this rank's shard of the bucket's parameters, which its all-gather then sends.
+std::vector<ScheduleItem> optimizer_step_items(std::vector<std::vector<float>>& gathered, size_t n,
+                                               int me, const PhaseSetup& s,
+                                               const StepContext& ctx) {
+  std::vector<ScheduleItem> items;
+  for (int b = 0; b < s.buckets; ++b) {
+    float* own = gathered[static_cast<size_t>(b)].data() + static_cast<size_t>(me) * n;
+    ScheduleItem item;
+    item.compute = [own, n, me, b, ms = s.forward_ms / 2.0 / s.buckets, &ctx] {
+      device_compute(ms, [&] {
+        for (size_t k = 0; k < n; ++k) own[k] = pattern(me, b, k, ctx.step, b);
+        if (ctx.corrupt && b == 0) own[0] += 1.0F;
+      });
+    };
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+}  // namespace
+
+ScheduleTiming run_param_gather_phase(GroupComm& dp, const PhaseSetup& s, const StepContext& ctx,
+                                      CommStream& comm, ResultCheck& check) {
   const int members = dp.size();
   const int me = dp.index();
   const int64_t per_bucket = std::max<int64_t>(s.params / s.buckets, members);
   const auto n = static_cast<size_t>(per_bucket / members);
-  const std::string phase = StrPrintf("step %d dp param all-gather", ctx.step);
+  const std::string phase = str_printf("step %d dp param all-gather", ctx.step);
   const bool overlap = s.knobs.overlap_param_gather;
   // Model chunks (virtual pipeline stages) each own a contiguous range of the buckets.
   const int chunks =
@@ -284,28 +308,16 @@ ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& s, const Ste
                                            std::vector<float>(n * static_cast<size_t>(members)));
   auto gather = [&dp, &gathered, n, phase](int b) {
     float* g = gathered[static_cast<size_t>(b)].data();
-    return [&dp, g, n, phase] { dp.AllGather(g, n, phase); };
+    return [&dp, g, n, phase] { return dp.all_gather(g, n, phase); };
   };
   ScheduleTiming total;
   std::vector<ScheduleItem> items;  // The segment that runs as one schedule.
   auto flush = [&] {
-    if (!items.empty()) total += RunSchedule(items, overlap, comm);
+    if (!items.empty()) total += run_schedule(items, overlap, comm);
     items.clear();
   };
-  // The optimizer step (half the forward's device time): each bucket's update writes this
-  // rank's shard of the bucket's parameters, which its all-gather then sends.
+  items = optimizer_step_items(gathered, n, me, s, ctx);
   std::vector<int> launched(static_cast<size_t>(s.buckets), -1);  // Item whose `after` gathers b.
-  for (int b = 0; b < s.buckets; ++b) {
-    float* own = gathered[static_cast<size_t>(b)].data() + static_cast<size_t>(me) * n;
-    ScheduleItem item;
-    item.compute = [own, n, me, b, ms = s.forward_ms / 2.0 / s.buckets, &ctx] {
-      DeviceCompute(ms, [&] {
-        for (size_t k = 0; k < n; ++k) own[k] = Pattern(me, b, k, ctx.step, b);
-        if (ctx.corrupt && b == 0) own[0] += 1.0F;
-      });
-    };
-    items.push_back(std::move(item));
-  }
   // overlap_param_gather_with_optimizer_step: the first bucket's all-gather starts as soon as
   // its update is done, while the rest of the optimizer step runs.
   if (with_optimizer) {
@@ -335,10 +347,10 @@ ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& s, const Ste
       item.before = gather(b);
     }
     item.compute = [g, n, members, b, ms = s.forward_ms / s.buckets, &check, &ctx] {
-      DeviceCompute(ms, [&] {
+      device_compute(ms, [&] {
         for (int q = 0; q < members; ++q)
           for (size_t k = 0; k < n; ++k)
-            check.Expect(g[q * n + k], Pattern(q, b, k, ctx.step, b),
+            check.expect(g[q * n + k], pattern(q, b, k, ctx.step, b),
                          Site{"dp param all-gather", ctx.step, b, q, k});
       });
     };

@@ -3,17 +3,16 @@
 // the DP parameter all-gather. docs/probe.md, "Emulated phases", describes each one and what it
 // does not model.
 //
-// Contract: every Run*Phase function is collective over its group (all members call it with
-// the same setup in the same step) and runs its items through RunSchedule (overlap_engine.h):
+// Contract: every run_*_phase function is collective over its group (all members call it with
+// the same setup in the same step) and runs its items through run_schedule (overlap_engine.h):
 // communication on `comm`, compute on the calling thread as emulated device time
-// (DeviceCompute) around real arithmetic on the received data. Every value that a collective
+// (device_compute) around real arithmetic on the received data. Every value that a collective
 // delivers is compared with the closed form of what the senders put in; the first difference
-// and the count go to `check` (so a corrupt value is reported, not thrown, and every rank
-// reaches the step's collective verdict). With ctx.corrupt this rank sends one wrong value in
+// and the count go to `check` (so a corrupt value is reported as data, not as a failure, and every
+// rank reaches the step's collective verdict). With ctx.corrupt this rank sends one wrong value in
 // the phase's first collective of the step. Buffers are sized from PhaseSetup (tokens x hidden
 // floats per micro-batch), so the link time follows from the emulated link bandwidth.
-#ifndef BRIDGE_RUNTIME_PHASES_H_
-#define BRIDGE_RUNTIME_PHASES_H_
+#pragma once
 
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +36,7 @@ struct PhaseSetup {
   int buckets = 8;        // DP parameter buckets (the gradient buckets).
   int64_t params = 1;
   double forward_ms = 1.0;  // DP phase: device time of the whole forward.
-  // The TP chunks per GEMM when tp_comm_overlap applies: PlanTpSplit() of tp_comm_overlap_cfg
+  // The TP chunks per GEMM when tp_comm_overlap applies: plan_tp_split() of tp_comm_overlap_cfg
   // (Transformer Engine's default split, 4, without one). At most kMaxTpChunks.
   int tp_chunks = 4;
   static constexpr int kMaxTpChunks = 64;
@@ -62,22 +61,20 @@ struct ResultCheck {
   std::string first;
   int64_t wrong = 0;
 
-  void Expect(float got, float expected, const Site& site);
+  void expect(float got, float expected, const Site& site);
 };
 
-ScheduleTiming RunEpPhase(GroupComm& ep, const PhaseSetup& setup, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check);
-ScheduleTiming RunTpPhase(GroupComm& tp, const PhaseSetup& setup, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check);
-ScheduleTiming RunPpPhase(GroupComm& pp, const PhaseSetup& setup, const StepContext& ctx,
-                          CommStream& comm, ResultCheck& check);
-ScheduleTiming RunParamGatherPhase(GroupComm& dp, const PhaseSetup& setup, const StepContext& ctx,
-                                   CommStream& comm, ResultCheck& check);
+ScheduleTiming run_ep_phase(GroupComm& ep, const PhaseSetup& setup, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check);
+ScheduleTiming run_tp_phase(GroupComm& tp, const PhaseSetup& setup, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check);
+ScheduleTiming run_pp_phase(GroupComm& pp, const PhaseSetup& setup, const StepContext& ctx,
+                            CommStream& comm, ResultCheck& check);
+ScheduleTiming run_param_gather_phase(GroupComm& dp, const PhaseSetup& setup,
+                                      const StepContext& ctx, CommStream& comm, ResultCheck& check);
 
 // Whether tp_comm_overlap is honoured: only with sequence parallelism, as Megatron-Bridge
 // decides (without it the TP phase runs its all-reduce exposed).
-bool TpOverlapApplies(const PhaseSetup& setup);
+bool tp_overlap_applies(const PhaseSetup& setup);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_PHASES_H_

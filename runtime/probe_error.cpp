@@ -11,12 +11,12 @@ namespace {
 
 std::atomic<int> g_log_rank{-1};
 
-std::mutex& FatalMutex() {
+std::mutex& fatal_mutex() {
   static std::mutex mu;
   return mu;
 }
 
-void WriteLine(const char* kind, std::string_view message) {
+void write_line(const char* kind, std::string_view message) {
   const int rank = g_log_rank.load();
   if (rank >= 0) {
     std::fprintf(stderr, "bridge-probe: %s: rank %d: %.*s\n", kind, rank,
@@ -30,7 +30,7 @@ void WriteLine(const char* kind, std::string_view message) {
 
 }  // namespace
 
-std::string StrPrintf(const char* format, ...) {
+std::string str_printf(const char* format, ...) {
   va_list args;
   va_start(args, format);
   va_list copy;
@@ -47,15 +47,17 @@ std::string StrPrintf(const char* format, ...) {
   return out;
 }
 
-void SetLogRank(int rank) { g_log_rank.store(rank); }
+void set_log_rank(int rank) { g_log_rank.store(rank); }
 
-void Fatal(int exit_code, std::string_view message) {
-  FatalMutex().lock();  // Never released: the process ends below.
+void fatal(int exit_code, std::string_view message) {
+  fatal_mutex().lock();  // Never released: the process ends below.
   std::fflush(stdout);
-  WriteLine("error", message);
+  write_line("error", message);
   std::_Exit(exit_code);
 }
 
-void LogWarning(std::string_view message) { WriteLine("warning", message); }
+void fatal(const ProbeStatus& status) { fatal(status.exit_code(), status.why()); }
+
+void log_warning(std::string_view message) { write_line("warning", message); }
 
 }  // namespace bridge::probe

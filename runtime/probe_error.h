@@ -1,17 +1,20 @@
 // Error reporting and exit codes of bridge-probe.
 //
-// Contract: every failure the probe detects is raised as a ProbeError carrying one of the exit
-// codes below (they are part of the probe's interface; the launcher and the tests rely on them).
-// Whoever catches it (main, or the communication thread) passes it to Fatal(), which flushes
-// stdout, prints one line `bridge-probe: error: rank R: <message>` to stderr and ends the whole
-// process at once with _Exit, so no thread or open socket can keep a failing rank alive.
-// StrPrintf() is a printf-style formatter used for all messages.
-#ifndef BRIDGE_RUNTIME_PROBE_ERROR_H_
-#define BRIDGE_RUNTIME_PROBE_ERROR_H_
+// Contract: errors are values. Every failure the probe detects is a ProbeStatus (or the error
+// side of a ProbeResult<T>) carrying one of the exit codes below (they are part of the probe's
+// interface; the launcher and the tests rely on them) and its message; functions return it up
+// the call chain, nothing in runtime/ throws. Whoever ends the chain (main, or a communication
+// thread) passes it to fatal(), which flushes stdout, prints one line
+// `bridge-probe: error: rank R: <message>` to stderr and ends the whole process at once with
+// _Exit, so no thread or open socket can keep a failing rank alive. The only catch is main's
+// last resort for what the standard library throws (std::bad_alloc, std::system_error).
+// str_printf() is a printf-style formatter used for all messages.
+#pragma once
 
-#include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace bridge::probe {
 
@@ -25,29 +28,64 @@ enum ExitCode : int {
   kExitInjectedFault = 17,  // --fail-rank / --fail-at-step.
 };
 
-class ProbeError : public std::runtime_error {
+// Ok, or a failure: the exit code the process ends with and the message why.
+class [[nodiscard]] ProbeStatus {
  public:
-  ProbeError(int exit_code, const std::string& message)
-      : std::runtime_error(message), exit_code_(exit_code) {}
+  ProbeStatus() = default;  // Ok.
+  ProbeStatus(int exit_code, std::string why) : exit_code_(exit_code), why_(std::move(why)) {}
+
+  bool ok() const { return exit_code_ == kExitOk; }
   int exit_code() const { return exit_code_; }
+  const std::string& why() const { return why_; }
 
  private:
-  int exit_code_;
+  int exit_code_ = kExitOk;
+  std::string why_;
+};
+
+// A value of type T, or the failure that prevented it.
+template <typename T>
+class [[nodiscard]] ProbeResult {
+ public:
+  // Implicit both ways, so a function returns either `value` or a failed status.
+  ProbeResult(T value) : value_(std::move(value)) {}
+  // `status` must be a failure; an ok status without a value is reported as an internal error.
+  ProbeResult(ProbeStatus status)
+      : status_(status.ok() ? ProbeStatus(kExitInternal, "result without a value")
+                            : std::move(status)) {}
+
+  bool ok() const { return value_.has_value(); }
+  const ProbeStatus& status() const { return status_; }
+  const std::string& why() const { return status_.why(); }
+
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+  T&& operator*() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+
+ private:
+  std::optional<T> value_;
+  ProbeStatus status_;
 };
 
 // printf-style formatting into a std::string.
-std::string StrPrintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string str_printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // Sets the rank shown in error messages (-1 = unknown yet).
-void SetLogRank(int rank);
+void set_log_rank(int rank);
 
 // Prints `message` as an error and terminates the process with `exit_code`. Thread-safe: the
 // first caller wins, later callers block until the process is gone.
-[[noreturn]] void Fatal(int exit_code, std::string_view message);
+[[noreturn]] void fatal(int exit_code, std::string_view message);
+
+// fatal() with a failed status's exit code and message.
+[[noreturn]] void fatal(const ProbeStatus& status);
 
 // Prints a non-fatal diagnostic line to stderr with the same prefix.
-void LogWarning(std::string_view message);
+void log_warning(std::string_view message);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_PROBE_ERROR_H_

@@ -2,22 +2,23 @@
 // that connects W ranks into a ring.
 //
 // Contract: every operation that waits on a peer is bounded with poll(); after `timeout_s`
-// seconds without progress it throws ProbeError(kExitComm) with the message
+// seconds without progress it returns a kExitComm failure with the message
 // "timed out after N s waiting for rank R (<phase>)", and a peer that closes or resets its
-// connection yields ProbeError(kExitComm) "lost connection to rank R (<phase>): ...". Nothing
-// here can hang forever or raise SIGPIPE. Sockets are IPv4 TCP with TCP_NODELAY, non-blocking
+// connection yields a kExitComm failure "lost connection to rank R (<phase>): ...". Every
+// operation that can fail returns a ProbeStatus or ProbeResult (probe_error.h); a malformed
+// control message is the kExitComm failure "malformed control message". Nothing here can hang
+// forever or raise SIGPIPE. Sockets are IPv4 TCP with TCP_NODELAY, non-blocking
 // once connected.
 //
-// Rendezvous(): rank 0 listens on 0.0.0.0:<rendezvous port> (SO_REUSEADDR; normally MASTER_PORT,
+// rendezvous(): rank 0 listens on 0.0.0.0:<rendezvous port> (SO_REUSEADDR; normally MASTER_PORT,
 // see Identity); the other ranks connect to MASTER_ADDR:<rendezvous port>, retrying until
 // `timeout_s` has passed (then the error names the address). Every rank also listens on an
 // ephemeral port and reports it in its hello; rank 0 records each rank's address as seen by
 // getpeername() on the accepted connection (so ranks on emulated nodes sharing 127.0.0.1 and ranks
 // on real hosts both work) and sends the full table to everyone; each rank then connects to its
 // successor (rank + 1) mod W and accepts its predecessor. The control connections to rank 0 stay
-// open for Gather/Broadcast. WORLD_SIZE=1 opens no socket at all.
-#ifndef BRIDGE_RUNTIME_TRANSPORT_H_
-#define BRIDGE_RUNTIME_TRANSPORT_H_
+// open for gather_to_root/broadcast_from_root. WORLD_SIZE=1 opens no socket at all.
+#pragma once
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "runtime/options.h"
+#include "runtime/probe_error.h"
 
 namespace bridge::probe {
 
@@ -65,31 +67,38 @@ struct Incoming {
 
 // Sends `out` and receives `in` concurrently (so two ranks sending to each other cannot
 // deadlock on full socket buffers). Each wait is bounded by `timeout_s` without progress.
-void SendRecv(const Outgoing& out, const Incoming& in, double timeout_s, std::string_view phase);
+ProbeStatus send_recv(const Outgoing& out, const Incoming& in, double timeout_s,
+                      std::string_view phase);
 
 // Big-endian serialization of control messages.
 class WireWriter {
  public:
-  void U32(uint32_t value);
-  void U64(uint64_t value);
-  void Bytes(std::string_view bytes);
+  void u32(uint32_t value);
+  void u64(uint64_t value);
+  void bytes(std::string_view bytes);
   const std::string& data() const { return data_; }
 
  private:
   std::string data_;
 };
 
+// Reading past the end of the message puts the reader in a failed state: that read and every
+// later one return 0 or "", and ok() turns false. Decode a message, then check status() once.
 class WireReader {
  public:
   explicit WireReader(std::string data) : data_(std::move(data)) {}
-  uint32_t U32();
-  uint64_t U64();
-  std::string Bytes();
+  uint32_t u32();
+  uint64_t u64();
+  std::string bytes();
+  bool ok() const { return ok_; }
+  // Ok, or the kExitComm failure "malformed control message".
+  ProbeStatus status() const;
 
  private:
-  void Need(size_t n) const;
+  bool need(size_t n);
   std::string data_;  // Owned, so a reader can wrap a temporary message.
   size_t pos_ = 0;
+  bool ok_ = true;
 };
 
 struct PeerInfo {
@@ -116,24 +125,25 @@ struct Cluster {
   int prev_rank() const { return (rank + world_size - 1) % world_size; }
 };
 
-Cluster Rendezvous(const Identity& identity, double timeout_s);
+ProbeResult<Cluster> rendezvous(const Identity& identity, double timeout_s);
 
-// Collectives over the control connections (rank 0 is the root). GatherToRoot returns, on rank
-// 0, every rank's message indexed by rank (and an empty vector elsewhere). BroadcastFromRoot
+// Collectives over the control connections (rank 0 is the root). gather_to_root returns, on rank
+// 0, every rank's message indexed by rank (and an empty vector elsewhere). broadcast_from_root
 // returns rank 0's `message` on every rank (the argument is ignored on other ranks).
-std::vector<std::string> GatherToRoot(Cluster& cluster, const std::string& message,
-                                      std::string_view phase);
-std::string BroadcastFromRoot(Cluster& cluster, const std::string& message, std::string_view phase);
-void Barrier(Cluster& cluster, std::string_view phase);
+ProbeResult<std::vector<std::string>> gather_to_root(Cluster& cluster, const std::string& message,
+                                                     std::string_view phase);
+ProbeResult<std::string> broadcast_from_root(Cluster& cluster, const std::string& message,
+                                             std::string_view phase);
+ProbeStatus barrier(Cluster& cluster, std::string_view phase);
 
 // Direct connections to other ranks, for the group collectives (runtime/group_comm.h).
 class PeerLinks {
  public:
-  // The connection to `peer`; throws ProbeError(kExitInternal) when there is none (a bug in
-  // the caller's group, not a network condition).
-  int fd(int peer) const;
+  // The connection to `peer`; a kExitInternal failure when there is none (a bug in the
+  // caller's group, not a network condition).
+  ProbeResult<int> fd(int peer) const;
   bool has(int peer) const { return links_.count(peer) != 0; }
-  void Add(int peer, Fd fd) { links_[peer] = std::move(fd); }
+  void add(int peer, Fd fd) { links_[peer] = std::move(fd); }
 
  private:
   std::map<int, Fd> links_;
@@ -144,8 +154,6 @@ class PeerLinks {
 // through rank 0 over the control connections, then each rank connects to its higher peers
 // and accepts its lower ones (a connection completes in the listener's backlog, so the order
 // cannot deadlock). Bounded by the cluster timeout like every other wait.
-PeerLinks ConnectPeers(Cluster& cluster, const std::vector<int>& peers);
+ProbeResult<PeerLinks> connect_peers(Cluster& cluster, const std::vector<int>& peers);
 
 }  // namespace bridge::probe
-
-#endif  // BRIDGE_RUNTIME_TRANSPORT_H_
