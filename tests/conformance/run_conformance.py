@@ -1033,14 +1033,14 @@ def main():
     table_drift = perf_recipe_table.differences(
         perf_recipe_table.table_from_names(hout.get("perf_recipe_names") or []),
         perf_recipe_table.table_from_source(
-            open(os.path.join(source, "launcher", "megatron_bridge_perf_recipes.cpp")).read()))
+            open(os.path.join(source, "model", "megatron_bridge_perf_recipes.cpp")).read()))
     # ... and so must the env rows of the recipes this run built
     # (model/megatron_bridge_perf_recipe_env.cpp, all recipes: perf_recipe_table.py --write-env).
     built_env = {r["base"]["function"]: r.get("env_vars") or {} for r in results.values()
                  if isinstance(r, dict) and (r.get("base") or {}).get("kind") == "perf_recipes"}
     table_drift += perf_recipe_table.env_differences(
         built_env, perf_recipe_table.env_from_source(
-            open(os.path.join(source, "launcher", "megatron_bridge_perf_recipe_env.cpp")).read()))
+            open(os.path.join(source, "model", "megatron_bridge_perf_recipe_env.cpp")).read()))
     failed += 1 if table_drift else 0
     # Report
     n_cases = len(items)

@@ -82,8 +82,8 @@ PLACEHOLDER_WORD = re.compile(
     r"|^(KEY[0-9]*|KNOB)=")
 DEFAULT_RECIPE = "examples/recipes/probe-slurm.yaml"
 DEMO_RECIPE = "examples/recipes/demo.yaml"
-REPO_DIRS = ("app", "launcher", "executors", "plugins", "runtime", "templates", "examples",
-             "scripts", "tests", "bench", "docs", "cmake")
+REPO_DIRS = ("base", "system", "model", "plugins", "plan", "jobs", "executors", "launcher",
+             "runtime", "templates", "examples", "scripts", "tests", "bench", "docs", "cmake")
 # Paths that name files of other projects, not of this repository.
 EXTERNAL_PATHS = {"scripts/performance/run_script.py": "Megatron-Bridge's training script"}
 COMMAND_START = re.compile(
