@@ -204,7 +204,8 @@ int cmd_why(const JobOptions& o, const Context& c) {
           << "\n";
   else
     c.out << triage_to_text(one[0], t, /*excerpt=*/true);
-  return kExitOk;
+  // A script can branch on it: 1 when the job failed (the summary is printed either way).
+  return one[0].state == JobState::kFailed ? kExitRuntime : kExitOk;
 }
 
 int cmd_logs(const JobOptions& o, const Context& c) {

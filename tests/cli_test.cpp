@@ -1025,7 +1025,7 @@ executor:
   EXPECT_EQ(launch.exit_code, 1) << launch.err;
 
   CommandResult why = run({"why", "why-local"}, env);
-  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_EQ(why.exit_code, 1) << "the job failed\n" << why.err;
   EXPECT_THAT(why.out, HasSubstr("first failure: rank 2 on "));
   EXPECT_THAT(why.out, HasSubstr(", exit code 17"));
   EXPECT_THAT(why.out, HasSubstr("| Traceback (most recent call last):"));

@@ -303,14 +303,14 @@ runtime:
               HasSubstr("CUDA error: RuntimeError: CUDA error: an illegal memory access"));
 
   auto why = run_command({BRIDGE_LAUNCH_BIN, "why", l.job_id}, env());
-  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_EQ(why.exit_code, 1) << "the job failed\n" << why.err;
   EXPECT_THAT(why.out, HasSubstr("first failure: rank 11 on node2, exit code 17"));
   EXPECT_THAT(why.out, HasSubstr("| Traceback (most recent call last):"));
   EXPECT_THAT(why.out, HasSubstr("consequences"));
   EXPECT_THAT(why.out, HasSubstr("ranks 0-10, 12-15 (15): lost its peer"));
 
   auto json = run_command({BRIDGE_LAUNCH_BIN, "why", l.job_id, "--format", "json"}, env());
-  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.exit_code, 1) << json.err;
   auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["first_failure"]["rank"], 11);
   EXPECT_EQ(j["first_failure"]["host"], "node2");
