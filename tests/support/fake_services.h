@@ -144,6 +144,7 @@ class TestServices {
   TestServices& operator=(const TestServices&) = delete;
   ExecutorServices services() { return {runner_, env, clock, sleeper, log.logger, probe_dir}; }
   RegistrySeams registry_seams() { return {clock, sleeper, random, log.logger}; }
+  CommandRunner& runner() { return runner_; }  // for a Services built from these seams
 
   MapEnvironment env;
   FakeClock clock;
