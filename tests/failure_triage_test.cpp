@@ -209,6 +209,39 @@ TEST(FailureTriageClassifyLine, NoiseLinesHaveNoSignature) {
     EXPECT_EQ(id_of(classify_line(line)), "(none)") << line;
 }
 
+// classify_line reads a line once through an index of the needles; it must answer as trying
+// every needle of every signature in table order with find() does: the first signature in
+// table order with a needle anywhere in the line. Every needle is tried alone, at the start,
+// in the middle and at the end of a line, and next to every other needle.
+TEST(FailureTriageClassifyLine, TheIndexAnswersAsTryingEveryNeedleInOrder) {
+  const auto& table = error_signatures();
+  auto by_find = [&](const std::string& line) -> std::string {
+    for (const auto& sig : table)
+      for (const char* needle : sig.needles)
+        if (line.find(needle) != std::string::npos) return sig.id;
+    return "(none)";
+  };
+  std::vector<std::string> needles;
+  for (const auto& sig : table)
+    for (const char* needle : sig.needles) needles.emplace_back(needle);
+  int checked = 0;
+  for (const auto& n : needles) {
+    for (const std::string& line : {n, "x" + n, n + "x", "iteration 12 | " + n + " | lm loss"}) {
+      // A line that looks like a Python exception is decided by that rule, not by needles.
+      if (id_of(classify_line(line)) == "python-exception") continue;
+      EXPECT_EQ(id_of(classify_line(line)), by_find(line)) << line;
+      ++checked;
+    }
+    for (const auto& other : needles) {
+      std::string line = n + " " + other;
+      if (id_of(classify_line(line)) == "python-exception") continue;
+      EXPECT_EQ(id_of(classify_line(line)), by_find(line)) << line;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 4000);
+}
+
 TEST(FailureTriageClassifyLine, TheTableHasTheDocumentedIdsAndNoEntryIsShadowed) {
   const std::vector<std::pair<std::string, SignatureKind>> documented = {
       {"cuda-oom", SignatureKind::kCause},
