@@ -140,17 +140,7 @@ void BM_StatusOver1000Entries(benchmark::State& state) {
   static const std::string state_dir = write_registry();
   testing::TestServices seams;
   seams.env.set("BRIDGE_LAUNCH_STATE_DIR", state_dir);
-  Services services{seams.env,
-                    seams.runner(),
-                    seams.clock,
-                    seams.sleeper,
-                    seams.random,
-                    seams.log.logger,
-                    "",
-                    executor_registry(),
-                    plugin_registry(),
-                    JobRegistry(state_dir, seams.registry_seams()),
-                    nullptr};
+  Services services = seams.command_services(state_dir);
   for (auto _ : state) {
     std::ostringstream out, err;
     int code = run_cli({"status"}, out, err, services);

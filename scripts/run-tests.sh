@@ -55,7 +55,7 @@ export BUILD_DIR FLAKY_LIST
 # scripts' own wording), else its last lines; at most 15.
 failure_lines() {
   local lines
-  lines=$(grep -E '\[  FAILED  \]|\*\*\*Failed|\(Failed\)|FAILED|^FAIL|[Ee]rror:|Failure$|failed' "$1" |
+  lines=$(grep -E ': warning: |\[  FAILED  \]|\*\*\*Failed|\(Failed\)|FAILED|^FAIL|[Ee]rror:|Failure$|failed' "$1" |
           grep -vE '^\[==========\]|0 failed' | tail -15)
   [[ -n "$lines" ]] || lines=$(tail -15 "$1")
   printf '%s\n' "$lines"

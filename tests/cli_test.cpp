@@ -141,18 +141,8 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
     if (spec.argv.at(0) == "sbatch") r.out = "4242\n";
     return r;
   });
-  testing::TestServices seams;
-  Services services{seams.env,
-                    runner,
-                    seams.clock,
-                    seams.sleeper,
-                    seams.random,
-                    seams.log.logger,
-                    "",
-                    executor_registry(),
-                    plugin_registry(),
-                    JobRegistry((dir / "state").string(), seams.registry_seams()),
-                    nullptr};
+  testing::TestServices seams(runner);
+  Services services = seams.command_services((dir / "state").string());
   std::ostringstream out, err;
   // What the process would have ended with, and what was printed by then (the real
   // end_process exits; this one returns, and the command then returns as usual).

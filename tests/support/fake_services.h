@@ -21,6 +21,7 @@
 
 #include "executors/executor.h"
 #include "jobs/registry.h"
+#include "launcher/services.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
@@ -144,7 +145,21 @@ class TestServices {
   TestServices& operator=(const TestServices&) = delete;
   ExecutorServices services() { return {runner_, env, clock, sleeper, log.logger, probe_dir}; }
   RegistrySeams registry_seams() { return {clock, sleeper, random, log.logger}; }
-  CommandRunner& runner() { return runner_; }  // for a Services built from these seams
+  // A whole Services on these seams, for running commands (run_cli): the real executor and
+  // plugin tables, and a registry in `state_dir`.
+  Services command_services(const std::string& state_dir) {
+    return Services{env,
+                    runner_,
+                    clock,
+                    sleeper,
+                    random,
+                    log.logger,
+                    probe_dir,
+                    executor_registry(),
+                    plugin_registry(),
+                    JobRegistry(state_dir, registry_seams()),
+                    nullptr};
+  }
 
   MapEnvironment env;
   FakeClock clock;
