@@ -415,8 +415,7 @@ ProbeStatus join_master(Cluster& c, const Identity& identity, const PeerInfo& se
   hello.u32(static_cast<uint32_t>(self.local_rank));
   hello.u32(static_cast<uint32_t>(self.ring_port));
   hello.bytes(self.hostname);
-  ProbeStatus sent =
-      send_message(c.to_master.get(), 0, hello.data(), c.timeout_s, "rendezvous");
+  ProbeStatus sent = send_message(c.to_master.get(), 0, hello.data(), c.timeout_s, "rendezvous");
   if (!sent.ok()) return sent;
   const ProbeResult<std::string> table =
       recv_message(c.to_master.get(), 0, c.timeout_s, "rendezvous");
