@@ -183,3 +183,34 @@ fi
 eff=$("$BL" examples/recipes/demo.yaml executor.local.job_dir="$TMP/jobs" 2>/dev/null |
   sed -n 's/.*overlap efficiency: \([0-9.-]*\).*/\1/p' | tail -n1)
 row "bridge-probe overlap efficiency, 4 ranks" "-" "-" "-" "efficiency ${eff:-n/a} (target >= 0.8)"
+
+# 7. The runtime check (docs/runtime-check.md): validate with --runtime-check against the
+# conformance suite's cached Megatron-Bridge, when this machine has it (it is never installed
+# here: scripts/conformance-env.sh does that for `make test`). Target: a clean recipe in
+# under 30 s; most of it is importing torch and Megatron-Bridge.
+venv=$(ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/bridge-launch/conformance-*/venv 2>/dev/null | head -n1)
+if [ -n "$venv" ] && [ -f "$(dirname "$venv")/ready" ]; then
+  hf=$TMP/hf
+  python3 - "$hf" <<'PY'
+import json, os, shutil, sys
+here = "tests/conformance/hf_configs"
+for repo, e in json.load(open(os.path.join(here, "index.json"))).items():
+    snap = os.path.join(sys.argv[1], "hub", "models--" + repo.replace("/", "--"), "snapshots",
+                        e["revision"])
+    os.makedirs(snap)
+    refs = os.path.join(sys.argv[1], "hub", "models--" + repo.replace("/", "--"), "refs")
+    os.makedirs(refs)
+    open(os.path.join(refs, "main"), "w").write(e["revision"])
+    for name in os.listdir(os.path.join(here, e["dir"])):
+        shutil.copy(os.path.join(here, e["dir"], name), snap)
+PY
+  : >"$TMP/check"
+  for _ in $(seq 3); do
+    measure_pair "$TMP/check" env HF_HOME="$hf" HF_HUB_OFFLINE=1 \
+      PYTHONPATH="$PWD/tests/conformance/stubs" "$BL" validate "$MOE" --runtime-check "$venv/bin/python"
+  done
+  read -r rc rcmin rcmax < <(stats "$TMP/check")
+  row "validate --runtime-check (megatron-bridge)" "$rc" "$rcmin" "$rcmax" "wall time, Qwen3 MoE example (target < 30000 ms)"
+else
+  row "validate --runtime-check (megatron-bridge)" "-" "-" "-" "skipped: no conformance venv on this machine"
+fi

@@ -1,5 +1,5 @@
 # Writes a C++ file holding every file of TEMPLATE_DIR as a raw string, keyed by file name.
-file(GLOB files RELATIVE ${TEMPLATE_DIR} ${TEMPLATE_DIR}/*.mustache ${TEMPLATE_DIR}/*.tmpl)
+file(GLOB files RELATIVE ${TEMPLATE_DIR} ${TEMPLATE_DIR}/*.mustache ${TEMPLATE_DIR}/*.tmpl ${TEMPLATE_DIR}/*.py)
 list(SORT files)
 set(body "")
 foreach(f ${files})

@@ -50,6 +50,10 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_flag("--strict", o.strict, "warnings that mean 'your request was dropped' are errors");
   app->add_option("--format", o.format, "output format")->check(CLI::IsMember({"text", "json"}));
   app->add_option("--template", o.template_path, "use this sbatch template file (slurm only)");
+  app->add_option("--runtime-check", o.runtime_check_python,
+                  "also run the plan through the Megatron-Bridge installed in this Python "
+                  "(sets runtime.check.python)")
+      ->type_name("PYTHON");
   if (launch) {
     app->add_flag("--dry-run", o.dry_run, "print what would be submitted; change nothing");
     app->add_flag("--wait", o.wait, "follow the job until it ends");
@@ -120,8 +124,8 @@ bool mentioned(const std::vector<std::string>& args, std::string_view name) {
 // Top-level options that take a value in the next argument (after translate_short_options).
 bool takes_value(std::string_view arg) {
   static constexpr std::string_view kValued[] = {
-      "-e",    "--executor", "--num-gpus", "--gpus-per-node", "-g",
-      "--gpu", "-E",         "--env",      "--format",        "--template"};
+      "-e",    "--executor", "--num-gpus", "--gpus-per-node", "-g", "--gpu", "-E",
+      "--env", "--format",   "--template", "--runtime-check"};
   return std::find(std::begin(kValued), std::end(kValued), arg) != std::end(kValued);
 }
 

@@ -29,6 +29,7 @@ std::vector<std::string> option_args(const Options& o) {
   add("-g", o.gpu);
   for (const auto& e : o.env) add("-E", e);
   add("--template", o.template_path);
+  add("--runtime-check", o.runtime_check_python);
   if (o.strict) args.emplace_back("--strict");
   return args;
 }

@@ -24,6 +24,7 @@ struct Options {
   bool wait = false;
   std::string format = "text";
   std::string template_path;
+  std::string runtime_check_python;  // --runtime-check: runtime.check.python
   int verbose = 0;
   bool quiet = false;
   std::string recipe;

@@ -21,6 +21,7 @@
 #include "model/compare.h"
 #include "model/recipe_loader.h"
 #include "plan/plan_output.h"
+#include "plan/runtime_check.h"
 
 namespace bridge {
 
@@ -554,6 +555,7 @@ std::optional<Ablation> plan_variants(const AblateOptions& a, const VaryOptions&
     o.overrides.insert(o.overrides.end(), extra.begin(), extra.end());
     Diagnostics diags(o.strict);
     Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
+    run_runtime_check(plan, c.services.runner, c.services.clock, diags);  // when asked
     const std::vector<std::string> shown = shown_overrides(extra, plan, n);
     if (!plan.complete || diags.has_errors()) {
       all_ok = false;
@@ -674,6 +676,10 @@ int cmd_ablate(const AblateOptions& a, const Context& c) {
   if (run.worst == kExitInterrupted) return run.worst;
   int worst = wait_for_variants(run.to_wait, run.worst, c);
   if (worst == kExitInterrupted) return worst;
+  if (worst != kExitOk && a.launch.runtime_check_python.empty())
+    c.err << "ablate: a variant did not succeed; if its runtime refused the config at start, "
+             "`--runtime-check PYTHON` asks the job's own Megatron-Bridge about every variant "
+             "before anything is submitted (docs/runtime-check.md)\n";
   JobOptions cmp;
   cmp.window = a.window;
   cmp.jobs = run.ids;

@@ -24,6 +24,7 @@
 #include "launcher/wait_schedule.h"
 #include "model/recipe_loader.h"
 #include "plan/plan_output.h"
+#include "plan/runtime_check.h"
 #include "plugins/plugin.h"
 #include "system/cancel_token.h"
 
@@ -598,6 +599,10 @@ int cmd_launch(const Options& o, const Context& c, EarlySubmission early) {
   }
   early.prepared.reset();
   Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
+  // The check takes seconds to minutes: a scheduler command started early would wait for
+  // its script that long, so it is stopped (before it got any input) and started again later.
+  if (runtime_check_asked(plan)) prepared.reset();
+  run_runtime_check(plan, c.services.runner, c.services.clock, diags);
   LaunchSettings settings;
   settings.prepared = std::move(prepared);
   settings.prepared_name = o.executor;

@@ -15,6 +15,7 @@
 #include "jobs/triage_output.h"
 #include "launcher/services.h"
 #include "model/compare.h"
+#include "plan/runtime_check.h"
 
 namespace bridge {
 
@@ -33,6 +34,10 @@ PlanRequest make_request(const Options& o) {
     r.overrides.push_back("executor.slurm.template=" +
                           nlohmann::json(o.template_path)
                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!o.runtime_check_python.empty())
+    r.overrides.push_back("runtime.check.python=" +
+                          nlohmann::json(o.runtime_check_python)
+                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   r.cli_env = o.env;
   r.executor = o.executor;
   r.strict = o.strict;
@@ -45,6 +50,7 @@ PlanRequest make_request(const Options& o) {
 // reported by `validate` and `plan` too. validate ok implies --dry-run ok.
 Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
   Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
+  run_runtime_check(plan, c.services.runner, c.services.clock, diags);
   if (!plan.complete || diags.has_errors()) return plan;
   if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
     executor->render(plan, dry_run_identity(plan), diags);

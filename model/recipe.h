@@ -128,6 +128,13 @@ struct TeSpec {
   std::string version;  // "" = unknown
 };
 
+// runtime.check: the plan through the config code of the Megatron-Bridge installed in a Python
+// (plan/runtime_check.h); off unless `python` is set here or by --runtime-check.
+struct RuntimeCheckSpec {
+  Field<std::string> python;
+  Field<int64_t> timeout;  // seconds
+};
+
 struct RuntimeSpec {
   Field<std::string> adapter;   // how the plan reaches the runtime (runtime_adapter.h)
   Field<std::string> launcher;  // srun | torchrun | direct
@@ -140,6 +147,7 @@ struct RuntimeSpec {
   Field<std::string> torch;
   // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
   Field<std::string> progress_rank;
+  RuntimeCheckSpec check;
 };
 
 struct PluginEntry {
@@ -229,6 +237,8 @@ struct Recipe {
   // Every input after overrides as "section.key" -> value text (see flatten_recipe_inputs);
   // kept from the load so that recording a job does not parse the file a second time.
   std::map<std::string, std::string> inputs;
+  // Where each of `inputs` was written: its recipe line, or the override that set it.
+  std::map<std::string, SourceLoc> input_locations;
 };
 
 }  // namespace bridge

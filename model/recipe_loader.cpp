@@ -503,6 +503,15 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
                                 printable_text(*rt.progress_rank.value, 80)),
                     "write e.g. progress_rank: last (Megatron prints iteration lines on the "
                     "last rank)");
+  {
+    MapReader c = top.child(r.section("check",
+                                      "the plan through the config code of the "
+                                      "Megatron-Bridge installed in a Python"),
+                            "runtime.check");
+    c.read("python", rt.check.python);
+    c.read("timeout", rt.check.timeout, 1, 3600);
+    c.finish();
+  }
   if (rt.command.is_set() && rt.command.value->empty())
     r.diags().error("bad-value", "runtime.command", rt.command.loc,
                     "`runtime.command` is an empty list", "name the program to run");
@@ -855,19 +864,21 @@ std::string flow_text(const YamlNode& n) {
   return out + (n.is_sequence() ? "]" : "}");
 }
 
-void flatten(const YamlNode& n, const std::string& prefix,
-             std::map<std::string, std::string>& out) {
+void flatten(const YamlNode& n, const std::string& prefix, std::map<std::string, std::string>& out,
+             std::map<std::string, SourceLoc>* locations) {
   if (!n.is_map()) {
     out[prefix] = flow_text(n);
+    if (locations) (*locations)[prefix] = n.loc;
     return;
   }
   for (const auto& e : n.entries)
-    flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out);
+    flatten(e.value, prefix.empty() ? e.key : prefix + "." + e.key, out, locations);
 }
 
-std::map<std::string, std::string> flatten_inputs(const YamlNode& root) {
+std::map<std::string, std::string> flatten_inputs(const YamlNode& root,
+                                                  std::map<std::string, SourceLoc>* locations) {
   std::map<std::string, std::string> out;
-  flatten(root, "", out);
+  flatten(root, "", out, locations);
   out.erase("name");
   out.erase("description");
   return out;
@@ -917,7 +928,7 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
   auto rec = read_recipe_into(root, file, diags, nullptr, plugins_seen);
   if (rec) {
     rec->overrides = overrides;
-    rec->inputs = flatten_inputs(root);
+    rec->inputs = flatten_inputs(root, &rec->input_locations);
   }
   return rec;
 }
@@ -964,7 +975,7 @@ std::map<std::string, std::string> flatten_recipe_inputs(
   YamlNode root = parse_yaml_document(text.str(), path, ignored);
   for (const auto& o : overrides) apply_override(root, o, ignored);
   if (ignored.has_errors()) return {};
-  return flatten_inputs(root);
+  return flatten_inputs(root, nullptr);
 }
 
 std::vector<RecipeKeyDoc> recipe_schema_table() {

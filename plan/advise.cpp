@@ -549,6 +549,11 @@ std::vector<Advice> advise_overlap(const Plan& plan, const AdviceInvocation& inv
       planned_base = true;
     }
     add_ablate_command(a, plan, invocation);
+    if (!plan.runtime_check.ran && (plan.adapter == "megatron_bridge" || plan.adapter == "hydra"))
+      a.notes.push_back(
+          "these prerequisites are bridge-launch's rules for megatron-bridge 0.6.2; with another "
+          "or a patched release, add `--runtime-check PYTHON` to advise or validate so that "
+          "release says whether it starts with the knob on (docs/runtime-check.md)");
     // The baseline's extra overrides: what the command adds after the caller's overrides.
     std::vector<std::string> baseline_extra(
         a.ablate_argv.begin() +

@@ -25,6 +25,17 @@
 
 namespace bridge {
 
+// What the runtime check (plan/runtime_check.h) found, when it ran.
+struct RuntimeCheckOutcome {
+  bool ran = false;
+  bool passed = false;
+  std::string python;
+  std::string versions;  // "megatron.bridge 0.6.2, megatron.core 0.19.2, ..."
+  std::string recipe;    // the config function the runtime builds from
+  double seconds = 0;
+  size_t findings = 0;
+};
+
 // What the command line asks for, beyond the recipe file.
 struct PlanRequest {
   std::string recipe_path;
@@ -70,6 +81,7 @@ struct Plan {
   // The rank whose log carries the iteration lines (runtime.progress_rank; by default the
   // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
   int progress_rank = 0;
+  RuntimeCheckOutcome runtime_check;
   bool complete = false;  // every stage ran and no error was recorded
 };
 

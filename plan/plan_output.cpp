@@ -253,6 +253,12 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
     j["setup_sources"] = setup_details;
     j["executor"] = executor_json(p);
   }
+  if (p.runtime_check.ran) {
+    const RuntimeCheckOutcome& rc = p.runtime_check;
+    j["runtime_check"] = {{"python", rc.python},     {"passed", rc.passed},
+                          {"versions", rc.versions}, {"recipe", rc.recipe},
+                          {"seconds", rc.seconds},   {"findings", rc.findings}};
+  }
   return j;
 }
 

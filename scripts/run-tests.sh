@@ -107,7 +107,10 @@ for s in $SUITES; do
       # Python environment is installed once per machine (scripts/conformance-env.sh, about
       # 6 minutes and 7 GB the first time), then reused from ~/.cache/bridge-launch.
       run_suite "conformance (the released Megatron-Bridge judges the plans)" \
-        python3 tests/conformance/run_conformance.py "$BUILD_DIR/bridge-launch" . ;;
+        python3 tests/conformance/run_conformance.py "$BUILD_DIR/bridge-launch" .
+      # --runtime-check with that release as the user's Python (docs/runtime-check.md).
+      run_suite "runtime check (--runtime-check with the released Megatron-Bridge)" \
+        python3 tests/conformance/runtime_check_test.py "$BUILD_DIR/bridge-launch" . ;;
     integration)
       if ctest --test-dir "$BUILD_DIR" -N -L integration 2>/dev/null | grep -q "Total Tests: [1-9]"; then
         run_suite "integration tests (local)" ctest_retrying_once integration

@@ -54,36 +54,9 @@ OVERLAP_FIELDS = [
     "bucket_size",
 ]
 
-# run_script.py flags bridge-launch emits (scripts/performance/argument_parser.py), by dest.
-FLAGS = {
-    "-m": "model_family_name", "--model_family_name": "model_family_name",
-    "-mr": "model_recipe_name", "--model_recipe_name": "model_recipe_name",
-    "-g": "gpu", "--gpu": "gpu", "-ng": "num_gpus", "--num_gpus": "num_gpus",
-    "-gn": "gpus_per_node", "--gpus_per_node": "gpus_per_node",
-    "-tp": "tensor_model_parallel_size", "--tensor_model_parallel_size": "tensor_model_parallel_size",
-    "-pp": "pipeline_model_parallel_size",
-    "--pipeline_model_parallel_size": "pipeline_model_parallel_size",
-    "-vp": "virtual_pipeline_model_parallel_size",
-    "--virtual_pipeline_model_parallel_size": "virtual_pipeline_model_parallel_size",
-    "-cp": "context_parallel_size", "--context_parallel_size": "context_parallel_size",
-    "-ep": "expert_model_parallel_size", "--expert_model_parallel_size": "expert_model_parallel_size",
-    "-et": "expert_tensor_parallel_size",
-    "--expert_tensor_parallel_size": "expert_tensor_parallel_size",
-    "-gb": "global_batch_size", "--global_batch_size": "global_batch_size",
-    "-mb": "micro_batch_size", "--micro_batch_size": "micro_batch_size",
-    "-sl": "seq_length", "--seq_length": "seq_length",
-    "-ms": "max_steps", "--max_steps": "max_steps",
-    "-c": "compute_dtype", "--compute_dtype": "compute_dtype", "--task": "task",
-}
-INT_FLAGS = {"num_gpus", "gpus_per_node", "tensor_model_parallel_size",
-             "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
-             "expert_tensor_parallel_size", "global_batch_size", "micro_batch_size", "seq_length",
-             "max_steps", "virtual_pipeline_model_parallel_size"}
-CONFIG_FLAGS = ["tensor_model_parallel_size", "pipeline_model_parallel_size",
-                "virtual_pipeline_model_parallel_size", "context_parallel_size",
-                "expert_model_parallel_size", "expert_tensor_parallel_size", "global_batch_size",
-                "micro_batch_size", "seq_length", "max_steps"]
-
+# run_script.py's flags as bridge-launch's runtime check parses them (the same table).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "templates"))
+from bridge_config_check import CONFIG_FLAGS, parse_mb_argv  # noqa: E402
 
 
 def equivalent(key, planned, got, res):
@@ -450,25 +423,6 @@ def argv_payload(doc, argv):
     return argv[skip:]
 
 
-def parse_mb_argv(words):
-    flags, rest, i = {}, [], 0
-    while i < len(words):
-        w = words[i]
-        key, val = (w.split("=", 1) + [None])[:2] if w.startswith("--") and "=" in w else (w, None)
-        if key in FLAGS:
-            dest = FLAGS[key]
-            if val is None:
-                val = words[i + 1] if i + 1 < len(words) else None
-                i += 1
-            if dest in INT_FLAGS:
-                val = None if val == "None" else int(val)
-            flags[dest] = val
-        else:
-            rest.append(w)
-        i += 1
-    return flags, rest
-
-
 def derived_overrides(doc):
     """For a plan refused before the adapter ran (no argv): the recipe's own values in the
     hydra form, so the release's verdict on the same config can still be asked."""
@@ -549,7 +503,7 @@ def make_case(rid, adapter, doc, plan):
                          and o.split("=")[0] not in ("train.global_batch_size",
                                                      "train.micro_batch_size")]
         else:
-            flags, overrides = parse_mb_argv(payload)
+            flags, overrides, _ = parse_mb_argv(payload)
             perf.update({k: flags[k] for k in ("model_family_name", "model_recipe_name", "gpu",
                                                "num_gpus", "compute_dtype", "task") if k in flags})
             flags = {k: v for k, v in flags.items() if k in CONFIG_FLAGS}

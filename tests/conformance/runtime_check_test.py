@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""`--runtime-check` against the released Megatron-Bridge (the conformance venv).
+
+Runs bridge-launch's runtime check (plan/runtime_check.h, templates/bridge_config_check.py)
+with the conformance suite's cached release as the user's Python, and asserts what the user
+sees:
+
+  clean        an example passes: `plan --format json` exits 0 and carries the outcome, and its
+               `runtime-check-passed` line names the release and the perf recipe;
+  refused      plans that bridge-launch's own rules accept and the release refuses, one of each
+               class: a Hydra override the release does not have (override refused), a
+               library recipe that needs the distributed optimizer (refused at finalisation),
+               a recipe name the release lacks (no recipe). Each: exit 2, the release's own
+               message, the recipe line (file:line:col) or the override that set the value;
+  differs      a patched release (a sitecustomize that changes one value in
+               runtime_config_update, as a site's fork might) keeps the plan from running as
+               checked: exit 2, `runtime-check-differs` names the field, planned and actual value;
+  own failure  no such Python, and a Python without Megatron-Bridge: one clear error, exit 2;
+  launch       a Slurm --dry-run with the check refused: nothing printed as submitted.
+
+The release runs offline: HF_HOME is the suite's offline Hub cache (hf_configs/) and the
+Transformer Engine stub is on PYTHONPATH, as in the suite. Prints each case's time; the last
+line is `N passed, N failed`.
+
+Usage: runtime_check_test.py BRIDGE_LAUNCH_BIN SOURCE_DIR
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def venv_python(source):
+    r = subprocess.run(["bash", os.path.join(source, "scripts", "conformance-env.sh")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"conformance-env.sh failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def offline_hub(home):
+    """The suite's offline Hub cache (config.json files of hf_configs/) under `home`."""
+    with open(os.path.join(HERE, "hf_configs", "index.json")) as f:
+        index = json.load(f)
+    for repo_id, entry in index.items():
+        repo_dir = os.path.join(home, "hub", "models--" + repo_id.replace("/", "--"))
+        snap = os.path.join(repo_dir, "snapshots", entry["revision"])
+        os.makedirs(snap)
+        os.makedirs(os.path.join(repo_dir, "refs"))
+        with open(os.path.join(repo_dir, "refs", "main"), "w") as f:
+            f.write(entry["revision"])
+        for name in os.listdir(os.path.join(HERE, "hf_configs", entry["dir"])):
+            shutil.copy(os.path.join(HERE, "hf_configs", entry["dir"], name), snap)
+
+
+PATCH = '''
+# A site's patched Megatron-Bridge: its runtime_config_update ends with another DDP bucket size.
+import megatron.bridge.training.config as _config
+_released = _config.runtime_config_update
+def runtime_config_update(cfg, *args, **kwargs):
+    result = _released(cfg, *args, **kwargs)
+    cfg.ddp.bucket_size = 50000000
+    return result
+_config.runtime_config_update = runtime_config_update
+'''
+
+
+OLDER = '''
+# A release that predates model.moe_permute_fusion: its configs have no such field.
+import megatron.bridge.training.utils.omegaconf_utils as _ou
+from omegaconf import open_dict
+_created = _ou.create_omegaconf_dict_config
+def create_omegaconf_dict_config(cfg, *args, **kwargs):
+    omega, excluded = _created(cfg, *args, **kwargs)
+    with open_dict(omega.model):
+        del omega.model["moe_permute_fusion"]
+    return omega, excluded
+_ou.create_omegaconf_dict_config = create_omegaconf_dict_config
+'''
+
+
+class Suite:
+    def __init__(self, binary, source, python, scratch):
+        self.binary, self.source, self.python, self.scratch = binary, source, python, scratch
+        self.passed, self.failed = 0, 0
+        self.env = dict(os.environ)
+        self.env["HF_HOME"] = os.path.join(scratch, "hf")
+        self.env["HF_HUB_OFFLINE"] = "1"
+        self.env["TRANSFORMERS_OFFLINE"] = "1"
+        self.env["PYTHONPATH"] = os.path.join(HERE, "stubs")
+        self.env["BRIDGE_LAUNCH_HOME"] = os.path.join(scratch, "home")
+
+    def run(self, args, env=None):
+        t0 = time.time()
+        r = subprocess.run([self.binary] + args, capture_output=True, text=True,
+                           env=env or self.env, cwd=self.source, timeout=600)
+        return r, time.time() - t0
+
+    def expect(self, name, ok, detail):
+        if ok:
+            self.passed += 1
+            print(f"  ok    {name}")
+        else:
+            self.failed += 1
+            print(f"  FAIL  {name}: {detail}")
+
+    def case(self, name, args, exit_code, wants, env=None, unwanted=()):
+        r, seconds = self.run(args, env)
+        out = r.stdout + r.stderr
+        missing = [w for w in wants if w not in out]
+        present = [w for w in unwanted if w in out]
+        self.expect(f"{name} ({seconds:.1f} s)",
+                    r.returncode == exit_code and not missing and not present,
+                    f"exit {r.returncode} (want {exit_code}); missing {missing}; "
+                    f"unwanted {present}\n{out[-2500:]}")
+        return r
+
+
+def main():
+    binary, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    t_start = time.time()
+    python = venv_python(source)
+    scratch = tempfile.mkdtemp(prefix="bridge-runtime-check-")
+    try:
+        offline_hub(os.path.join(scratch, "hf"))
+        s = Suite(binary, source, python, scratch)
+        run_cases(s, python, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"runtime check suite: {time.time() - t_start:.1f} s")
+    print(f"{s.passed} passed, {s.failed} failed")
+    sys.exit(1 if s.failed else 0)
+
+
+def run_cases(s, python, scratch):
+    qwen = "examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"
+    rc = ["--runtime-check", python]
+    print("clean:")
+    r, seconds = s.run(["plan", qwen, "--format", "json"] + rc)
+    try:
+        shown = json.loads(r.stdout)
+    except ValueError:
+        shown = {}
+    got = shown.get("runtime_check") or {}
+    passed = [d["message"] for d in shown.get("diagnostics", [])
+              if d.get("code") == "runtime-check-passed"]
+    s.expect(f"the Qwen3 MoE example passes ({seconds:.1f} s)",
+             r.returncode == 0 and got.get("passed") is True and got.get("python") == python
+             and got.get("findings") == 0 and got.get("seconds", 0) > 0
+             and got.get("recipe") == "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
+             and passed and "megatron.bridge 0.6.2" in passed[0],
+             f"exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    print("refused (bridge-launch's rules accept each; the release does not):")
+    older = os.path.join(scratch, "older")
+    os.makedirs(older)
+    with open(os.path.join(older, "sitecustomize.py"), "w") as f:
+        f.write(OLDER)
+    env = dict(s.env)
+    env["PYTHONPATH"] = older + os.pathsep + env["PYTHONPATH"]
+    s.case("an override the release does not have (a release without moe_permute_fusion)",
+           ["validate", qwen] + rc, 2,
+           ["runtime-check-refused", "model.moe_permute_fusion", f"{qwen}:30:",
+            "Could not override 'model.moe_permute_fusion'"], env=env)
+    s.case("finalisation: the library recipe needs the distributed optimizer",
+           ["validate", qwen, "runtime.adapter=hydra", "ddp.use_distributed_optimizer=false"] + rc,
+           2, ["runtime-check-refused", "only supported with distributed optimizer",
+               "override 'ddp.use_distributed_optimizer=false'",
+               "without optimizer.use_distributed_optimizer=false"])
+    s.case("no such recipe in the release (hydra adapter)",
+           ["validate", qwen, "runtime.adapter=hydra", "model.recipe=qwen3_31b_a3b"] + rc, 2,
+           ["runtime-check-refused", "qwen3_31b_a3b", "override 'model.recipe"])
+    print("differs (a patched release changes a planned value):")
+    patched = os.path.join(scratch, "patched")
+    os.makedirs(patched)
+    with open(os.path.join(patched, "sitecustomize.py"), "w") as f:
+        f.write(PATCH)
+    env = dict(s.env)
+    env["PYTHONPATH"] = patched + os.pathsep + env["PYTHONPATH"]
+    s.case("the patched bucket size is named with both values", ["validate", qwen] + rc, 2,
+           ["runtime-check-differs", "ddp.bucket_size", "134217728", "50000000"], env=env)
+    print("the check's own failure:")
+    s.case("no such Python", ["validate", qwen, "--runtime-check", "/nonexistent/python3"], 2,
+           ["runtime-check-failed", "/nonexistent/python3"], unwanted=["terminate", "what():"])
+    s.case("a Python without Megatron-Bridge", ["validate", qwen, "--runtime-check",
+                                                sys.executable], 2,
+           ["runtime-check-failed", "does not import", "megatron"])
+    print("launch:")
+    s.case("a refused plan is not submitted (Slurm --dry-run)",
+           ["--executor", "slurm", "--dry-run", qwen, "runtime.adapter=hydra",
+            "ddp.use_distributed_optimizer=false"] + rc, 2,
+           ["runtime-check-refused"], unwanted=["#SBATCH"])
+
+
+if __name__ == "__main__":
+    main()
