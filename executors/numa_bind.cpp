@@ -18,7 +18,7 @@ std::string table_rule(int gpus_per_numa) {
 // order (nvidia-smi's order; nvidia-smi itself may be absent), its numa_node; -1 (the kernel
 // has no NUMA data for it) or no GPU leaves n empty unless the host has one NUMA node.
 std::string sysfs_rule(const std::string& root) {
-  std::string q = shell_quote(root);
+  std::string q = shell_word(root);
   return fmt::format(
       "i=$LOCAL_RANK; case ${{CUDA_VISIBLE_DEVICES:-}} in \"\"|*[!0-9,]*) ;; *) IFS=, read -ra "
       "v <<<\"$CUDA_VISIBLE_DEVICES\"; if [ ${{#v[@]}} -eq 1 ]; then i=${{v[0]}}; elif [ -n "
@@ -37,7 +37,7 @@ std::string sysfs_rule(const std::string& root) {
 
 std::string numa_bind_program(const NumaBinding& binding, const std::string& sysfs_root) {
   if (binding.mode != BindingMode::kNuma) return "";
-  std::string nodes = shell_quote(sysfs_root + "/devices/system/node/node");
+  std::string nodes = shell_word(sysfs_root + "/devices/system/node/node");
   std::string program =
       binding.gpus_per_numa > 0 ? table_rule(binding.gpus_per_numa) : sysfs_rule(sysfs_root);
   program += fmt::format(

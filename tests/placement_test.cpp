@@ -4,6 +4,7 @@
 // Slurm jobs on 4-GPU trays.
 #include "model/placement.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -176,7 +177,7 @@ class SysfsFixture {
       fs::create_directories(root() + "/devices/system/node/node" + std::to_string(n));
     for (const auto& [bus, node] : gpus) device(bus, "0x10de", "0x030200", node);
     device("0000:05:00.0", "0x15b3", "0x020700", 0);  // a ConnectX NIC
-    device("0000:07:00.0", "0x10de", "0x068000", 0);  // an NVSwitch: NVIDIA, not a GPU
+    device("0000:06:00.0", "0x10de", "0x068000", 0);  // an NVSwitch: NVIDIA, not a GPU
     fs::create_directories(bin());
     for (const char* tool : {"/bin/cat", "/usr/bin/cat"})
       if (fs::exists(tool) && !fs::exists(bin() + "/cat")) fs::create_symlink(tool, bin() + "/cat");
