@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "executors/numa_bind.h"
 #include "executors/rank_env.h"
 #include "system/templates.h"
 
@@ -276,6 +277,20 @@ class Checker {
     return nullptr;
   }
 
+  // sbatch --segment: the job's nodes in blocks of `segment` nodes, each inside one NVLink
+  // domain; Slurm needs the node count to be a multiple of it.
+  void segment(int64_t segment, int64_t nodes, const SourceLoc& loc) {
+    if (segment == 0 || nodes % segment == 0) return;
+    ok_ = false;
+    diags_.error("slurm-segment-does-not-divide", "executor.slurm.segment", loc,
+                 fmt::format("the job's {} node(s) cannot be split into NVLink-domain segments of "
+                             "{} node(s)",
+                             nodes, segment),
+                 fmt::format("use a segment that divides {} (at most the NVLink domain's nodes), "
+                             "change -ng, or drop executor.slurm.segment for the default",
+                             nodes));
+  }
+
   bool ok() const { return ok_; }
   const Plan& plan() const { return plan_; }
 
@@ -317,23 +332,37 @@ std::string expanded_exports(const Plan& plan) {
   return out;
 }
 
+// Each rank (srun) or worker (torchrun sets LOCAL_RANK and RANK) runs its command through
+// the NUMA binding program when the plan binds (executors/numa_bind.h).
 std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
   const Topology& t = *plan.topology;
   std::string cmd = words(runtime_command(plan, options));
+  std::string bind = numa_bind_program(plan.binding);
   if (per_node_launcher(plan)) {
     std::vector<std::string> wrapper = plan.executor_changes.launcher_wrapper;
     if (wrapper.empty()) wrapper.push_back("torchrun");
+    std::string worker =
+        bind.empty() ? "\"$@\"" : "bash -c " + shell_quote(bind) + " bridge-worker \"$@\"";
     std::string inner = fmt::format(
         "{}exec {} --nnodes={} --nproc-per-node={} --node-rank=\"$SLURM_NODEID\" "
-        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" --no-python \"$@\"",
-        expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node);
+        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" --no-python {}",
+        expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node, worker);
     return fmt::format("bash -c {} \\\n  bridge-node {}", shell_quote(inner), cmd);
   }
   std::string inner = fmt::format(
       "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
-      "LOCAL_WORLD_SIZE={} NODE_RANK=$SLURM_NODEID; {}exec \"$@\"",
-      t.gpus_per_node, expanded_exports(plan));
+      "LOCAL_WORLD_SIZE={} NODE_RANK=$SLURM_NODEID; {}{}",
+      t.gpus_per_node, expanded_exports(plan), bind.empty() ? "exec \"$@\"" : bind);
   return fmt::format("bash -c {} \\\n  bridge-rank {}", shell_quote(inner), cmd);
+}
+
+// executor.slurm.segment when set (0 = none), else the GPU table's default for trays whose
+// NVLink domain spans nodes (model/placement.h).
+int64_t segment_nodes(const Plan& plan, Checker& check) {
+  const Field<int64_t>& asked = plan.job.executor.slurm.segment;
+  int64_t segment = asked.get_or(default_nvlink_segment(*plan.topology));
+  check.segment(segment, plan.topology->nodes, asked.loc);
+  return segment;
 }
 
 int64_t retries(const Plan& plan, Diagnostics& diags) {
@@ -361,6 +390,8 @@ std::vector<std::string> directives(const Plan& plan, const std::string& files_d
   d.push_back(fmt::format("--nodes={}", t.nodes));
   d.push_back(fmt::format("--ntasks-per-node={}", per_node ? 1 : t.gpus_per_node));
   d.push_back(fmt::format("--gpus-per-node={}", t.gpus_per_node));
+  if (int64_t segment = segment_nodes(plan, check); segment > 0)
+    d.push_back(fmt::format("--segment={}", segment));
   auto opt = [&](const char* flag, const Field<std::string>& f, const char* key) {
     if (!f.is_set()) return;
     check.directive(*f.value, std::string("executor.slurm.") + key, f.loc);
@@ -521,6 +552,10 @@ void choose_launcher(const Plan& plan, SbatchView& v, Diagnostics& diags) {
                               "mapped from SLURM_* inside each task; output per "
                               "rank in rank<N>.log",
                               t.num_gpus);
+  if (plan.binding.mode == BindingMode::kNuma)
+    v.layout += "; each rank bound to its GPU's NUMA node: " + plan.binding.rule;
+  else if (plan.binding.mode == BindingMode::kCustom)
+    v.layout += "; binding: " + plan.binding.rule;
 }
 
 // Step 3: the launch env. Plain values are exported by the batch shell, secrets only named

@@ -41,7 +41,8 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)")
       ->type_name("N");
   app->add_option("--gpus-per-node", o.gpus_per_node,
-                  "GPUs per node (overrides cluster.gpus_per_node)")
+                  "GPUs per node (overrides cluster.gpus_per_node; at most what a node of "
+                  "the GPU type holds, docs/recipe.md)")
       ->type_name("N");
   app->add_option("-g,--gpu", o.gpu,
                   "GPU type (h100, h200, b200, gb200, ...; sets the default -gn)");

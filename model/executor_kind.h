@@ -40,6 +40,8 @@ struct ExecutorKind {
   bool preemption_signal = false;
   // Runs setup steps as root once on every node before the ranks (perf_env's vboost).
   bool per_node_root_setup = false;
+  // Binds each rank to its GPU's NUMA node (runtime.binding: numa, model/placement.h).
+  bool numa_binding = false;
   SchedulerRankIds rank_ids = {};
   // The recipe's executor.<name>.job_dir.
   const Field<std::string>& (*job_dir)(const ExecutorSpec&) = nullptr;

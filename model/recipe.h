@@ -43,6 +43,9 @@ struct ClusterSpec {
   Field<std::string> gpu_arch;  // declares a GPU missing from the GPU table (gpu_table.h)
   Field<int64_t> num_gpus;
   Field<int64_t> gpus_per_node;
+  // GPUs the cluster's nodes hold, where they differ from the GPU table's node (a larger -gn
+  // is refused without it); the table's NUMA rule then gives way to sysfs at run time.
+  Field<int64_t> gpus_per_node_max;
 };
 
 struct ModelSpec {
@@ -148,6 +151,8 @@ struct RuntimeSpec {
   // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
   Field<std::string> progress_rank;
   RuntimeCheckSpec check;
+  // numa | none | custom: how each rank is bound to its GPU's NUMA node (model/placement.h).
+  Field<std::string> binding;
 };
 
 struct PluginEntry {
@@ -183,6 +188,7 @@ struct SlurmExecutorSpec {
   Field<std::string> dependency;
   Field<StringList> sbatch_args;
   Field<StringList> srun_args;  // raw options for the ranks' srun, after the generated ones
+  Field<int64_t> segment;       // nodes per NVLink-domain block (sbatch --segment); 0 = none
   Field<int64_t> retries;
   Field<std::string> template_path;
 };

@@ -323,6 +323,7 @@ void read_cluster(MapReader& top, ClusterSpec& c) {
   r.read_enum("gpu_arch", c.gpu_arch, {"ampere", "hopper", "blackwell", "rubin"});
   r.read("num_gpus", c.num_gpus, 1);
   r.read("gpus_per_node", c.gpus_per_node, 1);
+  r.read("gpus_per_node_max", c.gpus_per_node_max, 1);
   r.finish();
 }
 
@@ -495,6 +496,7 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
   }
   r.read("torch", rt.torch);
   r.read("progress_rank", rt.progress_rank, {"last", "first"});
+  r.read_enum("binding", rt.binding, {"numa", "none", "custom"});
   if (rt.progress_rank.is_set() && *rt.progress_rank.value != "last" &&
       *rt.progress_rank.value != "first" && !parse_decimal<int>(*rt.progress_rank.value))
     r.diags().error("bad-value", "runtime.progress_rank", rt.progress_rank.loc,
@@ -641,6 +643,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.read("dependency", sl.dependency);
     s.read("sbatch_args", sl.sbatch_args);
     s.read("srun_args", sl.srun_args);
+    s.read("segment", sl.segment, 0, 1 << 20);
     s.read("retries", sl.retries, 0, kMaxRetries);
     s.read("template", sl.template_path);
     s.finish();

@@ -63,10 +63,46 @@ bool resolve_gpu(const ClusterSpec& c, Topology& t, Diagnostics& diags) {
   return false;
 }
 
-int64_t default_gpus_per_node(const Topology& t) {
+// A cluster whose nodes hold another count (cluster.gpus_per_node_max) fills its nodes.
+int64_t default_gpus_per_node(const ClusterSpec& c, const Topology& t) {
   const GpuType* known = find_gpu(t.gpu);
   int64_t per_node = known ? known->default_gpus_per_node : 8;
-  return std::min<int64_t>(t.num_gpus, per_node);
+  return std::min<int64_t>(t.num_gpus, c.gpus_per_node_max.get_or(per_node));
+}
+
+// GPUs one node can hold: cluster.gpus_per_node_max where the cluster's nodes are unusual,
+// else the GPU table's node; 0 = not known (no GPU, a declared one, r100).
+int64_t node_capacity(const ClusterSpec& c, const Topology& t) {
+  if (c.gpus_per_node_max.is_set()) return *c.gpus_per_node_max.value;
+  const GpuType* known = find_gpu(t.gpu);
+  return known ? known->node_gpus : 0;
+}
+
+// gn above what one node holds would ask the scheduler for GPUs no node has (sbatch waits
+// forever, or the job lands on a partial node): refused with the table's number.
+bool check_node_capacity(const ClusterSpec& c, const Topology& t, Diagnostics& diags) {
+  int64_t capacity = node_capacity(c, t);
+  if (capacity == 0 || t.gpus_per_node <= capacity) return true;
+  const auto& gn = c.gpus_per_node;
+  if (c.gpus_per_node_max.is_set()) {
+    diags.error("gpus-per-node-above-node", "cluster.gpus_per_node", gn.loc,
+                fmt::format("gpus_per_node ({}) is more than cluster.gpus_per_node_max ({})",
+                            t.gpus_per_node, capacity),
+                fmt::format("use -gn {} or less, or raise cluster.gpus_per_node_max", capacity));
+    return false;
+  }
+  auto fewer_nodes = t.num_gpus % capacity == 0
+                         ? fmt::format(" (-ng {} -gn {} is {} node(s))", t.num_gpus, capacity,
+                                       t.num_gpus / capacity)
+                         : std::string();
+  diags.error("gpus-per-node-above-node", "cluster.gpus_per_node", gn.loc,
+              fmt::format("gpus_per_node ({}) is more than a {} node holds: {} GPUs per node "
+                          "(the GPU table, docs/recipe.md)",
+                          t.gpus_per_node, t.gpu, capacity),
+              fmt::format("use -gn {} or less{}; for nodes with more GPUs than the table's, set "
+                          "cluster.gpus_per_node_max",
+                          capacity, fewer_nodes));
+  return false;
 }
 
 }  // namespace
@@ -80,7 +116,9 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   t.num_gpus = r.cluster.num_gpus.get_or(1);
   if (!resolve_gpu(r.cluster, t, diags)) return std::nullopt;
-  t.gpus_per_node = r.cluster.gpus_per_node.get_or(default_gpus_per_node(t));
+  t.gpus_per_node = r.cluster.gpus_per_node.get_or(default_gpus_per_node(r.cluster, t));
+  t.node_gpus = node_capacity(r.cluster, t);
+  if (!check_node_capacity(r.cluster, t, diags)) return std::nullopt;
   t.tp = m.tensor_model_parallel_size.get_or(1);
   t.pp = m.pipeline_model_parallel_size.get_or(1);
   t.vpp = m.virtual_pipeline_model_parallel_size.value;

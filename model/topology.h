@@ -23,6 +23,8 @@ struct Topology {
   int nvlink_domain = 0;  // 0 = not known
   int64_t num_gpus = 1;
   int64_t gpus_per_node = 1;
+  // GPUs one node holds: cluster.gpus_per_node_max, else the GPU table's node; 0 = not known.
+  int64_t node_gpus = 0;
   int64_t nodes = 1;
   int64_t tp = 1;
   int64_t pp = 1;

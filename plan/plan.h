@@ -17,6 +17,7 @@
 #include "base/diagnostics.h"
 #include "model/launch_env.h"
 #include "model/overlap.h"
+#include "model/placement.h"
 #include "model/recipe.h"
 #include "model/topology.h"
 #include "plan/runtime_env_defaults.h"
@@ -82,6 +83,8 @@ struct Plan {
   // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
   int progress_rank = 0;
   RuntimeCheckOutcome runtime_check;
+  // How each rank is bound to its GPU's NUMA node (runtime.binding, model/placement.h).
+  NumaBinding binding;
   bool complete = false;  // every stage ran and no error was recorded
 };
 

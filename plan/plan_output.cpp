@@ -240,6 +240,12 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
     j["runtime_args"] = args;
     j["runtime_arg_sources"] = arg_details;
     j["adapter"] = p.adapter;
+    j["binding"] = ordered_json{{"mode", binding_mode_name(p.binding.mode)},
+                                {"gpus_per_numa_node", p.binding.gpus_per_numa == 0
+                                                           ? ordered_json(nullptr)
+                                                           : ordered_json(p.binding.gpus_per_numa)},
+                                {"rule", p.binding.rule},
+                                {"source", p.binding.source}};
     j["argv"] = runtime_argv(p);
     const Field<std::string>& image = p.recipe->runtime.container_image;
     j["container_image"] = image.is_set() ? ordered_json(*image.value) : ordered_json(nullptr);
@@ -342,6 +348,11 @@ std::string plan_to_text(const Plan& p, bool color) {
     std::vector<std::string> words;
     for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_word(w)));
     out += fmt::format("  {}\n", fmt::join(words, " "));
+    heading("placement");
+    out += format_table({{"setting", "value", "source", "rule"},
+                         {"binding", std::string(binding_mode_name(p.binding.mode)),
+                          p.binding.source, p.binding.rule}},
+                        color);
     const Field<std::string>& image = p.recipe->runtime.container_image;
     out += fmt::format("container image: {}\n",
                        image.is_set() ? printable(*image.value) : std::string("(none)"));

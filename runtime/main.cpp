@@ -1,7 +1,8 @@
 // bridge-probe: the built-in overlap runtime of bridge-launch (docs/probe.md describes what it
 // checks and prints).
 //
-// Order of work on every rank: flags and identity, BRIDGE_EXPECTED_ENV and BRIDGE_EXPECTED_PLAN
+// Order of work on every rank: flags and identity, the CPU and memory binding the rank runs
+// under (one line, binding_report.h), BRIDGE_EXPECTED_ENV and BRIDGE_EXPECTED_PLAN
 // parsing (and the optional --dump-env-dir), rendezvous into a ring, the collective env check,
 // the collective plan check, the training loop, and a final barrier, after which rank 0 prints
 // `bridge-probe: OK`. Both checks run after the rendezvous so that a mismatch on one rank reaches
@@ -13,6 +14,7 @@
 #include <exception>
 #include <utility>
 
+#include "runtime/binding_report.h"
 #include "runtime/env_check.h"
 #include "runtime/options.h"
 #include "runtime/plan_check.h"
@@ -52,6 +54,9 @@ ProbeResult<Inputs> read_inputs(const Options& options) {
   ProbeResult<Identity> identity = read_identity();
   if (!identity.ok()) return identity.status();
   set_log_rank(identity->rank);
+  // Every rank, before anything can fail collectively: the binding it runs under.
+  std::printf("%s\n", binding_report_line(identity->rank).c_str());
+  std::fflush(stdout);
   if (ProbeStatus status = validate_options_for_world(options, *identity); !status.ok()) {
     return status;
   }

@@ -309,7 +309,10 @@ TEST_F(SlurmRender, TorchrunModeOneTaskPerNode) {
   EXPECT_TRUE(contains(s,
                        "exec torchrun --nnodes=2 --nproc-per-node=4 "
                        "--node-rank=\"$SLURM_NODEID\" --master-addr=\"$MASTER_ADDR\" "
-                       "--master-port=\"$MASTER_PORT\" --no-python \"$@\""));
+                       "--master-port=\"$MASTER_PORT\" --no-python bash -c "));
+  // h100: each worker is bound to its GPU's NUMA node (local rank / 4) before the command.
+  EXPECT_TRUE(contains(s, "n=$((LOCAL_RANK / 4))"));
+  EXPECT_TRUE(contains(s, " bridge-worker \"$@\"' \\\n  bridge-node "));
   EXPECT_TRUE(contains(s, "--chdir=/workspace/project"));
   EXPECT_TRUE(contains(s, "'my config.yaml'"));
 }
