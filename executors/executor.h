@@ -172,9 +172,18 @@ class Executor {
   virtual std::vector<std::string> rank_log_tail(const JobRecord& job, int rank,
                                                  size_t max_lines) const;
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
+  // One line per attempt of a job that was resubmitted after a failure (Slurm retries,
+  // executors/slurm_retry.h), for `status JOB`; {} when there is nothing to tell.
+  virtual std::vector<std::string> attempt_history(const JobRecord&) const { return {}; }
   // What `why` reads: per rank (or node/pod) how it ended, where, in which order the
   // scheduler saw the failures, and the last lines of its log. Never waits for the job.
   virtual FailureEvidence failure_evidence(const JobRecord& job, Diagnostics& diags) const = 0;
+  // The cheap part of it, for the summary `status JOB` and --wait print: the scheduler's
+  // report of the failing units and those units' logs only (a 4096-rank job's other logs are
+  // `why`'s to read). The default is the whole evidence.
+  virtual FailureEvidence failure_summary_evidence(const JobRecord& job, Diagnostics& diags) const {
+    return failure_evidence(job, diags);
+  }
 };
 
 // What the CLI needs to know about an executor without comparing its name.

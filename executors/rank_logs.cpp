@@ -66,6 +66,13 @@ std::vector<RankEvidence> job_dir_evidence(const std::string& job_dir) {
   return units;
 }
 
+RankEvidence job_dir_unit_evidence(const std::string& job_dir, int n, bool per_node) {
+  fs::path path = fs::path(job_dir) / fmt::format("{}{}.log", per_node ? "node" : "rank", n);
+  RankEvidence u = unit_from_file(path, fmt::format("{} {}", per_node ? "node" : "rank", n));
+  (per_node ? u.node : u.rank) = n;
+  return u;
+}
+
 bool check_log_query(const JobRecord& job, const LogQuery& query, Diagnostics& diags) {
   int ranks = std::max(1, job.ranks), nodes = std::max(1, job.nodes);
   if (query.rank && (*query.rank < 0 || *query.rank >= ranks)) {

@@ -54,4 +54,8 @@ std::vector<std::string> job_dir_hosts(const std::string& job_dir);
 // the failure order are the executor's to add.
 std::vector<RankEvidence> job_dir_evidence(const std::string& job_dir);
 
+// The same for one unit only: rank<N>.log, or node<N>.log with `per_node` (no lines when the
+// file is missing).
+RankEvidence job_dir_unit_evidence(const std::string& job_dir, int n, bool per_node);
+
 }  // namespace bridge

@@ -17,6 +17,7 @@
 #include "base/yaml_tree.h"
 #include "executors/job_dir.h"
 #include "executors/rank_logs.h"
+#include "executors/slurm_retry.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
 #include "system/log_tail.h"
@@ -29,6 +30,9 @@ namespace fs = std::filesystem;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(1000);
 constexpr int kMaxStatusFailures = 5;  // consecutive failed status queries while following
+// Failing units whose logs the summary of `status JOB` reads (srun reports the ranks stopped
+// after a failure too; the first reported ones hold the cause).
+constexpr size_t kSummaryUnits = 16;
 
 // Slurm ids are digits, with `_N` for an array task. The id comes from a file the user can
 // edit: `--user=root` there must never become an option of a Slurm command.
@@ -141,7 +145,8 @@ std::vector<LogTail> discover_logs(const JobRecord& job, const LogQuery& query) 
 
 // The batch stderr's last lines of the last attempt: srun's task reports and slurmstepd's
 // messages are there. A requeued job appends every attempt to the same file; the script's
-// "requeueing job" line ends an attempt, so what comes before it belongs to earlier ones.
+// "requeueing job" line ends an attempt and its "attempt K starts" line begins one, so what
+// comes before them belongs to earlier ones.
 std::vector<std::string> batch_stderr_lines(const JobRecord& job) {
   auto err = batch_file(job, ".err");
   size_t first_line = 0;
@@ -149,7 +154,8 @@ std::vector<std::string> batch_stderr_lines(const JobRecord& job) {
       err ? read_last_lines(*err, 4000, 1 << 20, first_line) : std::vector<std::string>{};
   for (size_t i = lines.size(); i > 0; --i)
     if (lines[i - 1].rfind("bridge-launch: ", 0) == 0 &&
-        lines[i - 1].find("; requeueing job ") != std::string::npos) {
+        (lines[i - 1].find("; requeueing job ") != std::string::npos ||
+         lines[i - 1].rfind("bridge-launch: attempt ", 0) == 0)) {
       lines.erase(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(i));
       break;
     }
@@ -177,6 +183,42 @@ void add_failing_task(const JobRecord& job, JobStatus& st) {
     what = fmt::format("exited with code {}", *chosen->exit_code);
   }
   st.detail += fmt::format("; {} {} {}", per_node ? "node" : "rank", chosen->tasks.front(), what);
+}
+
+// A job retried after a failure (executors/slurm_retry.h) runs as one Slurm job per attempt;
+// its registry entry keeps the first one's id. `started`: the id of the newest attempt that
+// started (whose files the job dir holds: logs, `why`); else the newest one submitted (its
+// state is the job's: status, cancel).
+JobRecord on_attempt(const JobRecord& job, const std::vector<SlurmAttempt>& attempts,
+                     bool started) {
+  JobRecord r = job;
+  std::string id = started ? started_slurm_job(attempts) : latest_slurm_job(attempts);
+  if (!id.empty()) r.scheduler_id = id;
+  return r;
+}
+
+JobRecord on_attempt(const JobRecord& job, bool started) {
+  return job.job_dir.empty() ? job : on_attempt(job, read_slurm_attempts(job.job_dir), started);
+}
+
+// After a retry, what `status` says is the attempt and why it was made, rather than Slurm's
+// raw reason (a fresh job's "Resources", or the id of a job the user never submitted).
+void describe_attempts(const std::vector<SlurmAttempt>& attempts, JobStatus& st) {
+  if (attempts.empty()) return;
+  const SlurmAttempt& last = attempts.back();
+  std::string head = attempt_headline(attempts);
+  if (!head.empty()) {
+    const SlurmAttempt& before = attempts[attempts.size() - 2];
+    if (st.state == JobState::kPending) {
+      if (!before.ended_at.empty()) head += ", eligible at " + before.ended_at;
+      st.pending_reason = head;
+      st.detail = head;
+    } else {
+      st.detail = head + "; " + st.detail;
+    }
+  }
+  if (last.ended && last.next_slurm_job.empty() && !last.not_retried.empty())
+    st.detail += "; not retried: " + last.not_retried;
 }
 
 class SlurmExecutor : public Executor {
@@ -358,9 +400,14 @@ class SlurmExecutor : public Executor {
       if (j.scheduler_id.empty() && !j.name.empty())
         if (auto id = find_by_comment(slurm_job_name(j.name), "bridge-launch:" + j.id))
           adopted[j.id] = *id;
+    // A retried job's state is its newest attempt's.
+    std::map<std::string, std::vector<SlurmAttempt>> attempts;  // registry id -> attempts
+    for (const auto& j : jobs)
+      if (!j.job_dir.empty()) attempts[j.id] = read_slurm_attempts(j.job_dir);
     auto slurm_id = [&](const JobRecord& j) {
       auto it = adopted.find(j.id);
-      return it != adopted.end() ? it->second : j.scheduler_id;
+      std::string latest = latest_slurm_job(attempts[j.id]);
+      return !latest.empty() ? latest : it != adopted.end() ? it->second : j.scheduler_id;
     };
     std::vector<std::string> ids;
     for (const auto& j : jobs)  // a damaged id is reported unknown, never passed to Slurm
@@ -383,8 +430,10 @@ class SlurmExecutor : public Executor {
       auto it = known.find(slurm_id(j));
       if (it != known.end()) {
         JobStatus st = to_job_status(it->second);
-        if (st.state == JobState::kFailed) add_failing_task(j, st);
+        if (st.state == JobState::kFailed)
+          add_failing_task(on_attempt(j, attempts[j.id], true), st);
         if (adopted.count(j.id)) st.scheduler_id = slurm_id(j);
+        describe_attempts(attempts[j.id], st);
         out.push_back(st);
         continue;
       }
@@ -405,7 +454,12 @@ class SlurmExecutor : public Executor {
   // `scontrol show job ID` costs the controller two RPCs, squeue three (it also loads the
   // partitions): --wait polls through here. A job scontrol does not know (gone past
   // MinJobAge) or an error goes the full way of status() (squeue, sacct, scontrol).
-  JobStatus poll(const JobRecord& job, Diagnostics& diags) const override {
+  JobStatus poll(const JobRecord& recorded, Diagnostics& diags) const override {
+    std::vector<SlurmAttempt> attempts = recorded.job_dir.empty()
+                                             ? std::vector<SlurmAttempt>{}
+                                             : read_slurm_attempts(recorded.job_dir);
+    if (attempts.size() > 1) return status({recorded}, diags).front();  // says which attempt
+    const JobRecord job = on_attempt(recorded, attempts, false);
     if (is_slurm_job_id(job.scheduler_id)) {
       CommandSpec spec;
       spec.argv = {"scontrol", "--oneliner", "show", "job", job.scheduler_id};
@@ -421,9 +475,10 @@ class SlurmExecutor : public Executor {
     return status({job}, diags).front();
   }
 
-  int logs(const JobRecord& job, const LogQuery& query, std::ostream& out, std::ostream& notes,
+  int logs(const JobRecord& recorded, const LogQuery& query, std::ostream& out, std::ostream& notes,
            Diagnostics& diags) const override {
-    if (!check_log_query(job, query, diags)) return kExitUsage;
+    if (!check_log_query(recorded, query, diags)) return kExitUsage;
+    const JobRecord job = on_attempt(recorded, true);
     std::map<fs::path, LogTail> sources;
     auto refresh = [&]() {
       for (auto& s : discover_logs(job, query)) {
@@ -456,7 +511,7 @@ class SlurmExecutor : public Executor {
       refresh();
       pump_all(/*final=*/false);
       Diagnostics quiet;
-      JobStatus st = status({job}, quiet).front();
+      JobStatus st = status({recorded}, quiet).front();
       if (quiet.has_errors()) {
         if (++failures >= kMaxStatusFailures) {
           for (const auto& d : quiet.items()) diags.error(d.code, d.path, d.loc, d.message, d.help);
@@ -464,7 +519,7 @@ class SlurmExecutor : public Executor {
         }
       } else {
         failures = 0;
-        pending.update(job, st, notes);
+        pending.update(recorded, st, notes);
       }
       if (is_final(st.state) || (st.state == JobState::kUnknown && !quiet.has_errors())) {
         services_.sleeper.pause_for(std::chrono::milliseconds(200));  // last writes land
@@ -476,11 +531,27 @@ class SlurmExecutor : public Executor {
     }
   }
 
-  FailureEvidence failure_evidence(const JobRecord& job, Diagnostics&) const override {
+  FailureEvidence failure_evidence(const JobRecord& recorded, Diagnostics&) const override {
+    return evidence(recorded, /*summary=*/false);
+  }
+
+  FailureEvidence failure_summary_evidence(const JobRecord& recorded, Diagnostics&) const override {
+    return evidence(recorded, /*summary=*/true);
+  }
+
+  // `summary`: only the units srun reported failed (at most kSummaryUnits of them) read their
+  // logs; else every unit's log is read.
+  FailureEvidence evidence(const JobRecord& recorded, bool summary) const {
+    // The last attempt's files only: the job dir's rank logs are its own (the script moved the
+    // earlier ones to attempt<K>/), and its batch stderr is named after its Slurm id.
+    const JobRecord job = on_attempt(recorded, true);
     FailureEvidence e;
-    e.units = job_dir_evidence(job.job_dir);
+    std::error_code ec;
+    bool per_node = fs::exists(fs::path(job.job_dir) / "node0.log", ec) &&
+                    !fs::exists(fs::path(job.job_dir) / "rank0.log", ec);
+    if (!summary) e.units = job_dir_evidence(job.job_dir);
     std::vector<std::string> err = batch_stderr_lines(job);
-    bool per_node = !e.units.empty() && e.units.front().node.has_value();
+    if (!e.units.empty()) per_node = e.units.front().node.has_value();
     std::map<int, size_t> by_task;  // srun task (a rank, or a node under torchrun) -> unit
     for (size_t i = 0; i < e.units.size(); ++i)
       by_task[per_node ? *e.units[i].node : e.units[i].rank.value_or(-1)] = i;
@@ -488,9 +559,14 @@ class SlurmExecutor : public Executor {
     for (const auto& r : parse_srun_task_reports(err)) {
       for (int task : r.tasks) {
         if (!by_task.count(task)) {  // failed before it wrote a line: still a failed unit
+          if (summary && e.units.size() >= kSummaryUnits) continue;  // left to `why`
           RankEvidence u;
-          u.label = fmt::format("{} {}", per_node ? "node" : "rank", task);
-          (per_node ? u.node : u.rank) = task;
+          if (summary) {
+            u = job_dir_unit_evidence(job.job_dir, task, per_node);
+          } else {
+            u.label = fmt::format("{} {}", per_node ? "node" : "rank", task);
+            (per_node ? u.node : u.rank) = task;
+          }
           e.units.push_back(std::move(u));
           by_task[task] = e.units.size() - 1;
         }
@@ -520,7 +596,21 @@ class SlurmExecutor : public Executor {
     return e;
   }
 
-  int cancel(const JobRecord& job, Diagnostics& diags) const override {
+  std::vector<std::string> attempt_history(const JobRecord& job) const override {
+    std::vector<SlurmAttempt> attempts =
+        job.job_dir.empty() ? std::vector<SlurmAttempt>{} : read_slurm_attempts(job.job_dir);
+    return attempts.size() > 1 || (attempts.size() == 1 && attempts[0].ended)
+               ? attempt_lines(attempts)
+               : std::vector<std::string>{};
+  }
+
+  // The attempts after the first are submitted by the job itself: the `cancelled` mark in the
+  // job dir stops one that is on its way (the script checks it before it resubmits and when an
+  // attempt starts), and scancel stops the newest attempt known.
+  int cancel(const JobRecord& recorded, Diagnostics& diags) const override {
+    if (!recorded.job_dir.empty() && fs::exists(fs::path(recorded.job_dir) / kAttemptsFile))
+      std::ofstream(fs::path(recorded.job_dir) / "cancelled") << "cancelled by bridge-launch\n";
+    const JobRecord job = on_attempt(recorded, false);
     if (job.scheduler_id.empty()) {
       diags.error("slurm-cancel-failed", "", {}, "no Slurm job id recorded for " + job.id);
       return kExitRuntime;

@@ -6,6 +6,7 @@
 
 #include "executors/numa_bind.h"
 #include "executors/rank_env.h"
+#include "executors/slurm_retry.h"
 #include "system/templates.h"
 
 namespace bridge {
@@ -518,6 +519,7 @@ struct SbatchView {
   std::string layout;
   std::string task_command;
   int64_t retries = 0;
+  SlurmRetry retry;  // what the script does after a failure (executors/slurm_retry.h)
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
@@ -630,6 +632,7 @@ std::optional<SbatchView> sbatch_view(const Plan& plan, const SlurmRenderOptions
   v.submission_dir = slurm_submission_dir(plan, options.submission_id);
   collect_env(plan, v);
   v.retries = retries(plan, diags);
+  v.retry = slurm_retry(plan);
   v.directives =
       directives(plan, v.submission_dir, submission_id_or_dry_run(plan, options.submission_id),
                  v.per_node, v.retries, v.secrets, check);
@@ -690,6 +693,10 @@ TemplateData template_data(const SbatchView& v) {
   data.set("task_command", v.task_command);
   data.set("retries", std::to_string(v.retries));
   data.set_bool("retry", v.retries > 0);
+  data.set("attempts", std::to_string(v.retries + 1));
+  data.set("retry_on", fmt::format("{}", fmt::join(v.retry.retry_on, ", ")));
+  data.set("exclude_failed_nodes", v.retry.exclude_failed_nodes ? "true" : "false");
+  data.set("retry_triage_q", shell_quote(retry_triage_program(v.retry, v.per_node)));
   return data;
 }
 

@@ -22,6 +22,13 @@ using K = SignatureKind;
 // gone) come before the generic NCCL and Python entries, so "DistBackendError: ... remote
 // process exited" counts as a consequence, not as a second cause.
 const std::vector<ErrorSignature> kSignatures = {
+    // Before cuda-error: "CUDA error: uncorrectable ECC error encountered" is a GPU fault,
+    // which a retry on another node may not meet (model/retry_policy.h).
+    {"gpu-xid",
+     K::kCause,
+     "GPU fault (Xid, ECC error)",
+     {"NVRM: Xid", "Xid (PCI:", "ECC error", "CUDA_ERROR_ECC_UNCORRECTABLE",
+      "GPU has fallen off the bus"}},
     {"cuda-oom",
      K::kCause,
      "GPU out of memory",
@@ -48,6 +55,13 @@ const std::vector<ErrorSignature> kSignatures = {
     {"preempted", K::kCause, "preempted by the scheduler", {"DUE TO PREEMPTION", "Preempted"}},
     {"time-limit", K::kCause, "ran past its time limit", {"DUE TO TIME LIMIT", "DeadlineExceeded"}},
     {"node-failure", K::kCause, "a node failed", {"DUE TO NODE FAILURE", "NODE_FAIL", "NodeLost"}},
+    // A rank that says itself that NCCL timed out: a cause (the transient failure retries are
+    // for). torch's watchdog lines on the other ranks stay consequences (watchdog-timeout).
+    {"nccl-timeout",
+     K::kCause,
+     "NCCL timed out",
+     {"NCCL timeout", "NCCL Timeout", "NCCL WARN Timeout", "NCCL operation timed out",
+      "NCCL communicator timed out"}},
     {"peer-lost",
      K::kConsequence,
      "lost its peer (another rank is gone)",

@@ -80,6 +80,12 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
 
+// A retried job's attempts, under the details: "attempts   1: Slurm job 134 on node1, ...".
+void print_attempts(const std::vector<std::string>& lines, const Context& c) {
+  for (size_t i = 0; i < lines.size(); ++i)
+    c.out << fmt::format("{:<10} {}\n", i == 0 ? "attempts" : "", one_line(lines[i]));
+}
+
 void print_records(const std::vector<JobRecord>& recs, const std::string& format,
                    const Context& c) {
   SystemTime now = c.services.clock.now();
@@ -180,9 +186,11 @@ int cmd_status(const JobOptions& o, const Context& c) {
   }
   refresh(recs, c, diags);
   print_diagnostics(diags, c.err, c.color, false);
-  if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")
+  if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text") {
     print_record_details(recs[0], c.services.clock.now(), c);
-  else
+    if (auto ex = c.services.executor(recs[0].executor))
+      print_attempts(ex->attempt_history(recs[0]), c);
+  } else
     print_records(recs, o.format, c);
   // One job asked for by name and it failed: say why, in one screen.
   if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")

@@ -87,7 +87,7 @@ std::optional<JobProgress> live_progress(const Executor& executor, const JobReco
 void print_failure_summary(const Executor& executor, const JobRecord& job, std::ostream& out) {
   if (job.state != JobState::kFailed) return;
   Diagnostics ignored;  // a summary that cannot be gathered leaves the state line alone
-  Triage t = triage(executor.failure_evidence(job, ignored));
+  Triage t = triage(executor.failure_summary_evidence(job, ignored));
   if (!t.first && t.job_level.empty()) return;
   out << triage_to_text(job, t, /*excerpt=*/false)
       << fmt::format("(bridge-launch why {} shows the log excerpt)\n", job.id);

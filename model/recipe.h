@@ -190,6 +190,10 @@ struct SlurmExecutorSpec {
   Field<StringList> srun_args;  // raw options for the ranks' srun, after the generated ones
   Field<int64_t> segment;       // nodes per NVLink-domain block (sbatch --segment); 0 = none
   Field<int64_t> retries;
+  // Which failures are retried (model/retry_policy.h class ids; default: the transient ones)
+  // and whether the next attempt excludes the node the failure was blamed on (default true).
+  Field<StringList> retry_on;
+  Field<bool> exclude_failed_nodes;
   Field<std::string> template_path;
 };
 

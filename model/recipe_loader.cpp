@@ -15,6 +15,7 @@
 #include "base/suggest.h"
 #include "model/gpu_table.h"
 #include "model/launch_env.h"
+#include "model/retry_policy.h"
 
 namespace bridge {
 
@@ -615,6 +616,42 @@ void read_env(MapReader& top, std::vector<EnvEntry>& out) {
   }
 }
 
+// executor.slurm.retry_on: a list of retry_classes() ids (or "any"); each item is checked,
+// with a suggestion for a misspelt one.
+void read_retry_on(MapReader& s, Field<StringList>& f) {
+  s.read("retry_on", f);
+  const std::vector<std::string> allowed = retry_on_values();
+  if (RecipeKeyDoc* d = s.recorded()) d->values = allowed;
+  if (!f.is_set()) return;
+  for (const auto& item : *f.value)
+    if (std::find(allowed.begin(), allowed.end(), item) == allowed.end()) {
+      s.diags().error("bad-value", "executor.slurm.retry_on", f.loc,
+                      fmt::format("`executor.slurm.retry_on` lists `{}`, which is no failure "
+                                  "class{}",
+                                  printable_text(item, 64), did_you_mean(item, allowed)),
+                      fmt::format("the classes are: {}", fmt::join(allowed, ", ")));
+      f.value.reset();
+      return;
+    }
+}
+
+// Choosing failure classes and excluding the failed node are Slurm-only for now: the batch
+// script decides there (docs/executors/kubernetes.md, "Retries"). Said by name, not as an
+// unknown key.
+void refuse_slurm_only_retry_keys(MapReader& k) {
+  for (const char* key : {"retry_on", "exclude_failed_nodes"}) {
+    k.handled(key);
+    const YamlNode* v = k.node() && k.node()->is_map() ? k.node()->find(key) : nullptr;
+    if (!v) continue;
+    k.diags().error("k8s-retry-policy-unsupported", k.join(key), v->loc,
+                    fmt::format("`{}` is Slurm-only for now: Kubernetes retries every failure, "
+                                "on any node",
+                                k.join(key)),
+                    "remove it, or run on Slurm (executor.slurm.retry_on); "
+                    "executor.kubernetes.retries still bounds the attempts");
+  }
+}
+
 void read_executor(MapReader& top, ExecutorSpec& x) {
   MapReader r = top.child(
       top.section("executor", "where the job runs, and each executor's settings"), "executor");
@@ -645,6 +682,8 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     s.read("srun_args", sl.srun_args);
     s.read("segment", sl.segment, 0, 1 << 20);
     s.read("retries", sl.retries, 0, kMaxRetries);
+    read_retry_on(s, sl.retry_on);
+    s.read("exclude_failed_nodes", sl.exclude_failed_nodes);
     s.read("template", sl.template_path);
     s.finish();
   }
@@ -656,6 +695,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read("context", ku.context);
     k.read_enum("api", ku.api, {"jobset", "job"});
     k.read("retries", ku.retries, 0, kMaxRetries);
+    refuse_slurm_only_retry_keys(k);
     k.read("secret_name", ku.secret_name);
     k.read("shm_size", ku.shm_size);
     k.read("service_account", ku.service_account);

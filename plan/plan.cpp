@@ -113,6 +113,8 @@ void report_other_executor_settings(const ExecutorSpec& x, const std::string& ex
   add("slurm", "sbatch_args", s.sbatch_args);
   add("slurm", "srun_args", s.srun_args);
   add("slurm", "retries", s.retries);
+  add("slurm", "retry_on", s.retry_on);
+  add("slurm", "exclude_failed_nodes", s.exclude_failed_nodes);
   add("slurm", "template", s.template_path);
   const auto& k = x.kubernetes;
   add("kubernetes", "namespace", k.namespace_);

@@ -164,6 +164,15 @@ TEST(FailureTriageClassifyLine, LinesWithoutAFileOfTheirOwnGetTheirSignatures) {
   };
   const std::vector<Case> cases = {
       {"Fatal Python error: Aborted", "abort", SignatureKind::kCause},
+      {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "gpu-xid",
+       SignatureKind::kCause},
+      {"RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu-xid",
+       SignatureKind::kCause},
+      {"[rank3]: NCCL timeout: allreduce on the tensor-parallel group did not finish in 600 s",
+       "nccl-timeout", SignatureKind::kCause},
+      {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+       "OpType=ALLREDUCE) ran for 600010 milliseconds before timing out.",
+       "watchdog-timeout", SignatureKind::kConsequence},
       {"slurmstepd: error: *** JOB 777 ON node3 CANCELLED AT 2026-11-30T10:00:00 DUE TO NODE "
        "FAILURE ***",
        "node-failure", SignatureKind::kCause},
@@ -244,6 +253,8 @@ TEST(FailureTriageClassifyLine, TheIndexAnswersAsTryingEveryNeedleInOrder) {
 
 TEST(FailureTriageClassifyLine, TheTableHasTheDocumentedIdsAndNoEntryIsShadowed) {
   const std::vector<std::pair<std::string, SignatureKind>> documented = {
+      {"gpu-xid", SignatureKind::kCause},
+      {"nccl-timeout", SignatureKind::kCause},
       {"cuda-oom", SignatureKind::kCause},
       {"cuda-error", SignatureKind::kCause},
       {"host-oom", SignatureKind::kCause},

@@ -345,8 +345,8 @@ TEST_F(SlurmRender, FaultToleranceRequeuesAndUsesFtLauncherPerNode) {
   EXPECT_TRUE(contains(s, "#SBATCH --requeue\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --ntasks-per-node=1\n"));
   EXPECT_TRUE(contains(s, "exec ft_launcher --max-restarts=2"));
-  EXPECT_TRUE(contains(s, "[ \"${SLURM_RESTART_COUNT:-0}\" -lt 3 ]"));
-  EXPECT_TRUE(contains(s, "scontrol requeue \"$SLURM_JOB_ID\""));
+  EXPECT_TRUE(contains(s, "[ \"$BRIDGE_ATTEMPT\" -gt 3 ]"));
+  EXPECT_TRUE(contains(s, "sbatch --parsable ${exclude:+\"--exclude=$exclude\"}"));
 }
 
 TEST_F(SlurmRender, PreemptionDependencyAndRawArgs) {
@@ -358,7 +358,7 @@ TEST_F(SlurmRender, PreemptionDependencyAndRawArgs) {
         "#SBATCH --requeue\n", "#SBATCH --constraint=gpu80\n", "#SBATCH --mail-type=END\n",
         "#SBATCH --open-mode=append\n"})
     EXPECT_TRUE(contains(s, line)) << line;
-  EXPECT_TRUE(contains(s, "-lt 1 ]"));
+  EXPECT_TRUE(contains(s, "[ \"$BRIDGE_ATTEMPT\" -gt 1 ]"));
 }
 
 TEST_F(SlurmRender, SetupStepsRunOncePerNodeAndNsysNamesStayUnexpanded) {
@@ -794,19 +794,21 @@ TEST(SlurmProperty, MissingSecretFailsTheJobEarly) {
   EXPECT_NE(r.err.find("secret ABSENT_SECRET is missing"), std::string::npos) << r.err;
 }
 
-TEST(SlurmProperty, FailedRanksExitNonZeroAndRequeueWhileRetriesLeft) {
+// Each failed attempt submits the next one itself (fake sbatch) while retries are left, and
+// the attempts file records every start and end (executors/slurm_retry.h).
+TEST(SlurmProperty, FailedRanksExitNonZeroAndResubmitWhileRetriesLeft) {
   TempDir dir;
   write_fakes(dir.path() + "/bin");
-  // scontrol records requeue requests.
-  std::ofstream(dir.path() + "/bin/scontrol") << R"(#!/bin/bash
-if [ "$1 $2" = "show hostnames" ]; then echo nodeA; exit 0; fi
-echo "$*" >> "$FAKE_OUT/scontrol.log"
+  std::ofstream(dir.path() + "/bin/sbatch") << R"(#!/bin/bash
+echo "$*" >> "$FAKE_OUT/sbatch.log"
+echo 10
 )";
+  fs::permissions(dir.path() + "/bin/sbatch", fs::perms::owner_all);
   Diagnostics diags;
   Plan plan = make_plan(recipe("name: r\ncluster: {gpu: h100, num_gpus: 2, gpus_per_node: 2}\n",
                                "runtime:\n  command: [bash, -c, exit 17]\n"
                                "  pass_overrides: false\nexecutor:\n  slurm: {retries: 2, "
-                               "job_dir: " +
+                               "retry_on: [any], job_dir: " +
                                    dir.path() + "/jobs}\n"),
                         diags);
   ASSERT_TRUE(plan.complete) << diag_text(diags);
@@ -816,15 +818,22 @@ echo "$*" >> "$FAKE_OUT/scontrol.log"
       {"SLURM_JOB_ID", "9"},
       {"SLURM_JOB_NODELIST", "nodeA"},
       {"FAKE_OUT", dir.path()}};
-  env["SLURM_RESTART_COUNT"] = "1";
-  auto r = run_command({"/bin/bash", file}, env);
-  EXPECT_EQ(r.exit_code, 17);
-  EXPECT_EQ(read_file(dir.path() + "/scontrol.log"), "requeue 9\n");
-  env["SLURM_RESTART_COUNT"] = "2";  // no retries left
-  r = run_command({"/bin/bash", file}, env);
-  EXPECT_EQ(r.exit_code, 17);
-  EXPECT_EQ(read_file(dir.path() + "/scontrol.log"), "requeue 9\n");
-  EXPECT_NE(r.err.find("the ranks failed (srun exit 17)"), std::string::npos) << r.err;
+  const std::string attempts = dir.path() + "/jobs/r/r-dry-run/attempts";
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto r = run_command({"/bin/bash", file}, env);
+    EXPECT_EQ(r.exit_code, 17) << r.err;
+  }
+  std::string log = read_file(attempts);
+  EXPECT_THAT(log, ::testing::HasSubstr("retry attempt=1 slurm_job=9 rc=17"));
+  EXPECT_THAT(log, ::testing::HasSubstr("retry attempt=2 slurm_job=9 rc=17"));
+  EXPECT_THAT(log, ::testing::HasSubstr("end attempt=3 slurm_job=9 rc=17"));
+  EXPECT_THAT(log, ::testing::HasSubstr("reason=no-attempts-left"));
+  // Two resubmissions, of the script's copy in the job dir, with no node to exclude.
+  std::string sbatch = read_file(dir.path() + "/sbatch.log");
+  EXPECT_EQ(std::count(sbatch.begin(), sbatch.end(), '\n'), 2) << sbatch;
+  EXPECT_THAT(sbatch,
+              ::testing::HasSubstr("--parsable " + dir.path() + "/jobs/r/r-dry-run/job.sbatch"));
+  EXPECT_THAT(sbatch, ::testing::Not(::testing::HasSubstr("--exclude")));
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ using test::run_command;
 using test::TempDir;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kMarker = "MARKER-slurm-it-5ec2e7-do-not-leak";
 const std::string kSource = BRIDGE_SOURCE_DIR;
@@ -390,6 +391,82 @@ runtime:
   EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
   ASSERT_EQ(j["consequences"].size(), 1u) << json.out;
   EXPECT_EQ(j["consequences"][0]["count"], 15);
+}
+
+// The issue's flaky-node scenario: on attempt 1, rank 3 prints an NCCL timeout and fails; the
+// batch script (no launcher attached: the launch returns at once) blames rank 3's node,
+// submits attempt 2 excluding it, and attempt 2 succeeds on the other node. `status JOB` shows
+// both attempts and why the first was retried; each attempt's rank logs stay apart.
+TEST_F(SlurmCluster, ATransientFailureIsRetriedOnTheOtherNodeByTheJobItself) {
+  std::string recipe = tmp.write("flaky.yaml", R"(name: flaky-it
+cluster: {gpu: h100, num_gpus: 8, gpus_per_node: 8}
+runtime:
+  adapter: none
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$BRIDGE_ATTEMPT" = 1 ]; then
+        if [ "$RANK" = 3 ]; then
+          echo "[rank3]: NCCL timeout: allreduce on the data-parallel group did not finish"
+          exit 17
+        fi
+        trap 'exit 1' TERM
+        sleep 60 & wait
+      fi
+      echo "rank $RANK done on $SLURMD_NODENAME, attempt $BRIDGE_ATTEMPT"
+executor:
+  slurm: {retries: 2}
+)");
+  auto launched = run_command(
+      {BRIDGE_LAUNCH_BIN, "--executor", "slurm", recipe, "executor.slurm.job_dir=" + jobs_dir},
+      env());
+  ASSERT_EQ(launched.exit_code, 0) << launched.err;
+  std::string job_id = launched.out.substr(0, launched.out.find('\n'));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(launched.err, m, std::regex(R"(slurm id (\d+))"))) << launched.err;
+  JobRecord rec;
+  rec.id = job_id;
+  rec.executor = "slurm";
+  rec.scheduler_id = m[1];
+  rec.job_dir = jobs_dir + "/flaky-it/" + job_id;
+  rec.ranks = 8;
+  JobStatus st = wait_final(rec, 120s);
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n"
+                                            << read_file(rec.job_dir + "/attempts");
+
+  std::string attempts = read_file(rec.job_dir + "/attempts");
+  std::smatch a1, a2;
+  ASSERT_TRUE(std::regex_search(
+      attempts, a1, std::regex(R"(start attempt=1 of=3 slurm_job=(\d+) nodes=(node\d))")))
+      << attempts;
+  ASSERT_TRUE(std::regex_search(
+      attempts, a2, std::regex(R"(start attempt=2 of=3 slurm_job=(\d+) nodes=(node\d))")))
+      << attempts;
+  const std::string bad = a1[2], good = a2[2];
+  EXPECT_NE(bad, good) << "attempt 2 must avoid the node attempt 1 failed on\n" << attempts;
+  EXPECT_EQ(std::string(a1[1]), rec.scheduler_id);
+  EXPECT_THAT(attempts,
+              HasSubstr("signature=nccl-timeout class=nccl-timeout host=" + bad + " unit=rank_3"));
+
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out,
+              HasSubstr("SUCCEEDED (attempt 2 of 3 after nccl-timeout on " + bad + " (excluded)"));
+  EXPECT_THAT(status.out, ContainsRegex("attempts +1: Slurm job " + rec.scheduler_id + " on " +
+                                        bad + ", failed \\(srun exit 17\\): nccl-timeout on " +
+                                        bad + " \\(rank 3\\); attempt 2 is Slurm job " +
+                                        std::string(a2[1]) + ", " + bad + " excluded"));
+  EXPECT_THAT(status.out, HasSubstr("2: Slurm job " + std::string(a2[1]) + " on " + good));
+
+  // The rank logs are cut per attempt: the job dir holds attempt 2's, attempt1/ the first.
+  EXPECT_THAT(read_file(rec.job_dir + "/rank3.log"),
+              HasSubstr("rank 3 done on " + good + ", attempt 2"));
+  EXPECT_THAT(read_file(rec.job_dir + "/rank3.log"), Not(HasSubstr("NCCL timeout")));
+  EXPECT_THAT(read_file(rec.job_dir + "/attempt1/rank3.log"), HasSubstr("NCCL timeout"));
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id}, env());
+  EXPECT_EQ(why.exit_code, 0) << "the job succeeded in the end\n" << why.out << why.err;
+  EXPECT_THAT(why.out, Not(HasSubstr("NCCL timeout")));
 }
 
 // Megatron prints its iteration lines on the last rank only (print_rank_last): --wait follows

@@ -1,0 +1,276 @@
+#include "executors/slurm_retry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "base/numbers.h"
+#include "jobs/failure_triage.h"
+#include "model/retry_policy.h"
+
+namespace bridge {
+
+namespace {
+
+// An awk string literal: backslash and double quote escaped, control bytes as octal.
+std::string awk_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '"')
+      out += {'\\', c};
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\{:03o}", u);
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+// BEGIN's table: sid/skind per signature (in error_signatures() order), its needles, and
+// the retry class of each signature the policy retries.
+std::string signature_table(const SlurmRetry& policy) {
+  std::string t;
+  int i = 0;
+  for (const ErrorSignature& s : error_signatures()) {
+    ++i;
+    t += fmt::format("  sid[{0}] = {1}; skind[{0}] = \"{2}\"; nn[{0}] = {3}\n", i, awk_string(s.id),
+                     s.kind == SignatureKind::kCause ? "cause" : "consequence", s.needles.size());
+    for (size_t j = 0; j < s.needles.size(); ++j)
+      t += fmt::format("  nd[{}, {}] = {}\n", i, j + 1, awk_string(s.needles[j]));
+    if (s.needles.empty()) t += fmt::format("  py = {}\n", i);
+  }
+  t += fmt::format("  ns = {}\n", i);
+  bool any = std::find(policy.retry_on.begin(), policy.retry_on.end(), kRetryAnyFailure) !=
+             policy.retry_on.end();
+  if (any) t += "  any = 1\n";
+  for (const RetryClass& c : retry_classes())
+    if (std::find(policy.retry_on.begin(), policy.retry_on.end(), c.id) != policy.retry_on.end())
+      for (const char* sig : c.signatures)
+        t += fmt::format("  cls[{}] = {}\n", awk_string(sig), awk_string(c.id));
+  return t;
+}
+
+// The program's functions and main part; `unit` is "rank" or "node" (per-node launchers).
+constexpr const char* kTriageBody = R"AWK(
+# The signature index of a line: the first entry of the table with a needle in it, the
+# Python exception shape at its place; 0 for none (jobs/failure_triage.h).
+function classify(l,   i, j) {
+  l = substr(l, 1, 4096)
+  for (i = 1; i <= ns; i++) {
+    if (i == py) {
+      if (l ~ /^(\[rank[0-9]+\]: )?[A-Za-z0-9_.]*(Error|Exception|Interrupt):/) return i
+      continue
+    }
+    for (j = 1; j <= nn[i]; j++) if (index(l, nd[i, j])) return i
+  }
+  return 0
+}
+# The signature of a unit's log: the first of its last 400 lines that one matches.
+function unit_signature(file,   line, n, k, s) {
+  n = 0
+  while ((getline line < file) > 0) ring[n++ % 400] = line
+  close(file)
+  for (k = (n > 400 ? n - 400 : 0); k < n; k++) if ((s = classify(ring[k % 400])) > 0) return s
+  return 0
+}
+function out(s, host, unit,   c) {
+  c = s ? (s in cls_by_index ? cls_by_index[s] : "-") : "-"
+  if (any && c == "-") c = "any"
+  printf "%s %s %s %s %s\n", s ? sid[s] : "-", s ? skind[s] : "-", c, host == "" ? "-" : host, unit == "" ? "-" : unit
+  done = 1
+  exit
+}
+BEGIN {
+  for (k in cls) for (i = 1; i <= ns; i++) if (sid[i] == k) cls_by_index[i] = cls[k]
+  dir = ENVIRON["BRIDGE_JOB_DIR"]
+  err = dir "/slurm-" ENVIRON["SLURM_JOB_ID"] ".err"
+  nr = 0; nj = 0
+  # srun's task reports of this attempt, in its order ("srun: error: node1: task 3: ..."); a
+  # line the script wrote when an attempt of this Slurm job started begins the list again.
+  while ((getline line < err) > 0) {
+    if (line ~ /^bridge-launch: attempt [0-9]+ starts/) { nr = 0; nj = 0; continue }
+    if (line ~ /^srun: error: [^:]+: tasks? [0-9]/) rep[++nr] = line
+    else job[++nj] = line
+  }
+  close(err)
+  first_s = -1; checked = 0
+  for (r = 1; r <= nr && checked < 4096; r++) {
+    rest = substr(rep[r], 14)
+    host = substr(rest, 1, index(rest, ": ") - 1)
+    rest = substr(rest, index(rest, ": ") + 2)
+    sub(/^tasks? /, "", rest)
+    list = substr(rest, 1, index(rest, ":") - 1)
+    np = split(list, parts, ",")
+    for (p = 1; p <= np && checked < 4096; p++) {
+      lo = parts[p] + 0; hi = lo
+      if (index(parts[p], "-")) hi = substr(parts[p], index(parts[p], "-") + 1) + 0
+      for (t = lo; t <= hi && checked < 4096; t++) {
+        checked++
+        s = unit_signature(dir "/" UNIT t ".log")
+        if (s && skind[s] == "cause") out(s, host, UNIT "_" t)
+        if (first_s < 0) { first_s = s; first_host = host; first_unit = UNIT "_" t }
+      }
+    }
+  }
+  # No unit shows a cause: Slurm's own words (a node failure names the node: "ON node3").
+  for (k = 1; k <= nj; k++) if ((s = classify(job[k])) > 0 && skind[s] == "cause") {
+    h = ""
+    if (match(job[k], / ON [^ ]+ /)) h = substr(job[k], RSTART + 4, RLENGTH - 5)
+    out(s, h != "" ? h : first_host, first_unit)
+  }
+  if (first_s >= 0) out(first_s, first_host, first_unit)
+  out(0, "", "")
+}
+)AWK";
+
+std::map<std::string, std::string> words(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(line);
+  std::string w;
+  in >> w;  // the event
+  while (in >> w) {
+    size_t eq = w.find('=');
+    if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  return kv;
+}
+
+std::string value(const std::map<std::string, std::string>& kv, const char* key) {
+  auto it = kv.find(key);
+  return it == kv.end() || it->second == "-" ? std::string() : it->second;
+}
+
+}  // namespace
+
+SlurmRetry slurm_retry(const Plan& plan) {
+  const SlurmExecutorSpec& s = plan.job.executor.slurm;
+  SlurmRetry r;
+  r.retries = effective_retries(plan);
+  r.retry_on = s.retry_on.get_or(default_retry_on());
+  r.exclude_failed_nodes = s.exclude_failed_nodes.get_or(true);
+  return r;
+}
+
+std::string retry_triage_program(const SlurmRetry& policy, bool per_node) {
+  return fmt::format("BEGIN {{\n  UNIT = \"{}\"\n{}}}\n{}", per_node ? "node" : "rank",
+                     signature_table(policy), kTriageBody);
+}
+
+std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {
+  std::map<int, SlurmAttempt> by_number;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string event = line.substr(0, line.find(' '));
+    if (event != "start" && event != "retry" && event != "end") continue;
+    auto kv = words(line);
+    auto number = parse_decimal<int>(value(kv, "attempt"));
+    if (!number || *number < 1 || *number > 100000) continue;  // a torn or foreign line
+    SlurmAttempt& a = by_number[*number];
+    a.number = *number;
+    if (event == "start") {
+      a.of = parse_decimal<int>(value(kv, "of")).value_or(0);
+      a.slurm_job = value(kv, "slurm_job");
+      a.nodes = value(kv, "nodes");
+      a.started_at = value(kv, "at");
+      continue;
+    }
+    a.ended = true;
+    if (a.slurm_job.empty()) a.slurm_job = value(kv, "slurm_job");
+    a.ended_at = value(kv, "at");
+    a.rc = parse_decimal<int>(value(kv, "rc"));
+    a.signature = value(kv, "signature");
+    a.failure_class = value(kv, "class");
+    a.host = value(kv, "host");
+    a.unit = value(kv, "unit");
+    std::replace(a.unit.begin(), a.unit.end(), '_', ' ');  // "rank_3" on the line
+    a.excluded = value(kv, "excluded");
+    a.not_retried = value(kv, "reason");
+    a.next_slurm_job = value(kv, "next_slurm_job");
+    if (event == "retry" && !a.next_slurm_job.empty()) {
+      SlurmAttempt& next = by_number[*number + 1];
+      next.number = *number + 1;
+      if (next.slurm_job.empty()) next.slurm_job = a.next_slurm_job;
+      if (next.of == 0) next.of = a.of;
+    }
+  }
+  std::vector<SlurmAttempt> out;
+  for (auto& [n, a] : by_number) out.push_back(std::move(a));
+  return out;
+}
+
+std::vector<SlurmAttempt> read_slurm_attempts(const std::string& job_dir) {
+  std::ifstream in(job_dir + "/" + kAttemptsFile);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_slurm_attempts(text.str());
+}
+
+std::string latest_slurm_job(const std::vector<SlurmAttempt>& attempts) {
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it)
+    if (!it->slurm_job.empty()) return it->slurm_job;
+  return "";
+}
+
+std::string started_slurm_job(const std::vector<SlurmAttempt>& attempts) {
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it)
+    if (!it->started_at.empty() && !it->slurm_job.empty()) return it->slurm_job;
+  return "";
+}
+
+namespace {
+
+std::string of_text(const SlurmAttempt& a) {
+  return a.of > 0 ? fmt::format("attempt {} of {}", a.number, a.of)
+                  : fmt::format("attempt {}", a.number);
+}
+
+// "nccl-timeout on node1 (rank 3)"
+std::string failure_text(const SlurmAttempt& a) {
+  std::string what = !a.signature.empty() ? a.signature : "a failure no log explains";
+  if (!a.host.empty()) what += " on " + a.host;
+  if (!a.unit.empty()) what += " (" + a.unit + ")";
+  return what;
+}
+
+}  // namespace
+
+std::string attempt_headline(const std::vector<SlurmAttempt>& attempts) {
+  if (attempts.size() < 2) return "";
+  const SlurmAttempt& last = attempts.back();
+  const SlurmAttempt& before = attempts[attempts.size() - 2];
+  std::string why = !before.signature.empty() ? before.signature : "a failure";
+  if (!before.host.empty()) why += " on " + before.host;
+  return fmt::format("{} after {}{}", of_text(last), why,
+                     before.excluded.empty() ? "" : " (excluded)");
+}
+
+std::vector<std::string> attempt_lines(const std::vector<SlurmAttempt>& attempts) {
+  std::vector<std::string> out;
+  for (const SlurmAttempt& a : attempts) {
+    std::string line =
+        fmt::format("{}: Slurm job {}", a.number, a.slurm_job.empty() ? "?" : a.slurm_job);
+    if (!a.nodes.empty()) line += " on " + a.nodes;
+    if (a.started_at.empty())
+      line += ", not started yet";
+    else if (!a.ended)
+      line += ", started " + a.started_at;
+    if (a.ended) {
+      line += a.rc ? fmt::format(", failed (srun exit {}): ", *a.rc) : ", failed: ";
+      line += failure_text(a);
+      if (!a.next_slurm_job.empty())
+        line += fmt::format("; attempt {} is Slurm job {}{}", a.number + 1, a.next_slurm_job,
+                            a.excluded.empty() ? "" : ", " + a.excluded + " excluded");
+      else if (!a.not_retried.empty())
+        line += "; not retried: " + a.not_retried;
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+}  // namespace bridge
