@@ -15,6 +15,7 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .renders_batch_script = true,
        .preemption_signal = true,  // sbatch --signal=TERM@<seconds>
        .per_node_root_setup = true,
+       .ranks_in_image = true,  // pyxis: srun --container-image
        .rank_ids = {"SLURM_JOB_ID", "SLURM_NODEID", "SLURM_PROCID"},
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.slurm.job_dir;
@@ -24,6 +25,7 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .default_job_dir = "/workspace/bridge-launch/jobs",
        .job_dir_in_container = true,
        .preemption_signal = true,  // terminationGracePeriodSeconds
+       .ranks_in_image = true,     // every pod runs the image
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.kubernetes.job_dir;
        },

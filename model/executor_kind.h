@@ -40,6 +40,9 @@ struct ExecutorKind {
   bool preemption_signal = false;
   // Runs setup steps as root once on every node before the ranks (perf_env's vboost).
   bool per_node_root_setup = false;
+  // The ranks run in runtime.container_image when it is set (pyxis, pods): a shipped source
+  // tree (runtime.code) is mounted into the container instead of put on PYTHONPATH.
+  bool ranks_in_image = false;
   SchedulerRankIds rank_ids = {};
   // The recipe's executor.<name>.job_dir.
   const Field<std::string>& (*job_dir)(const ExecutorSpec&) = nullptr;

@@ -19,6 +19,7 @@
 #include "model/overlap.h"
 #include "model/recipe.h"
 #include "model/topology.h"
+#include "plan/code_plan.h"
 #include "plan/runtime_env_defaults.h"
 #include "plugins/plugin.h"
 #include "system/host_env.h"
@@ -70,6 +71,9 @@ struct Plan {
   // The rank whose log carries the iteration lines (runtime.progress_rank; by default the
   // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
   int progress_rank = 0;
+  // runtime.code: the source tree shipped into the job (plan/code_plan.h); its inspection
+  // (git state, files, hash) is added by the commands, which hold the CommandRunner.
+  std::optional<CodePlan> code;
   bool complete = false;  // every stage ran and no error was recorded
 };
 
