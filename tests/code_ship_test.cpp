@@ -125,7 +125,7 @@ TEST(CodeInspectTest, DirtyGitTreeShipsTrackedFilesAsOnDiskAndNotUntrackedOnes) 
 TEST(CodeInspectTest, GitRunsThroughTheCommandRunnerSeam) {
   GitTree tree;
   SpawnCommandRunner real;
-  ScriptedRunner runner([&](const CommandSpec& spec) { return real.run(spec); });
+  testing::ScriptedRunner runner([&](const CommandSpec& spec) { return real.run(spec); });
   Diagnostics diags;
   CodePlan code = snapshot_of(tree.dir.path());
   ASSERT_TRUE(inspect_code(code, runner, CodeDepth::kList, diags));
@@ -227,12 +227,12 @@ Plan plan_with_code(const std::string& recipe_text, const std::string& executor)
   return plan;
 }
 
-constexpr const char* kCodeRecipe = R"(name: code
+constexpr const char* kCodeBase = R"(name: code
 cluster: {gpu: h100, num_gpus: 2, gpus_per_node: 2}
 runtime:
   command: [bridge-probe]
-  code: {path: ~/Megatron-Bridge}
 )";
+const std::string kCodeRecipe = std::string(kCodeBase) + "  code: {path: ~/Megatron-Bridge}\n";
 
 TEST(CodeRenderTest, SlurmWithoutContainerPutsTheSnapshotFirstOnPythonPath) {
   Plan plan = plan_with_code(kCodeRecipe, "slurm");
@@ -250,7 +250,7 @@ TEST(CodeRenderTest, SlurmWithoutContainerPutsTheSnapshotFirstOnPythonPath) {
 }
 
 TEST(CodeRenderTest, SlurmInAContainerMountsTheSnapshotWhereTheSourcesLive) {
-  Plan plan = plan_with_code(std::string(kCodeRecipe) +
+  Plan plan = plan_with_code(std::string(kCodeBase) +
                                  "  adapter: none\n  container_image: nvcr.io/nvidia/nemo:25.11\n"
                                  "  code: {path: /src/mb, container_path: /opt/Megatron-Bridge}\n",
                              "slurm");
@@ -281,7 +281,7 @@ TEST(CodeRenderTest, MegatronBridgeAdapterDefaultsToTheNemoContainerSourcePath) 
 }
 
 TEST(CodeRenderTest, KubernetesGetsTheTreeAsAHostPathVolume) {
-  Plan plan = plan_with_code(std::string(kCodeRecipe) +
+  Plan plan = plan_with_code(std::string(kCodeBase) +
                                  "  container_image: nvcr.io/nvidia/nemo:25.11\n"
                                  "  code: {path: /src/tree, snapshot_dir: /shared/snapshots}\n",
                              "kubernetes");
