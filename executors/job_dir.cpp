@@ -65,4 +65,91 @@ int create_job_file(const std::string& path) {
   return open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
+namespace {
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One file of the snapshot: read without following a link, written new; its bytes hashed.
+Status copy_one(const std::string& from, const std::string& to, const CodeFile& file, Sha256& hash,
+                std::uint64_t& bytes) {
+  if (file.symlink) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(from, ec);
+    if (ec) return Status::failed(fmt::format("cannot read the link {}: {}", from, ec.message()));
+    if (symlink(target.c_str(), to.c_str()) != 0)
+      return Status::failed(fmt::format("cannot create {}: {}", to, std::strerror(errno)));
+    hash_code_file(hash, file, target.string());
+    return {};
+  }
+  int in = open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0) return Status::failed(fmt::format("cannot read {}: {}", from, std::strerror(errno)));
+  int out = create_job_file(to);
+  if (out < 0 || (file.executable && fchmod(out, 0755) != 0)) {
+    int err = errno;
+    close(in);
+    if (out >= 0) close(out);
+    return Status::failed(fmt::format("cannot create {}: {}", to, std::strerror(err)));
+  }
+  std::string content;
+  char buffer[1 << 16];
+  ssize_t n = 0;
+  bool wrote = true;
+  while ((n = read(in, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n < 0) continue;
+    content.append(buffer, static_cast<size_t>(n));
+    wrote = wrote && write_all(out, buffer, static_cast<size_t>(n));
+  }
+  int err = errno;
+  close(in);
+  bool closed = close(out) == 0;
+  if (n < 0) return Status::failed(fmt::format("cannot read {}: {}", from, std::strerror(err)));
+  if (!wrote || !closed)
+    return Status::failed(fmt::format("cannot write {}: {}", to, std::strerror(errno)));
+  hash_code_file(hash, file, content);
+  bytes += content.size();
+  return {};
+}
+
+}  // namespace
+
+StatusOr<CopiedCode> copy_code_snapshot(const std::string& source,
+                                        const std::vector<CodeFile>& files,
+                                        const std::string& parent, const std::string& leaf) {
+  StatusOr<std::string> made = make_own_job_dir(parent, leaf);
+  if (!made.ok()) return made.status();
+  CopiedCode copied;
+  copied.dir = *made;
+  Sha256 hash;
+  for (const CodeFile& file : files) {
+    fs::path to = fs::path(copied.dir) / file.path;
+    std::error_code ec;
+    // Directories below the new one: nobody else can write there (mode 0755, ours).
+    fs::create_directories(to.parent_path(), ec);
+    Status one = ec ? Status::failed(fmt::format("cannot create {}: {}", to.parent_path().string(),
+                                                 ec.message()))
+                    : copy_one(source + "/" + file.path, to.string(), file, hash, copied.bytes);
+    if (!one.ok()) {
+      remove_code_snapshot(copied.dir);
+      return one;
+    }
+    ++copied.files;
+  }
+  copied.hash = hash.hex();
+  return copied;
+}
+
+void remove_code_snapshot(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 }  // namespace bridge

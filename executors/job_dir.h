@@ -8,9 +8,12 @@
 // O_EXCL | O_NOFOLLOW all the same. Errors are values (base/status.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "plan/code_plan.h"
 
 namespace bridge {
 
@@ -25,5 +28,26 @@ StatusOr<std::string> make_own_job_dir(const std::string& parent, const std::str
 // file or symlink already there is an error (EEXIST), never written through. -1 with errno
 // set on failure.
 int create_job_file(const std::string& path);
+
+// What copy_code_snapshot wrote.
+struct CopiedCode {
+  std::string dir;
+  std::string hash;  // SHA-256 of the bytes written (hash_code_file, plan/code_plan.h)
+  std::uint64_t files = 0;
+  std::uint64_t bytes = 0;
+};
+
+// Copies `files` (relative to `source`) into the new directory `parent/leaf`, made as
+// make_own_job_dir makes a submission's directory: regular files are created anew
+// (create_job_file; mode 0755 for executables), a symlink is made again with its target text,
+// never followed; a source file is opened without following a link either. The hash covers
+// the bytes as written. On failure the partial copy is removed and the Status says which file
+// and why.
+StatusOr<CopiedCode> copy_code_snapshot(const std::string& source,
+                                        const std::vector<CodeFile>& files,
+                                        const std::string& parent, const std::string& leaf);
+
+// Removes a snapshot copy_code_snapshot made (a submission that was not accepted).
+void remove_code_snapshot(const std::string& dir);
 
 }  // namespace bridge

@@ -143,6 +143,7 @@ class KubernetesExecutor : public Executor {
                                       Diagnostics& diags) const override {
     K8sRenderOptions opts;
     opts.suffix = k8s_submission_suffix(identity.job_id);
+    opts.job_id = identity.job_id;
     auto shown = render_k8s_manifests(plan, opts, diags);
     if (!shown) return nullptr;
     opts.reveal_secrets = true;

@@ -45,6 +45,7 @@ struct Inputs {
   ordered_json object_labels;  // of the JobSet / Job: common labels + recipe labels + queue
   ordered_json annotations;
   const K8sPodSettings* pod = nullptr;  // executor.kubernetes pod settings, applied last
+  std::string code_dir;                 // runtime.code's directory on the nodes ("" = none)
 };
 
 bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
@@ -141,6 +142,7 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
       env.push_back(env_value(v.name, v.value));
   }
   for (const auto& [k, v] : bridge_check_vars(in.plan)) env.push_back(env_value(k, v));
+  if (in.plan.code) env.push_back(env_value("BRIDGE_CODE_DIR", in.plan.code->container_path));
   env.push_back(env_value("MASTER_ADDR", master_addr));
   env.push_back(env_value("MASTER_PORT", std::to_string(kK8sMasterPort)));
   env.push_back(
@@ -189,6 +191,19 @@ std::string entrypoint_script(const Inputs& in) {
   return s;
 }
 
+// runtime.code: the tree (the snapshot, or the tree itself when mounted) from the node's file
+// system, where the runtime's sources live in the image; a snapshot read-only.
+void add_code_volume(const Inputs& in, ordered_json& spec) {
+  if (!in.plan.code) return;
+  const CodePlan& code = *in.plan.code;
+  bool read_only = code.mode == CodeMode::kSnapshot;
+  spec["volumes"].push_back(
+      {{"name", kK8sCodeVolume}, {"hostPath", {{"path", in.code_dir}, {"type", "Directory"}}}});
+  ordered_json mount{{"name", kK8sCodeVolume}, {"mountPath", code.container_path}};
+  if (read_only) mount["readOnly"] = true;
+  spec["containers"][0]["volumeMounts"].push_back(mount);
+}
+
 ordered_json pod_template(const Inputs& in, const std::string& master_addr,
                           const ordered_json& labels, const std::string& subdomain) {
   const auto& kx = in.kx;
@@ -221,6 +236,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   ordered_json empty_dir{{"medium", "Memory"}};
   if (kx.shm_size.is_set()) empty_dir["sizeLimit"] = *kx.shm_size.value;
   spec["volumes"] = {{{"name", "dshm"}, {"emptyDir", empty_dir}}};
+  add_code_volume(in, spec);
   ordered_json pod{{"metadata", {{"labels", labels}}}, {"spec", spec}};
   if (in.pod) {
     Diagnostics checked_once;  // render_k8s_manifests checked these settings on a sample pod
@@ -331,7 +347,8 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
             {},
             {},
             {},
-            nullptr};
+            nullptr,
+            plan.code ? code_host_dir(*plan.code, options.job_id) : std::string()};
   in.retries = effective_retries(plan);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
 

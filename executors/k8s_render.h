@@ -36,6 +36,8 @@ namespace bridge {
 struct K8sRenderOptions {
   std::string suffix = "0000";  // the per-submission part of every name
   bool reveal_secrets = false;  // true only for the text handed to `kubectl apply`
+  // The registry id (or the dry-run id): names runtime.code's snapshot directory.
+  std::string job_id;
 };
 
 struct K8sManifests {
@@ -61,6 +63,7 @@ inline constexpr const char* kK8sAttemptLabel = "bridge-launch/attempt";
 inline constexpr const char* kK8sAttemptsAnnotation = "bridge-launch/attempts";
 inline constexpr const char* kK8sRecipeAnnotation = "bridge-launch/recipe";
 inline constexpr const char* kK8sContainer = "trainer";
+inline constexpr const char* kK8sCodeVolume = "bridge-code";  // runtime.code's volume
 inline constexpr const char* kK8sCompletionIndex = "batch.kubernetes.io/job-completion-index";
 
 // Kubernetes expands `$(VAR)` and turns `$$` into `$` in env values, command and args; this

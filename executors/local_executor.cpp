@@ -67,6 +67,19 @@ std::vector<std::pair<std::string, std::string>> rendezvous_vars(const Plan& pla
           {"MASTER_PORT", port}};
 }
 
+// runtime.code (plan/code_plan.h): the tree's directory, and its python_path first on
+// PYTHONPATH, ahead of the one the ranks would have had (the plan's, else this host's).
+std::vector<std::pair<std::string, std::string>> code_vars(const Plan& plan,
+                                                           const std::string& job_id,
+                                                           const HostEnvironment& host) {
+  if (!plan.code) return {};
+  std::optional<std::string> inherited = host.get("PYTHONPATH");
+  if (const EnvVar* v = plan.env.find("PYTHONPATH")) inherited = v->value;
+  std::string path = code_python_path(*plan.code, job_id);
+  if (inherited && !inherited->empty()) path += ":" + *inherited;
+  return {{"BRIDGE_CODE_DIR", code_rank_dir(*plan.code, job_id)}, {"PYTHONPATH", path}};
+}
+
 // With torchrun one process starts the local ranks itself.
 bool uses_torchrun(const Plan& plan) {
   return plan.job.runtime.launcher.get_or("direct") == "torchrun";
@@ -238,6 +251,11 @@ class LocalExecutor : public Executor {
       text += fmt::format("  {}={}{}\n", v.name, v.secret ? "<secret>" : shell_quote(v.value),
                           v.expand ? "  (expanded by the shell on the rank)" : "");
     for (auto& [k, v] : bridge_check_vars(plan)) text += fmt::format("  {}={}\n", k, v);
+    if (plan.code)
+      text += fmt::format(
+          "  BRIDGE_CODE_DIR={}\n  PYTHONPATH={}  (then the PYTHONPATH the ranks inherit)\n",
+          shell_quote(code_rank_dir(*plan.code, identity.job_id)),
+          shell_quote(code_python_path(*plan.code, identity.job_id)));
     std::string cmd;
     for (const auto& a : launcher_argv(plan, "<auto>", services_.probe_dir))
       cmd += " " + shell_quote(a);
@@ -280,7 +298,7 @@ class LocalExecutor : public Executor {
     // keeps their ids apart, the pid part is what launcher_alive and cancel use.
     sr.scheduler_id = fmt::format("{}.{}", getpid(), identity.sequence);
     std::string port = free_port();
-    std::vector<RankSpec> specs = rank_specs(plan, port);
+    std::vector<RankSpec> specs = rank_specs(plan, port, identity.job_id);
     std::map<int, RankLog> logs;
     std::map<int, std::deque<std::string>> tails;
     // The first write error per rank log (a full disk): a log that silently ends early would
@@ -428,7 +446,8 @@ class LocalExecutor : public Executor {
     return {};
   }
 
-  std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port) const {
+  std::vector<RankSpec> rank_specs(const Plan& plan, const std::string& port,
+                                   const std::string& job_id) const {
     std::vector<RankSpec> specs;
     int processes = uses_torchrun(plan) ? 1 : static_cast<int>(plan.topology->gpus_per_node);
     std::vector<std::string> argv =
@@ -436,6 +455,7 @@ class LocalExecutor : public Executor {
     for (int r = 0; r < processes; ++r) {
       std::map<std::string, std::string> vars;
       for (auto& [k, v] : job_vars(plan)) vars[k] = v;
+      for (auto& [k, v] : code_vars(plan, job_id, services_.env)) vars[k] = v;
       if (!uses_torchrun(plan))
         for (auto& [k, v] : rendezvous_vars(plan, r, port)) vars[k] = v;
       RankSpec s{r, argv, base_environment(services_.env, vars)};

@@ -333,10 +333,27 @@ std::string expanded_exports(const Plan& plan) {
   return out;
 }
 
+std::string submission_id_or_dry_run(const Plan& plan, const std::string& submission_id);
+
+// runtime.code (plan/code_plan.h): BRIDGE_CODE_DIR in every task, and without a container
+// the tree first on PYTHONPATH (expanded in the task, so a PYTHONPATH the job already has
+// stays behind it).
+std::string code_exports(const Plan& plan, const std::string& job_id) {
+  if (!plan.code) return "";
+  const CodePlan& code = *plan.code;
+  std::string out = "export BRIDGE_CODE_DIR=" + shell_quote(code_rank_dir(code, job_id));
+  if (!code.in_container)
+    out += " PYTHONPATH=" + shell_quote(code_python_path(code, job_id)) +
+           "\"${PYTHONPATH:+:$PYTHONPATH}\"";
+  return out + "; ";
+}
+
 // Each rank (srun) or worker (torchrun sets LOCAL_RANK and RANK) runs its command through
 // the NUMA binding program when the plan binds (executors/numa_bind.h).
 std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
   const Topology& t = *plan.topology;
+  const std::string code =
+      code_exports(plan, submission_id_or_dry_run(plan, options.submission_id));
   std::string cmd = words(runtime_command(plan, options));
   std::string bind = numa_bind_program(plan.binding);
   if (per_node_launcher(plan)) {
@@ -347,13 +364,13 @@ std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
     std::string inner = fmt::format(
         "{}exec {} --nnodes={} --nproc-per-node={} --node-rank=\"$SLURM_NODEID\" "
         "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" --no-python {}",
-        expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node, worker);
+        code + expanded_exports(plan), words(wrapper), t.nodes, t.gpus_per_node, worker);
     return fmt::format("bash -c {} \\\n  bridge-node {}", shell_quote(inner), cmd);
   }
   std::string inner = fmt::format(
       "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
       "LOCAL_WORLD_SIZE={} NODE_RANK=$SLURM_NODEID; {}{}",
-      t.gpus_per_node, expanded_exports(plan), bind.empty() ? "exec \"$@\"" : bind);
+      t.gpus_per_node, code + expanded_exports(plan), bind.empty() ? "exec \"$@\"" : bind);
   return fmt::format("bash -c {} \\\n  bridge-rank {}", shell_quote(inner), cmd);
 }
 
@@ -421,7 +438,8 @@ std::vector<std::string> directives(const Plan& plan, const std::string& files_d
 }
 
 std::vector<std::string> container_options(const Plan& plan, Checker& check,
-                                           const std::vector<std::string>& env_names) {
+                                           const std::vector<std::string>& env_names,
+                                           const std::string& job_id) {
   const JobSpec& r = plan.job;
   const SlurmExecutorSpec& s = r.executor.slurm;
   std::vector<std::string> o;
@@ -433,6 +451,14 @@ std::vector<std::string> container_options(const Plan& plan, Checker& check,
   if (std::find(mounts.begin(), mounts.end(), job_dir_mount) == mounts.end()) {
     check.mount(job_dir_mount, r.executor.slurm.job_dir.loc);
     mounts.push_back(job_dir_mount);
+  }
+  // runtime.code: the tree where the runtime's sources live in the image; a snapshot is
+  // read-only (the job runs exactly what was recorded), a mounted tree as it is.
+  if (plan.code && plan.code->in_container) {
+    std::string code_mount = code_host_dir(*plan.code, job_id) + ":" + plan.code->container_path;
+    if (plan.code->mode == CodeMode::kSnapshot) code_mount += ":ro";
+    check.mount(code_mount, plan.code->loc);
+    mounts.push_back(code_mount);
   }
   o.push_back("--container-mounts=" + shell_word(join(mounts, ",")));
   std::string workdir = s.container_workdir.get_or(r.runtime.workdir.get_or(""));
@@ -520,6 +546,7 @@ struct SbatchView {
   std::string task_command;
   int64_t retries = 0;
   SlurmRetry retry;  // what the script does after a failure (executors/slurm_retry.h)
+  std::string code_id;  // the submission id runtime.code's snapshot is named by
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
@@ -596,7 +623,8 @@ void srun_options(const Plan& plan, SbatchView& v, Checker& check, Diagnostics& 
                        "--open-mode=append", "--output=\"$BRIDGE_JOB_DIR/rank%t.log\""});
   }
   if (r.runtime.container_image.is_set()) {
-    for (auto& c : container_options(plan, check, v.env_names)) o.push_back(std::move(c));
+    for (auto& c : container_options(plan, check, v.env_names, v.code_id))
+      o.push_back(std::move(c));
   } else {
     if (r.executor.slurm.container_mounts.is_set() || r.executor.slurm.container_workdir.is_set())
       diags.warning("slurm-container-options-unused", "executor.slurm.container_mounts",
@@ -637,6 +665,7 @@ std::optional<SbatchView> sbatch_view(const Plan& plan, const SlurmRenderOptions
       directives(plan, v.submission_dir, submission_id_or_dry_run(plan, options.submission_id),
                  v.per_node, v.retries, v.secrets, check);
   v.setup_steps = &plan.setup_steps;
+  v.code_id = submission_id_or_dry_run(plan, options.submission_id);
   srun_options(plan, v, check, diags);
   v.task_command = task_command(plan, options);
   if (!check.ok()) return std::nullopt;

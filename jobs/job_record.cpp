@@ -27,6 +27,39 @@ bool is_final(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
+nlohmann::ordered_json shipped_code_to_json(const ShippedCode& c) {
+  return {
+      {"mode", c.mode},
+      {"path", c.source},
+      {"dir", c.dir},
+      {"commit",
+       c.commit.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.commit)},
+      {"dirty", c.dirty ? nlohmann::ordered_json(*c.dirty) : nullptr},
+      {"hash", c.hash.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.hash)},
+      {"files", c.files},
+      {"bytes", c.bytes}};
+}
+
+namespace {
+
+std::optional<ShippedCode> shipped_code_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto str = [&](const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto count = [&](const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+  };
+  ShippedCode c{str("mode"),  str("path"), str("dir"),     str("commit"),
+                std::nullopt, str("hash"), count("files"), count("bytes")};
+  if (auto it = j.find("dirty"); it != j.end() && it->is_boolean()) c.dirty = it->get<bool>();
+  return c;
+}
+
+}  // namespace
+
 nlohmann::ordered_json job_record_to_json(const JobRecord& r, RecordFields fields) {
   nlohmann::ordered_json j;
   j["format"] = "bridge-launch-job/1";
@@ -53,6 +86,7 @@ nlohmann::ordered_json job_record_to_json(const JobRecord& r, RecordFields field
   j["started_at"] = r.started_at;
   j["ended_at"] = r.ended_at;
   j["progress_rank"] = r.progress_rank;
+  if (r.code) j["code"] = shipped_code_to_json(*r.code);
   return j;
 }
 
@@ -97,6 +131,7 @@ std::optional<JobRecord> job_record_from_json(const nlohmann::json& j) {
   if (auto it = j.find("progress_rank"); it != j.end() && it->is_number_integer())
     r.progress_rank = *it;
   if (auto it = j.find("plan"); it != j.end()) r.plan_json = *it;
+  if (auto it = j.find("code"); it != j.end()) r.code = shipped_code_from_json(*it);
   if (auto it = j.find("knobs"); it != j.end() && it->is_object())
     for (const auto& [k, v] : it->items())
       if (v.is_string()) r.knobs[k] = v.get<std::string>();

@@ -5,6 +5,7 @@
 // `rendered` the submission text, which never contains secrets by construction.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +18,18 @@ enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kUnkn
 const char* job_state_name(JobState s);  // "PENDING", "RUNNING", "SUCCEEDED", ...
 std::optional<JobState> parse_job_state(const std::string& name);
 bool is_final(JobState s);
+
+// The source tree a job was given (runtime.code): which code it ran.
+struct ShippedCode {
+  std::string mode;           // snapshot | mount
+  std::string source;         // the tree on the submitting host
+  std::string dir;            // where the job reads it on the host (the snapshot, or the tree)
+  std::string commit;         // git HEAD; "" outside git
+  std::optional<bool> dirty;  // uncommitted changes to tracked files; nullopt outside git
+  std::string hash;           // "sha256:<hex>" of the snapshot; "" when mounted
+  std::uint64_t files = 0;
+  std::uint64_t bytes = 0;
+};
 
 struct JobRecord {
   std::string id;            // bridge-launch's id: "<name>-<yyyymmdd-hhmmss>-<4 hex>"
@@ -44,6 +57,7 @@ struct JobRecord {
   // The rank whose log carries the iteration lines the live progress follows (-1: unknown,
   // an entry written by an older version; the progress reader then tries the last rank and 0).
   int progress_rank = -1;
+  std::optional<ShippedCode> code;  // nullopt: the job got no runtime.code
 };
 
 // kAll: the whole record, as an entry holds it. kChanging: without the bulky fields that are
@@ -53,6 +67,8 @@ struct JobRecord {
 enum class RecordFields { kAll, kChanging };
 nlohmann::ordered_json job_record_to_json(const JobRecord& r,
                                           RecordFields fields = RecordFields::kAll);
+// The `code` object of an entry and of `status --format json`.
+nlohmann::ordered_json shipped_code_to_json(const ShippedCode& c);
 // nullopt when `j` is not a record of ours (missing or mistyped fields).
 std::optional<JobRecord> job_record_from_json(const nlohmann::json& j);
 

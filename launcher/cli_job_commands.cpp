@@ -37,20 +37,35 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
   auto text_or_null = [](const std::string& t) {
     return t.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t);
   };
-  return {{"id", r.id},
-          {"name", r.name},
-          {"executor", r.executor},
-          {"scheduler_id", r.scheduler_id},
-          {"state", job_state_name(r.state)},
-          {"detail", r.state_detail},
-          {"exit_code", r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr},
-          {"submitted_at", r.submitted_at},
-          {"started_at", text_or_null(r.started_at)},
-          {"ended_at", text_or_null(r.ended_at)},
-          {"elapsed_s", elapsed ? nlohmann::ordered_json(elapsed->count()) : nullptr},
-          {"nodes", r.nodes},
-          {"ranks", r.ranks},
-          {"job_dir", r.job_dir}};
+  nlohmann::ordered_json j{
+      {"id", r.id},
+      {"name", r.name},
+      {"executor", r.executor},
+      {"scheduler_id", r.scheduler_id},
+      {"state", job_state_name(r.state)},
+      {"detail", r.state_detail},
+      {"exit_code", r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr},
+      {"submitted_at", r.submitted_at},
+      {"started_at", text_or_null(r.started_at)},
+      {"ended_at", text_or_null(r.ended_at)},
+      {"elapsed_s", elapsed ? nlohmann::ordered_json(elapsed->count()) : nullptr},
+      {"nodes", r.nodes},
+      {"ranks", r.ranks},
+      {"job_dir", r.job_dir}};
+  if (r.code) j["code"] = shipped_code_to_json(*r.code);
+  return j;
+}
+
+// The `code` line of `status JOB`: which source tree the job ran (runtime.code).
+std::string shipped_code_text(const ShippedCode& code) {
+  std::string git = code.commit.empty() ? std::string("no git commit")
+                                        : fmt::format("git {}", code.commit.substr(0, 12));
+  if (code.dirty) git += *code.dirty ? " (dirty)" : " (clean)";
+  std::string text = fmt::format("{} of {}: {}", code.mode, printable_text(code.source, 200), git);
+  if (!code.hash.empty())
+    text += fmt::format(", {} files, {}, {}", code.files, byte_size_text(code.bytes),
+                        code.hash.substr(0, 23));
+  return text + (code.mode == "snapshot" ? " in " + printable_text(code.dir, 200) : "");
 }
 
 // A registry field in a table cell: what the scheduler wrote may span lines (a Kubernetes
@@ -77,6 +92,7 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"ended", is_final(r.state) ? or_dash(r.ended_at) : "-"},
       {"elapsed", elapsed_cell(r, now) + (r.state == JobState::kRunning ? " (running)" : "")},
       {"job dir", or_dash(r.job_dir)}};
+  if (r.code) rows.push_back({"code", shipped_code_text(*r.code)});
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
 

@@ -9,12 +9,14 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <thread>
 
 #include "executors/executor.h"
+#include "executors/job_dir.h"
 #include "jobs/job_lifecycle.h"
 #include "jobs/job_progress.h"
 #include "jobs/registry.h"
@@ -315,7 +317,7 @@ int cmd_validate(const Options& o, const Context& c) {
 
 int cmd_plan(const Options& o, const Context& c) {
   Diagnostics diags(o.strict);
-  Plan plan = build_checked_plan(o, c, diags);
+  Plan plan = build_checked_plan(o, c, diags, CodeDepth::kHash);
   bool ok = plan.complete && !diags.has_errors();
   if (o.format == "json") {
     c.out << plan_to_json(plan, diags).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -368,6 +370,7 @@ struct Launch {
   Diagnostics submit_diags;              // what the scheduler and the registry say
   Diagnostics plan_diags;                // what the recorded plan lists (later renders add none)
   JobRecord rec;
+  std::string snapshot_dir;  // runtime.code's copy for this job, "" when none was made
   std::optional<PendingEntry> pending;
   bool recorded = true;  // every registry write since acceptance succeeded
   SubmitResult sr;
@@ -404,6 +407,25 @@ std::optional<int> choose_executor(Launch& l, std::unique_ptr<Executor> prepared
   return std::nullopt;
 }
 
+// What --dry-run says of runtime.code, after the rendered job: comment lines, valid in a
+// script and in YAML alike. Nothing is copied.
+std::string code_dry_run_text(const CodePlan& code, const std::string& job_id) {
+  std::string out = fmt::format("# runtime.code: {} of {}\n", code_mode_name(code.mode),
+                                printable_text(code.source, 200));
+  if (!code.inspection) return out;
+  const CodeInspection& found = *code.inspection;
+  if (found.git)
+    out += fmt::format("#   git commit {}{}\n", found.commit.empty() ? "(none yet)" : found.commit,
+                       found.dirty ? ", dirty: uncommitted changes are shipped" : ", clean");
+  if (code.mode == CodeMode::kSnapshot)
+    out += fmt::format(
+        "#   would copy {} files, {} (sha256 {}) to {} at submission; --dry-run copies "
+        "nothing\n",
+        found.files.size(), byte_size_text(found.bytes), found.hash,
+        printable_text(code_host_dir(code, job_id), 200));
+  return out;
+}
+
 // preview: the dry-run identity renders what --dry-run prints; a launch renders once more
 // with the reserved job id (render is pure, so both differ only in what the id names).
 std::optional<int> render_preview(Launch& l) {
@@ -412,6 +434,7 @@ std::optional<int> render_preview(Launch& l) {
   print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
   if (l.o.dry_run) {
     l.c.out << l.preview->dry_run_text();
+    if (l.plan.code) l.c.out << code_dry_run_text(*l.plan.code, dry_run_identity(l.plan).job_id);
     return kExitOk;
   }
   return std::nullopt;
@@ -440,6 +463,46 @@ std::optional<int> render_job(Launch& l, int sequence) {
     return stop_before_submit(l, kExitUsage);
   }
   l.rec.rendered = l.job->dry_run_text();
+  return std::nullopt;
+}
+
+// runtime.code: the snapshot is copied once, before the scheduler can take the job, into a
+// new directory of its own (executors/job_dir.h); the entry records the commit, the dirty
+// state and the hash of what was copied. A mounted tree is recorded as inspected.
+std::optional<int> ship_code(Launch& l) {
+  if (!l.plan.code || !l.plan.code->inspection) return std::nullopt;
+  CodePlan& code = *l.plan.code;
+  CodeInspection& found = *code.inspection;
+  ShippedCode shipped{code_mode_name(code.mode),
+                      code.source,
+                      code_host_dir(code, l.rec.id),
+                      found.commit,
+                      std::nullopt,
+                      "",
+                      0,
+                      0};
+  if (found.git) shipped.dirty = found.dirty;
+  if (code.mode == CodeMode::kSnapshot) {
+    std::string dir = code_host_dir(code, l.rec.id);
+    std::filesystem::path where(dir);
+    StatusOr<CopiedCode> copied = copy_code_snapshot(
+        code.source, found.files, where.parent_path().string(), where.filename().string());
+    if (!copied.ok()) {
+      l.submit_diags.error("code-copy-failed", "runtime.code.path", code.loc,
+                           "cannot copy the snapshot of runtime.code: " + copied.why(),
+                           "free space or fix permissions there (the job dir), or use "
+                           "mode: mount");
+      l.reg.release_id(l.rec.id);
+      print_diagnostics(l.submit_diags, l.c.err, l.c.color);
+      return kExitRuntime;
+    }
+    l.snapshot_dir = copied->dir;
+    found.hash = copied->hash;  // what was copied, also when the tree changed since listed
+    shipped.hash = "sha256:" + copied->hash;
+    shipped.files = copied->files;
+    shipped.bytes = copied->bytes;
+  }
+  l.rec.code = std::move(shipped);
   return std::nullopt;
 }
 
@@ -521,6 +584,7 @@ std::optional<int> submit(Launch& l) {
   if (!l.sr.accepted) {
     if (l.pending) l.lifecycle.not_accepted(*l.pending);
     l.reg.release_id(l.rec.id);
+    if (!l.snapshot_dir.empty()) remove_code_snapshot(l.snapshot_dir);
   }
   if (!interrupted) return std::nullopt;
   print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
@@ -572,11 +636,15 @@ int finish(Launch& l, bool ends_command) {
 LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Diagnostics& diags,
                              LaunchSettings settings) {
   Launch l(o, c, plan, diags);
+  // runtime.code's tree is read before anything else: a missing or oversized one stops the
+  // launch with exit 2. A launch hashes the snapshot as it copies it; --dry-run reads it.
+  inspect_plan_code(plan, c, o.dry_run ? CodeDepth::kHash : CodeDepth::kList, diags);
   std::optional<int> stop =
       choose_executor(l, std::move(settings.prepared), settings.prepared_name);
   if (!stop) stop = render_preview(l);
   if (!stop) stop = reserve_id(l);
   if (!stop) stop = render_job(l, settings.sequence);
+  if (!stop) stop = ship_code(l);
   if (!stop) stop = submit(l);
   if (!stop) record_outcome(l);
   return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};

@@ -48,10 +48,20 @@ PlanRequest make_request(const Options& o) {
 // every refusal `--dry-run` or a submission would report for a reason bridge-launch can know
 // (local needs one node, Kubernetes needs a container image, Slurm time formats, ...) is
 // reported by `validate` and `plan` too. validate ok implies --dry-run ok.
-Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags) {
+bool inspect_plan_code(Plan& plan, const Context& c, CodeDepth depth, Diagnostics& diags) {
+  if (!plan.code || !plan.complete || diags.has_errors()) return true;
+  bool ok = inspect_code(*plan.code, c.services.runner, depth, diags);
+  plan.complete = plan.complete && ok;
+  return ok;
+}
+
+Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags, CodeDepth depth) {
   Plan plan = build_plan(make_request(o), c.services.env, c.services.plugins, diags);
   run_runtime_check(plan, c.services.runner, c.services.clock, diags);
   if (!plan.complete || diags.has_errors()) return plan;
+  // runtime.code: the tree is read (never written) so that a missing or oversized one is
+  // refused by validate and plan as by a launch.
+  if (!inspect_plan_code(plan, c, depth, diags)) return plan;
   if (std::unique_ptr<Executor> executor = c.services.executor(plan.executor))
     executor->render(plan, dry_run_identity(plan), diags);
   plan.complete = !diags.has_errors();

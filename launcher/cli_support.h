@@ -26,7 +26,14 @@ bool names_secret(const Plan& plan, const std::string& dotted_key);
 
 // The plan of `o`, rendered by its executor as a pre-flight check (nothing is written or
 // run): what validate, plan and advise report, so validate ok implies --dry-run ok.
-Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags);
+// runtime.code's tree is inspected to `depth` (plan/code_plan.h): plan asks for the hash.
+Plan build_checked_plan(const Options& o, const Context& c, Diagnostics& diags,
+                        CodeDepth depth = CodeDepth::kList);
+
+// Inspects the plan's runtime.code tree (git through the Services runner; reads only):
+// false, with the plan marked incomplete and the reasons in `diags`, when it cannot ship.
+// Nothing to do (true) without runtime.code or for a plan that has errors already.
+bool inspect_plan_code(Plan& plan, const Context& c, CodeDepth depth, Diagnostics& diags);
 
 // A command's own error (a bad option value, a file it cannot write), not a recipe's (those
 // are Diagnostics, printed by print_diagnostics): "bridge-launch: error: MESSAGE" on `err`,

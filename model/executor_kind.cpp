@@ -16,6 +16,7 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .preemption_signal = true,  // sbatch --signal=TERM@<seconds>
        .per_node_root_setup = true,
        .numa_binding = true,  // numactl around every srun rank and torchrun worker
+       .ranks_in_image = true,  // pyxis: srun --container-image
        .rank_ids = {"SLURM_JOB_ID", "SLURM_NODEID", "SLURM_PROCID"},
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.slurm.job_dir;
@@ -25,6 +26,7 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .default_job_dir = "/workspace/bridge-launch/jobs",
        .job_dir_in_container = true,
        .preemption_signal = true,  // terminationGracePeriodSeconds
+       .ranks_in_image = true,     // every pod runs the image
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.kubernetes.job_dir;
        },

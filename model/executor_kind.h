@@ -42,6 +42,9 @@ struct ExecutorKind {
   bool per_node_root_setup = false;
   // Binds each rank to its GPU's NUMA node (runtime.binding: numa, model/placement.h).
   bool numa_binding = false;
+  // The ranks run in runtime.container_image when it is set (pyxis, pods): a shipped source
+  // tree (runtime.code) is mounted into the container instead of put on PYTHONPATH.
+  bool ranks_in_image = false;
   SchedulerRankIds rank_ids = {};
   // The recipe's executor.<name>.job_dir.
   const Field<std::string>& (*job_dir)(const ExecutorSpec&) = nullptr;

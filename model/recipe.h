@@ -138,6 +138,20 @@ struct RuntimeCheckSpec {
   Field<int64_t> timeout;  // seconds
 };
 
+// runtime.code: a local source tree shipped into the job (plan/code_plan.h). `section` is
+// where the section was written; unset when the recipe has none.
+struct CodeSpec {
+  SourceLoc section;
+  Field<std::string> path;            // the tree on the submitting host
+  Field<std::string> mode;            // snapshot | mount
+  Field<std::string> container_path;  // where the ranks see it inside a container
+  Field<std::string> python_path;     // the tree's directory put on PYTHONPATH (no container)
+  Field<StringList> include;          // patterns of files to ship (required outside git)
+  Field<int64_t> max_size_mb;         // a snapshot larger than this is refused
+  Field<std::string> snapshot_dir;    // Kubernetes: the host directory snapshots go to
+  bool is_set() const { return path.is_set() || section.has_position(); }
+};
+
 struct RuntimeSpec {
   Field<std::string> adapter;   // how the plan reaches the runtime (runtime_adapter.h)
   Field<std::string> launcher;  // srun | torchrun | direct
@@ -153,6 +167,7 @@ struct RuntimeSpec {
   RuntimeCheckSpec check;
   // numa | none | custom: how each rank is bound to its GPU's NUMA node (model/placement.h).
   Field<std::string> binding;
+  CodeSpec code;
 };
 
 struct PluginEntry {

@@ -470,6 +470,39 @@ void read_small_sections(MapReader& top, Recipe& rec) {
   }
 }
 
+// The largest snapshot limit accepted: 64 GiB, in MiB (a limit, not a default; the
+// default is kDefaultCodeMaxSizeMb in plan/code_plan.h).
+constexpr int64_t kMaxCodeSizeMb = int64_t{64} * 1024;
+
+void read_code(MapReader& runtime, CodeSpec& code) {
+  const YamlNode* node = runtime.section("code", "a local source tree shipped into the job");
+  MapReader r = runtime.child(node, "runtime.code");
+  if (node) code.section = node->loc;
+  r.read("path", code.path);
+  r.required("path");
+  r.read_enum("mode", code.mode, {"snapshot", "mount"});
+  r.read("container_path", code.container_path);
+  r.read("python_path", code.python_path);
+  r.read("include", code.include);
+  r.read("max_size_mb", code.max_size_mb, 1, kMaxCodeSizeMb);
+  r.read("snapshot_dir", code.snapshot_dir);
+  r.finish();
+  if (node && !code.path.is_set())
+    r.diags().error("missing-key", "runtime.code.path", node->loc,
+                    "`runtime.code` has no `path`: which source tree should the job get?",
+                    "write e.g. `code: {path: ~/Megatron-Bridge, mode: snapshot}`");
+  if (code.path.is_set() && code.path.value->empty())
+    r.diags().error("bad-value", "runtime.code.path", code.path.loc, "`runtime.code.path` is empty",
+                    "name the directory of the source tree");
+  if (code.container_path.is_set() &&
+      (code.container_path.value->empty() || code.container_path.value->front() != '/'))
+    r.diags().error("bad-value", "runtime.code.container_path", code.container_path.loc,
+                    fmt::format("`runtime.code.container_path` must be an absolute path inside "
+                                "the container, got `{}`",
+                                printable_text(*code.container_path.value, 80)),
+                    "write e.g. container_path: /opt/Megatron-Bridge");
+}
+
 void read_runtime(MapReader& top, RuntimeSpec& rt) {
   MapReader r = top.child(top.section("runtime", "what every rank runs"), "runtime");
   r.read_enum("launcher", rt.launcher, {"srun", "torchrun", "direct"});
@@ -518,6 +551,7 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
   if (rt.command.is_set() && rt.command.value->empty())
     r.diags().error("bad-value", "runtime.command", rt.command.loc,
                     "`runtime.command` is an empty list", "name the program to run");
+  read_code(r, rt.code);
   r.finish();
 }
 

@@ -205,6 +205,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.adapter = std::move(runtime.adapter);
   plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);
   plan.binding = resolve_binding(r, *plan.topology, *kind, diags);
+  plan.code = resolve_code_plan(r, *kind, plan.job_dir, plan.adapter, host_env, diags);
   plan.runtime_env = runtime_env_defaults(r, *plan.topology, plan.adapter, plan.env, diags);
   plan.user_args = std::move(runtime.args);
   plan.runtime_args = std::move(runtime.adapter_args);

@@ -20,6 +20,7 @@
 #include "model/placement.h"
 #include "model/recipe.h"
 #include "model/topology.h"
+#include "plan/code_plan.h"
 #include "plan/runtime_env_defaults.h"
 #include "plugins/plugin.h"
 #include "system/host_env.h"
@@ -85,6 +86,9 @@ struct Plan {
   RuntimeCheckOutcome runtime_check;
   // How each rank is bound to its GPU's NUMA node (runtime.binding, model/placement.h).
   NumaBinding binding;
+  // runtime.code: the source tree shipped into the job (plan/code_plan.h); its inspection
+  // (git state, files, hash) is added by the commands, which hold the CommandRunner.
+  std::optional<CodePlan> code;
   bool complete = false;  // every stage ran and no error was recorded
 };
 

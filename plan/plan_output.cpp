@@ -197,6 +197,54 @@ std::string runtime_env_text(const RuntimeEnvDefaults& defaults, bool color) {
   return format_table(rows, color);
 }
 
+ordered_json code_json(const CodePlan& c) {
+  ordered_json j{
+      {"mode", code_mode_name(c.mode)},
+      {"path", c.source},
+      {"in_container", c.in_container},
+      {"container_path", c.in_container ? ordered_json(c.container_path) : nullptr},
+      {"python_path", c.in_container ? ordered_json(nullptr) : ordered_json(c.python_path)},
+      {"snapshot_dir",
+       c.mode == CodeMode::kSnapshot ? ordered_json(c.snapshot_root + "/<job id>") : nullptr},
+      {"max_bytes", c.max_bytes}};
+  if (!c.inspection) return j;
+  const CodeInspection& i = *c.inspection;
+  j["git"] = i.git;
+  j["commit"] = i.commit.empty() ? ordered_json(nullptr) : ordered_json(i.commit);
+  j["dirty"] = i.git ? ordered_json(i.dirty) : nullptr;
+  if (c.mode == CodeMode::kSnapshot) {
+    j["files"] = i.files.size();
+    j["bytes"] = i.bytes;
+    j["hash"] = i.hash.empty() ? ordered_json(nullptr) : ordered_json("sha256:" + i.hash);
+  }
+  return j;
+}
+
+std::string code_text(const CodePlan& c) {
+  std::string out = fmt::format("  {} of {}\n", code_mode_name(c.mode), printable(c.source));
+  if (c.inspection) {
+    const CodeInspection& i = *c.inspection;
+    std::string git =
+        !i.git ? "not a git work tree"
+        : i.commit.empty()
+            ? "git, no commit yet"
+            : fmt::format("git commit {}{}", i.commit.substr(0, 12),
+                          i.dirty ? ", dirty (uncommitted changes shipped)" : ", clean");
+    out += fmt::format("  {}\n", git);
+    if (c.mode == CodeMode::kSnapshot)
+      out += fmt::format("  {} files, {} (limit {}){}\n", i.files.size(), byte_size_text(i.bytes),
+                         byte_size_text(c.max_bytes),
+                         i.hash.empty() ? "" : ", sha256 " + i.hash.substr(0, 16));
+  }
+  if (c.mode == CodeMode::kSnapshot)
+    out += fmt::format("  copied at submission to {}/<job id>\n", printable(c.snapshot_root));
+  out += c.in_container
+             ? fmt::format("  mounted in the container at {}\n", printable(c.container_path))
+             : fmt::format("  on PYTHONPATH: <dir>{}\n",
+                           c.python_path == "." ? "" : "/" + printable(c.python_path));
+  return out;
+}
+
 }  // namespace
 
 ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
@@ -258,6 +306,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
     j["setup_lines"] = setup;
     j["setup_sources"] = setup_details;
     j["executor"] = executor_json(p);
+    if (p.code) j["code"] = code_json(*p.code);
   }
   if (p.runtime_check.ran) {
     const RuntimeCheckOutcome& rc = p.runtime_check;
@@ -379,6 +428,10 @@ std::string plan_to_text(const Plan& p, bool color) {
     if (xrows.size() > 1) {
       heading("executor changes");
       out += format_table(xrows, color);
+    }
+    if (p.code) {
+      heading("code (runtime.code)");
+      out += code_text(*p.code);
     }
     out += fmt::format("job dir: {}\n", p.job_dir);
   }

@@ -11,7 +11,11 @@
 // documented in probe_error.h; main's one catch is the last resort for what the standard
 // library throws (std::bad_alloc, std::system_error), which ends as exit 1.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <utility>
 
 #include "runtime/binding_report.h"
@@ -43,6 +47,34 @@ void print_rendezvous(const Cluster& cluster, const Identity& identity) {
   std::fflush(stdout);
 }
 
+// --expect-file: the files the job must see (e.g. a marker in the shipped source tree). Each
+// rank reports its own line, so a node that lacks the file is named.
+ProbeStatus check_expected_files(const Options& options, int rank) {
+  const char* code_dir = std::getenv("BRIDGE_CODE_DIR");
+  for (const std::string& spec : options.expect_files) {
+    size_t eq = spec.find('=');
+    std::string path = spec.substr(0, eq);
+    if (path.front() != '/' && code_dir && *code_dir) path = std::string(code_dir) + "/" + path;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::printf("file check: rank %d: %s missing\n", rank, path.c_str());
+      return ProbeStatus(kExitEnvMismatch, "file check failed: " + path + " is missing");
+    }
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    std::string content = bytes.str();
+    if (!content.empty() && content.back() == '\n') content.pop_back();
+    if (eq != std::string::npos && content != spec.substr(eq + 1)) {
+      std::printf("file check: rank %d: %s differs ('%s')\n", rank, path.c_str(),
+                  content.substr(0, 80).c_str());
+      return ProbeStatus(kExitEnvMismatch, "file check failed: " + path + " differs");
+    }
+    std::printf("file check: rank %d: %s ok (%zu bytes)\n", rank, path.c_str(), content.size());
+  }
+  std::fflush(stdout);
+  return {};
+}
+
 // Reads everything the collective part needs: identity, the expected env and plan.
 struct Inputs {
   Identity identity;
@@ -66,6 +98,7 @@ ProbeResult<Inputs> read_inputs(const Options& options) {
     ProbeStatus dumped = dump_env(*expected, options.dump_env_dir, identity->rank);
     if (!dumped.ok()) return dumped;
   }
+  if (ProbeStatus files = check_expected_files(options, identity->rank); !files.ok()) return files;
   ProbeResult<ExpectedPlan> plan = load_expected_plan();
   if (!plan.ok()) return plan.status();
   return Inputs{std::move(*identity), std::move(*expected), std::move(*plan)};

@@ -220,6 +220,10 @@ ProbeStatus apply_text_flag(std::string_view name, std::string_view text, Option
                          name_str + ": expected dp, ep, tp or pp, got '" + std::string(text) + "'");
     }
     options.corrupt_in = std::string(text);
+  } else if (name == "--expect-file") {
+    if (text.empty() || text.front() == '=')
+      return ProbeStatus(kExitUsage, name_str + ": expected PATH or PATH=TEXT");
+    options.expect_files.emplace_back(text);
   } else {  // --dump-env-dir
     options.dump_env_dir = std::string(text);
     if (options.dump_env_dir.empty()) return ProbeStatus(kExitUsage, name_str + ": empty path");
@@ -254,7 +258,7 @@ ProbeResult<bool> apply_value_flag(std::string_view name, const ValueFn& value, 
     }
     return true;
   }
-  if (name != "--corrupt-in" && name != "--dump-env-dir") return false;
+  if (name != "--corrupt-in" && name != "--dump-env-dir" && name != "--expect-file") return false;
   const ProbeResult<std::string_view> text = value();
   if (!text.ok()) return text.status();
   if (ProbeStatus status = apply_text_flag(name, *text, options); !status.ok()) return status;
@@ -435,6 +439,9 @@ flags:
   --timeout SEC          rendezvous and per-peer communication timeout (default 60)
   --dump-env-dir DIR     write the raw value of every BRIDGE_EXPECTED_ENV variable to
                          DIR/rank<R>.<NAME>
+  --expect-file PATH[=TEXT]  every rank checks that PATH exists (relative: below
+                         $BRIDGE_CODE_DIR, the shipped source tree) and holds TEXT;
+                         repeatable; a failed check exits 1
   --fail-rank R          fault injection: rank R exits with code 17 ...
   --fail-at-step S       ... at the start of step S (default 1)
   --hang-rank R          fault injection: rank R sleeps forever instead of all-reducing ...

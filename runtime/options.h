@@ -52,6 +52,10 @@ struct Options {
   std::string global_batch_source = "default";  // "--global-batch", "train.global_batch_size"...
   double timeout_s = 60.0;
   std::string dump_env_dir;
+  // --expect-file PATH[=TEXT]: every rank checks that PATH exists (a relative PATH is taken
+  // from $BRIDGE_CODE_DIR, the source tree the launcher shipped, else the working directory)
+  // and, with =TEXT, that its content is TEXT (one trailing newline ignored). Repeatable.
+  std::vector<std::string> expect_files;
   int fail_rank = -1;
   int fail_at_step = 1;
   int hang_rank = -1;

@@ -211,6 +211,42 @@ TEST_F(K8sCluster, AJobSetIsAcceptedAndEveryPodCarriesExactlyThePlannedEnv) {
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
 }
 
+// runtime.code: the snapshot is copied to the host directory (runtime.code.snapshot_dir) and
+// every pod gets it as a read-only hostPath volume at the container path. kwok runs no
+// containers, so what is checked is the accepted pods' spec and the copy on this host.
+TEST_F(K8sCluster, ASnapshotOfALocalTreeReachesThePodsAsAVolume) {
+  std::string tree = tmp.path() + "/tree";
+  std::filesystem::create_directories(tree + "/pkg");
+  tmp.write("tree/pkg/marker.txt", "shipped\n");
+  std::string snapshots = tmp.path() + "/snapshots";
+  auto r = run_command(argv({"runtime.code={path: '" + tree +
+                             "', include: ['**'], snapshot_dir: '" + snapshots + "'}"}),
+                       env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = job_id(r);
+  std::string copy = snapshots + "/demo-overlap-on/" + id;
+  EXPECT_EQ(test::read_file(copy + "/pkg/marker.txt"), "shipped\n");
+  json pods;
+  for (int i = 0; i < 100; ++i) {  // the JobSet controller creates the pods
+    pods = pods_of(object_name(r));
+    if (pods["items"].size() == 2u) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(pods["items"].size(), 2u);
+  for (const auto& pod : pods["items"]) {
+    bool volume = false, mounted = false;
+    for (const auto& v : pod["spec"]["volumes"])
+      volume = volume || (v["name"] == "bridge-code" && v["hostPath"]["path"] == copy);
+    for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"])
+      mounted = mounted || (m["name"] == "bridge-code" &&
+                            m["mountPath"] == "/opt/bridge-launch/code" && m["readOnly"] == true);
+    EXPECT_TRUE(volume) << pod["spec"]["volumes"].dump();
+    EXPECT_TRUE(mounted) << pod["spec"]["containers"][0]["volumeMounts"].dump();
+  }
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", id, "--format", "json"}, env());
+  EXPECT_THAT(status.out, HasSubstr("\"hash\": \"sha256:"));
+}
+
 TEST_F(K8sCluster, TheJobApiFallbackIsAcceptedAndSucceeds) {
   auto r = run_command(argv({"executor.kubernetes.api=job", "--wait"}), env());
   ASSERT_EQ(r.exit_code, 0) << r.err;

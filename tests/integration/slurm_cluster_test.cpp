@@ -312,6 +312,34 @@ TEST_F(SlurmCluster, EveryRankReportsTheBindingItsRuleResolvesFromSysfs) {
   }
 }
 
+// runtime.code: a snapshot of a local tree is copied into the job dir before sbatch, and
+// every rank on both nodes reads a marker file from it (BRIDGE_CODE_DIR, PYTHONPATH without a
+// container); the registry records the snapshot's hash.
+TEST_F(SlurmCluster, ASnapshotOfALocalTreeReachesEveryRank) {
+  std::string tree = tmp.path() + "/tree";
+  fs::create_directories(tree + "/pkg");
+  tmp.write("tree/pkg/marker.txt", "shipped-5ec2\n");
+  tmp.write("tree/pkg/ignored.bin", "not shipped\n");
+  Launched l =
+      launch(kRecipe, {"runtime.code={path: '" + tree + "', include: ['*.txt']}",
+                       "runtime.args=[--buckets, '4', --params, '65536', --compute-ms, "
+                       "'20', --timeout, '60', --expect-file, pkg/marker.txt=shipped-5ec2]"});
+  ASSERT_EQ(l.result.exit_code, 0) << l.result.out << l.result.err;
+  JobRecord rec = record(l);
+  JobStatus st = wait_final(rec, 120s);
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n" << logs(rec, std::nullopt);
+  std::string snapshot = jobs_dir + "/probe-slurm/code/" + l.job_id;
+  for (int r = 0; r < 16; ++r)
+    EXPECT_THAT(logs(rec, r), HasSubstr("file check: rank " + std::to_string(r) + ": " + snapshot +
+                                        "/pkg/marker.txt ok (12 bytes)"))
+        << r;
+  EXPECT_TRUE(fs::exists(snapshot + "/pkg/marker.txt"));
+  EXPECT_FALSE(fs::exists(snapshot + "/pkg/ignored.bin"));
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", l.job_id, "--format", "json"}, env());
+  EXPECT_THAT(status.out, HasSubstr("\"hash\": \"sha256:"));
+  EXPECT_THAT(status.out, HasSubstr("\"files\": 1"));
+}
+
 TEST_F(SlurmCluster, AFailingRankFailsTheJobWithinSecondsAndLogsShowIt) {
   Launched l = launch(kRecipe, {"train.max_steps=200",
                                 "runtime.args=[--compute-ms,20,--params,65536,"

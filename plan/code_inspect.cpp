@@ -1,0 +1,239 @@
+// inspect_code (plan/code_plan.h): which files of a source tree a job gets, their size, the
+// tree's git state and the snapshot's hash. Reads only; git runs through the CommandRunner.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/utf8.h"
+#include "plan/code_plan.h"
+
+namespace bridge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// git in the tree, with no optional lock taken (a `git status` may otherwise rewrite the
+// index of a tree the user is working in) and no pager or prompt.
+CommandResult run_git(CommandRunner& runner, const std::string& tree,
+                      std::vector<std::string> args) {
+  CommandSpec spec;
+  spec.argv = {"git", "-C", tree};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.extra_env = {{"GIT_OPTIONAL_LOCKS", "0"}, {"GIT_TERMINAL_PROMPT", "0"}};
+  spec.timeout = std::chrono::milliseconds(60000);
+  return runner.run(spec);
+}
+
+std::vector<std::string> split_nul(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\0', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+class Inspector {
+ public:
+  Inspector(CodePlan& code, CommandRunner& runner, Diagnostics& diags)
+      : code_(code), runner_(runner), diags_(diags) {}
+
+  bool run(CodeDepth depth) {
+    if (!check_root()) return false;
+    CodeInspection found;
+    std::vector<std::string> candidates;
+    if (!list_git(found, candidates)) return false;
+    if (!found.git && !list_by_patterns(candidates)) return false;
+    if (code_.mode == CodeMode::kSnapshot) {
+      if (!measure(candidates, found)) return false;
+      if (!check_size(found)) return false;
+      if (depth == CodeDepth::kHash && !hash(found)) return false;
+    }
+    code_.inspection = std::move(found);
+    return true;
+  }
+
+ private:
+  bool fail(const char* code, std::string message, std::string help) {
+    diags_.error(code, "runtime.code.path", code_.loc, std::move(message), std::move(help));
+    return false;
+  }
+
+  bool check_root() {
+    std::error_code ec;
+    fs::file_status st = fs::status(code_.source, ec);
+    if (ec || !fs::exists(st))
+      return fail(
+          "code-path-missing",
+          fmt::format("`runtime.code.path` {} does not exist", printable_text(code_.source, 200)),
+          "check the path; `~` and ${VAR} are expanded on the submitting host");
+    if (!fs::is_directory(st))
+      return fail("code-path-not-directory",
+                  fmt::format("`runtime.code.path` {} is not a directory",
+                              printable_text(code_.source, 200)),
+                  "name the directory of the source tree (a git work tree or a folder)");
+    fs::directory_iterator probe(code_.source, ec);
+    if (ec)
+      return fail("code-path-unreadable",
+                  fmt::format("`runtime.code.path` {} cannot be read: {}",
+                              printable_text(code_.source, 200), ec.message()),
+                  "make the tree readable by this user, or point at a copy of it");
+    return true;
+  }
+
+  // A git work tree: the files git tracks (below the path), HEAD and whether they differ.
+  bool list_git(CodeInspection& found, std::vector<std::string>& files) {
+    CommandResult inside = run_git(runner_, code_.source, {"rev-parse", "--is-inside-work-tree"});
+    if (!inside.ok() || inside.out.rfind("true", 0) != 0) {
+      std::error_code ec;
+      if (!inside.started && fs::exists(fs::path(code_.source) / ".git", ec))
+        return fail("code-git-unavailable",
+                    fmt::format("{} is a git work tree, but git could not be run: {}",
+                                printable_text(code_.source, 200), printable_text(inside.err, 200)),
+                    "install git on the submitting host, or list the files with "
+                    "runtime.code.include");
+      return true;  // not git: the include patterns decide
+    }
+    found.git = true;
+    CommandResult head = run_git(runner_, code_.source, {"rev-parse", "--verify", "-q", "HEAD"});
+    if (head.ok()) found.commit = head.out.substr(0, head.out.find_first_of("\r\n"));
+    CommandResult status = run_git(
+        runner_, code_.source, {"status", "--porcelain", "--untracked-files=no", "-z", "--", "."});
+    found.dirty = status.ok() ? !status.out.empty() : true;
+    if (code_.mode == CodeMode::kMount) return true;
+    CommandResult listed = run_git(runner_, code_.source, {"ls-files", "-z", "--cached"});
+    if (!listed.ok())
+      return fail(
+          "code-git-failed",
+          fmt::format("git could not list the files of {}: {}", printable_text(code_.source, 200),
+                      printable_text(listed.err + listed.out, 200)),
+          "run `git status` in the tree to see what is wrong");
+    for (auto& f : split_nul(listed.out))
+      if (code_.include.empty() || matches_include(f)) files.push_back(std::move(f));
+    return true;
+  }
+
+  bool matches_include(const std::string& path) const {
+    return std::any_of(code_.include.begin(), code_.include.end(),
+                       [&](const std::string& p) { return code_path_matches(p, path); });
+  }
+
+  // Not git: every file below the path that an include pattern matches (.git never).
+  bool list_by_patterns(std::vector<std::string>& files) {
+    if (code_.mode == CodeMode::kMount) return true;
+    if (code_.include.empty())
+      return fail("code-not-git",
+                  fmt::format("{} is not a git work tree, so which files to ship is not "
+                              "known",
+                              printable_text(code_.source, 200)),
+                  "list them with runtime.code.include, e.g. include: [\"**/*.py\"], or "
+                  "use mode: mount");
+    std::error_code ec;
+    fs::recursive_directory_iterator it(code_.source, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename() == ".git") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      std::error_code type_ec;
+      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) continue;
+      std::string rel = fs::path(it->path()).lexically_relative(code_.source).generic_string();
+      if (matches_include(rel)) files.push_back(std::move(rel));
+    }
+    if (ec)
+      return fail("code-path-unreadable",
+                  fmt::format("cannot list the files of {}: {}", printable_text(code_.source, 200),
+                              ec.message()),
+                  "make the tree readable by this user");
+    std::sort(files.begin(), files.end());
+    return true;
+  }
+
+  // Sizes and kinds; a tracked file deleted from the disk is not shipped (an uncommitted
+  // deletion), and neither is a directory git lists (a submodule).
+  bool measure(const std::vector<std::string>& candidates, CodeInspection& found) {
+    for (const auto& rel : candidates) {
+      struct stat st {};
+      std::string full = code_.source + "/" + rel;
+      if (lstat(full.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) continue;
+        return fail("code-path-unreadable",
+                    fmt::format("cannot read {} in the tree: {}", printable_text(rel, 200),
+                                std::strerror(errno)),
+                    "make the tree readable by this user");
+      }
+      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;
+      CodeFile f{rel, static_cast<std::uint64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0,
+                 S_ISLNK(st.st_mode)};
+      found.bytes += f.size;
+      found.files.push_back(std::move(f));
+    }
+    std::sort(found.files.begin(), found.files.end(),
+              [](const CodeFile& a, const CodeFile& b) { return a.path < b.path; });
+    return true;
+  }
+
+  bool check_size(const CodeInspection& found) {
+    if (found.bytes <= code_.max_bytes) return true;
+    diags_.error("code-too-large", "runtime.code.max_size_mb",
+                 code_.max_loc.has_position() ? code_.max_loc : code_.loc,
+                 fmt::format("the snapshot of {} would be {} in {} files, over the limit of {} "
+                             "(runtime.code.max_size_mb)",
+                             printable_text(code_.source, 200), byte_size_text(found.bytes),
+                             found.files.size(), byte_size_text(code_.max_bytes)),
+                 "narrow it with runtime.code.include (data and checkpoints belong on a "
+                 "volume), raise runtime.code.max_size_mb, or use mode: mount");
+    return false;
+  }
+
+  bool hash(CodeInspection& found) {
+    Sha256 sha;
+    for (const auto& f : found.files) {
+      std::string full = code_.source + "/" + f.path;
+      std::string content;
+      if (f.symlink) {
+        std::error_code ec;
+        content = fs::read_symlink(full, ec).string();
+        if (ec) return unreadable(f.path, ec.message());
+      } else {
+        std::ifstream in(full, std::ios::binary);
+        if (!in) return unreadable(f.path, std::strerror(errno));
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        content = std::move(bytes).str();
+      }
+      hash_code_file(sha, f, content);
+    }
+    found.hash = sha.hex();
+    return true;
+  }
+
+  bool unreadable(const std::string& rel, const std::string& why) {
+    return fail("code-path-unreadable",
+                fmt::format("cannot read {} in the tree {}: {}", printable_text(rel, 200),
+                            printable_text(code_.source, 200), why),
+                "make the tree readable by this user");
+  }
+
+  CodePlan& code_;
+  CommandRunner& runner_;
+  Diagnostics& diags_;
+};
+
+}  // namespace
+
+bool inspect_code(CodePlan& code, CommandRunner& runner, CodeDepth depth, Diagnostics& diags) {
+  return Inspector(code, runner, diags).run(depth);
+}
+
+}  // namespace bridge
