@@ -191,19 +191,8 @@ row "bridge-probe overlap efficiency, 4 ranks" "-" "-" "-" "efficiency ${eff:-n/
 venv=$(ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/bridge-launch/conformance-*/venv 2>/dev/null | head -n1)
 if [ -n "$venv" ] && [ -f "$(dirname "$venv")/ready" ]; then
   hf=$TMP/hf
-  python3 - "$hf" <<'PY'
-import json, os, shutil, sys
-here = "tests/conformance/hf_configs"
-for repo, e in json.load(open(os.path.join(here, "index.json"))).items():
-    snap = os.path.join(sys.argv[1], "hub", "models--" + repo.replace("/", "--"), "snapshots",
-                        e["revision"])
-    os.makedirs(snap)
-    refs = os.path.join(sys.argv[1], "hub", "models--" + repo.replace("/", "--"), "refs")
-    os.makedirs(refs)
-    open(os.path.join(refs, "main"), "w").write(e["revision"])
-    for name in os.listdir(os.path.join(here, e["dir"])):
-        shutil.copy(os.path.join(here, e["dir"], name), snap)
-PY
+  python3 -c 'import sys; sys.path.insert(0, "tests/conformance")
+from harness import write_offline_hub; write_offline_hub(sys.argv[1])' "$hf"
   : >"$TMP/check"
   for _ in $(seq 3); do
     measure_pair "$TMP/check" env HF_HOME="$hf" HF_HUB_OFFLINE=1 \

@@ -74,21 +74,11 @@ from bridge_config_check import (  # noqa: E402
     UPSTREAM_SCRIPTS, case_context, env_text, error_text, find_perf_recipe, jsonable, run_case)
 
 
-def offline_hf_cache():
-    """An offline Hugging Face cache holding only the config.json files of hf_configs/.
-
-    Some release recipes build their model from a Hub config (``AutoBridge.from_hf_pretrained``
-    of a pinned revision, e.g. Qwen/Qwen3-30B-A3B). The suite runs offline, so the harness lays
-    out a private HF_HOME with those files at the revisions the recipes pin (hf_configs/
-    index.json) and sets HF_HUB_OFFLINE: any other Hub access fails at once instead of retrying.
-    """
-    import tempfile
-
-    index_path = os.path.join(HERE, "hf_configs", "index.json")
-    with open(index_path) as f:
+def write_offline_hub(home):
+    """Lays out a Hugging Face cache under `home` holding only the config.json files of
+    hf_configs/, at the revisions the release's recipes pin (hf_configs/index.json)."""
+    with open(os.path.join(HERE, "hf_configs", "index.json")) as f:
         index = json.load(f)
-    home = tempfile.mkdtemp(prefix="bridge-conformance-hf-")
-    atexit.register(shutil.rmtree, home, True)  # forked workers exit with os._exit: no removal
     for repo_id, entry in index.items():
         repo_dir = os.path.join(home, "hub", "models--" + repo_id.replace("/", "--"))
         snap = os.path.join(repo_dir, "snapshots", entry["revision"])
@@ -97,9 +87,22 @@ def offline_hf_cache():
         with open(os.path.join(repo_dir, "refs", "main"), "w") as f:
             f.write(entry["revision"])
         for name in os.listdir(os.path.join(HERE, "hf_configs", entry["dir"])):
-            with open(os.path.join(HERE, "hf_configs", entry["dir"], name)) as src, \
-                    open(os.path.join(snap, name), "w") as dst:
-                dst.write(src.read())
+            shutil.copy(os.path.join(HERE, "hf_configs", entry["dir"], name), snap)
+
+
+def offline_hf_cache():
+    """An offline Hugging Face cache holding only the config.json files of hf_configs/.
+
+    Some release recipes build their model from a Hub config (``AutoBridge.from_hf_pretrained``
+    of a pinned revision, e.g. Qwen/Qwen3-30B-A3B). The suite runs offline, so the harness lays
+    out a private HF_HOME with those files (write_offline_hub) and sets HF_HUB_OFFLINE: any
+    other Hub access fails at once instead of retrying.
+    """
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="bridge-conformance-hf-")
+    atexit.register(shutil.rmtree, home, True)  # forked workers exit with os._exit: no removal
+    write_offline_hub(home)
     os.environ["HF_HOME"] = home
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"

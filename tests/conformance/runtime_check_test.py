@@ -35,6 +35,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from harness import write_offline_hub  # noqa: E402  (the suite's offline Hub cache)
 
 
 def venv_python(source):
@@ -43,21 +44,6 @@ def venv_python(source):
     if r.returncode != 0:
         sys.exit(f"conformance-env.sh failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return r.stdout.strip().splitlines()[-1]
-
-
-def offline_hub(home):
-    """The suite's offline Hub cache (config.json files of hf_configs/) under `home`."""
-    with open(os.path.join(HERE, "hf_configs", "index.json")) as f:
-        index = json.load(f)
-    for repo_id, entry in index.items():
-        repo_dir = os.path.join(home, "hub", "models--" + repo_id.replace("/", "--"))
-        snap = os.path.join(repo_dir, "snapshots", entry["revision"])
-        os.makedirs(snap)
-        os.makedirs(os.path.join(repo_dir, "refs"))
-        with open(os.path.join(repo_dir, "refs", "main"), "w") as f:
-            f.write(entry["revision"])
-        for name in os.listdir(os.path.join(HERE, "hf_configs", entry["dir"])):
-            shutil.copy(os.path.join(HERE, "hf_configs", entry["dir"], name), snap)
 
 
 PATCH = '''
@@ -97,10 +83,20 @@ class Suite:
         self.env["PYTHONPATH"] = os.path.join(HERE, "stubs")
         self.env["BRIDGE_LAUNCH_HOME"] = os.path.join(scratch, "home")
 
+    def patched_release(self, name, sitecustomize):
+        """The environment of a release changed by `sitecustomize` (imported at start-up)."""
+        where = os.path.join(self.scratch, name)
+        os.makedirs(where)
+        with open(os.path.join(where, "sitecustomize.py"), "w") as f:
+            f.write(sitecustomize)
+        env = dict(self.env)
+        env["PYTHONPATH"] = where + os.pathsep + env["PYTHONPATH"]
+        return env
+
     def run(self, args, env=None):
         t0 = time.time()
         r = subprocess.run([self.binary] + args, capture_output=True, text=True,
-                           env=env or self.env, cwd=self.source, timeout=600)
+                           env=env or self.env, cwd=self.source, timeout=1000)
         return r, time.time() - t0
 
     def expect(self, name, ok, detail):
@@ -129,7 +125,7 @@ def main():
     python = venv_python(source)
     scratch = tempfile.mkdtemp(prefix="bridge-runtime-check-")
     try:
-        offline_hub(os.path.join(scratch, "hf"))
+        write_offline_hub(os.path.join(scratch, "hf"))
         s = Suite(binary, source, python, scratch)
         run_cases(s, python, scratch)
     finally:
@@ -141,7 +137,8 @@ def main():
 
 def run_cases(s, python, scratch):
     qwen = "examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"
-    rc = ["--runtime-check", python]
+    # A loaded machine may take minutes to import torch: the limit is not what is tested here.
+    rc = ["--runtime-check", python, "runtime.check.timeout=900"]
     print("clean:")
     r, seconds = s.run(["plan", qwen, "--format", "json"] + rc)
     try:
@@ -158,12 +155,7 @@ def run_cases(s, python, scratch):
              and passed and "megatron.bridge 0.6.2" in passed[0],
              f"exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
     print("refused (bridge-launch's rules accept each; the release does not):")
-    older = os.path.join(scratch, "older")
-    os.makedirs(older)
-    with open(os.path.join(older, "sitecustomize.py"), "w") as f:
-        f.write(OLDER)
-    env = dict(s.env)
-    env["PYTHONPATH"] = older + os.pathsep + env["PYTHONPATH"]
+    env = s.patched_release("older", OLDER)
     s.case("an override the release does not have (a release without moe_permute_fusion)",
            ["validate", qwen] + rc, 2,
            ["runtime-check-refused", "model.moe_permute_fusion", f"{qwen}:30:",
@@ -177,12 +169,7 @@ def run_cases(s, python, scratch):
            ["validate", qwen, "runtime.adapter=hydra", "model.recipe=qwen3_31b_a3b"] + rc, 2,
            ["runtime-check-refused", "qwen3_31b_a3b", "override 'model.recipe"])
     print("differs (a patched release changes a planned value):")
-    patched = os.path.join(scratch, "patched")
-    os.makedirs(patched)
-    with open(os.path.join(patched, "sitecustomize.py"), "w") as f:
-        f.write(PATCH)
-    env = dict(s.env)
-    env["PYTHONPATH"] = patched + os.pathsep + env["PYTHONPATH"]
+    env = s.patched_release("patched", PATCH)
     s.case("the patched bucket size is named with both values", ["validate", qwen] + rc, 2,
            ["runtime-check-differs", "ddp.bucket_size", "134217728", "50000000"], env=env)
     print("the check's own failure:")
