@@ -78,6 +78,26 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+}  // namespace
+
+Status write_job_files(const std::string& dir,
+                       const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [name, contents] : files) {
+    std::string path = dir + "/" + name;
+    int fd = create_job_file(path);
+    bool ok = fd >= 0 && write_all(fd, contents.data(), contents.size());
+    int err = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    if (!ok) return Status::failed(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  }
+  return Status();
+}
+
+namespace {
+
 // One file of the snapshot: read without following a link, written new; its bytes hashed.
 Status copy_one(const std::string& from, const std::string& to, const CodeFile& file, Sha256& hash,
                 std::uint64_t& bytes) {

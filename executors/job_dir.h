@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -28,6 +29,11 @@ StatusOr<std::string> make_own_job_dir(const std::string& parent, const std::str
 // file or symlink already there is an error (EEXIST), never written through. -1 with errno
 // set on failure.
 int create_job_file(const std::string& path);
+
+// Writes each (name, contents) as a new file in `dir` (create_job_file). Stops at the first
+// failure and says which file and why.
+Status write_job_files(const std::string& dir,
+                       const std::vector<std::pair<std::string, std::string>>& files);
 
 // What copy_code_snapshot wrote.
 struct CopiedCode {

@@ -25,6 +25,7 @@
 #include "executors/job_dir.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
+#include "plan/plan_confirm.h"
 #include "system/process_group.h"
 
 namespace bridge {
@@ -85,8 +86,14 @@ bool uses_torchrun(const Plan& plan) {
   return plan.job.runtime.launcher.get_or("direct") == "torchrun";
 }
 
+// The job's own directory: <job dir>/<job id> (make_run_dir creates it).
+std::string local_run_dir(const Plan& plan, const std::string& job_id) {
+  // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
+  return plan.job_dir + "/" + (job_id.empty() ? "run" : job_id);
+}
+
 std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port,
-                                       const std::string& probe_dir) {
+                                       const std::string& probe_dir, const std::string& job_id) {
   std::vector<std::string> argv;
   if (uses_torchrun(plan)) {
     argv = plan.executor_changes.launcher_wrapper;
@@ -97,7 +104,7 @@ std::vector<std::string> launcher_argv(const Plan& plan, const std::string& port
     argv.push_back("--master-port=" + port);
     argv.push_back("--no-python");  // runtime.command names the program, e.g. [python, x.py]
   }
-  std::vector<std::string> cmd = rank_command(plan);
+  std::vector<std::string> cmd = rank_command(plan, local_run_dir(plan, job_id));
   if (!cmd.empty()) cmd[0] = resolve_program(cmd[0], probe_dir);
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   return argv;
@@ -257,7 +264,7 @@ class LocalExecutor : public Executor {
           shell_quote(code_rank_dir(*plan.code, identity.job_id)),
           shell_quote(code_python_path(*plan.code, identity.job_id)));
     std::string cmd;
-    for (const auto& a : launcher_argv(plan, "<auto>", services_.probe_dir))
+    for (const auto& a : launcher_argv(plan, "<auto>", services_.probe_dir, identity.job_id))
       cmd += " " + shell_quote(a);
     if (uses_torchrun(plan)) {
       text += "one torchrun process starts the ranks:\n  command:" + cmd + "\n";
@@ -291,6 +298,13 @@ class LocalExecutor : public Executor {
                   fmt::format("cannot create the job's lock file {}: {}",
                               (dir / kOwnerLockFile).string(), std::strerror(errno)),
                   "check that the job directory is writable and not shared with another job");
+      sr.exit_code = kExitRuntime;
+      return sr;
+    }
+    // The plan confirmation's program and request, which every rank's runtime starts through.
+    if (Status wrote = write_job_files(dir.string(), plan_confirmation_files(plan)); !wrote.ok()) {
+      diags.error("job-dir", "executor.local.job_dir", plan.job.executor.local.job_dir.loc,
+                  wrote.why(), "check that the job directory is writable and has free space");
       sr.exit_code = kExitRuntime;
       return sr;
     }
@@ -436,9 +450,9 @@ class LocalExecutor : public Executor {
   }
 
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {
-    // The CLI always fixes a job id (render's identity); "run" only guards a caller that did not.
-    std::string leaf = job_id.empty() ? "run" : job_id;
-    StatusOr<std::string> dir = make_own_job_dir(plan.job_dir, leaf);
+    std::string run_dir = local_run_dir(plan, job_id);
+    StatusOr<std::string> dir =
+        make_own_job_dir(plan.job_dir, run_dir.substr(plan.job_dir.size() + 1));
     if (dir.ok()) return std::move(dir).value();
     diags.error("job-dir", "executor.local.job_dir", plan.job.executor.local.job_dir.loc,
                 "cannot create the job's directory: " + dir.why(),
@@ -451,7 +465,7 @@ class LocalExecutor : public Executor {
     std::vector<RankSpec> specs;
     int processes = uses_torchrun(plan) ? 1 : static_cast<int>(plan.topology->gpus_per_node);
     std::vector<std::string> argv =
-        wrap_expanded(plan, launcher_argv(plan, port, services_.probe_dir));
+        wrap_expanded(plan, launcher_argv(plan, port, services_.probe_dir, job_id));
     for (int r = 0; r < processes; ++r) {
       std::map<std::string, std::string> vars;
       for (auto& [k, v] : job_vars(plan)) vars[k] = v;

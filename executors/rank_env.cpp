@@ -1,5 +1,6 @@
 #include "executors/rank_env.h"
 
+#include "plan/plan_confirm.h"
 #include "runtime/env_hash.h"
 
 namespace bridge {
@@ -18,9 +19,10 @@ std::string overlap_grad_reduce_flag(const Plan& plan) {
   return *plan.overlap->overlap.overlap_grad_reduce.value ? "1" : "0";
 }
 
-std::vector<std::string> rank_command(const Plan& plan) {
+std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir) {
   std::vector<std::string> cmd = plan.executor_changes.command_prefix;
-  for (auto& word : runtime_argv(plan)) cmd.push_back(std::move(word));
+  for (auto& word : confirmed_argv(plan, runtime_argv(plan), files_dir))
+    cmd.push_back(std::move(word));
   return cmd;
 }
 

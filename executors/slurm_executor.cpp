@@ -20,6 +20,7 @@
 #include "executors/slurm_retry.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
+#include "plan/plan_confirm.h"
 #include "system/log_tail.h"
 
 namespace bridge {
@@ -303,6 +304,22 @@ class SlurmExecutor : public Executor {
       return result;
     }
 
+    // The plan confirmation's program and request, which every rank's runtime starts through;
+    // removed again with the directory when Slurm does not take the job.
+    const auto job_files = plan_confirmation_files(plan);
+    auto unmake_dir = [&]() {
+      std::error_code ec;
+      for (const auto& file : job_files) fs::remove(fs::path(files_dir) / file.first, ec);
+      remove_if_empty(created);
+    };
+    if (Status wrote = write_job_files(files_dir, job_files); !wrote.ok()) {
+      ready_sbatch_.reset();
+      unmake_dir();
+      diags.error("slurm-job-dir", "executor.slurm.job_dir", plan.job.executor.slurm.job_dir.loc,
+                  wrote.why(), "check that the job dir is writable and has free space");
+      return result;
+    }
+
     std::string name = slurm_job_name(*plan.job.name.value);
     // The registry id is unique by construction (JobRegistry::reserve_id), so it tells our
     // job apart from any other of the same name.
@@ -346,7 +363,7 @@ class SlurmExecutor : public Executor {
     if (!sbatch) sbatch = services_.runner.start(spec);
     if (so.before_submit && !so.before_submit()) {
       sbatch.reset();  // killed before it read a script: nothing was submitted
-      remove_if_empty(created);
+      unmake_dir();
       return result;
     }
     CommandResult r = sbatch->finish(script, while_running);
@@ -375,7 +392,7 @@ class SlurmExecutor : public Executor {
     // before deleting anything. A definite refusal (controller down, bad option) needs none.
     if (!id && (r.timed_out || r.exit_code > 128)) settled();
     if (!id) {
-      remove_if_empty(created);
+      unmake_dir();
       std::string message =
           r.ok() ? fmt::format("sbatch printed no job id: `{}`",
                                printable_text(scrub_secrets(r.out, secret_values), 500))

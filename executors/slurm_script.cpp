@@ -309,7 +309,8 @@ bool per_node_launcher(const Plan& plan) {
 }
 
 std::vector<std::string> runtime_command(const Plan& plan, const SlurmRenderOptions& options) {
-  std::vector<std::string> cmd = rank_command(plan);
+  std::vector<std::string> cmd =
+      rank_command(plan, slurm_submission_dir(plan, options.submission_id));
   if (!options.probe_dir.empty()) {
     // The prefix (nsys, ...) comes first; the runtime command follows it.
     size_t at = plan.executor_changes.command_prefix.size();
@@ -545,7 +546,7 @@ struct SbatchView {
   std::string layout;
   std::string task_command;
   int64_t retries = 0;
-  SlurmRetry retry;  // what the script does after a failure (executors/slurm_retry.h)
+  SlurmRetry retry;     // what the script does after a failure (executors/slurm_retry.h)
   std::string code_id;  // the submission id runtime.code's snapshot is named by
 };
 

@@ -22,6 +22,12 @@ using K = SignatureKind;
 // gone) come before the generic NCCL and Python entries, so "DistBackendError: ... remote
 // process exited" counts as a consequence, not as a second cause.
 const std::vector<ErrorSignature> kSignatures = {
+    // The plan confirmation at start (plan/plan_confirm.h; the line is CONFIRM_LINE of
+    // templates/bridge_config_check.py).
+    {"plan-differs",
+     K::kCause,
+     "the runtime built a config that differs from the plan",
+     {"bridge-launch: the runtime built a config that differs from the plan"}},
     // Before cuda-error: "CUDA error: uncorrectable ECC error encountered" is a GPU fault,
     // which a retry on another node may not meet (model/retry_policy.h).
     {"gpu-xid",

@@ -20,6 +20,7 @@
 #include "launcher/services.h"
 #include "model/compare.h"
 #include "model/recipe_loader.h"
+#include "plan/plan_confirm.h"
 #include "plan/plan_output.h"
 #include "plan/runtime_check.h"
 
@@ -93,6 +94,8 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"elapsed", elapsed_cell(r, now) + (r.state == JobState::kRunning ? " (running)" : "")},
       {"job dir", or_dash(r.job_dir)}};
   if (r.code) rows.push_back({"code", shipped_code_text(*r.code)});
+  if (auto verdict = read_plan_confirmation(r.job_dir))
+    rows.push_back({"plan", plan_confirmation_line(*verdict)});
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
 
@@ -224,11 +227,16 @@ int cmd_why(const JobOptions& o, const Context& c) {
   refresh(one, c, diags);
   Triage t = triage(ex->failure_evidence(one[0], diags));
   print_diagnostics(diags, c.err, c.color, false);
-  if (o.format == "json")
-    c.out << triage_to_json(one[0], t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-          << "\n";
-  else
+  // What the plan confirmation at start found (plan/plan_confirm.h), before the triage.
+  std::optional<PlanConfirmationVerdict> verdict = read_plan_confirmation(one[0].job_dir);
+  if (o.format == "json") {
+    nlohmann::ordered_json j = triage_to_json(one[0], t);
+    if (verdict) j["plan_confirmation"] = plan_confirmation_to_json(*verdict);
+    c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    if (verdict) c.out << plan_confirmation_line(*verdict) << "\n";
     c.out << triage_to_text(one[0], t, /*excerpt=*/true);
+  }
   // A script can branch on it: 1 when the job failed (the summary is printed either way).
   return one[0].state == JobState::kFailed ? kExitRuntime : kExitOk;
 }

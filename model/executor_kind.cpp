@@ -15,7 +15,7 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .renders_batch_script = true,
        .preemption_signal = true,  // sbatch --signal=TERM@<seconds>
        .per_node_root_setup = true,
-       .numa_binding = true,  // numactl around every srun rank and torchrun worker
+       .numa_binding = true,    // numactl around every srun rank and torchrun worker
        .ranks_in_image = true,  // pyxis: srun --container-image
        .rank_ids = {"SLURM_JOB_ID", "SLURM_NODEID", "SLURM_PROCID"},
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {

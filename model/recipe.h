@@ -165,6 +165,9 @@ struct RuntimeSpec {
   // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
   Field<std::string> progress_rank;
   RuntimeCheckSpec check;
+  // The job's runtime confirms at start that it built the planned config (plan/plan_confirm.h);
+  // unset = on where the adapter and executor allow it.
+  Field<bool> confirm;
   // numa | none | custom: how each rank is bound to its GPU's NUMA node (model/placement.h).
   Field<std::string> binding;
   CodeSpec code;

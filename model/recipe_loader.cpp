@@ -530,6 +530,7 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
   }
   r.read("torch", rt.torch);
   r.read("progress_rank", rt.progress_rank, {"last", "first"});
+  r.read("confirm", rt.confirm);
   r.read_enum("binding", rt.binding, {"numa", "none", "custom"});
   if (rt.progress_rank.is_set() && *rt.progress_rank.value != "last" &&
       *rt.progress_rank.value != "first" && !parse_decimal<int>(*rt.progress_rank.value))

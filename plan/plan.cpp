@@ -13,6 +13,7 @@
 #include "model/executor_kind.h"
 #include "model/expand.h"
 #include "model/recipe_loader.h"
+#include "plan/plan_confirm.h"
 #include "plan/runtime_adapter.h"
 #include "plugins/plugin.h"
 
@@ -213,6 +214,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   for (auto& a : launch.runtime_args) plan.runtime_args.push_back(std::move(a));
   plan.setup_steps = std::move(launch.setup_steps);
   plan.executor_changes = std::move(launch.executor);
+  decide_plan_confirmation(plan, diags);
   plan.complete = !diags.has_errors();
   return plan;
 }

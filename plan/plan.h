@@ -84,6 +84,8 @@ struct Plan {
   // last rank under the megatron_bridge adapter, which prints them there, else rank 0).
   int progress_rank = 0;
   RuntimeCheckOutcome runtime_check;
+  // Every rank's runtime starts through the plan confirmation (plan/plan_confirm.h).
+  bool confirm = false;
   // How each rank is bound to its GPU's NUMA node (runtime.binding, model/placement.h).
   NumaBinding binding;
   // runtime.code: the source tree shipped into the job (plan/code_plan.h); its inspection

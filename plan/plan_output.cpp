@@ -295,6 +295,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                                 {"rule", p.binding.rule},
                                 {"source", p.binding.source}};
     j["argv"] = runtime_argv(p);
+    j["confirm_at_start"] = p.confirm;
     const Field<std::string>& image = p.recipe->runtime.container_image;
     j["container_image"] = image.is_set() ? ordered_json(*image.value) : ordered_json(nullptr);
     ordered_json setup = ordered_json::array();
@@ -397,6 +398,10 @@ std::string plan_to_text(const Plan& p, bool color) {
     std::vector<std::string> words;
     for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_word(w)));
     out += fmt::format("  {}\n", fmt::join(words, " "));
+    if (p.confirm)
+      out +=
+          "  started through the plan confirmation: rank 0 checks the config the runtime "
+          "builds against this plan before training (runtime.confirm)\n";
     heading("placement");
     out += format_table({{"setting", "value", "source", "rule"},
                          {"binding", std::string(binding_mode_name(p.binding.mode)),

@@ -30,6 +30,10 @@ overlap-differs (it would start with another value than the plan's).
 The same config path is what bridge-launch's conformance suite runs against the pinned
 release (tests/conformance/harness.py imports this file), so the check and the suite cannot
 drift apart. Exits 0 whenever it could write its answer; what it found is in the answer.
+
+The same file is the plan confirmation at start (`--confirm REQUEST -- SCRIPT ARGS...`, see
+confirm_main below): bridge-launch ships it into the job's directory as bridge_plan_confirm.py
+and every rank's runtime starts through it.
 """
 
 import contextlib
@@ -552,11 +556,6 @@ def _run_case(case, res):
         if (perf.get("compute_dtype") or "bf16") == "bf16" and cfg.optimizer.optimizer == "adam":
             cfg.optimizer.use_precision_aware_optimizer = True
     before_final = {ov: jsonable(read_path(cfg, override_key(ov))) for ov in overrides}
-    flag_fields = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_size": "model",
-                   "virtual_pipeline_model_parallel_size": "model",
-                   "context_parallel_size": "model", "expert_model_parallel_size": "model",
-                   "expert_tensor_parallel_size": "model", "global_batch_size": "train",
-                   "micro_batch_size": "train", "seq_length": "model", "max_steps": "train"}
     try:
         R.config.runtime_config_update(cfg)
         res["finalize"] = {"ok": True}
@@ -577,11 +576,10 @@ def _run_case(case, res):
                  "before_finalize": before_final[ov],
                  "after_finalize": jsonable(read_path(cfg, key))}
         res["overrides"].append(entry)
-    for f, where in flag_fields.items():
+    for f, path in FLAG_FIELDS.items():
         if f in flags:
-            field = "train_iters" if f == "max_steps" else f
-            res["flags"][f] = {"given": flags[f], "field": f"{where}.{field}",
-                               "after_finalize": jsonable(getattr(getattr(cfg, where), field, None))}
+            res["flags"][f] = {"given": flags[f], "field": path,
+                               "after_finalize": jsonable(read_path(cfg, path))}
     res["resolved"] = resolved_overlap(cfg)
     res["values"] = {p: jsonable(read_path(cfg, p)) for p in case.get("read", [])}
 
@@ -628,6 +626,17 @@ CONFIG_FLAGS = ["tensor_model_parallel_size", "pipeline_model_parallel_size",
                 "virtual_pipeline_model_parallel_size", "context_parallel_size",
                 "expert_model_parallel_size", "expert_tensor_parallel_size", "global_batch_size",
                 "micro_batch_size", "seq_length", "max_steps"]
+# The config field each of them sets, as run_script.py's flag layer does.
+FLAG_FIELDS = {
+    "tensor_model_parallel_size": "model.tensor_model_parallel_size",
+    "pipeline_model_parallel_size": "model.pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size": "model.virtual_pipeline_model_parallel_size",
+    "context_parallel_size": "model.context_parallel_size",
+    "expert_model_parallel_size": "model.expert_model_parallel_size",
+    "expert_tensor_parallel_size": "model.expert_tensor_parallel_size",
+    "global_batch_size": "train.global_batch_size", "micro_batch_size": "train.micro_batch_size",
+    "seq_length": "model.seq_length", "max_steps": "train.train_iters",
+}
 # The plan key each flag carries (what the recipe or an override sets).
 FLAG_PLAN_KEYS = {
     "model_family_name": "model.family", "model_recipe_name": "model.recipe",
@@ -872,7 +881,201 @@ def check(request):
     return answer
 
 
+# ---------------------------------------------------------------------------------------------
+# The plan confirmation at start: `python bridge_plan_confirm.py --confirm REQUEST -- SCRIPT ARGS`
+#
+# bridge-launch ships this file and REQUEST (the check's request, above) into the job's
+# directory and starts every rank's runtime through it. It runs SCRIPT as `python SCRIPT ARGS`
+# would, with one hook: right after the release's runtime_config_update has finalised the config
+# the runtime built (pretrain calls it before anything else), every rank compares that config
+# with the planned values. Rank 0 writes the verdict next to REQUEST (CONFIRM_VERDICT). On a
+# difference every rank writes it, says which fields differ on stderr and exits
+# CONFIRM_EXIT_CODE, before distributed start or training. Nothing else about the runtime
+# changes.
+
+CONFIRM_HOOK_MODULE = "megatron.bridge.training.config"
+CONFIRM_HOOK_FUNCTION = "runtime_config_update"
+CONFIRM_VERDICT = "plan_confirmation.json"
+CONFIRM_EXIT_CODE = 3
+CONFIRM_LINE = "bridge-launch: the runtime built a config that differs from the plan"
+
+
+def planned_values(request):
+    """(config path, planned value, plan key, argv word) for each value the plan sets that the
+    finalised config must hold: run_script.py's config flags, the Hydra overrides bridge-launch
+    can read back (booleans, numbers, null) and the resolved overlap fields."""
+    argv = list(request.get("argv") or [])
+    out = []
+    words = argv
+    if request.get("adapter") == "megatron_bridge":
+        flags, words, _ = parse_mb_argv(argv)
+        for dest in CONFIG_FLAGS:
+            if flags.get(dest) is not None:
+                out.append((FLAG_FIELDS[dest], flags[dest], flag_plan_key(dest), None))
+    for w in words:
+        if "=" not in w:
+            continue
+        key, text = w.split("=", 1)
+        key = key.lstrip("+~")
+        if key in ("comm_overlap", "mixed_precision") or key.startswith("comm_overlap."):
+            continue  # objects the runtime expands; their fields are compared below
+        known, want = _word_value(text)
+        if known:
+            out.append((key, want, key, w))
+    planned_overlap = request.get("planned_overlap") or {}
+    for field, holder in OVERLAP_FIELDS:
+        want = planned_overlap.get(field)
+        if field in planned_overlap and not isinstance(want, dict):
+            out.append((f"{holder}.{field}", want, f"comm_overlap.{field}", None))
+    return out
+
+
+def config_differences(cfg, planned):
+    """The planned values the config holds differently; a field planned twice (an override
+    and a resolved overlap field) is compared once, as the later entry names it."""
+    out = []
+    last = {path: i for i, (path, _, _, _) in enumerate(planned)}
+    for i, (path, want, key, word) in enumerate(planned):
+        if last[path] != i:
+            continue
+        got = jsonable(read_path(cfg, path))
+        if not _same(want, got):
+            out.append({"field": path, "key": key, "arg": word, "planned": want, "actual": got})
+    return out
+
+
+def _rank():
+    for name in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+class _Confirmation:
+    """One process's confirmation: the hook, the verdict, the exit on a difference."""
+
+    def __init__(self, request_path):
+        with open(request_path, encoding="utf-8") as f:
+            self.request = json.load(f)
+        self.verdict_path = os.path.join(os.path.dirname(os.path.abspath(request_path)),
+                                         CONFIRM_VERDICT)
+        self.rank = _rank()
+        self.start = time.time()
+        self.done = False
+
+    def write_verdict(self, verdict, every_rank=False):
+        """Rank 0 writes the verdict; on a difference every rank does (the same fields, its own
+        rank number), because the scheduler may kill rank 0 once another rank has exited."""
+        if self.rank != 0 and not every_rank:
+            return
+        verdict.update(rank=self.rank, seconds=round(time.time() - self.start, 2),
+                       hook=f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}")
+        tmp = f"{self.verdict_path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(verdict, f)
+                f.write("\n")
+            os.replace(tmp, self.verdict_path)
+        except OSError as e:
+            sys.stderr.write(f"bridge-launch: cannot write {self.verdict_path}: {e}\n")
+
+    def confirm(self, cfg):
+        if self.done:
+            return
+        self.done = True
+        planned = planned_values(self.request)
+        diffs = config_differences(cfg, planned)
+        versions = {}
+        for name in ("megatron.bridge", "megatron.core"):
+            mod = sys.modules.get(name)
+            if mod is not None:
+                versions[name] = getattr(mod, "__version__", "?")
+        self.write_verdict({"confirmed": not diffs, "compared": len({p[0] for p in planned}),
+                            "differences": diffs, "versions": versions}, every_rank=bool(diffs))
+        if not diffs:
+            return
+        lines = [f"{CONFIRM_LINE}: {d['field']} is {json.dumps(d['actual'])}, "
+                 f"planned {json.dumps(d['planned'])} (plan key {d['key']})" for d in diffs]
+        lines.append(f"bridge-launch: rank {self.rank} stops before training "
+                     f"(exit {CONFIRM_EXIT_CODE}); see `bridge-launch why`")
+        # To the process's own stderr: the runtime may have redirected sys.stderr meanwhile.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.write(2, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+        os._exit(CONFIRM_EXIT_CODE)
+
+    def hook(self, module):
+        """Wraps the finalisation of the module that was just imported."""
+        original = getattr(module, CONFIRM_HOOK_FUNCTION, None)
+        if not callable(original):
+            return
+
+        def runtime_config_update(config, *args, **kwargs):
+            result = original(config, *args, **kwargs)
+            self.confirm(config)
+            return result
+
+        runtime_config_update.__wrapped__ = original
+        setattr(module, CONFIRM_HOOK_FUNCTION, runtime_config_update)
+
+    def at_exit(self):
+        if not self.done:
+            self.write_verdict({"confirmed": None, "compared": 0, "differences": [],
+                                "note": "the runtime ended without finalising a config through "
+                                        f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}"})
+
+
+class _HookFinder:
+    """A meta path finder that wraps CONFIRM_HOOK_MODULE's loader once: the module is patched
+    right after it ran, before any other module can import the function from it, and nothing
+    is imported earlier than the runtime itself imports it."""
+
+    def __init__(self, on_loaded):
+        self.on_loaded = on_loaded
+
+    def find_spec(self, name, path=None, target=None):
+        if name != CONFIRM_HOOK_MODULE:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            self.on_loaded(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def confirm_main(args):
+    """`--confirm REQUEST -- SCRIPT ARGS...`: runs SCRIPT under the confirmation hook."""
+    if len(args) < 4 or args[0] != "--confirm" or args[2] != "--":
+        sys.stderr.write("usage: bridge_plan_confirm.py --confirm REQUEST -- SCRIPT [ARGS...]\n")
+        return 2
+    import atexit
+    import runpy
+    confirmation = _Confirmation(args[1])
+    if CONFIRM_HOOK_MODULE in sys.modules:
+        confirmation.hook(sys.modules[CONFIRM_HOOK_MODULE])
+    else:
+        sys.meta_path.insert(0, _HookFinder(confirmation.hook))
+    atexit.register(confirmation.at_exit)
+    script = args[3]
+    sys.argv = [script] + args[4:]
+    # As `python SCRIPT`: the script's own directory first on the path (run_script.py imports
+    # its sibling modules), not this file's.
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--confirm":
+        sys.exit(confirm_main(sys.argv[1:]))
     try:
         request = json.load(sys.stdin)
     except ValueError as e:

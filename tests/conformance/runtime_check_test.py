@@ -16,7 +16,12 @@ sees:
                runtime_config_update, as a site's fork might) keeps the plan from running as
                checked: exit 2, `runtime-check-differs` names the field, planned and actual value;
   own failure  no such Python, and a Python without Megatron-Bridge: one clear error, exit 2;
-  launch       a Slurm --dry-run with the check refused: nothing printed as submitted.
+  launch       a Slurm --dry-run with the check refused: nothing printed as submitted;
+  at start     the plan confirmation (plan/plan_confirm.h) in a real local launch: rank 0 runs
+               a runtime that builds the config from its argv through the release's config
+               code and stops before training (the other ranks exit at once). The released
+               runtime_config_update is confirmed (`status` says so); the patched release
+               above fails the job at start, and `why` names ddp.bucket_size with both values.
 
 The release runs offline: HF_HOME is the suite's offline Hub cache (hf_configs/) and the
 Transformer Engine stub is on PYTHONPATH, as in the suite. Prints each case's time; the last
@@ -69,6 +74,26 @@ def create_omegaconf_dict_config(cfg, *args, **kwargs):
         del omega.model["moe_permute_fusion"]
     return omega, excluded
 _ou.create_omegaconf_dict_config = create_omegaconf_dict_config
+'''
+
+
+# A runtime for the confirmation at start: rank 0 builds the config from exactly its argv as
+# run_script.py does (the config path of templates/bridge_config_check.py, which calls the
+# release's runtime_config_update) and stops before training; the other ranks have nothing to
+# build here.
+RUNTIME = '''
+import os, sys
+if os.environ.get("RANK", "0") != "0":
+    sys.exit(0)
+sys.path.insert(0, {templates!r})
+import bridge_config_check as b
+argv = sys.argv[1:]
+flags, _, _ = b.parse_mb_argv(argv)
+case, _ = b.case_of({{"adapter": "megatron_bridge", "argv": argv, "world_size": flags["num_gpus"],
+                     "gpu": flags["gpu"], "capability": None, "recipe_lookup": {{}}}})
+b.load_release()
+res = b.run_case(case)
+print("stopping before training; finalised:", res.get("finalize"), flush=True)
 '''
 
 
@@ -183,6 +208,27 @@ def run_cases(s, python, scratch):
            ["--executor", "slurm", "--dry-run", qwen, "runtime.adapter=hydra",
             "ddp.use_distributed_optimizer=false"] + rc, 2,
            ["runtime-check-refused"], unwanted=["#SBATCH"])
+    print("at start (a real local launch; rank 0 builds the config with the release):")
+    runtime = os.path.join(scratch, "runtime.py")
+    with open(runtime, "w") as f:
+        f.write(RUNTIME.format(templates=os.path.join(s.source, "templates")))
+    local = ["--executor", "local", "-ng", "16", "-gn", "16", qwen, "cluster.gpus_per_node_max=16",
+             f"runtime.command=[{python}, {runtime}]",
+             "executor.local.job_dir=" + os.path.join(scratch, "jobs")]
+    s.case("the release builds the planned config: confirmed, then it stops before training",
+           local + ["name=confirm-clean"], 0, ["stopping before training; finalised: {'ok': True}"])
+    s.case("status says rank 0 confirmed the plan", ["status", "confirm-clean"], 0,
+           ["plan confirmed by rank 0 (", "megatron.bridge 0.6.2"])
+    # Rank 0 only: 16 imports of the release at once would take minutes on 2 cores.
+    env = s.patched_release("patched-at-start", "import os\nif os.environ.get('RANK') == '0':\n"
+                            + "".join("    " + line + "\n" for line in PATCH.strip().splitlines()))
+    s.case("a patched release in the job fails it at start",
+           local + ["name=confirm-patched"], 1,
+           ["the runtime built a config that differs from the plan: ddp.bucket_size is 50000000, "
+            "planned 134217728"], env=env, unwanted=["stopping before training"])
+    s.case("why names the field with the planned and the built value", ["why", "confirm-patched"],
+           1, ["plan differs on rank 0: ddp.bucket_size is 50000000, planned 134217728 "
+               "(comm_overlap.bucket_size)"])
 
 
 if __name__ == "__main__":

@@ -544,5 +544,54 @@ TEST_F(LocalExecutorTest, AblateRefusesToSubmitWhenAnyVariantIsInvalid) {
   EXPECT_FALSE(fs::exists(dir_ / "jobs"));
 }
 
+// The plan confirmation at start (plan/plan_confirm.h) with the fake Megatron-Bridge runtime of
+// tests/data/fake-megatron-runtime: the runtime that builds the planned config trains and
+// `status` says the plan was confirmed; a wrapper that changes one value (-ms 8 -> 9) stops
+// every rank before training, and `why` names the field, the planned and the built value.
+TEST_F(LocalExecutorTest, TheRuntimeConfirmsThePlanAtStartAndAChangedValueStopsTheJob) {
+  const std::string fake = std::string(BRIDGE_SOURCE_DIR) + "/tests/data/fake-megatron-runtime";
+  auto recipe_for = [&](const std::string& name, const std::string& script) {
+    fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << "name: " << name << R"(
+cluster: {gpu: h100, num_gpus: 2, gpus_per_node: 2}
+model: {family: llama, recipe: llama3_8b, tensor_model_parallel_size: 1, precision: bf16}
+train: {global_batch_size: 8, micro_batch_size: 1, max_steps: 8}
+env:
+  PYTHONPATH: )" << fake
+                     << R"(
+runtime:
+  adapter: megatron_bridge
+  command: [python3, )"
+                     << fake << "/" << script << R"(]
+executor:
+  local: {job_dir: )" << (dir_ / "jobs").string()
+                     << R"(, timeout: 60}
+)";
+    return p.string();
+  };
+  CommandResult clean = launch({recipe_for("confirm-clean", "run_script.py")});
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  EXPECT_THAT(clean.out, HasSubstr("fake run_script: iteration 3/8"));
+  CommandResult status = launch({"status", "confirm-clean"});
+  EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values, "
+                                        "megatron.bridge 0.0.0\\+fake\\)"))
+      << status.out;
+
+  auto start = std::chrono::steady_clock::now();
+  CommandResult changed = launch({recipe_for("confirm-changed", "change_one_value.py")});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(changed.exit_code, 0) << changed.out;
+  EXPECT_LT(seconds, 10) << "the job stops before training";
+  EXPECT_THAT(changed.out, Not(HasSubstr("fake run_script: iteration")));
+  CommandResult why = launch({"why", "confirm-changed"});
+  EXPECT_EQ(why.exit_code, 1) << why.out << why.err;
+  EXPECT_THAT(why.out, ContainsRegex("plan differs on rank [01]: train.train_iters is 9, "
+                                     "planned 8 \\(train.max_steps\\)"));
+  EXPECT_THAT(why.out, HasSubstr("the runtime built a config that differs from the plan"));
+  CommandResult json = launch({"why", "confirm-changed", "--format", "json"});
+  EXPECT_THAT(json.out, HasSubstr("\"plan_confirmation\""));
+  EXPECT_THAT(json.out, HasSubstr("\"field\": \"train.train_iters\""));
+}
+
 }  // namespace
 }  // namespace bridge

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -495,6 +497,89 @@ executor:
   auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id}, env());
   EXPECT_EQ(why.exit_code, 0) << "the job succeeded in the end\n" << why.out << why.err;
   EXPECT_THAT(why.out, Not(HasSubstr("NCCL timeout")));
+}
+
+// Seconds between two of Slurm's ISO 8601 times ("2026-12-02T13:05:07"); -1 when unreadable.
+long seconds_between(const std::string& from, const std::string& to) {
+  auto parse = [](const std::string& t) {
+    std::tm tm{};
+    std::istringstream in(t);
+    in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+    return in.fail() ? time_t(-1) : timegm(&tm);
+  };
+  time_t a = parse(from), b = parse(to);
+  return a < 0 || b < 0 ? -1 : static_cast<long>(b - a);
+}
+
+// The issue's plan-confirmation scenario: a megatron_bridge job whose runtime is wrapped by a
+// script that changes one value (-ms 8 becomes -ms 9; the fake runtime of
+// tests/data/fake-megatron-runtime stands in for Megatron-Bridge). Every rank starts through
+// the confirmation program shipped into the job dir, the job fails within 10 s of its start,
+// and `why` and `status` name the field with the planned and the built value. The same job
+// without the wrapper is confirmed by rank 0 and runs.
+TEST_F(SlurmCluster, AJobWhoseRuntimeBuildsAnotherConfigFailsAtStartNamingTheField) {
+  const std::string fake = kSource + "/tests/data/fake-megatron-runtime";
+  auto launch = [&](const std::string& name, const std::string& script) {
+    std::string recipe = tmp.write(name + ".yaml", "name: " + name + R"(
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+model: {family: llama, recipe: llama3_8b, tensor_model_parallel_size: 1, precision: bf16}
+train: {global_batch_size: 32, micro_batch_size: 1, max_steps: 8}
+env:
+  PYTHONPATH: )" + fake + R"(
+runtime:
+  adapter: megatron_bridge
+  command: [python3, )" + fake + "/" + script + R"(]
+)");
+    auto r = run_command(
+        {BRIDGE_LAUNCH_BIN, "--executor", "slurm", recipe, "executor.slurm.job_dir=" + jobs_dir},
+        env());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.err, m, std::regex(R"(slurm id (\d+))"))) << r.err;
+    JobRecord rec;
+    rec.id = r.out.substr(0, r.out.find('\n'));
+    rec.executor = "slurm";
+    rec.scheduler_id = m[1];
+    rec.job_dir = jobs_dir + "/" + name + "/" + rec.id;
+    rec.ranks = 16;
+    return rec;
+  };
+
+  JobRecord changed = launch("confirm-changed", "change_one_value.py");
+  JobStatus st = wait_final(changed, 120s);
+  ASSERT_EQ(st.state, JobState::kFailed) << st.detail;
+  long took = seconds_between(st.started_at, st.ended_at);
+  EXPECT_GE(took, 0) << st.started_at << " " << st.ended_at;
+  EXPECT_LE(took, 10) << "the job fails within 10 s of its start";
+  EXPECT_TRUE(fs::exists(changed.job_dir + "/bridge_plan_confirm.py"));
+  // srun stops the other ranks once one has exited, so which ranks got to say it varies; none
+  // trained.
+  int said = 0;
+  for (int rank = 0; rank < 16; ++rank) {
+    std::string rank_log = read_file(changed.job_dir + "/rank" + std::to_string(rank) + ".log");
+    if (rank_log.find("bridge-launch: the runtime built a config that differs from the plan: "
+                      "train.train_iters is 9, planned 8 (plan key train.max_steps)") !=
+        std::string::npos)
+      ++said;
+    EXPECT_THAT(rank_log, Not(HasSubstr("fake run_script"))) << "rank " << rank;
+  }
+  EXPECT_GE(said, 1);
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", changed.id}, env());
+  EXPECT_EQ(why.exit_code, 1) << why.out << why.err;
+  EXPECT_THAT(why.out, ContainsRegex("plan differs on rank [0-9]+: train.train_iters is 9, "
+                                     "planned 8 \\(train.max_steps\\)"));
+  EXPECT_THAT(why.out, HasSubstr("the runtime built a config that differs from the plan"));
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", changed.id}, env());
+  EXPECT_THAT(status.out,
+              ContainsRegex("plan +plan differs on rank [0-9]+: train.train_iters is 9"));
+
+  JobRecord clean = launch("confirm-clean", "run_script.py");
+  st = wait_final(clean, 120s);
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail;
+  EXPECT_THAT(read_file(clean.job_dir + "/rank15.log"),
+              HasSubstr("fake run_script: iteration 3/8"));
+  status = run_command({BRIDGE_LAUNCH_BIN, "status", clean.id}, env());
+  EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values"));
 }
 
 // Megatron prints its iteration lines on the last rank only (print_rank_last): --wait follows

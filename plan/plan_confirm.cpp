@@ -1,0 +1,155 @@
+#include "plan/plan_confirm.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/utf8.h"
+#include "model/executor_kind.h"
+#include "plan/runtime_check.h"
+#include "system/templates.h"
+
+namespace bridge {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kProgramTemplate = "bridge_config_check.py";
+
+// `python SCRIPT ...`: the shape the confirmation can put itself in front of the script. A
+// `python -m module` or a shell wrapper is not.
+bool python_script_command(const std::vector<std::string>& argv) {
+  if (argv.size() < 2 || argv[1].empty() || argv[1][0] == '-') return false;
+  std::string program = std::filesystem::path(argv[0]).filename().string();
+  return program.rfind("python", 0) == 0;
+}
+
+// Why the job will not confirm its plan: an info line when the user left runtime.confirm
+// unset (the default), a warning when they asked for it.
+void not_confirmed(const Plan& plan, const std::string& why, Diagnostics& diags) {
+  const Field<bool>& asked = plan.recipe->runtime.confirm;
+  std::string message = "the job will not confirm its plan at start: " + why;
+  std::string help = "see \"The plan confirmed at start\" in docs/runtime-check.md";
+  if (asked.is_set())
+    diags.warning("plan-confirm-off", "runtime.confirm", asked.loc, message, help);
+  else
+    diags.info("plan-confirm-off", "runtime.confirm", {}, message, help);
+}
+
+std::string text_of(const json& v) {
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
+  plan.confirm = false;
+  if (!plan.recipe || !plan.topology) return;
+  if (plan.adapter != "megatron_bridge" && plan.adapter != "hydra") return;
+  const Field<bool>& asked = plan.recipe->runtime.confirm;
+  if (asked.is_set() && !*asked.value) return;
+  const ExecutorKind* kind = find_executor_kind(plan.executor);
+  if (kind && kind->job_dir_in_container) {
+    not_confirmed(plan,
+                  fmt::format("the {} executor's job dir is inside the container, where "
+                              "bridge-launch cannot ship the confirmation program",
+                              plan.executor),
+                  diags);
+    return;
+  }
+  if (!python_script_command(runtime_argv(plan))) {
+    not_confirmed(plan,
+                  "runtime.command is not `python SCRIPT`, so the confirmation program "
+                  "cannot start in front of the script",
+                  diags);
+    return;
+  }
+  plan.confirm = true;
+}
+
+std::vector<std::string> confirmed_argv(const Plan& plan, std::vector<std::string> argv,
+                                        const std::string& files_dir) {
+  if (!plan.confirm || files_dir.empty() || !python_script_command(argv)) return argv;
+  std::vector<std::string> out{argv[0], files_dir + "/" + kConfirmProgramFile, "--confirm",
+                               files_dir + "/" + kConfirmRequestFile, "--"};
+  out.insert(out.end(), argv.begin() + 1, argv.end());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const Plan& plan) {
+  if (!plan.confirm) return {};
+  Diagnostics unused;
+  std::optional<std::string> program = template_text(kProgramTemplate, "", unused);
+  return {{kConfirmProgramFile, program.value_or("")},
+          {kConfirmRequestFile, runtime_check_request(plan) + "\n"}};
+}
+
+std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir) {
+  if (job_dir.empty()) return std::nullopt;
+  std::ifstream in(std::filesystem::path(job_dir) / kConfirmVerdictFile);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  PlanConfirmationVerdict v;
+  if (j.contains("confirmed") && j["confirmed"].is_boolean())
+    v.confirmed = j["confirmed"].get<bool>();
+  if (j.contains("compared") && j["compared"].is_number_unsigned())
+    v.compared = j["compared"].get<size_t>();
+  if (j.contains("seconds") && j["seconds"].is_number()) v.seconds = j["seconds"].get<double>();
+  if (j.contains("rank") && j["rank"].is_number_integer()) v.rank = j["rank"].get<int>();
+  if (j.contains("note") && j["note"].is_string())
+    v.note = printable_text(j["note"].get<std::string>(), 300);
+  if (j.contains("versions") && j["versions"].is_object())
+    for (const auto& [name, version] : j["versions"].items())
+      v.versions += fmt::format("{}{} {}", v.versions.empty() ? "" : ", ", name,
+                                printable_text(text_of(version), 40));
+  if (j.contains("differences") && j["differences"].is_array())
+    for (const auto& d : j["differences"]) {
+      if (!d.is_object() || v.differences.size() >= 50) continue;
+      auto field = [&](const char* name) {
+        return d.contains(name) ? printable_text(text_of(d[name]), 200) : std::string();
+      };
+      v.differences.push_back({field("field"), field("key"), field("planned"), field("actual")});
+    }
+  return v;
+}
+
+nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& v) {
+  nlohmann::ordered_json j;
+  j["confirmed"] = v.confirmed ? nlohmann::ordered_json(*v.confirmed) : nullptr;
+  j["compared"] = v.compared;
+  j["versions"] = v.versions;
+  j["seconds"] = v.seconds;
+  j["rank"] = v.rank;
+  if (!v.note.empty()) j["note"] = v.note;
+  j["differences"] = nlohmann::ordered_json::array();
+  for (const auto& d : v.differences)
+    j["differences"].push_back(
+        {{"field", d.field}, {"key", d.key}, {"planned", d.planned}, {"actual", d.actual}});
+  j["line"] = plan_confirmation_line(v);
+  return j;
+}
+
+std::string plan_confirmation_line(const PlanConfirmationVerdict& v) {
+  std::string versions = v.versions.empty() ? "" : ", " + v.versions;
+  if (!v.confirmed)
+    return "plan not confirmed: " + (v.note.empty() ? std::string("no verdict") : v.note);
+  if (*v.confirmed)
+    return fmt::format("plan confirmed by rank 0 ({} values{})", v.compared, versions);
+  std::string out = fmt::format("plan differs on rank {}:", v.rank);
+  for (size_t i = 0; i < v.differences.size(); ++i) {
+    const ConfirmDifference& d = v.differences[i];
+    out += fmt::format("{} {} is {}, planned {} ({})", i == 0 ? "" : ";", d.field, d.actual,
+                       d.planned, d.key);
+  }
+  return out;
+}
+
+}  // namespace bridge

@@ -1,0 +1,214 @@
+// The plan confirmation at start (plan/plan_confirm.h): when a job confirms its plan, how the
+// runtime's command line starts through the confirmation program, which files go into the job
+// dir, and how a verdict reads back for status and why. The program itself runs against a
+// fake runtime in the local and Slurm suites and against the released Megatron-Bridge in
+// tests/conformance/runtime_check_test.py.
+#include "plan/plan_confirm.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "executors/rank_env.h"
+#include "executors/slurm_script.h"
+#include "jobs/failure_triage.h"
+#include "plugins/plugin.h"
+#include "system/host_env.h"
+#include "system/templates.h"
+#include "test_util.h"
+#include "tests/support/build_paths.h"
+
+namespace bridge {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kQwen = "examples/recipes/qwen3-30b-a3b-ep-overlap.yaml";
+const std::string kScript = "/opt/Megatron-Bridge/scripts/performance/run_script.py";
+
+class PlanConfirmTest : public ::testing::Test {
+ protected:
+  Plan plan(std::vector<std::string> overrides, const std::string& executor = "") {
+    PlanRequest req;
+    req.recipe_path = std::string(test::kSourceDir) + "/" + kQwen;
+    req.overrides = std::move(overrides);
+    req.executor = executor;
+    Plan p = build_plan(req, env_, plugin_registry(), diags_);
+    std::string shown;
+    for (const auto& d : diags_.items()) shown += d.code + ": " + d.message + "\n";
+    EXPECT_TRUE(p.complete) << shown;
+    return p;
+  }
+  const Diagnostic* find(const std::string& code) const {
+    for (const auto& d : diags_.items())
+      if (d.code == code) return &d;
+    return nullptr;
+  }
+
+  MapEnvironment env_{{{"HOME", "/home/user"}}};
+  Diagnostics diags_;
+};
+
+TEST_F(PlanConfirmTest, AMegatronBridgeJobOnSlurmStartsItsRuntimeThroughTheConfirmation) {
+  Plan p = plan({});
+  EXPECT_TRUE(p.confirm);
+  EXPECT_EQ(find("plan-confirm-off"), nullptr);
+  std::vector<std::string> cmd = rank_command(p, "/jobs/qwen/job-1");
+  ASSERT_GE(cmd.size(), 7u);
+  EXPECT_THAT(std::vector<std::string>(cmd.begin(), cmd.begin() + 6),
+              ElementsAre("python", "/jobs/qwen/job-1/bridge_plan_confirm.py", "--confirm",
+                          "/jobs/qwen/job-1/plan_confirm.json", "--", kScript));
+  // Everything after the script is the plan's argv, unchanged.
+  std::vector<std::string> planned = runtime_argv(p);
+  EXPECT_EQ(std::vector<std::string>(cmd.begin() + 6, cmd.end()),
+            std::vector<std::string>(planned.begin() + 2, planned.end()));
+  // Without a job dir (what `plan` shows) the command is the plan's own.
+  EXPECT_EQ(rank_command(p), planned);
+
+  SlurmRenderOptions options;
+  options.submission_id = "job-1";
+  Diagnostics render_diags;
+  auto script = render_sbatch_script(p, options, render_diags);
+  ASSERT_TRUE(script.has_value());
+  std::string dir = slurm_submission_dir(p, "job-1");
+  EXPECT_THAT(script->text, HasSubstr("python " + dir + "/bridge_plan_confirm.py --confirm " + dir +
+                                      "/plan_confirm.json -- " + kScript + " -m qwen"));
+}
+
+TEST_F(PlanConfirmTest, TheJobDirGetsTheEmbeddedProgramAndThePlannedValues) {
+  Plan p = plan({});
+  auto files = plan_confirmation_files(p);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].first, "bridge_plan_confirm.py");
+  EXPECT_EQ(files[0].second, embedded_templates().at("bridge_config_check.py"));
+  EXPECT_EQ(files[1].first, "plan_confirm.json");
+  json request = json::parse(files[1].second);
+  EXPECT_EQ(request["adapter"], "megatron_bridge");
+  EXPECT_EQ(request["world_size"], 16);
+  std::vector<std::string> planned = runtime_argv(p);
+  EXPECT_EQ(request["argv"].get<std::vector<std::string>>(),
+            std::vector<std::string>(planned.begin() + 2, planned.end()));
+  EXPECT_EQ(request["planned_overlap"]["overlap_moe_expert_parallel_comm"], true);
+  EXPECT_EQ(request["planned_overlap"]["overlap_grad_reduce"], true);
+}
+
+TEST_F(PlanConfirmTest, RuntimeConfirmFalseTurnsItOffWithoutAWord) {
+  Plan p = plan({"runtime.confirm=false"});
+  EXPECT_FALSE(p.confirm);
+  EXPECT_EQ(find("plan-confirm-off"), nullptr);
+  EXPECT_TRUE(plan_confirmation_files(p).empty());
+  EXPECT_EQ(rank_command(p, "/jobs/qwen/job-1"), runtime_argv(p));
+}
+
+TEST_F(PlanConfirmTest, ACommandThatIsNotPythonScriptIsSaidByName) {
+  Plan p = plan({"runtime.command=[bash, /opt/run.sh]"});
+  EXPECT_FALSE(p.confirm);
+  const Diagnostic* d = find("plan-confirm-off");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kInfo) << "the user did not ask for it";
+  EXPECT_THAT(d->message, HasSubstr("runtime.command is not `python SCRIPT`"));
+  EXPECT_EQ(rank_command(p, "/jobs/x"), runtime_argv(p));
+}
+
+TEST_F(PlanConfirmTest, KubernetesCannotShipItAndSaysSoLouderWhenAskedFor) {
+  Plan p = plan({}, "kubernetes");
+  EXPECT_FALSE(p.confirm);
+  const Diagnostic* d = find("plan-confirm-off");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kInfo);
+  EXPECT_THAT(d->message, HasSubstr("kubernetes executor's job dir is inside the container"));
+
+  diags_ = Diagnostics();
+  Plan asked = plan({"runtime.confirm=true"}, "kubernetes");
+  EXPECT_FALSE(asked.confirm);
+  d = find("plan-confirm-off");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_TRUE(d->loc.from_override()) << "points at the override that asked for it";
+}
+
+TEST_F(PlanConfirmTest, ProbeAndNoneAdaptersHaveNothingToConfirm) {
+  for (const char* adapter : {"probe", "none"}) {
+    diags_ = Diagnostics();
+    Plan p = plan({std::string("runtime.adapter=") + adapter, "runtime.command=[bridge-probe]"});
+    EXPECT_FALSE(p.confirm) << adapter;
+    EXPECT_EQ(find("plan-confirm-off"), nullptr) << adapter;
+  }
+}
+
+class VerdictTest : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    std::ofstream(dir_.path() + "/plan_confirmation.json") << text;
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(VerdictTest, AConfirmedPlanReadsAsConfirmedByRankZero) {
+  auto v = read_plan_confirmation(
+      write(R"({"confirmed": true, "compared": 40, "differences": [], "rank": 0,
+                "versions": {"megatron.bridge": "0.6.2"}, "seconds": 1.5})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(plan_confirmation_line(*v),
+            "plan confirmed by rank 0 (40 values, megatron.bridge 0.6.2)");
+  EXPECT_EQ(plan_confirmation_to_json(*v)["confirmed"], true);
+}
+
+TEST_F(VerdictTest, ADifferingPlanNamesEveryFieldWithBothValues) {
+  auto v = read_plan_confirmation(
+      write(R"({"confirmed": false, "compared": 40, "rank": 3, "differences": [
+      {"field": "train.train_iters", "key": "train.max_steps", "planned": 8, "actual": 9},
+      {"field": "ddp.overlap_grad_reduce", "key": "comm_overlap.overlap_grad_reduce",
+       "planned": true, "actual": false}]})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(plan_confirmation_line(*v),
+            "plan differs on rank 3: train.train_iters is 9, planned 8 (train.max_steps); "
+            "ddp.overlap_grad_reduce is false, planned true (comm_overlap.overlap_grad_reduce)");
+  json j = plan_confirmation_to_json(*v);
+  EXPECT_EQ(j["confirmed"], false);
+  EXPECT_EQ(j["rank"], 3);
+  ASSERT_EQ(j["differences"].size(), 2u);
+  EXPECT_EQ(j["differences"][0]["planned"], "8");
+  EXPECT_EQ(j["differences"][0]["actual"], "9");
+}
+
+TEST_F(VerdictTest, ARuntimeThatNeverFinalisedIsNotConfirmed) {
+  auto v = read_plan_confirmation(write(
+      R"({"confirmed": null, "compared": 0, "differences": [], "note": "the runtime ended without finalising a config"})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(plan_confirmation_line(*v),
+            "plan not confirmed: the runtime ended without finalising a config");
+}
+
+TEST_F(VerdictTest, NoVerdictOrAnUnreadableOneIsNone) {
+  EXPECT_FALSE(read_plan_confirmation(dir_.path()).has_value());
+  EXPECT_FALSE(read_plan_confirmation("").has_value());
+  EXPECT_FALSE(read_plan_confirmation(write("{not json")).has_value());
+  // Hostile text in a verdict is shown escaped.
+  auto v = read_plan_confirmation(write(
+      R"({"confirmed": false, "differences": [{"field": "a\u001b[31m", "key": "k", "planned": 1, "actual": 2}]})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_THAT(plan_confirmation_line(*v), Not(HasSubstr("\x1b")));
+}
+
+TEST(PlanConfirmTriage, TheConfirmationsLineIsACauseForWhy) {
+  const ErrorSignature* s = classify_line(
+      "bridge-launch: the runtime built a config that differs from the plan: train.train_iters "
+      "is 9, planned 8 (plan key train.max_steps)");
+  ASSERT_NE(s, nullptr);
+  EXPECT_STREQ(s->id, "plan-differs");
+  EXPECT_EQ(s->kind, SignatureKind::kCause);
+}
+
+}  // namespace
+}  // namespace bridge
