@@ -898,6 +898,7 @@ CONFIRM_HOOK_FUNCTION = "runtime_config_update"
 CONFIRM_VERDICT = "plan_confirmation.json"
 CONFIRM_EXIT_CODE = 3
 CONFIRM_LINE = "bridge-launch: the runtime built a config that differs from the plan"
+CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def planned_values(request):
@@ -917,6 +918,8 @@ def planned_values(request):
             continue
         key, text = w.split("=", 1)
         key = key.lstrip("+~")
+        if not CONFIG_KEY.fullmatch(key):
+            continue  # a flag of the user's script (--lr=0.1), not a config field
         if key in ("comm_overlap", "mixed_precision") or key.startswith("comm_overlap."):
             continue  # objects the runtime expands; their fields are compared below
         known, want = _word_value(text)
