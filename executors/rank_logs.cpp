@@ -3,17 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "base/numbers.h"
+#include "base/parallel_for.h"
 #include "system/log_tail.h"
 
 namespace bridge {
@@ -54,37 +52,18 @@ RankEvidence unit_from_file(const fs::path& path, std::string label) {
   return u;
 }
 
-// One unit per file, read by up to kReaders threads: a 4096-rank job's logs are about 240 MiB
-// of tails, and reading and splitting them is most of `why`'s time (docs/performance.md). Each
-// unit is written by one thread only; the order is the files' order.
+// One unit per file, read in parallel (base/parallel_for.h): a 4096-rank job's logs are about
+// 240 MiB of tails. The order is the files' order.
 std::vector<RankEvidence> units_from_files(const std::map<int, fs::path>& files, bool per_node) {
-  constexpr unsigned kReaders = 8;
-  constexpr size_t kFilesPerReader = 64;  // fewer files are read faster than a thread starts
   std::vector<std::pair<int, const fs::path*>> order;
   order.reserve(files.size());
   for (const auto& [n, path] : files) order.emplace_back(n, &path);
   std::vector<RankEvidence> units(order.size());
-  std::atomic<size_t> next{0};
-  auto read_some = [&]() {
-    for (size_t i = next++; i < order.size(); i = next++) {
-      const auto& [n, path] = order[i];
-      units[i] = unit_from_file(*path, fmt::format("{} {}", per_node ? "node" : "rank", n));
-      (per_node ? units[i].node : units[i].rank) = n;
-    }
-  };
-  unsigned threads =
-      std::min<unsigned>({std::max(1u, std::thread::hardware_concurrency()), kReaders,
-                          static_cast<unsigned>(order.size() / kFilesPerReader)});
-  std::vector<std::thread> helpers;
-  for (unsigned t = 1; t < threads; ++t) {
-    try {
-      helpers.emplace_back(read_some);
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: this one reads the rest
-    }
-  }
-  read_some();
-  for (auto& h : helpers) h.join();
+  parallel_for(order.size(), /*min_per_thread=*/64, [&](size_t i) {
+    const auto& [n, path] = order[i];
+    units[i] = unit_from_file(*path, fmt::format("{} {}", per_node ? "node" : "rank", n));
+    (per_node ? units[i].node : units[i].rank) = n;
+  });
   return units;
 }
 
