@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -11,8 +13,16 @@ namespace bridge {
 void parallel_for(std::size_t n, std::size_t min_per_thread,
                   const std::function<void(std::size_t)>& body) {
   std::atomic<std::size_t> next{0};
+  std::mutex failed_mutex;
+  std::exception_ptr failed;  // the first exception a body threw; rethrown once all joined
   auto run_some = [&]() {
-    for (std::size_t i = next++; i < n; i = next++) body(i);
+    try {
+      for (std::size_t i = next++; i < n; i = next++) body(i);
+    } catch (...) {
+      next = n;  // the others stop taking indices
+      std::lock_guard<std::mutex> lock(failed_mutex);
+      if (!failed) failed = std::current_exception();
+    }
   };
   std::size_t by_size = n / std::max<std::size_t>(min_per_thread, 1);
   std::size_t threads = std::min<std::size_t>(
@@ -27,6 +37,7 @@ void parallel_for(std::size_t n, std::size_t min_per_thread,
   }
   run_some();
   for (auto& h : helpers) h.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace bridge

@@ -6,7 +6,8 @@
 // (the caller's vector, sized beforehand). With fewer than `min_per_thread` indices per thread
 // fewer threads start, and with n < 2 * min_per_thread none: the caller's thread runs them all.
 // A thread that cannot be started is no error; the threads already running share the rest.
-// Returns once all indices ran.
+// Returns once all indices ran. When a body throws, no further index starts, every thread is
+// joined, and the first exception is rethrown on the calling thread.
 #pragma once
 
 #include <cstddef>

@@ -78,7 +78,8 @@ function unit_signature(file,   line, n, k, s) {
 }
 function out(s, host, unit,   c) {
   c = s ? (s in cls_by_index ? cls_by_index[s] : "-") : "-"
-  if (any && c == "-") c = "any"
+  # A config that differs from the plan (plan-differs) fails the same way on every node.
+  if (any && c == "-" && !(s && sid[s] == "plan-differs")) c = "any"
   printf "%s %s %s %s %s\n", s ? sid[s] : "-", s ? skind[s] : "-", c, host == "" ? "-" : host, unit == "" ? "-" : unit
   done = 1
   exit

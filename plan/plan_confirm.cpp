@@ -53,6 +53,10 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
   if (plan.adapter != "megatron_bridge" && plan.adapter != "hydra") return;
   const Field<bool>& asked = plan.recipe->runtime.confirm;
   if (asked.is_set() && !*asked.value) return;
+  if (!embedded_templates().count(kProgramTemplate)) {
+    not_confirmed(plan, "this bridge-launch was built without its confirmation program", diags);
+    return;
+  }
   const ExecutorKind* kind = find_executor_kind(plan.executor);
   if (kind && kind->job_dir_in_container) {
     not_confirmed(plan,
@@ -110,6 +114,9 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
     for (const auto& [name, version] : j["versions"].items())
       v.versions += fmt::format("{}{} {}", v.versions.empty() ? "" : ", ", name,
                                 printable_text(text_of(version), 40));
+  if (j.contains("not_compared") && j["not_compared"].is_array())
+    for (const auto& f : j["not_compared"])
+      if (v.not_compared.size() < 200) v.not_compared.push_back(printable_text(text_of(f), 200));
   if (j.contains("differences") && j["differences"].is_array())
     for (const auto& d : j["differences"]) {
       if (!d.is_object() || v.differences.size() >= 50) continue;
@@ -128,6 +135,7 @@ nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& 
   j["versions"] = v.versions;
   j["seconds"] = v.seconds;
   j["rank"] = v.rank;
+  j["not_compared"] = v.not_compared;
   if (!v.note.empty()) j["note"] = v.note;
   j["differences"] = nlohmann::ordered_json::array();
   for (const auto& d : v.differences)
@@ -142,7 +150,11 @@ std::string plan_confirmation_line(const PlanConfirmationVerdict& v) {
   if (!v.confirmed)
     return "plan not confirmed: " + (v.note.empty() ? std::string("no verdict") : v.note);
   if (*v.confirmed)
-    return fmt::format("plan confirmed by rank 0 ({} values{})", v.compared, versions);
+    return fmt::format("plan confirmed by rank 0 ({} values{}{})", v.compared,
+                       v.not_compared.empty()
+                           ? ""
+                           : fmt::format(", {} left to the runtime", v.not_compared.size()),
+                       versions);
   std::string out = fmt::format("plan differs on rank {}:", v.rank);
   for (size_t i = 0; i < v.differences.size(); ++i) {
     const ConfirmDifference& d = v.differences[i];

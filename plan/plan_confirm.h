@@ -67,6 +67,8 @@ struct PlanConfirmationVerdict {
   std::string note;
   double seconds = 0;
   int rank = 0;  // the rank that wrote it
+  // Planned fields not compared: planned null (the runtime derives them) or not in the config.
+  std::vector<std::string> not_compared;
 };
 
 // The verdict in `job_dir`, nullopt when there is none (yet) or it cannot be read.

@@ -400,7 +400,7 @@ std::string plan_to_text(const Plan& p, bool color) {
     out += fmt::format("  {}\n", fmt::join(words, " "));
     if (p.confirm)
       out +=
-          "  started through the plan confirmation: rank 0 checks the config the runtime "
+          "  started through the plan confirmation: every rank checks the config the runtime "
           "builds against this plan before training (runtime.confirm)\n";
     heading("placement");
     out += format_table({{"setting", "value", "source", "rule"},

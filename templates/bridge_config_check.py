@@ -46,6 +46,7 @@ import logging
 import os
 import pkgutil
 import re
+import socket
 import sys
 import time
 import traceback
@@ -933,18 +934,36 @@ def planned_values(request):
     return out
 
 
+def _confirm_same(want, got):
+    """Whether the runtime holds the planned value: as the check compares, and also the same
+    number as a bool or an int, or the value's own text (a field typed str)."""
+    if _same(want, got):
+        return True
+    if isinstance(want, (bool, int, float)) and isinstance(got, (bool, int, float)):
+        return float(want) == float(got)
+    return isinstance(got, str) and not isinstance(want, str) and \
+        got == json.dumps(want).strip('"')
+
+
 def config_differences(cfg, planned):
-    """The planned values the config holds differently; a field planned twice (an override
-    and a resolved overlap field) is compared once, as the later entry names it."""
-    out = []
+    """(differences, values compared, fields not compared): the planned values the finalised
+    config holds differently. A field planned twice (an override and a resolved overlap field)
+    is compared once, as the later entry names it. Not compared, as the runtime fills them in
+    itself or does not have them: a planned null (finalisation derives it, e.g. lr_decay_iters)
+    and a path the config does not have (a key of the script's own, not Megatron-Bridge's)."""
+    out, compared, skipped = [], 0, []
     last = {path: i for i, (path, _, _, _) in enumerate(planned)}
     for i, (path, want, key, word) in enumerate(planned):
         if last[path] != i:
             continue
         got = jsonable(read_path(cfg, path))
-        if not _same(want, got):
+        if want is None or got == _MISSING:
+            skipped.append(path)
+            continue
+        compared += 1
+        if not _confirm_same(want, got):
             out.append({"field": path, "key": key, "arg": word, "planned": want, "actual": got})
-    return out
+    return out, compared, skipped
 
 
 def _rank():
@@ -962,6 +981,7 @@ class _Confirmation:
             self.request = json.load(f)
         self.verdict_path = os.path.join(os.path.dirname(os.path.abspath(request_path)),
                                          CONFIRM_VERDICT)
+        self.host = socket.gethostname()
         self.rank = _rank()
         self.start = time.time()
         self.done = False
@@ -971,9 +991,16 @@ class _Confirmation:
         rank number), because the scheduler may kill rank 0 once another rank has exited."""
         if self.rank != 0 and not every_rank:
             return
-        verdict.update(rank=self.rank, seconds=round(time.time() - self.start, 2),
+        # A difference already on record stays: a rank that confirmed (configs may differ by
+        # rank) or the at-exit note must not replace it, nor need 4096 ranks write it again.
+        with contextlib.suppress(OSError, ValueError):
+            with open(self.verdict_path, encoding="utf-8") as f:
+                if json.load(f).get("confirmed") is False:
+                    return
+        verdict.update(rank=self.rank, host=self.host,
+                       seconds=round(time.time() - self.start, 2),
                        hook=f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}")
-        tmp = f"{self.verdict_path}.{os.getpid()}.tmp"
+        tmp = f"{self.verdict_path}.{self.host}.{self.rank}.{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(verdict, f)
@@ -987,14 +1014,15 @@ class _Confirmation:
             return
         self.done = True
         planned = planned_values(self.request)
-        diffs = config_differences(cfg, planned)
+        diffs, compared, skipped = config_differences(cfg, planned)
         versions = {}
         for name in ("megatron.bridge", "megatron.core"):
             mod = sys.modules.get(name)
             if mod is not None:
                 versions[name] = getattr(mod, "__version__", "?")
-        self.write_verdict({"confirmed": not diffs, "compared": len({p[0] for p in planned}),
-                            "differences": diffs, "versions": versions}, every_rank=bool(diffs))
+        self.write_verdict({"confirmed": not diffs, "compared": compared,
+                            "not_compared": skipped, "differences": diffs,
+                            "versions": versions}, every_rank=bool(diffs))
         if not diffs:
             return
         lines = [f"{CONFIRM_LINE}: {d['field']} is {json.dumps(d['actual'])}, "
@@ -1015,7 +1043,12 @@ class _Confirmation:
 
         def runtime_config_update(config, *args, **kwargs):
             result = original(config, *args, **kwargs)
-            self.confirm(config)
+            try:
+                self.confirm(config)
+            except Exception as e:  # noqa: BLE001  (the check's own failure must not stop training)
+                self.done = True
+                self.write_verdict({"confirmed": None, "compared": 0, "differences": [],
+                                    "note": f"the confirmation itself failed: {error_text(e)}"})
             return result
 
         runtime_config_update.__wrapped__ = original
@@ -1070,8 +1103,11 @@ def confirm_main(args):
     script = args[3]
     sys.argv = [script] + args[4:]
     # As `python SCRIPT`: the script's own directory first on the path (run_script.py imports
-    # its sibling modules), not this file's.
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    # its sibling modules), not this file's (which is not there under PYTHONSAFEPATH).
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        sys.path.pop(0)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
     return 0
 

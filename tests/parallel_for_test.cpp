@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -49,6 +50,17 @@ TEST(ParallelFor, ManyIndicesUseTheOtherCoresWhenThereAreAny) {
   });
   EXPECT_GE(seen.size(), 2u);
   EXPECT_LE(seen.size(), kMaxParallelThreads);
+}
+
+TEST(ParallelFor, AThrowingBodyStopsTheRestAndRethrowsOnTheCaller) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(parallel_for(4096, 64,
+                            [&](size_t i) {
+                              ++ran;
+                              if (i == 10) throw std::runtime_error("index 10");
+                            }),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 4096) << "no index starts after the throw, bar those already taken";
 }
 
 }  // namespace
