@@ -231,8 +231,44 @@ class KubernetesExecutor : public Executor {
       for (size_t i : members)
         result[i] =
             status_of(jobs[i], *parse_k8s_scheduler_id(jobs[i].scheduler_id), *items, diags);
+      add_kueue_reasons(where, members, jobs, *items, result);
     }
     return result;
+  }
+
+  // A PENDING job in a Kueue queue says why Kueue holds it. One more `kubectl get` for the
+  // group, and only when such a job is in it; without Kueue (no Workload kind) the plain
+  // PENDING detail stays.
+  void add_kueue_reasons(const std::pair<std::string, std::string>& where,
+                         const std::vector<size_t>& members, const std::vector<JobRecord>& jobs,
+                         const std::vector<json>& items, std::vector<JobStatus>& result) const {
+    struct Queued {
+      size_t index;
+      std::string kind, name, queue;
+    };
+    std::vector<Queued> queued;
+    for (size_t i : members) {
+      if (result[i].state != JobState::kPending) continue;
+      auto ref = parse_k8s_scheduler_id(jobs[i].scheduler_id);
+      for (const auto& obj : items) {
+        bool jobset = ref->api == "jobset";
+        if (!obj.is_object() || obj.value("kind", "") != (jobset ? "JobSet" : "Job") ||
+            !obj.contains("metadata") || !obj["metadata"].is_object() ||
+            obj["metadata"].value("name", "") != ref->name)
+          continue;
+        if (std::string q = kueue_queue_of(obj); !q.empty())
+          queued.push_back({i, jobset ? "JobSet" : "Job", ref->name, q});
+      }
+    }
+    if (queued.empty()) return;
+    CommandResult r =
+        run(kubectl(where.first, where.second, {"get", "workloads.kueue.x-k8s.io", "-o", "json"}));
+    StatusOr<std::vector<json>> workloads =
+        r.ok() ? parse_kubectl_items(r.out) : Status::failed(kubectl_message(r));
+    if (!workloads.ok()) return;
+    for (const auto& q : queued)
+      if (std::string d = kueue_wait_detail(q.kind, q.name, q.queue, *workloads); !d.empty())
+        result[q.index].detail = d;
   }
 
   int logs(const JobRecord& job, const LogQuery& query, std::ostream& out, std::ostream& notes,

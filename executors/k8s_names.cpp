@@ -130,6 +130,36 @@ bool is_rfc1123_subdomain(const std::string& s) {
   }
 }
 
+std::optional<double> k8s_quantity_value(std::string_view s) {
+  if (!is_k8s_quantity(s)) return std::nullopt;
+  struct Suffix {
+    std::string_view text;
+    double factor;
+  };
+  static constexpr Suffix kSuffixes[] = {
+      {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50},
+      {"Ei", 0x1p60}, {"k", 1e3},     {"M", 1e6},     {"G", 1e9},     {"T", 1e12},
+      {"P", 1e15},    {"E", 1e18},    {"m", 1e-3}};
+  double factor = 1;
+  for (const auto& suffix : kSuffixes)
+    if (s.size() > suffix.text.size() && s.substr(s.size() - suffix.text.size()) == suffix.text) {
+      s.remove_suffix(suffix.text.size());
+      factor = suffix.factor;
+      break;
+    }
+  double value = 0, scale = 1;
+  bool fraction = false;
+  for (char c : s) {
+    if (c == '.') {
+      fraction = true;
+      continue;
+    }
+    if (fraction) scale /= 10;
+    value = value * 10 + (c - '0');
+  }
+  return value * scale * factor;
+}
+
 bool is_k8s_quantity(std::string_view s) {
   auto digits = [](std::string_view d) {
     return !d.empty() &&

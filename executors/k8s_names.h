@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -69,6 +70,9 @@ bool is_rfc1035_label(const std::string& s);
 bool is_rfc1123_label(const std::string& s);
 // A Kubernetes quantity as resources and volumes take it: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
 bool is_k8s_quantity(std::string_view s);
+// The value of such a quantity in base units (cores, bytes): 500m -> 0.5, 1Ki -> 1024;
+// nullopt when is_k8s_quantity is false.
+std::optional<double> k8s_quantity_value(std::string_view s);
 bool is_rfc1123_subdomain(const std::string& s);
 
 }  // namespace bridge

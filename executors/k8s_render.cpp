@@ -9,6 +9,7 @@
 
 #include "base/yaml_tree.h"
 #include "executors/k8s_names.h"
+#include "executors/k8s_pod_shape.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
@@ -45,8 +46,31 @@ struct Inputs {
   ordered_json object_labels;  // of the JobSet / Job: common labels + recipe labels + queue
   ordered_json annotations;
   const K8sPodSettings* pod = nullptr;  // executor.kubernetes pod settings, applied last
+  const K8sPodShape* shape = nullptr;   // requests, shm, security context, lifetime
   std::string code_dir;                 // runtime.code's directory on the nodes ("" = none)
 };
+
+// Retries: Kueue with the Job API's suspended attempts, and a recipe value that overrides a
+// plugin's.
+void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
+  const JobSpec& r = in.job;
+  const auto& kx = in.kx;
+  // Kueue admits every queued Job it sees, so the Job API's suspended retry attempts would
+  // all start at once instead of one after another.
+  if (in.api == "job" && in.retries > 0 && kx.queue.is_set())
+    diags.error("k8s-queue-job-retries", "executor.kubernetes.queue", kx.queue.loc,
+                fmt::format("a Kueue queue with api: job and {} retries: Kueue would start the "
+                            "suspended retry attempts at once, not after a failure",
+                            in.retries),
+                "use api: jobset (its restarts stay one Kueue workload), or retries: 0");
+  if (r.executor.kubernetes.retries.is_set() && plan.executor_changes.retries &&
+      *plan.executor_changes.retries != *r.executor.kubernetes.retries.value)
+    diags.warning(
+        "k8s-retries-override", "executor.kubernetes.retries", r.executor.kubernetes.retries.loc,
+        fmt::format("executor.kubernetes.retries ({}) overrides the {} value ({})",
+                    *r.executor.kubernetes.retries.value, plan.executor_changes.retries_source,
+                    *plan.executor_changes.retries));
+}
 
 bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
   const JobSpec& r = in.job;
@@ -115,13 +139,7 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
     if (!is_valid_utf8(a))
       diags.error("k8s-arg-not-utf8", "runtime.args", {},
                   "a command argument is not valid UTF-8; Kubernetes carries UTF-8 strings only");
-  if (r.executor.kubernetes.retries.is_set() && plan.executor_changes.retries &&
-      *plan.executor_changes.retries != *r.executor.kubernetes.retries.value)
-    diags.warning(
-        "k8s-retries-override", "executor.kubernetes.retries", r.executor.kubernetes.retries.loc,
-        fmt::format("executor.kubernetes.retries ({}) overrides the {} value ({})",
-                    *r.executor.kubernetes.retries.value, plan.executor_changes.retries_source,
-                    *plan.executor_changes.retries));
+  check_retries(plan, in, diags);
   return diags.count(Severity::kError) == errors;
 }
 
@@ -141,7 +159,10 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
     else if (!v.expand)
       env.push_back(env_value(v.name, v.value));
   }
-  for (const auto& [k, v] : bridge_check_vars(in.plan)) env.push_back(env_value(k, v));
+  // BRIDGE_EXPECTED_ENV and the like are bridge-probe's checks; another runtime never reads
+  // them, and an admin reading the pod should not have to ask what they are.
+  if (runs_bridge_probe(in.plan))
+    for (const auto& [k, v] : bridge_check_vars(in.plan)) env.push_back(env_value(k, v));
   if (in.plan.code) env.push_back(env_value("BRIDGE_CODE_DIR", in.plan.code->container_path));
   env.push_back(env_value("MASTER_ADDR", master_addr));
   env.push_back(env_value("MASTER_PORT", std::to_string(kK8sMasterPort)));
@@ -238,6 +259,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   spec["volumes"] = {{{"name", "dshm"}, {"emptyDir", empty_dir}}};
   add_code_volume(in, spec);
   ordered_json pod{{"metadata", {{"labels", labels}}}, {"spec", spec}};
+  if (in.shape) apply_pod_shape(*in.shape, pod);
   if (in.pod) {
     Diagnostics checked_once;  // render_k8s_manifests checked these settings on a sample pod
     apply_pod_settings(*in.pod, in.kx, pod, checked_once);
@@ -255,11 +277,14 @@ ordered_json metadata(const Inputs& in, const std::string& name, const ordered_j
 }
 
 ordered_json indexed_job_spec(const Inputs& in, ordered_json pod) {
-  return {{"completionMode", "Indexed"},
-          {"completions", in.nodes},
-          {"parallelism", in.nodes},
-          {"backoffLimit", 0},
-          {"template", std::move(pod)}};
+  ordered_json spec{{"completionMode", "Indexed"},
+                    {"completions", in.nodes},
+                    {"parallelism", in.nodes},
+                    {"backoffLimit", 0}};
+  if (in.shape && in.shape->active_deadline)
+    spec["activeDeadlineSeconds"] = *in.shape->active_deadline;
+  spec["template"] = std::move(pod);
+  return spec;
 }
 
 ordered_json secret_doc(const Inputs& in, bool reveal) {
@@ -281,8 +306,14 @@ ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& 
                     {"template", {{"spec", indexed_job_spec(in, std::move(pod))}}}};
   ordered_json spec;
   spec["failurePolicy"] = {{"maxRestarts", in.retries}};
+  // A Job past its deadline has used the job's time: a restart would start it over.
+  if (in.shape && in.shape->active_deadline)
+    spec["failurePolicy"]["rules"] = {{{"name", "TimeLimit"},
+                                       {"action", "FailJobSet"},
+                                       {"onJobFailureReasons", {"DeadlineExceeded"}}}};
   spec["network"] = {{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}};
   spec["replicatedJobs"] = ordered_json::array({rjob});
+  if (in.shape) spec["ttlSecondsAfterFinished"] = in.shape->ttl_after_finished;
   return {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
           {"kind", "JobSet"},
           {"metadata", metadata(in, name, in.object_labels, in.annotations)},
@@ -306,6 +337,7 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
        {{"clusterIP", "None"}, {"publishNotReadyAddresses", true}, {"selector", selector}}}};
   ordered_json spec = indexed_job_spec(in, pod_template(in, master_addr, labels, service));
   if (attempt > 0) spec["suspend"] = true;
+  if (in.shape) spec["ttlSecondsAfterFinished"] = in.shape->ttl_after_finished;
   ordered_json annotations = in.annotations;
   annotations[kK8sAttemptsAnnotation] = std::to_string(in.retries + 1);
   ordered_json job_labels = in.object_labels;
@@ -315,6 +347,73 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
                       {"metadata", metadata(in, job, job_labels, annotations)},
                       {"spec", spec}};
   return {svc, jobdoc};
+}
+
+// executor.kubernetes' pod settings and the pod's shape, checked (a pod_patch once, on a
+// sample pod, so each error is reported once) and pointed at by `in` with the labels and
+// annotations of the top object; false after an error.
+bool prepare_pod(const Plan& plan, Inputs& in, std::optional<K8sPodSettings>& settings,
+                 std::optional<K8sPodShape>& shape, Diagnostics& diags) {
+  const auto& kx = in.kx;
+  settings = read_pod_settings(kx, plan.job_dir, diags);
+  if (!settings) return false;
+  Diagnostics reported_by_the_plan;  // build_plan checked executor.kubernetes.network
+  auto network = read_k8s_network(kx.network, in.gpus_per_node, reported_by_the_plan);
+  if (!network) return false;
+  shape =
+      read_pod_shape(kx, *settings, *network, in.gpus_per_node, plan.topology->node_gpus, diags);
+  if (!shape) return false;
+  in.shape = &*shape;
+  {
+    // A pod_patch is checked once, on a sample pod, so each error is reported once.
+    ordered_json sample = pod_template(in, "sample", in.common_labels, "");
+    if (!apply_pod_settings(*settings, kx, sample, diags)) return false;
+  }
+  in.pod = &*settings;
+  in.object_labels = in.common_labels;
+  const ordered_json extra_labels = object_labels(*settings);
+  for (const auto& [k, v] : extra_labels.items()) in.object_labels[k] = v;
+  for (const auto& [k, v] : settings->annotations.items()) in.annotations[k] = v;
+  if (!settings->job_dir_on_volume)
+    diags.info("k8s-job-dir-not-persistent", "executor.kubernetes.job_dir", kx.job_dir.loc,
+               fmt::format("the job dir {} is inside the container: its logs and profiles go "
+                           "away with the pods",
+                           plan.job_dir),
+               fmt::format("to keep them, add a writable volume mounted at or above it, e.g. "
+                           "`volumes: [{{name: jobs, mount_path: {}, pvc: my-claim}}]`",
+                           kx.job_dir.get_or("/workspace/bridge-launch/jobs")));
+  return true;
+}
+
+// The header lines about secrets. The generated Secret is left out of the printed documents
+// unless revealed.
+void describe_secrets(const Inputs& in, bool has_secrets, bool reveal,
+                      std::vector<std::string>& header, std::vector<ordered_json>& printed) {
+  const Plan& plan = in.plan;
+  const auto& kx = in.kx;
+  if (in.generated_secret && reveal) {
+    header.push_back(fmt::format("Secret {} holds the secret values", in.secret_object));
+  } else if (in.generated_secret) {
+    // No Secret object with placeholder values: this text, applied by hand, must not start
+    // pods with "<secret>" as a token. It names the Secret and how to create it instead.
+    printed.erase(printed.begin());
+    std::string names, literals;
+    for (const auto& v : plan.env.vars) {
+      if (!v.secret) continue;
+      names += (names.empty() ? "" : ", ") + v.name;
+      literals += fmt::format(" --from-literal={0}=\"${0}\"", v.name);
+    }
+    header.push_back(
+        fmt::format("Secret {} (not shown): bridge-launch creates it at submission "
+                    "with the values of {} from the submitting environment.",
+                    in.secret_object, names));
+    header.push_back("To apply this text yourself, create it first:");
+    header.push_back(fmt::format("  kubectl create secret generic {}{}{}", in.secret_object,
+                                 kx.namespace_.is_set() ? " -n " + *kx.namespace_.value : "",
+                                 literals));
+  } else if (has_secrets) {
+    header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
+  }
 }
 
 }  // namespace
@@ -348,6 +447,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
             {},
             {},
             nullptr,
+            nullptr,
             plan.code ? code_host_dir(*plan.code, options.job_id) : std::string()};
   in.retries = effective_retries(plan);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
@@ -361,26 +461,9 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   m.attempts = in.api == "job" ? in.retries + 1 : 1;
   in.common_labels = {{kK8sManagedByKey, kK8sManagedBy}, {kK8sJobLabel, m.name}};
   in.annotations = {{kK8sRecipeAnnotation, r.name.get_or("")}};
-  auto pod_settings = read_pod_settings(kx, plan.job_dir, diags);
-  if (!pod_settings) return std::nullopt;
-  {
-    // A pod_patch is checked once, on a sample pod, so each error is reported once.
-    ordered_json sample = pod_template(in, "sample", in.common_labels, "");
-    if (!apply_pod_settings(*pod_settings, kx, sample, diags)) return std::nullopt;
-  }
-  in.pod = &*pod_settings;
-  in.object_labels = in.common_labels;
-  const ordered_json extra_labels = object_labels(*pod_settings);
-  for (const auto& [k, v] : extra_labels.items()) in.object_labels[k] = v;
-  for (const auto& [k, v] : pod_settings->annotations.items()) in.annotations[k] = v;
-  if (!pod_settings->job_dir_on_volume)
-    diags.info("k8s-job-dir-not-persistent", "executor.kubernetes.job_dir", kx.job_dir.loc,
-               fmt::format("the job dir {} is inside the container: its logs and profiles go "
-                           "away with the pods",
-                           plan.job_dir),
-               fmt::format("to keep them, add a writable volume mounted at or above it, e.g. "
-                           "`volumes: [{{name: jobs, mount_path: {}, pvc: my-claim}}]`",
-                           r.executor.kubernetes.job_dir.get_or("/workspace/bridge-launch/jobs")));
+  std::optional<K8sPodSettings> pod_settings;
+  std::optional<K8sPodShape> shape;
+  if (!prepare_pod(plan, in, pod_settings, shape, diags)) return std::nullopt;
 
   bool has_secrets = false;
   for (const auto& v : plan.env.vars) has_secrets = has_secrets || v.secret;
@@ -409,35 +492,14 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
       fmt::format("object: {} (name suffix {}: from the job id, new for every submission)",
                   m.scheduler_id, options.suffix),
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
+  for (const auto& line : shape->summary) header.push_back(line);
   if (in.api == "job" && m.attempts > 1)
     header.push_back(
         fmt::format("retries: {} more attempt{} created suspended, started in turn "
                     "when the previous one fails",
                     in.retries, in.retries == 1 ? "" : "s"));
   std::vector<ordered_json> printed = m.docs;
-  if (in.generated_secret && options.reveal_secrets) {
-    header.push_back(fmt::format("Secret {} holds the secret values", in.secret_object));
-  } else if (in.generated_secret) {
-    // No Secret object with placeholder values: this text, applied by hand, must not start
-    // pods with "<secret>" as a token. It names the Secret and how to create it instead.
-    printed.erase(printed.begin());
-    std::string names, literals;
-    for (const auto& v : plan.env.vars) {
-      if (!v.secret) continue;
-      names += (names.empty() ? "" : ", ") + v.name;
-      literals += fmt::format(" --from-literal={0}=\"${0}\"", v.name);
-    }
-    header.push_back(
-        fmt::format("Secret {} (not shown): bridge-launch creates it at submission "
-                    "with the values of {} from the submitting environment.",
-                    in.secret_object, names));
-    header.push_back("To apply this text yourself, create it first:");
-    header.push_back(fmt::format("  kubectl create secret generic {}{}{}", in.secret_object,
-                                 kx.namespace_.is_set() ? " -n " + *kx.namespace_.value : "",
-                                 literals));
-  } else if (has_secrets) {
-    header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
-  }
+  describe_secrets(in, has_secrets, options.reveal_secrets, header, printed);
   m.yaml = to_yaml_stream(printed, header);
   return m;
 }

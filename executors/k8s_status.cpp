@@ -285,6 +285,43 @@ void add_waiting_reason(const json& pod, K8sPod& p) {
 
 }  // namespace
 
+std::string kueue_queue_of(const json& object) { return label(object, kKueueQueueLabel); }
+
+std::string kueue_wait_detail(const std::string& kind, const std::string& name,
+                              const std::string& queue, const std::vector<json>& workloads) {
+  auto owned = [&](const json& wl) {
+    const json::json_pointer p("/metadata/ownerReferences");
+    if (!wl.contains(p) || !wl.at(p).is_array()) return false;
+    for (const auto& o : wl.at(p)) {
+      if (field(o, "kind") != kind) continue;
+      std::string owner = field(o, "name");
+      if (owner == name) return true;
+      // Job API attempts after the first: <name>-r<N> (k8s_names.h).
+      if (kind == "Job" && owner.rfind(name + "-r", 0) == 0 &&
+          parse_int(owner.substr(name.size() + 2)))
+        return true;
+    }
+    return false;
+  };
+  for (const auto& wl : workloads) {
+    if (kind_of(wl) != "Workload" || !owned(wl)) continue;
+    if (true_condition(wl, "Admitted") || true_condition(wl, "Finished")) continue;
+    // QuotaReserved=False says why Kueue holds it (no quota, no such LocalQueue, ...).
+    std::string reason, message;
+    const json::json_pointer p("/status/conditions");
+    if (wl.contains(p) && wl.at(p).is_array())
+      for (const auto& c : wl.at(p))
+        if (field(c, "type") == "QuotaReserved" && field(c, "status") == "False") {
+          reason = field(c, "reason");
+          message = field(c, "message");
+        }
+    std::string why = reason.empty() ? message : message.empty() ? reason : reason + ": " + message;
+    return fmt::format("queued by Kueue in {} ({})", queue.empty() ? "its queue" : queue,
+                       why.empty() ? "waiting for admission" : why);
+  }
+  return "";
+}
+
 std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
   std::vector<K8sPod> pods;
   for (const auto& obj : items) {

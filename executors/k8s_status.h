@@ -13,6 +13,8 @@
 // - Job API attempts: the latest attempt that is not suspended decides; when it failed and a
 //   suspended attempt follows, the result names the Job to start (`start_next`) and the
 //   state is PENDING.
+// - Kueue: a PENDING job with a queue label whose Workload is not admitted says so, with
+//   Kueue's reason (kueue_wait_detail).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -71,6 +73,20 @@ struct K8sPod {
   std::string waiting;
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
 };
+
+// Kueue (executor.kubernetes.queue): a queued job's JobSet or Job is suspended until Kueue
+// admits its Workload, an object Kueue creates and owns through ownerReferences.
+inline constexpr const char* kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
+
+// The queue a JobSet/Job carries, "" when none.
+std::string kueue_queue_of(const nlohmann::json& object);
+
+// "queued by Kueue in QUEUE (REASON: MESSAGE)" from the not-admitted Workload that a `kind`
+// object named `name` (for the Job API: its attempts, `name` and `name-rN`) owns; "" when
+// no such Workload is waiting (admitted, or none: Kueue not installed, not created yet).
+std::string kueue_wait_detail(const std::string& kind, const std::string& name,
+                              const std::string& queue,
+                              const std::vector<nlohmann::json>& workloads);
 
 // The pods of the newest attempt, sorted by node index.
 std::vector<K8sPod> latest_attempt_pods(const std::vector<nlohmann::json>& items);

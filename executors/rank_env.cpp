@@ -40,4 +40,13 @@ std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& p
   return vars;
 }
 
+bool runs_bridge_probe(const Plan& plan) {
+  if (plan.adapter == "probe") return true;
+  std::vector<std::string> argv = runtime_argv(plan);
+  if (argv.empty()) return false;
+  const std::string& program = argv.front();
+  size_t slash = program.rfind('/');
+  return (slash == std::string::npos ? program : program.substr(slash + 1)) == "bridge-probe";
+}
+
 }  // namespace bridge

@@ -30,4 +30,8 @@ std::vector<std::string> rank_command(const Plan& plan, const std::string& files
 // what every rank gets verbatim.
 std::vector<std::pair<std::string, std::string>> bridge_check_vars(const Plan& plan);
 
+// True when the ranks run bridge-probe (the probe adapter, or a command whose program is
+// bridge-probe): the only runtime that reads bridge_check_vars.
+bool runs_bridge_probe(const Plan& plan);
+
 }  // namespace bridge

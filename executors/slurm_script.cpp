@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/time_limit.h"
 #include "executors/numa_bind.h"
 #include "executors/rank_env.h"
 #include "executors/slurm_retry.h"
@@ -52,29 +53,6 @@ std::string directive_value(const std::string& s) {
   return out + "\"";
 }
 
-// Where the job wants its values checked before use; collects every problem.
-bool all_digits(std::string_view s) {
-  return !s.empty() && s.size() <= 9 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool valid_slurm_time(std::string_view v) {
-  if (v == "UNLIMITED" || v == "INFINITE") return true;
-  size_t dash = v.find('-');
-  if (dash != std::string_view::npos) {
-    if (!all_digits(v.substr(0, dash))) return false;
-    v.remove_prefix(dash + 1);
-  }
-  int groups = 0;
-  for (size_t start = 0;; ++groups) {
-    size_t colon = v.find(':', start);
-    if (!all_digits(v.substr(start, colon - start))) return false;
-    if (colon == std::string_view::npos) break;
-    start = colon + 1;
-  }
-  return groups < 3;
-}
-
 // The words sbatch reads from the options of one #SBATCH line: blanks separate them, quotes
 // group (as sbatch's script parser does), so `--x --nodes=9` is two options and
 // `--nodes 9` is --nodes with the value 9.
@@ -117,6 +95,7 @@ std::vector<std::string> short_options_in_cluster(const std::string& word) {
   return out;
 }
 
+// Where the job wants its values checked before use; collects every problem.
 class Checker {
  public:
   Checker(const Plan& plan, Diagnostics& diags) : plan_(plan), diags_(diags) {}
@@ -136,7 +115,7 @@ class Checker {
   // days-hours:minutes, days-hours:minutes:seconds, or UNLIMITED/INFINITE. sbatch refuses
   // anything else at submission; pre-flight (validate, plan) refuses it on the login node.
   void time_limit(const std::string& value, const SourceLoc& loc) {
-    if (valid_slurm_time(value)) return;
+    if (time_limit_seconds(value)) return;
     ok_ = false;
     diags_.error("slurm-bad-time", "executor.slurm.time", loc,
                  fmt::format("`{}` is not a Slurm time limit", one_line(value)),

@@ -746,6 +746,12 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read("priority_class", ku.priority_class);
     k.read("queue", ku.queue);
     k.read_node("pod_patch", ku.pod_patch, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("node", ku.node, RecipeKeyKind::kMapping, "mapping");
+    k.read_enum("qos", ku.qos, {"burstable", "guaranteed"});
+    k.read_node("security", ku.security, RecipeKeyKind::kMapping, "mapping");
+    k.read_node("network", ku.network, RecipeKeyKind::kScalarOrMapping, "none, rdma or mapping");
+    k.read("time", ku.time);
+    k.read("ttl_after_finished", ku.ttl_after_finished, 0, int64_t{365} * 86400);
     k.finish();
   }
   r.finish();

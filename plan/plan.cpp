@@ -12,6 +12,7 @@
 #include "base/suggest.h"
 #include "model/executor_kind.h"
 #include "model/expand.h"
+#include "model/k8s_network.h"
 #include "model/recipe_loader.h"
 #include "plan/plan_confirm.h"
 #include "plan/runtime_adapter.h"
@@ -137,6 +138,12 @@ void report_other_executor_settings(const ExecutorSpec& x, const std::string& ex
   add("kubernetes", "priority_class", k.priority_class);
   add("kubernetes", "queue", k.queue);
   add("kubernetes", "pod_patch", k.pod_patch);
+  add("kubernetes", "node", k.node);
+  add("kubernetes", "qos", k.qos);
+  add("kubernetes", "security", k.security);
+  add("kubernetes", "network", k.network);
+  add("kubernetes", "time", k.time);
+  add("kubernetes", "ttl_after_finished", k.ttl_after_finished);
   for (const auto& [section, found] : set) {
     const auto& [keys, loc] = found;
     std::string list;
@@ -198,6 +205,10 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(plugins, ctx, req.cli_env, diags);
   plan.env = std::move(launch.env);
+  if (plan.executor == "kubernetes")
+    if (auto network =
+            read_k8s_network(r.executor.kubernetes.network, plan.topology->gpus_per_node, diags))
+      add_k8s_network_env(*network, plan.env, diags);
   // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a
   // tracker's API key from the environment): no message may show them either.
   for (const auto& v : plan.env.vars)

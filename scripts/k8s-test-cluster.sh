@@ -2,16 +2,19 @@
 # k8s-test-cluster.sh — a real Kubernetes control plane for tests and development.
 #
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet controller
-# (with its CRD and admission webhooks) and kwok (fake GPU nodes that "run" pods by
-# writing their status), all built from upstream Go modules at the versions pinned in
-# tests/k8s-control-plane/*/go.mod, all listening on 127.0.0.1 only.
-# See docs/executors/k8s-test-cluster.md.
+# (with its CRD and admission webhooks), kwok (fake GPU nodes that "run" pods by writing
+# their status) and the Kueue controller (quota admission of JobSets and Jobs labelled
+# kueue.x-k8s.io/queue-name; LocalQueue default/gpu-queue), all built from upstream Go
+# modules at the versions pinned in tests/k8s-control-plane/*/go.mod, all listening on
+# 127.0.0.1 only. See docs/executors/k8s-test-cluster.md.
 #
 # Usage: scripts/k8s-test-cluster.sh up|down|status|build|env
 #
 # The binaries are built once (slow: Kubernetes is big) into
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch/k8s-<versions>-<hash of the go.sum files>/
-# and reused by every later `up`, from any clone. The runtime state (certificates, etcd
+# and reused by every later `up`, from any clone; Kueue, built from its own module, into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch/kueue-<version>-<hash of its go.mod/go.sum>/
+# (so that changing Kueue does not rebuild Kubernetes). The runtime state (certificates, etcd
 # data, logs, pid files, kubeconfig) lives in the state dir, by default
 #   ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>/
 # `up` prints the kubeconfig path as its last line of stdout; `env` prints shell exports
@@ -20,13 +23,18 @@
 # Environment (all optional):
 #   K8S_TEST_STATE_DIR   state dir (default ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>)
 #   K8S_TEST_CACHE_DIR   binary cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch)
-#   K8S_TEST_PORT_BASE   ports used are BASE+43 (API server), +44, +50, +57, +59, +79..81
+#   K8S_TEST_PORT_BASE   ports used are BASE+43 (API server), +44 (JobSet webhook),
+#                        +45 (Kueue webhook), +50 (kwok), +57 (controller manager),
+#                        +59 (scheduler), +79..80 (etcd), +81 (JobSet health),
+#                        +82 (Kueue health)
 #                        (default 16400: API server on 127.0.0.1:16443; below the
 #                        kernel's ephemeral port range, so no outgoing connection holds them)
 #   K8S_TEST_NODES       number of fake GPU nodes (default 2)
 #   K8S_TEST_GPUS        nvidia.com/gpu capacity per node (default 8)
 #   K8S_TEST_UP_TIMEOUT  seconds each startup step may take (default 90)
 #   K8S_TEST_BUILD_NICE  niceness of the one-time build (default 19)
+#   K8S_TEST_KUEUE       1 (default): run Kueue; 0: a cluster without Kueue (for a machine
+#                        where `unshare --mount` is not allowed, see start_kueue)
 set -euo pipefail
 
 readonly PROG="k8s-test-cluster"
@@ -34,6 +42,8 @@ ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly ROOT_DIR
 readonly SRC_DIR="${ROOT_DIR}/tests/k8s-control-plane"
 readonly MODULES=(kubernetes jobset kwok)
+# Kueue is built from its own module into a cache dir of its own (ensure_kueue_built).
+readonly KUEUE_MODULE=kueue
 
 readonly STATE_DIR="${K8S_TEST_STATE_DIR:-${TMPDIR:-/tmp}/bridge-launch-k8s-$(id -u)}"
 readonly CACHE_ROOT="${K8S_TEST_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/bridge-launch}"
@@ -42,18 +52,24 @@ readonly NODE_COUNT="${K8S_TEST_NODES:-2}"
 readonly GPUS_PER_NODE="${K8S_TEST_GPUS:-8}"
 readonly UP_TIMEOUT="${K8S_TEST_UP_TIMEOUT:-90}"
 readonly BUILD_NICE="${K8S_TEST_BUILD_NICE:-19}"
+readonly KUEUE_ENABLED="${K8S_TEST_KUEUE:-1}"
 readonly STOP_TIMEOUT=15
 # Bump to rebuild the cache after changing how the binaries are built.
 readonly BUILD_REV=1
+# Bump to rebuild the Kueue cache after changing how Kueue is built (BUILD_REV is not in
+# its hash, KUEUE_BUILD_REV not in CACHE_DIR's).
+readonly KUEUE_BUILD_REV=1
 
 readonly APISERVER_PORT=$((PORT_BASE + 43))
 readonly JOBSET_WEBHOOK_PORT=$((PORT_BASE + 44))
+readonly KUEUE_WEBHOOK_PORT=$((PORT_BASE + 45))
 readonly KWOK_PORT=$((PORT_BASE + 50))
 readonly KCM_PORT=$((PORT_BASE + 57))
 readonly SCHEDULER_PORT=$((PORT_BASE + 59))
 readonly ETCD_PORT=$((PORT_BASE + 79))
 readonly ETCD_PEER_PORT=$((PORT_BASE + 80))
 readonly JOBSET_HEALTH_PORT=$((PORT_BASE + 81))
+readonly KUEUE_HEALTH_PORT=$((PORT_BASE + 82))
 
 readonly PKI_DIR="${STATE_DIR}/pki"
 readonly RUN_DIR="${STATE_DIR}/run"
@@ -64,8 +80,20 @@ readonly POD_LOG_DIR="${STATE_DIR}/pod-logs"
 readonly KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
 readonly SERVICE_CIDR="10.96.0.0/16"
 readonly POD_CIDR="10.244.0.0/16"
-# Daemons, in start order (the binary of each has the same name).
-readonly DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler jobset kwok)
+# Daemons, in start order (the binary of each has the same name); the first six come from
+# CACHE_DIR, kueue from KUEUE_CACHE_DIR.
+readonly CORE_DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler jobset kwok)
+case ${KUEUE_ENABLED} in
+  1) DAEMONS=("${CORE_DAEMONS[@]}" kueue) ;;
+  0) DAEMONS=("${CORE_DAEMONS[@]}") ;;
+  *) printf '%s: error: K8S_TEST_KUEUE must be 1 or 0, not %s\n' "${PROG}" "${KUEUE_ENABLED}" >&2; exit 2 ;;
+esac
+readonly DAEMONS
+# Kueue's quota objects (config/kueue-queues.yaml): JobSets and Jobs labelled
+# kueue.x-k8s.io/queue-name: gpu-queue in namespace default are admitted by Kueue.
+readonly KUEUE_FLAVOR=default-flavor
+readonly KUEUE_CLUSTER_QUEUE=gpu-cluster-queue
+readonly KUEUE_LOCAL_QUEUE=gpu-queue
 
 log() { printf '%s: %s\n' "${PROG}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -77,7 +105,8 @@ usage: $0 up|down|status|build|env
           the last line of stdout is the kubeconfig path
   down    stop every component and drop the cluster's data (idempotent)
   status  say what runs; exit 0 if the cluster is usable, 1 otherwise
-  build   only build (or find) the cached binaries; prints their directory
+  build   only build (or find) the cached binaries; prints their directories
+          (Kubernetes, JobSet, kwok; then Kueue)
   env     print 'export KUBECONFIG=...' and 'export PATH=<bin>:...' for eval
 EOF
 }
@@ -117,6 +146,27 @@ readonly CACHE_DIR
 readonly BIN_DIR="${CACHE_DIR}/bin"
 readonly MANIFEST_DIR="${CACHE_DIR}/manifests"
 
+[[ -r ${SRC_DIR}/${KUEUE_MODULE}/go.mod && -r ${SRC_DIR}/${KUEUE_MODULE}/go.sum ]] ||
+  die "missing ${SRC_DIR}/${KUEUE_MODULE}/go.mod or go.sum (run this script from a bridge-launch checkout)"
+KUEUE_VERSION=$(mod_version "${KUEUE_MODULE}" sigs.k8s.io/kueue)
+readonly KUEUE_VERSION
+[[ -n ${KUEUE_VERSION} ]] || die "cannot read the pinned Kueue version from ${SRC_DIR}/${KUEUE_MODULE}/go.mod"
+
+# kueue_build_hash: like build_hash, for Kueue's own cache dir. Kept apart from
+# build_hash so that adding or changing Kueue leaves CACHE_DIR (15+ minutes of
+# Kubernetes build) as it is.
+kueue_build_hash() {
+  {
+    printf 'kueue rev %s\n' "${KUEUE_BUILD_REV}"
+    cat "${SRC_DIR}/${KUEUE_MODULE}/go.mod" "${SRC_DIR}/${KUEUE_MODULE}/go.sum"
+  } | sha256sum | cut -c1-12
+}
+
+KUEUE_CACHE_DIR="${CACHE_ROOT}/kueue-${KUEUE_VERSION}-$(kueue_build_hash)"
+readonly KUEUE_CACHE_DIR
+readonly KUEUE_BIN_DIR="${KUEUE_CACHE_DIR}/bin"
+readonly KUEUE_MANIFEST_DIR="${KUEUE_CACHE_DIR}/manifests"
+
 # k8s_ldflags: what Kubernetes' own build stamps in, so that `kubectl version` and the
 # API server's /version report the pinned release instead of v0.0.0-master.
 k8s_ldflags() {
@@ -152,21 +202,31 @@ module_dir() {
   printf '%s\n' "${dir}"
 }
 
-ensure_built() {
-  [[ -f ${CACHE_DIR}/.complete ]] && return 0
+# need_go CACHE: puts Go on PATH, or fails saying that CACHE needs it.
+need_go() {
   # The official Go install is not always on a non-login shell's PATH.
   if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
     PATH="/usr/local/go/bin:${PATH}"
   fi
   command -v go >/dev/null 2>&1 ||
-    die "'go' not found: Go (>= 1.26) and the Go module proxy are needed once, to build ${CACHE_DIR}"
+    die "'go' not found: Go (>= 1.26) and the Go module proxy are needed once, to build $1"
+}
+
+# build_lock: serialize builds (parallel CI jobs may all call `up`); fd 8, not the state
+# lock's 9. One lock for both cache dirs: one `go build` at a time on the machine.
+build_lock() {
   mkdir -p "${CACHE_ROOT}"
-  # Serialize builds (parallel CI jobs may all call `up`); fd 8, not the state lock's 9.
   exec 8>"${CACHE_ROOT}/.build.lock"
   if ! flock -n 8; then
     log "another build holds ${CACHE_ROOT}/.build.lock; waiting (up to 2 h)"
     flock -w 7200 8 || die "timed out waiting for ${CACHE_ROOT}/.build.lock"
   fi
+}
+
+ensure_built() {
+  [[ -f ${CACHE_DIR}/.complete ]] && return 0
+  need_go "${CACHE_DIR}"
+  build_lock
   if [[ -f ${CACHE_DIR}/.complete ]]; then
     exec 8>&-
     return 0
@@ -188,7 +248,7 @@ ensure_built() {
   cp "${kwok_src}/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml" "${STAGE_DIR}/manifests/kwok-logs-crd.yaml"
   chmod u+w "${STAGE_DIR}/manifests/"*.yaml
   local b
-  for b in "${DAEMONS[@]}" kubectl; do
+  for b in "${CORE_DAEMONS[@]}" kubectl; do
     [[ -x ${STAGE_DIR}/bin/${b} ]] || die "build produced no ${b} (have: $(ls "${STAGE_DIR}/bin" | tr '\n' ' '))"
   done
   {
@@ -200,6 +260,38 @@ ensure_built() {
   mv "${STAGE_DIR}" "${CACHE_DIR}"
   exec 8>&-
   log "build complete ($((SECONDS - t0))s): ${CACHE_DIR}"
+}
+
+# ensure_kueue_built: like ensure_built, for KUEUE_CACHE_DIR: bin/kueue and, in
+# manifests/, Kueue's CRDs as the module ships them (config/components/crd/bases).
+ensure_kueue_built() {
+  [[ ${KUEUE_ENABLED} == 1 ]] || return 0
+  [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && return 0
+  need_go "${KUEUE_CACHE_DIR}"
+  build_lock
+  if [[ -f ${KUEUE_CACHE_DIR}/.complete ]]; then
+    exec 8>&-
+    return 0
+  fi
+  local t0=${SECONDS} kueue_src
+  STAGE_DIR="${KUEUE_CACHE_DIR}.partial"
+  rm -rf "${STAGE_DIR}" "${KUEUE_CACHE_DIR}"
+  mkdir -p "${STAGE_DIR}/bin" "${STAGE_DIR}/manifests"
+  log "building Kueue ${KUEUE_VERSION} once into ${KUEUE_CACHE_DIR}; $(go version)"
+  go_build "${KUEUE_MODULE}" "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}"
+  [[ -x ${STAGE_DIR}/bin/kueue ]] || die "build produced no kueue (have: $(ls "${STAGE_DIR}/bin" | tr '\n' ' '))"
+  kueue_src=$(module_dir "${KUEUE_MODULE}" sigs.k8s.io/kueue) || die "cannot locate sigs.k8s.io/kueue in GOMODCACHE"
+  cp "${kueue_src}"/config/components/crd/bases/*.yaml "${STAGE_DIR}/manifests/"
+  chmod u+w "${STAGE_DIR}/manifests/"*.yaml
+  {
+    printf 'kueue %s\n' "${KUEUE_VERSION}"
+    go version
+    printf 'built %s in %ss\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))"
+  } >"${STAGE_DIR}/versions.txt"
+  touch "${STAGE_DIR}/.complete"
+  mv "${STAGE_DIR}" "${KUEUE_CACHE_DIR}"
+  exec 8>&-
+  log "build complete ($((SECONDS - t0))s): ${KUEUE_CACHE_DIR}"
 }
 
 # ---------------------------------------------------------------------------
@@ -277,12 +369,44 @@ stop_all() {
 start_daemon() {
   local name=$1
   shift
+  start_command "${name}" "${BIN_DIR}/${name}" "$@"
+}
+
+# start_command NAME COMMAND...: start_daemon with the command spelled out. COMMAND must
+# exec (not fork) its way to the daemon, so that the pid written is the daemon's.
+start_command() {
+  local name=$1
+  shift
   log "starting ${name}"
   printf '\n==== %s: %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${name}" "$*" >>"${LOG_DIR}/${name}.log"
   # setsid: not in the caller's process group, so a test harness killing its group on
   # timeout does not take the cluster with it; 8>&- 9>&-: no inherited lock fds.
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "${RUN_DIR}/${name}.pid" \
-    "${BIN_DIR}/${name}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 8>&- 9>&- &
+    "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 8>&- 9>&- &
+}
+
+# start_kueue ARG...: starts the cached kueue binary like start_daemon, but in a mount
+# namespace of its own whose /etc is an overlay adding kueue/metrics/certs/tls.{crt,key}.
+# Why: with internalCertManagement off (its cert rotator needs an in-cluster Service and
+# Secret), Kueue v0.17's main reads its metrics serving certificate from the hard-coded
+# /etc/kueue/metrics/certs and exits if it is missing, even with metrics disabled
+# (bindAddress "0"). The overlay keeps the rest of /etc visible, writes nothing into the
+# real /etc and disappears with the process. unshare (without --fork) and sh exec in
+# place, so run/kueue.pid is Kueue's own pid; when not root, --map-root-user gives the
+# private mount namespace (a user namespace; overlay needs Linux >= 5.11 there).
+start_kueue() {
+  local etc="${RUN_DIR}/kueue-etc" userns=()
+  # Mount options are comma-separated: a comma in the state dir's path would split them.
+  [[ ${etc} != *,* ]] || die "the state dir's path must not contain a comma for Kueue's /etc overlay: ${etc}"
+  mkdir -p "${etc}/upper/kueue/metrics/certs" "${etc}/work"
+  cp -f "${PKI_DIR}/kueue-metrics/tls.crt" "${PKI_DIR}/kueue-metrics/tls.key" "${etc}/upper/kueue/metrics/certs/"
+  [[ $(id -u) -eq 0 ]] || userns=(--map-root-user)
+  # shellcheck disable=SC2016 # $1, $2, $@ are the inner shell's
+  KUBECONFIG=${KUBECONFIG_FILE} start_command kueue unshare --mount "${userns[@]}" -- \
+    sh -c 'u=$1 w=$2; shift 2
+      mount -t overlay overlay -o "lowerdir=/etc,upperdir=${u},workdir=${w}" /etc || exit 1
+      exec "$@"' kueue-etc-overlay "${etc}/upper" "${etc}/work" \
+    "${KUEUE_BIN_DIR}/kueue" "$@"
 }
 
 # log_tails [NAME...]: the last lines of the daemons' logs (default: all).
@@ -362,7 +486,7 @@ new_cert() {
   rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
 }
 
-readonly PKI_REV=2
+readonly PKI_REV=3
 ensure_pki() {
   [[ "$(cat "${PKI_DIR}/.complete" 2>/dev/null)" == "${PKI_REV}" ]] && return 0
   command -v openssl >/dev/null 2>&1 || die "'openssl' not found (Debian package openssl)"
@@ -382,9 +506,17 @@ ensure_pki() {
   new_cert jobset-webhook jobset-webhook "" "IP:127.0.0.1,DNS:localhost"
   mv "${PKI_DIR}/jobset-webhook.crt" "${PKI_DIR}/jobset-webhook/tls.crt"
   mv "${PKI_DIR}/jobset-webhook.key" "${PKI_DIR}/jobset-webhook/tls.key"
+  # Kueue's webhook server and its (unused but required, see start_kueue) metrics cert.
+  local d
+  for d in kueue-webhook kueue-metrics; do
+    mkdir -p "${PKI_DIR}/${d}"
+    new_cert "${d}" "${d}" "" "IP:127.0.0.1,DNS:localhost"
+    mv "${PKI_DIR}/${d}.crt" "${PKI_DIR}/${d}/tls.crt"
+    mv "${PKI_DIR}/${d}.key" "${PKI_DIR}/${d}/tls.key"
+  done
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI_DIR}/sa.key" 2>/dev/null
   openssl pkey -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
-  chmod 0600 "${PKI_DIR}"/*.key "${PKI_DIR}"/jobset-webhook/tls.key
+  chmod 0600 "${PKI_DIR}"/*.key "${PKI_DIR}"/*/tls.key
   printf '%s\n' "${PKI_REV}" >"${PKI_DIR}/.complete"
 }
 
@@ -543,10 +675,142 @@ status:
 EOF
   done
 
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then write_kueue_configs; fi
+
   cat >"${STATE_DIR}/env.sh" <<EOF
 # Generated by scripts/k8s-test-cluster.sh: source it to use the test cluster.
 export KUBECONFIG='${KUBECONFIG_FILE}'
 export PATH='${BIN_DIR}':"\${PATH}"
+EOF
+}
+
+# kueue_webhook NAME PATH GROUP VERSION OPERATIONS RESOURCES: one entry of Kueue's
+# webhook configurations, as upstream (config/components/webhook/manifests.yaml) but
+# called by URL on loopback (ca_bundle: the caller's).
+kueue_webhook() {
+  cat <<EOF
+- name: $1
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://127.0.0.1:${KUEUE_WEBHOOK_PORT}$2
+    caBundle: ${ca_bundle}
+  failurePolicy: Fail
+  sideEffects: None
+  rules:
+  - apiGroups: [$3]
+    apiVersions: [$4]
+    operations: [$5]
+    resources: [$6]
+EOF
+}
+
+write_kueue_configs() {
+  local ca_bundle
+  ca_bundle=$(base64 -w0 <"${PKI_DIR}/ca.crt")
+  cat >"${CONF_DIR}/kueue.yaml" <<EOF
+# Generated by scripts/k8s-test-cluster.sh: the Kueue controller outside a cluster.
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+leaderElection:
+  leaderElect: false
+# The webhook certificate comes from this script's CA (pki/kueue-webhook), not from
+# Kueue's in-cluster certificate rotator (which needs a Service and a Secret).
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: ${KUEUE_WEBHOOK_PORT}
+  certDir: ${PKI_DIR}/kueue-webhook
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:${KUEUE_HEALTH_PORT}
+# Only what bridge-launch submits; Jobs and JobSets without the label
+# kueue.x-k8s.io/queue-name are left alone (manageJobsWithoutQueueName: false).
+integrations:
+  frameworks:
+  - jobset.x-k8s.io/jobset
+  - batch/job
+EOF
+
+  cat >"${CONF_DIR}/kueue-namespace.yaml" <<EOF
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: kueue-system
+EOF
+
+  # Kueue's webhooks for the kinds it manages here (JobSets, Jobs) and its own kinds;
+  # rules as upstream, names of the configurations apart from the JobSet ones.
+  {
+    cat <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: kueue-mutating-webhook-configuration
+webhooks:
+EOF
+    kueue_webhook mjobset.kb.io /mutate-jobset-x-k8s-io-v1alpha2-jobset jobset.x-k8s.io v1alpha2 CREATE jobsets
+    kueue_webhook mjob.kb.io /mutate-batch-v1-job batch v1 CREATE jobs
+    kueue_webhook mclusterqueue.kb.io /mutate-kueue-x-k8s-io-v1beta2-clusterqueue kueue.x-k8s.io v1beta2 CREATE clusterqueues
+    kueue_webhook mresourceflavor.kb.io /mutate-kueue-x-k8s-io-v1beta2-resourceflavor kueue.x-k8s.io v1beta2 CREATE resourceflavors
+    kueue_webhook mworkload.kb.io /mutate-kueue-x-k8s-io-v1beta2-workload kueue.x-k8s.io v1beta2 CREATE workloads
+    cat <<EOF
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: kueue-validating-webhook-configuration
+webhooks:
+EOF
+    kueue_webhook vjobset.kb.io /validate-jobset-x-k8s-io-v1alpha2-jobset jobset.x-k8s.io v1alpha2 "CREATE, UPDATE" jobsets
+    kueue_webhook vjob.kb.io /validate-batch-v1-job batch v1 "CREATE, UPDATE" jobs
+    kueue_webhook vclusterqueue.kb.io /validate-kueue-x-k8s-io-v1beta2-clusterqueue kueue.x-k8s.io v1beta2 "CREATE, UPDATE" clusterqueues
+    kueue_webhook vcohort.kb.io /validate-kueue-x-k8s-io-v1beta2-cohort kueue.x-k8s.io v1beta2 "CREATE, UPDATE" cohorts
+    kueue_webhook vresourceflavor.kb.io /validate-kueue-x-k8s-io-v1beta2-resourceflavor kueue.x-k8s.io v1beta2 "CREATE, UPDATE" resourceflavors
+    kueue_webhook vworkload.kb.io /validate-kueue-x-k8s-io-v1beta2-workload kueue.x-k8s.io v1beta2 "CREATE, UPDATE" "workloads, workloads/status"
+  } >"${CONF_DIR}/kueue-webhooks.yaml"
+
+  # The default quota: every fake GPU in one ClusterQueue, open to every namespace, and
+  # a LocalQueue in namespace default. Kueue does not admit a workload that requests a
+  # resource no resource group covers, so every resource our pods may request is
+  # covered; only nvidia.com/gpu is limited (to the nodes' total), the rest generously.
+  cat >"${CONF_DIR}/kueue-queues.yaml" <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: ${KUEUE_FLAVOR}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: ${KUEUE_CLUSTER_QUEUE}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, ephemeral-storage, nvidia.com/gpu, rdma/ib]
+    flavors:
+    - name: ${KUEUE_FLAVOR}
+      resources:
+      - name: cpu
+        nominalQuota: "1000"
+      - name: memory
+        nominalQuota: 100Ti
+      - name: ephemeral-storage
+        nominalQuota: 1000Ti
+      - name: nvidia.com/gpu
+        nominalQuota: "$((NODE_COUNT * GPUS_PER_NODE))"
+      - name: rdma/ib
+        nominalQuota: "1000"
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: ${KUEUE_LOCAL_QUEUE}
+  namespace: default
+spec:
+  clusterQueue: ${KUEUE_CLUSTER_QUEUE}
 EOF
 }
 
@@ -556,6 +820,7 @@ EOF
 apiserver_ready() { [[ "$(kc get --raw=/readyz 2>/dev/null)" == ok ]]; }
 etcd_healthy() { http_get "${ETCD_PORT}" /health | grep -q '"health":"true"'; }
 jobset_ready() { http_get "${JOBSET_HEALTH_PORT}" /readyz >/dev/null; }
+kueue_ready() { http_get "${KUEUE_HEALTH_PORT}" /readyz >/dev/null; }
 lease_held() {
   local holder
   holder=$(kc -n kube-system get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || return 1
@@ -566,6 +831,35 @@ crd_established() {
   [[ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == True ]]
 }
 default_sa() { kc -n default get serviceaccount default -o name >/dev/null 2>&1; }
+
+# kueue_crds: the names of the CRDs in KUEUE_MANIFEST_DIR, from the file names
+# (kueue.x-k8s.io_clusterqueues.yaml -> clusterqueues.kueue.x-k8s.io).
+kueue_crds() {
+  local f b
+  for f in "${KUEUE_MANIFEST_DIR}"/*.yaml; do
+    b=${f##*/}
+    b=${b%.yaml}
+    printf '%s.%s\n' "${b#*_}" "${b%%_*}"
+  done
+}
+
+# queue_active KIND NAME: a Kueue ClusterQueue or LocalQueue (namespace default) reports
+# Active=True, i.e. it can admit workloads.
+queue_active() {
+  [[ "$(kc -n default get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}' 2>/dev/null)" == True ]]
+}
+
+# kueue_webhook_works: a server-side dry run of a ClusterQueue passes Kueue's webhooks.
+kueue_webhook_works() {
+  kc create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: webhook-probe
+spec:
+  namespaceSelector: {}
+EOF
+}
 
 # nodes_ready: every fake node is Ready and untainted (the node lifecycle controller
 # taints a node until kwok has reported it Ready).
@@ -601,13 +895,17 @@ all_up() {
   local d
   [[ -f ${CACHE_DIR}/.complete && -s ${KUBECONFIG_FILE} ]] || return 1
   for d in "${DAEMONS[@]}"; do daemon_pid "${d}" >/dev/null || return 1; done
-  apiserver_ready && jobset_ready && nodes_ready
+  apiserver_ready && jobset_ready && nodes_ready || return 1
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then
+    [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && kueue_ready
+  fi
 }
 
 check_ports_free() {
   local p
   for p in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" \
-    "${JOBSET_WEBHOOK_PORT}" "${JOBSET_HEALTH_PORT}" "${KWOK_PORT}"; do
+    "${JOBSET_WEBHOOK_PORT}" "${JOBSET_HEALTH_PORT}" "${KWOK_PORT}" \
+    "${KUEUE_WEBHOOK_PORT}" "${KUEUE_HEALTH_PORT}"; do
     if port_open "${p}"; then
       die "127.0.0.1:${p} is in use by another program (set K8S_TEST_PORT_BASE to move this cluster's ports)"
     fi
@@ -653,11 +951,22 @@ start_cluster() {
   # The CRDs go in before kube-controller-manager starts: its garbage collector learns
   # the API's resources at startup and then only every 30 s, and until it knows JobSets
   # it does not delete the Jobs, pods and Services of a deleted JobSet.
+  # Kueue's CRDs too: the garbage collector deletes a JobSet's Workload through its
+  # ownerReference.
+  local crds=(-f "${MANIFEST_DIR}/jobset-crd.yaml" -f "${MANIFEST_DIR}/kwok-logs-crd.yaml") crd
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then
+    crds+=(-f "${KUEUE_MANIFEST_DIR}" -f "${CONF_DIR}/kueue-namespace.yaml")
+  fi
   kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
-    -f "${MANIFEST_DIR}/jobset-crd.yaml" -f "${MANIFEST_DIR}/kwok-logs-crd.yaml" >/dev/null ||
-    fail_with_logs "applying the JobSet and kwok CRDs failed" kube-apiserver
+    "${crds[@]}" >/dev/null ||
+    fail_with_logs "applying the CRDs failed" kube-apiserver
   wait_for "the JobSet CRD" kube-apiserver crd_established jobsets.jobset.x-k8s.io
   wait_for "the kwok Logs CRD" kube-apiserver crd_established logs.kwok.x-k8s.io
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then
+    for crd in $(kueue_crds); do
+      wait_for "the Kueue CRD ${crd}" kube-apiserver crd_established "${crd}"
+    done
+  fi
 
   start_daemon kube-controller-manager --kubeconfig "${k}" \
     --authentication-kubeconfig "${k}" --authorization-kubeconfig "${k}" \
@@ -677,6 +986,11 @@ start_cluster() {
     --node-ip 127.0.0.1 --node-port "${KWOK_PORT}" --server-address "127.0.0.1:${KWOK_PORT}" \
     --tls-cert-file "${PKI_DIR}/kwok.crt" --tls-private-key-file "${PKI_DIR}/kwok.key" \
     --cidr "${POD_CIDR}" --node-lease-duration-seconds 40
+  # VisibilityOnDemand=false: otherwise Kueue serves an aggregated API on :8082 (all
+  # addresses), which nothing here registers or uses.
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then
+    start_kueue --config "${CONF_DIR}/kueue.yaml" --feature-gates=VisibilityOnDemand=false --zap-log-level=info
+  fi
 
   wait_for "the JobSet controller (readyz on 127.0.0.1:${JOBSET_HEALTH_PORT})" jobset jobset_ready
   kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
@@ -691,6 +1005,22 @@ start_cluster() {
   wait_for "${NODE_COUNT} Ready fake nodes" kwok nodes_ready
   wait_for "the default ServiceAccount" kube-controller-manager default_sa
   wait_for "the JobSet webhooks (server-side dry run)" jobset webhook_works
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then start_kueue_queues; fi
+}
+
+# start_kueue_queues: once Kueue is ready, registers its webhooks and creates the default
+# quota (config/kueue-queues.yaml), then waits until the queues can admit workloads.
+start_kueue_queues() {
+  wait_for "Kueue (readyz on 127.0.0.1:${KUEUE_HEALTH_PORT})" kueue kueue_ready
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${CONF_DIR}/kueue-webhooks.yaml" >/dev/null ||
+    fail_with_logs "applying the Kueue webhook configurations failed" kube-apiserver
+  wait_for "the Kueue webhooks (server-side dry run of a ClusterQueue)" kueue kueue_webhook_works
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${CONF_DIR}/kueue-queues.yaml" >/dev/null ||
+    fail_with_logs "creating the Kueue ResourceFlavor, ClusterQueue and LocalQueue failed" kube-apiserver kueue
+  wait_for "ClusterQueue ${KUEUE_CLUSTER_QUEUE} Active" kueue queue_active clusterqueue "${KUEUE_CLUSTER_QUEUE}"
+  wait_for "LocalQueue default/${KUEUE_LOCAL_QUEUE} Active" kueue queue_active localqueue "${KUEUE_LOCAL_QUEUE}"
 }
 
 cmd_up() {
@@ -698,7 +1028,12 @@ cmd_up() {
   for c in flock setsid openssl base64 sha256sum; do
     command -v "${c}" >/dev/null 2>&1 || die "'${c}' not found"
   done
+  if [[ ${KUEUE_ENABLED} == 1 ]]; then
+    command -v unshare >/dev/null 2>&1 ||
+      die "'unshare' not found (Debian package util-linux; needed to start Kueue, or set K8S_TEST_KUEUE=0)"
+  fi
   ensure_built
+  ensure_kueue_built
   lock
   mkdir -p "${RUN_DIR}" "${LOG_DIR}" "${CONF_DIR}"
   if all_up; then
@@ -715,7 +1050,7 @@ cmd_up() {
   write_kubeconfig
   write_configs
   start_cluster
-  log "up ($((SECONDS - t0))s): kubernetes ${K8S_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}; ${NODE_COUNT} nodes x ${GPUS_PER_NODE} nvidia.com/gpu; API https://127.0.0.1:${APISERVER_PORT}"
+  log "up ($((SECONDS - t0))s): kubernetes ${K8S_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}$([[ ${KUEUE_ENABLED} == 1 ]] && printf ', kueue %s (LocalQueue default/%s)' "${KUEUE_VERSION}" "${KUEUE_LOCAL_QUEUE}"); ${NODE_COUNT} nodes x ${GPUS_PER_NODE} nvidia.com/gpu; API https://127.0.0.1:${APISERVER_PORT}"
   log "use: source ${STATE_DIR}/env.sh   (KUBECONFIG and the matching kubectl ${K8S_VERSION} first in PATH)"
   printf '%s\n' "${KUBECONFIG_FILE}"
 }
@@ -732,6 +1067,9 @@ cmd_status() {
   if [[ ! -f ${CACHE_DIR}/.complete ]]; then
     log "not built yet: ${CACHE_DIR} (run: $0 up)"
   fi
+  if [[ ${KUEUE_ENABLED} == 1 && ! -f ${KUEUE_CACHE_DIR}/.complete ]]; then
+    log "not built yet: ${KUEUE_CACHE_DIR} (run: $0 up)"
+  fi
   for d in "${DAEMONS[@]}"; do
     if pid=$(daemon_pid "${d}"); then
       printf '%-24s running (pid %s)\n' "${d}" "${pid}"
@@ -745,6 +1083,10 @@ cmd_status() {
     kc get nodes -o wide 2>&1 || ok=0
     nodes_ready || { log "not every fake node is Ready"; ok=0; }
     jobset_ready || { log "the JobSet controller is not ready"; ok=0; }
+    if [[ ${KUEUE_ENABLED} == 1 ]]; then
+      kueue_ready || { log "Kueue is not ready"; ok=0; }
+      kc get clusterqueues,localqueues -A 2>&1 || ok=0
+    fi
   else
     ok=0
   fi
@@ -775,7 +1117,12 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    build) ensure_built; printf '%s\n' "${CACHE_DIR}" ;;
+    build)
+      ensure_built
+      ensure_kueue_built
+      printf '%s\n' "${CACHE_DIR}"
+      if [[ ${KUEUE_ENABLED} == 1 ]]; then printf '%s\n' "${KUEUE_CACHE_DIR}"; fi
+      ;;
     env) cmd_env ;;
     -h | --help | help) usage ;;
     *) usage; exit 2 ;;

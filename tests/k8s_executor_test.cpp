@@ -351,6 +351,68 @@ TEST(K8sExecutor, StatusOfManyJobsIsOneQueryAndMapsConditions) {
   EXPECT_FALSE(diags.has_errors());
 }
 
+// A JobSet in a Kueue queue that Kueue holds says so with Kueue's reason; the Workload query
+// is made only when such a job is pending, and a cluster without Kueue keeps the plain detail.
+TEST(K8sExecutor, AJobHeldByKueueSaysWhyFromItsWorkload) {
+  json held =
+      jobset("js-held", R"([{"type":"Suspended","status":"True","reason":"SuspendedJobs"}])");
+  held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "gpu-queue";
+  json admitted_wl = json::parse(R"({"kind":"Workload","metadata":{"name":"jobset-js-ok-1",
+      "ownerReferences":[{"kind":"JobSet","name":"js-ok"}]},
+      "status":{"conditions":[{"type":"Admitted","status":"True"}]}})");
+  json held_wl = json::parse(R"({"kind":"Workload","metadata":{"name":"jobset-js-held-2",
+      "ownerReferences":[{"kind":"JobSet","name":"js-held"}]},
+      "status":{"conditions":[{"type":"QuotaReserved","status":"False","reason":"Pending",
+        "message":"couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 16 more needed"}]}})");
+  bool kueue_installed = true;
+  ScriptedRunner fake;
+  fake.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "workloads.kueue.x-k8s.io"}))
+      return kueue_installed ? ok_result(list_of({admitted_wl, held_wl}))
+                             : failed_result(
+                                   "error: the server doesn't have a resource type "
+                                   "\"workloads\"");
+    return ok_result(list_of({held, jobset("js-ok", kCompleted)}));
+  };
+  TestServices use(fake);
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
+  Diagnostics diags;
+  auto st = ex->status({record("jobset/js-held"), record("jobset/js-ok")}, diags);
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(std::string(job_state_name(st[0].state)), "PENDING");
+  EXPECT_EQ(st[0].detail,
+            "queued by Kueue in gpu-queue (Pending: couldn't assign flavors to pod set node: "
+            "insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 16 more "
+            "needed)");
+  EXPECT_EQ(std::string(job_state_name(st[1].state)), "SUCCEEDED");
+
+  fake.calls.clear();
+  st = ex->status({record("jobset/js-ok")}, diags);
+  EXPECT_EQ(fake.calls.size(), 1u) << "no pending queued job: no Workload query";
+
+  kueue_installed = false;
+  fake.calls.clear();
+  st = ex->status({record("jobset/js-held")}, diags);
+  EXPECT_EQ(fake.calls.size(), 2u);
+  EXPECT_THAT(st[0].detail, HasSubstr("Suspended"));
+  EXPECT_FALSE(diags.has_errors());
+}
+
+TEST(K8sStatus, KueueWaitDetailMatchesTheOwnerAndTheJobApiAttempts) {
+  json wl = json::parse(R"({"kind":"Workload","metadata":{"name":"job-a-r1-x",
+      "ownerReferences":[{"kind":"Job","name":"a-r1"}]},
+      "status":{"conditions":[{"type":"QuotaReserved","status":"False","reason":"Inadmissible",
+        "message":"LocalQueue team doesn't exist"}]}})");
+  EXPECT_EQ(kueue_wait_detail("Job", "a", "team", {wl}),
+            "queued by Kueue in team (Inadmissible: LocalQueue team doesn't exist)");
+  EXPECT_EQ(kueue_wait_detail("Job", "ab", "team", {wl}), "");
+  EXPECT_EQ(kueue_wait_detail("JobSet", "a-r1", "team", {wl}), "");
+  json fresh = json::parse(R"({"kind":"Workload","metadata":{"name":"w",
+      "ownerReferences":[{"kind":"JobSet","name":"s"}]}})");
+  EXPECT_EQ(kueue_wait_detail("JobSet", "s", "q", {fresh}),
+            "queued by Kueue in q (waiting for admission)");
+}
+
 TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
   ScriptedRunner fake;
   fake.respond = [](const CommandSpec&) { return ok_result(list_of({})); };

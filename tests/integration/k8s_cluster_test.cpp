@@ -329,6 +329,12 @@ TEST_F(K8sCluster, InterruptedWaitLeavesTheJobRunning) {
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
 }
 
+// Kueue runs in the test cluster unless it was started with K8S_TEST_KUEUE=0.
+bool kueue_installed() {
+  return run_command({"kubectl", "get", "crd", "workloads.kueue.x-k8s.io", "-o", "name"})
+             .exit_code == 0;
+}
+
 // The cluster objects the Kubernetes example refers to (a claim on a shared file system, a
 // PriorityClass, GPU nodes labelled with their product), as an administrator would have them.
 void provide_cluster_objects() {
@@ -358,6 +364,15 @@ value: 1000
 )";
   auto r = run_command({"kubectl", "apply", "-f", "-"}, {}, objects);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (kueue_installed()) {
+    // The example's queue, on the cluster queue the test cluster sets up (16 GPUs).
+    auto q = run_command({"kubectl", "apply", "-f", "-"}, {}, R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: llm-perf, namespace: default}
+spec: {clusterQueue: gpu-cluster-queue}
+)");
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+  }
   for (const char* node : {"kwok-gpu-0", "kwok-gpu-1"}) {
     auto l = run_command({"kubectl", "label", "node", node, "--overwrite",
                           "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"});
@@ -377,6 +392,15 @@ TEST_F(K8sCluster, TheExampleWithEveryPodSettingIsAcceptedAndRuns) {
 }
 
 void K8sCluster::check_example_runs(const std::string& api) {
+  const std::string example = kSource + "/examples/recipes/qwen3-30b-a3b-k8s.yaml";
+  auto shown = run_command({BRIDGE_LAUNCH_BIN, "--dry-run", "-ng", "16", "-gn", "8", example,
+                            "executor.kubernetes.api=" + api},
+                           env());
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("# pod: QoS Guaranteed; requests cpu 115, memory 1800Gi, "
+                                   "ephemeral-storage 500Gi"));
+  EXPECT_THAT(shown.out, HasSubstr("# pod: /dev/shm limit 64Gi; runAsNonRoot false"));
+  EXPECT_THAT(shown.out, HasSubstr("active deadline 4h"));
   auto r = run_command({BRIDGE_LAUNCH_BIN, "--strict", "-ng", "16", "-gn", "8",
                         kSource + "/examples/recipes/qwen3-30b-a3b-k8s.yaml",
                         "executor.kubernetes.api=" + api, "--wait"},
@@ -390,6 +414,22 @@ void K8sCluster::check_example_runs(const std::string& api) {
       kubectl_json({"get", api == "job" ? "jobs" : "jobsets", "-l", "bridge-launch/job=" + name});
   ASSERT_GE(top["items"].size(), 1u);
   EXPECT_EQ(top["items"][0]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "llm-perf");
+  EXPECT_EQ(top["items"][0]["spec"]["ttlSecondsAfterFinished"], 172800);
+  const json& job_spec = api == "job"
+                             ? top["items"][0]["spec"]
+                             : top["items"][0]["spec"]["replicatedJobs"][0]["template"]["spec"];
+  EXPECT_EQ(job_spec["activeDeadlineSeconds"], 14400);
+  if (kueue_installed()) {
+    // Kueue admitted it: the Workload it made for the job says so.
+    json wls = kubectl_json({"get", "workloads.kueue.x-k8s.io"});
+    bool admitted = false;
+    for (const auto& wl : wls["items"])
+      for (const auto& o : wl["metadata"]["ownerReferences"])
+        if (o["name"] == name)
+          for (const auto& c : wl["status"]["conditions"])
+            admitted = admitted || (c["type"] == "Admitted" && c["status"] == "True");
+    EXPECT_TRUE(admitted) << wls.dump();
+  }
   json pods = pods_of(name);
   ASSERT_EQ(pods["items"].size(), 2u);
   for (const auto& pod : pods["items"]) {
@@ -402,15 +442,67 @@ void K8sCluster::check_example_runs(const std::string& api) {
     EXPECT_EQ(spec["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
     EXPECT_TRUE(spec.contains("affinity"));
     const json& c = spec["containers"][0];
-    EXPECT_EQ(c["resources"]["limits"]["rdma/ib"], "8");
-    EXPECT_EQ(c["resources"]["requests"]["memory"], "64Gi");
-    EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "IPC_LOCK");
+    // What the dry-run header showed (checked above), as the API server stored it.
+    EXPECT_EQ(c["resources"]["requests"],
+              json::parse(R"({"cpu":"115","memory":"1800Gi","ephemeral-storage":"500Gi",
+                              "nvidia.com/gpu":"8","rdma/ib":"8"})"));
+    EXPECT_EQ(c["resources"]["limits"],
+              json::parse(R"({"cpu":"115","memory":"1800Gi","nvidia.com/gpu":"8",
+                              "rdma/ib":"8"})"));
+    EXPECT_EQ(pod["status"]["qosClass"], "Guaranteed") << "as the API server classes it";
+    EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+    EXPECT_EQ(c["securityContext"]["capabilities"],
+              json::parse(R"({"drop":["ALL"],"add":["IPC_LOCK","SYS_PTRACE"]})"));
+    EXPECT_EQ(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    EXPECT_EQ(spec["securityContext"]["runAsNonRoot"], false);
+    EXPECT_EQ(spec["dnsConfig"]["options"][0]["value"], "2") << "the pod_patch";
+    std::map<std::string, json> env_of;
+    for (const auto& e : c["env"]) env_of[e["name"].get<std::string>()] = e;
+    EXPECT_EQ(env_of["NCCL_IB_HCA"]["value"], "mlx5");
+    EXPECT_FALSE(env_of.count("BRIDGE_EXPECTED_ENV")) << "a bridge-probe variable in a "
+                                                         "Megatron-Bridge pod";
+    for (const auto& v : spec["volumes"])
+      if (v["name"] == "dshm") {
+        EXPECT_EQ(v["emptyDir"]["sizeLimit"], "64Gi");
+      }
     std::set<std::string> claims;
     for (const auto& v : spec["volumes"])
       if (v.contains("persistentVolumeClaim"))
         claims.insert(v["persistentVolumeClaim"]["claimName"].get<std::string>());
     EXPECT_EQ(claims, std::set<std::string>{"lustre-scratch"});
   }
+}
+
+// Kueue for real: the test cluster's ClusterQueue holds 16 GPUs. The first 16-GPU job is
+// admitted and runs; the second waits, and `status` says it is queued by Kueue and why, until
+// the first ends; then Kueue admits it and it runs to the end.
+TEST_F(K8sCluster, KueueAdmitsOneSixteenGpuJobAndHoldsTheNextWithItsReason) {
+  if (!kueue_installed()) GTEST_SKIP() << "the test cluster runs without Kueue (K8S_TEST_KUEUE=0)";
+  auto first = run_command(
+      argv({"executor.kubernetes.queue=gpu-queue", "-E", "BRIDGE_KWOK_RUN_TIME=20s"}), env());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto second = run_command(argv({"executor.kubernetes.queue=gpu-queue"}), env());
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::string held;
+  for (int i = 0; i < 60 && held.find("queued by Kueue") == std::string::npos; ++i) {
+    held = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(second)}, env()).out;
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_THAT(held, HasSubstr("PENDING"));
+  EXPECT_THAT(held, HasSubstr("queued by Kueue in gpu-queue (Pending: couldn't assign flavors"));
+  EXPECT_THAT(held, HasSubstr("insufficient unused quota for nvidia.com/gpu"));
+  EXPECT_TRUE(pods_of(object_name(second))["items"].empty()) << "a held job has no pods";
+  auto first_status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(first)}, env()).out;
+  EXPECT_THAT(first_status, ::testing::Not(HasSubstr("queued by Kueue")));
+
+  std::string done;
+  for (int i = 0; i < 120 && done.find("SUCCEEDED") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(1s);
+    done = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(second)}, env()).out;
+  }
+  EXPECT_THAT(done, HasSubstr("SUCCEEDED")) << "Kueue admitted the second job after the first";
+  EXPECT_THAT(run_command({BRIDGE_LAUNCH_BIN, "status", job_id(first)}, env()).out,
+              HasSubstr("SUCCEEDED"));
 }
 
 // A recipe written for Slurm says, by name, what does not apply on Kubernetes (and --strict

@@ -2,10 +2,13 @@
 # Smoke test of the test control plane (scripts/k8s-test-cluster.sh): a JobSet of 2 pods
 # x 8 GPUs is accepted under strict field validation, scheduled onto the fake nodes and
 # Completed; one with a pod failed by kwok ends Failed after its restart; kubectl logs
-# works (default log file and a per-pod kwok Logs object); an unknown field is rejected.
+# works (default log file and a per-pod kwok Logs object); an unknown field is rejected;
+# Kueue admits a 16-GPU JobSet from LocalQueue gpu-queue, holds a second one (suspended,
+# insufficient quota) until the first is deleted, then admits and completes it.
 #
 # Usage: tests/k8s-control-plane/smoke/run.sh   (brings the cluster up if it is down;
 #        leaves it up). KUBECTL=/usr/bin/kubectl runs it with another kubectl.
+#        K8S_TEST_KUEUE=0 (a cluster without Kueue) skips the Kueue part.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +24,71 @@ state_dir=$(dirname "${KUBECONFIG}")
 say() { printf 'smoke: %s\n' "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 k() { "${KUBECTL}" "$@"; }
+
+# poll SECONDS CMD...: runs CMD until it succeeds; fails after SECONDS.
+poll() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.3
+  done
+}
+
+# Kueue helpers. A JobSet's Workload is found by the label kueue.x-k8s.io/job-uid (the
+# JobSet's uid); it is also owned (controller ownerReference) by the JobSet.
+workload_of() {
+  local uid
+  uid=$(k get jobset "$1" -o jsonpath='{.metadata.uid}') || return 1
+  k get workloads.kueue.x-k8s.io -l "kueue.x-k8s.io/job-uid=${uid}" -o jsonpath='{.items[*].metadata.name}'
+}
+has_workload() { [[ -n "$(workload_of "$1")" ]]; }
+# wl_cond WORKLOAD TYPE FIELD: a field (status, reason, message) of a Workload condition.
+wl_cond() { k get workloads.kueue.x-k8s.io "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}"; }
+wl_is() { [[ "$(wl_cond "$1" "$2" status)" == "$3" ]]; }
+running_pods() {
+  [[ $(k get pods -l "jobset.sigs.k8s.io/jobset-name=$1" --field-selector=status.phase=Running -o name | wc -l) -eq $2 ]]
+}
+quota_free() {
+  [[ "$(k get clusterqueues.kueue.x-k8s.io gpu-cluster-queue -o jsonpath='{.status.reservingWorkloads}')" == 0 ]]
+}
+
+kueue_smoke() {
+  local t1=${SECONDS} wl1 wl2 msg
+  k apply --server-side --validate=strict -f "${here}/jobset-kueue-first.yaml" >&2
+  poll 60 has_workload smoke-kueue-first || fail "no Kueue Workload for smoke-kueue-first"
+  wl1=$(workload_of smoke-kueue-first)
+  poll 60 wl_is "${wl1}" Admitted True ||
+    { k get workloads.kueue.x-k8s.io -o yaml >&2; fail "smoke-kueue-first was not admitted"; }
+  k wait --for=jsonpath='{.spec.suspend}'=false --timeout=60s jobset/smoke-kueue-first >&2 ||
+    fail "smoke-kueue-first stayed suspended after admission"
+  poll 60 running_pods smoke-kueue-first 2 ||
+    { k get pods -o wide >&2; fail "the 2 pods of smoke-kueue-first are not Running"; }
+  say "ok: smoke-kueue-first admitted by Kueue (Workload ${wl1}: $(wl_cond "${wl1}" Admitted message)), 2 pods Running after $((SECONDS - t1))s"
+
+  k apply --server-side --validate=strict -f "${here}/jobset-kueue-second.yaml" >&2
+  poll 60 has_workload smoke-kueue-second || fail "no Kueue Workload for smoke-kueue-second"
+  wl2=$(workload_of smoke-kueue-second)
+  poll 60 wl_is "${wl2}" QuotaReserved False ||
+    { k get workloads.kueue.x-k8s.io -o yaml >&2; fail "smoke-kueue-second: no QuotaReserved=False condition"; }
+  msg=$(wl_cond "${wl2}" QuotaReserved message)
+  [[ ${msg} == *"insufficient unused quota for nvidia.com/gpu"* ]] ||
+    fail "smoke-kueue-second: unexpected QuotaReserved message: ${msg}"
+  [[ "$(k get jobset smoke-kueue-second -o jsonpath='{.spec.suspend}')" == true ]] ||
+    fail "smoke-kueue-second is not suspended while waiting for quota"
+  [[ -z "$(k get pods -l jobset.sigs.k8s.io/jobset-name=smoke-kueue-second -o name)" ]] ||
+    fail "smoke-kueue-second has pods while waiting for quota"
+  say "ok: smoke-kueue-second held by Kueue: suspended, Workload ${wl2} QuotaReserved=False reason $(wl_cond "${wl2}" QuotaReserved reason): ${msg}"
+
+  k delete jobset smoke-kueue-first --wait=true >/dev/null
+  poll 60 wl_is "${wl2}" Admitted True ||
+    { k get workloads.kueue.x-k8s.io -o yaml >&2; fail "smoke-kueue-second was not admitted after smoke-kueue-first was deleted"; }
+  k wait --for=condition=Completed --timeout=120s jobset/smoke-kueue-second >&2 ||
+    { k get jobset,jobs,pods,workloads.kueue.x-k8s.io -o wide >&2; fail "smoke-kueue-second did not complete"; }
+  poll 60 wl_is "${wl2}" Finished True || fail "Workload ${wl2} not Finished after its JobSet completed"
+  poll 60 quota_free || fail "ClusterQueue gpu-cluster-queue still reserves quota after every workload finished"
+  say "ok: smoke-kueue-second admitted after smoke-kueue-first was deleted, Completed, quota freed ($((SECONDS - t1))s)"
+}
 
 say "kubectl: $(command -v "${KUBECTL}") ($(k version --client -o json | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | head -n 1))"
 say "server:  $(k version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -n 1)"
@@ -86,6 +154,12 @@ done
 [[ ${out} == *"rank 0 says hello"* ]] || fail "per-pod log not served: ${out}"
 say "ok: kubectl logs ${pod0} with a Logs object: $(tr '\n' '|' <<<"${out}")"
 k delete logs.kwok.x-k8s.io "${pod0}" >/dev/null
+
+if [[ ${K8S_TEST_KUEUE:-1} == 1 ]]; then
+  kueue_smoke
+else
+  say "skipped: Kueue (K8S_TEST_KUEUE=0)"
+fi
 
 k delete jobsets.jobset.x-k8s.io -l app.kubernetes.io/managed-by=k8s-test-cluster-smoke --cascade=foreground --wait=true >/dev/null
 say "PASS ($((SECONDS - t0))s)"
