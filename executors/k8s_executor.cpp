@@ -252,9 +252,12 @@ class KubernetesExecutor : public Executor {
       auto ref = parse_k8s_scheduler_id(jobs[i].scheduler_id);
       for (const auto& obj : items) {
         bool jobset = ref->api == "jobset";
-        if (!obj.is_object() || obj.value("kind", "") != (jobset ? "JobSet" : "Job") ||
-            !obj.contains("metadata") || !obj["metadata"].is_object() ||
-            obj["metadata"].value("name", "") != ref->name)
+        auto text = [](const json& o, const char* key) {
+          return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
+                                                                        : std::string();
+        };
+        if (text(obj, "kind") != (jobset ? "JobSet" : "Job") || !obj.contains("metadata") ||
+            text(obj["metadata"], "name") != ref->name)
           continue;
         if (std::string q = kueue_queue_of(obj); !q.empty())
           queued.push_back({i, jobset ? "JobSet" : "Job", ref->name, q});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 
 #include "runtime/env_hash.h"
 
@@ -157,7 +158,11 @@ std::optional<double> k8s_quantity_value(std::string_view s) {
     if (fraction) scale /= 10;
     value = value * 10 + (c - '0');
   }
-  return value * scale * factor;
+  double result = value * scale * factor;
+  // Past 10^18 (an exabyte, a billion billion cores) a value is a typo, and it would not fit
+  // the whole numbers the requests are written in.
+  if (!std::isfinite(result) || result > 1e18) return std::nullopt;
+  return result;
 }
 
 bool is_k8s_quantity(std::string_view s) {

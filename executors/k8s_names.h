@@ -71,7 +71,7 @@ bool is_rfc1123_label(const std::string& s);
 // A Kubernetes quantity as resources and volumes take it: DIGITS[.DIGITS][Ki|Mi|..|k|M|..|m].
 bool is_k8s_quantity(std::string_view s);
 // The value of such a quantity in base units (cores, bytes): 500m -> 0.5, 1Ki -> 1024;
-// nullopt when is_k8s_quantity is false.
+// nullopt when is_k8s_quantity is false or the value is above 10^18.
 std::optional<double> k8s_quantity_value(std::string_view s);
 bool is_rfc1123_subdomain(const std::string& s);
 

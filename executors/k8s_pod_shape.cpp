@@ -44,6 +44,17 @@ std::string quantity_text(const ordered_json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+std::optional<double> quantity_of(const ordered_json& v) {
+  return k8s_quantity_value(quantity_text(v));
+}
+
+// 0.3 and 300m are one quantity: compared as decimals, they differ in the last bit.
+int compare_quantities(double a, double b) {
+  double tolerance = 1e-9 * std::max(std::fabs(a), std::fabs(b));
+  if (std::fabs(a - b) <= tolerance) return 0;
+  return a < b ? -1 : 1;
+}
+
 std::string duration_text(int64_t s) {
   if (s % 86400 == 0) return fmt::format("{}d", s / 86400);
   if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
@@ -57,7 +68,9 @@ std::optional<std::map<std::string, double>> read_node(const Field<YamlNode>& f,
   std::map<std::string, double> out;
   if (!f.is_set()) return out;
   const std::string path = "executor.kubernetes.node";
-  static const std::vector<std::string> kKeys{"cpu", "memory", "ephemeral_storage"};
+  // `ephemeral-storage` as allocatable spells it, so the node's values can be copied.
+  static const std::vector<std::string> kKeys{"cpu", "memory", "ephemeral_storage",
+                                              "ephemeral-storage"};
   bool ok = true;
   for (const auto& e : f.value->entries) {
     std::string at = path + "." + e.key;
@@ -80,7 +93,7 @@ std::optional<std::map<std::string, double>> read_node(const Field<YamlNode>& f,
       continue;
     }
     for (const auto& r : kResources)
-      if (e.key == r.key) out[r.name] = *v;
+      if (e.key == r.key || e.key == r.name) out[r.name] = *v;
   }
   if (!ok) return std::nullopt;
   return out;
@@ -109,14 +122,20 @@ ordered_json derived_requests(const std::map<std::string, double>& node, int64_t
       r[res.name] = fmt::format("{}Gi", kEphemeralGi);
     }
   }
-  how = node.empty() ? fmt::format(
-                           "a floor of {} cores and {}Gi per GPU: set executor.kubernetes.node to "
-                           "size the pod from the node",
-                           kCpuPerGpu, kMemoryGiPerGpu)
-                     : fmt::format("{:.0f} % of the node's {} share (executor.kubernetes.node)",
-                                   kNodeShareUsed * 100,
-                                   share == 1.0 ? std::string("whole")
-                                                : fmt::format("{}/{}", gpus_per_node, node_gpus));
+  std::string floor_part = fmt::format("{} cores and {}Gi per GPU, {}Gi of ephemeral storage",
+                                       kCpuPerGpu, kMemoryGiPerGpu, kEphemeralGi);
+  if (node.empty()) {
+    how =
+        "a floor of " + floor_part + ": set executor.kubernetes.node to size the pod from the node";
+  } else {
+    how = fmt::format(
+        "{:.0f} % of the node's {} share (executor.kubernetes.node)", kNodeShareUsed * 100,
+        share == 1.0 ? std::string("whole") : fmt::format("{}/{}", gpus_per_node, node_gpus));
+    std::string missing;
+    for (const auto& res : kResources)
+      if (!node.count(res.name)) missing += (missing.empty() ? "" : ", ") + std::string(res.name);
+    if (!missing.empty()) how += "; " + missing + " from the per-GPU floor";
+  }
   return r;
 }
 
@@ -138,9 +157,9 @@ bool read_qos(const KubernetesExecutorSpec& kx, const K8sPodSettings& settings,
       ok = false;
       continue;
     }
-    if (settings.limits.contains(name) &&
-        k8s_quantity_value(quantity_text(settings.limits[name])) !=
-            k8s_quantity_value(quantity_text(shape.requests[name]))) {
+    auto limit = settings.limits.contains(name) ? quantity_of(settings.limits[name]) : std::nullopt;
+    auto request = quantity_of(shape.requests[name]);
+    if (limit && request && compare_quantities(*limit, *request) != 0) {
       diags.error("k8s-guaranteed-limit-differs", "executor.kubernetes.resources.limits",
                   kx.resources.loc,
                   fmt::format("qos guaranteed needs the {0} limit equal to the request ({1}), "
@@ -151,6 +170,33 @@ bool read_qos(const KubernetesExecutorSpec& kx, const K8sPodSettings& settings,
       ok = false;
     }
     shape.limits[name] = shape.requests[name];
+  }
+  return ok;
+}
+
+// A limit the user set without a request caps the derived request (Kubernetes would refuse a
+// request above it); a request the user set above a limit is an error at the limit.
+bool fit_requests_under_limits(const KubernetesExecutorSpec& kx, const K8sPodSettings& settings,
+                               K8sPodShape& shape, std::string& how, Diagnostics& diags) {
+  bool ok = true;
+  for (const auto& res : kResources) {
+    const std::string name = res.name;
+    if (!shape.limits.contains(name) || !shape.requests.contains(name)) continue;
+    auto limit = quantity_of(shape.limits[name]);
+    auto request = quantity_of(shape.requests[name]);
+    if (!limit || !request || compare_quantities(*request, *limit) <= 0) continue;
+    if (!settings.requests.contains(name)) {
+      shape.requests[name] = shape.limits[name];
+      how += fmt::format("; {} capped at its limit", name);
+      continue;
+    }
+    diags.error(
+        "k8s-request-above-limit", "executor.kubernetes.resources.limits." + name, kx.resources.loc,
+        fmt::format("the {0} request ({1}) is above its limit ({2}): Kubernetes refuses "
+                    "the pod",
+                    name, quantity_text(shape.requests[name]), quantity_text(shape.limits[name])),
+        "raise the limit or lower the request");
+    ok = false;
   }
   return ok;
 }
@@ -202,7 +248,7 @@ bool read_security(const KubernetesExecutorSpec& kx, const K8sNetwork& network, 
           non_root = e.value.scalar == "true";
       } else {
         auto id = e.value.is_scalar() ? parse_decimal<int64_t>(e.value.scalar) : std::nullopt;
-        if (!id || *id > 2147483647)
+        if (!id || *id < 0 || *id > 2147483647)
           bad(at, e.value.loc, fmt::format("{} must be a numeric id", e.key), "write e.g. 1000");
         else
           pod[e.key == "run_as_user" ? "runAsUser" : "runAsGroup"] = *id;
@@ -279,10 +325,30 @@ std::optional<K8sPodShape> read_pod_shape(const KubernetesExecutorSpec& kx,
   K8sPodShape shape;
   std::string how;
   shape.requests = derived_requests(*node, gpus_per_node, node_gpus, how);
-  for (const auto& [k, v] : settings.requests.items()) shape.requests[k] = v;
+  std::string from_user;
+  for (const auto& [k, v] : settings.requests.items()) {
+    shape.requests[k] = v;
+    from_user += (from_user.empty() ? "" : ", ") + k;
+  }
+  if (settings.requests.contains("cpu") && settings.requests.contains("memory") &&
+      settings.requests.contains("ephemeral-storage"))
+    how = "set in executor.kubernetes.resources";
+  else if (!from_user.empty())
+    how += "; " + from_user + " from executor.kubernetes.resources";
   bool ok = read_qos(kx, settings, *node, shape, diags);
   for (const auto& [k, v] : settings.limits.items()) shape.limits[k] = v;
-  if (network.rdma) shape.limits[network.resource] = network.per_pod;
+  ok = fit_requests_under_limits(kx, settings, shape, how, diags) && ok;
+  if (network.rdma) {
+    if (settings.limits.contains(network.resource)) {
+      diags.error("k8s-network-resource-twice", "executor.kubernetes.resources.limits",
+                  kx.resources.loc,
+                  fmt::format("{} is set by resources.limits and by network (rdma, {} per pod)",
+                              network.resource, network.per_pod),
+                  "keep one: network.per_pod sets how many RDMA devices a pod gets");
+      ok = false;
+    }
+    shape.limits[network.resource] = network.per_pod;
+  }
   ok = read_security(kx, network, shape, diags) && ok;
   ok = read_lifetime(kx, shape, diags) && ok;
   if (!ok) return std::nullopt;

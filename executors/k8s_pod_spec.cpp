@@ -268,7 +268,7 @@ void read_resources(const Field<YamlNode>& f, Checker& c, K8sPodSettings& s) {
         c.error(at, r.key_loc,
                 fmt::format("`{}` is not a valid resource name", printable_text(r.key, 80)),
                 "write e.g. cpu, memory, rdma/ib");
-      if (!r.value.is_scalar() || !is_k8s_quantity(r.value.scalar)) {
+      if (!r.value.is_scalar() || !k8s_quantity_value(r.value.scalar)) {
         c.error(at, r.value.loc,
                 fmt::format("`{}` is not a Kubernetes quantity",
                             r.value.is_scalar() ? printable_text(r.value.scalar, 40)

@@ -63,6 +63,19 @@ void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
                             "suspended retry attempts at once, not after a failure",
                             in.retries),
                 "use api: jobset (its restarts stay one Kueue workload), or retries: 0");
+  // The next Job API attempt starts when `status` (or --wait) sees the failed one; deleted by
+  // its TTL before that, the failure is never seen and the retries never start.
+  constexpr int64_t kMinTtlWithJobRetries = 86400;
+  if (in.api == "job" && in.retries > 0 && kx.ttl_after_finished.is_set() &&
+      *kx.ttl_after_finished.value < kMinTtlWithJobRetries)
+    diags.error("k8s-ttl-too-short-for-retries", "executor.kubernetes.ttl_after_finished",
+                kx.ttl_after_finished.loc,
+                fmt::format("ttl_after_finished {} s with api: job and {} retries: a failed "
+                            "attempt can be deleted before bridge-launch starts the next one",
+                            *kx.ttl_after_finished.value, in.retries),
+                fmt::format("keep it at least {} s (a day), or use api: jobset, whose restarts "
+                            "the JobSet controller makes itself",
+                            kMinTtlWithJobRetries));
   if (r.executor.kubernetes.retries.is_set() && plan.executor_changes.retries &&
       *plan.executor_changes.retries != *r.executor.kubernetes.retries.value)
     diags.warning(

@@ -77,7 +77,11 @@ void read_mapping(const YamlNode& map, int64_t gpus_per_node, K8sNetwork& out, D
     if (e.key == "type") {
       read_type(v, e.value.loc, out, diags);
     } else if (e.key == "resource") {
-      if (!is_resource_name(v))
+      if (v == "nvidia.com/gpu")
+        diags.error("k8s-bad-network", at, e.value.loc,
+                    "nvidia.com/gpu is the plan's GPU count (-gn), not an RDMA device",
+                    "write the name the RDMA device plugin advertises, e.g. rdma/ib");
+      else if (!is_resource_name(v))
         diags.error("k8s-bad-network", at, e.value.loc,
                     fmt::format("`{}` is not an extended resource name (domain/name)",
                                 printable_text(v, 80)),

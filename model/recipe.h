@@ -237,7 +237,7 @@ struct KubernetesExecutorSpec {
   Field<std::string> priority_class;
   Field<std::string> queue;   // Kueue LocalQueue: label kueue.x-k8s.io/queue-name
   Field<YamlNode> pod_patch;  // strategic merge patch of the pod template
-  // What a cluster admin checks in a pod (executors/k8s_pod_spec.h documents each):
+  // What a cluster admin checks in a pod (executors/k8s_pod_shape.h documents each):
   Field<YamlNode> node;      // one GPU node's allocatable {cpu, memory, ephemeral_storage}
   Field<std::string> qos;    // burstable | guaranteed
   Field<YamlNode> security;  // {run_as_user, run_as_group, run_as_non_root, add_capabilities}

@@ -141,6 +141,27 @@ TEST(K8sPodShape, TheUsersRequestsWinAndShmSizeIsKept) {
   EXPECT_EQ(res["requests"]["memory"], "1Ti");
   EXPECT_EQ(res["requests"]["ephemeral-storage"], "64Gi");
   EXPECT_EQ(shm_of(r.jobset)["sizeLimit"], "64Gi");
+  EXPECT_THAT(r.yaml, HasSubstr("; cpu, memory from executor.kubernetes.resources)"));
+}
+
+TEST(K8sPodShape, ALimitWithoutARequestCapsTheDerivedRequest) {
+  auto r = render_ok("    resources: {limits: {cpu: \"8\", memory: 64Gi}}\n");
+  const json& res = trainer_of(r.jobset)["resources"];
+  EXPECT_EQ(res["requests"]["cpu"], "8");
+  EXPECT_EQ(res["requests"]["memory"], "64Gi");
+  EXPECT_EQ(res["limits"]["cpu"], "8");
+  EXPECT_THAT(r.yaml, HasSubstr("cpu capped at its limit; memory capped at its limit"));
+}
+
+TEST(K8sPodShape, EqualQuantitiesWrittenDifferentlyAreEqual) {
+  auto r = render_ok(R"(
+    qos: guaranteed
+    node: {cpu: "64", memory: 1Ti, ephemeral-storage: 2Ti}
+    resources: {requests: {cpu: "0.3", memory: 1Gi}, limits: {cpu: 300m, memory: 1024Mi}}
+)");
+  const json& res = trainer_of(r.jobset)["resources"];
+  EXPECT_EQ(res["requests"]["cpu"], "0.3");
+  EXPECT_EQ(res["requests"]["ephemeral-storage"], "1887436Mi") << "2Ti x 0.9, from the alias";
 }
 
 TEST(K8sPodShape, TheSecurityContextDropsEverythingByDefault) {
@@ -253,6 +274,18 @@ TEST(K8sPodShape, ValuesThatWouldNotGiveThePodAskedForAreErrorsAtTheirKey) {
            {"    network: {type: rdma, nccl_ib_hca: \"mlx5 0\"}\n", "not a value for NCCL_IB_HCA"},
            {"    api: job\n    retries: 2\n    queue: team\n",
             "Kueue would start the suspended retry attempts at once"},
+           {"    api: job\n    retries: 1\n    ttl_after_finished: 60\n",
+            "a failed attempt can be deleted before bridge-launch starts the next one"},
+           {"    resources: {requests: {cpu: \"64\"}, limits: {cpu: \"8\"}}\n",
+            "the cpu request (64) is above its limit (8)"},
+           {"    security: {run_as_user: -1}\n", "run_as_user must be a numeric id"},
+           {"    node: {cpu: \"99999999999999999999\"}\n", "is not a positive Kubernetes quantity"},
+           {"    resources: {requests: {memory: 9999999999999999999999Gi}}\n",
+            "is not a Kubernetes quantity"},
+           {"    network: {type: rdma, resource: nvidia.com/gpu}\n",
+            "nvidia.com/gpu is the plan's GPU count"},
+           {"    network: rdma\n    resources: {limits: {rdma/ib: 4}}\n",
+            "rdma/ib is set by resources.limits and by network"},
        }) {
     EXPECT_THAT(render_errors(c.extra), HasSubstr(c.expect)) << c.extra;
   }
