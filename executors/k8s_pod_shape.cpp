@@ -56,6 +56,7 @@ int compare_quantities(double a, double b) {
 }
 
 std::string duration_text(int64_t s) {
+  if (s == 0) return "0 s";
   if (s % 86400 == 0) return fmt::format("{}d", s / 86400);
   if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
   if (s % 60 == 0) return fmt::format("{}m", s / 60);
@@ -134,7 +135,7 @@ ordered_json derived_requests(const std::map<std::string, double>& node, int64_t
     std::string missing;
     for (const auto& res : kResources)
       if (!node.count(res.name)) missing += (missing.empty() ? "" : ", ") + std::string(res.name);
-    if (!missing.empty()) how += "; " + missing + " from the per-GPU floor";
+    if (!missing.empty()) how += "; " + missing + " from the floor";
   }
   return r;
 }
@@ -208,7 +209,6 @@ bool read_security(const KubernetesExecutorSpec& kx, const K8sNetwork& network, 
                                               "add_capabilities"};
   ordered_json pod{{"seccompProfile", {{"type", "RuntimeDefault"}}}};
   ordered_json add = ordered_json::array();
-  if (network.rdma) add.push_back("IPC_LOCK");
   std::optional<bool> non_root;
   bool ok = true;
   auto bad = [&](const std::string& at, const SourceLoc& loc, const std::string& what,
@@ -256,6 +256,17 @@ bool read_security(const KubernetesExecutorSpec& kx, const K8sNetwork& network, 
     }
   }
   if (!non_root) non_root = pod.contains("runAsUser") && pod["runAsUser"] != 0;
+  if (*non_root && !pod.contains("runAsUser"))
+    diags.warning("k8s-non-root-image-user", path + ".run_as_non_root", kx.security.loc,
+                  "run_as_non_root without run_as_user: the kubelet starts the pod only if the "
+                  "image's USER is a non-root uid (NGC images run as root)",
+                  "set run_as_user to the uid the image runs as");
+  // RDMA registers (pins) memory: a root process needs IPC_LOCK for it. A non-root process
+  // never gets an added capability (Kubernetes sets no ambient ones), so adding it there would
+  // only fail the namespace's Pod Security level; it relies on the memlock limit instead.
+  bool root = !pod.contains("runAsUser") || pod["runAsUser"] == 0;
+  if (network.rdma && root && std::find(add.begin(), add.end(), "IPC_LOCK") == add.end())
+    add.insert(add.begin(), "IPC_LOCK");
   if (*non_root && pod.contains("runAsUser") && pod["runAsUser"] == 0)
     bad(path + ".run_as_non_root", kx.security.loc,
         "run_as_non_root is true but run_as_user is 0 (root): the kubelet refuses to start it",
@@ -268,14 +279,96 @@ bool read_security(const KubernetesExecutorSpec& kx, const K8sNetwork& network, 
   return ok;
 }
 
+// Extended resources (RDMA devices, anything but cpu, memory, ephemeral-storage and
+// hugepages) cannot be overcommitted: Kubernetes needs a limit and a request equal to it.
+bool check_extended_requests(const KubernetesExecutorSpec& kx, const K8sPodSettings& settings,
+                             const K8sNetwork& network, Diagnostics& diags) {
+  bool ok = true;
+  for (const auto& [name, value] : settings.requests.items()) {
+    if (name == "cpu" || name == "memory" || name == "ephemeral-storage" ||
+        name.rfind("hugepages-", 0) == 0)
+      continue;
+    std::string why;
+    if (network.rdma && name == network.resource)
+      why = fmt::format("{} is set by network (rdma, {} per pod) too", name, network.per_pod);
+    else if (!settings.limits.contains(name))
+      why = fmt::format(
+          "{} is an extended resource: Kubernetes needs its limit, not a request "
+          "alone",
+          name);
+    else if (quantity_of(settings.limits[name]) != quantity_of(value))
+      why = fmt::format("{} is an extended resource: its request ({}) must equal its limit ({})",
+                        name, quantity_text(value), quantity_text(settings.limits[name]));
+    if (why.empty()) continue;
+    diags.error("k8s-extended-request", "executor.kubernetes.resources.requests." + name,
+                kx.resources.loc, why,
+                "set it in resources.limits only (the request follows the limit); RDMA devices "
+                "with network.per_pod");
+    ok = false;
+  }
+  return ok;
+}
+
+// A request above what the whole node holds can never be scheduled.
+bool check_fits_node(const KubernetesExecutorSpec& kx, const std::map<std::string, double>& node,
+                     const K8sPodShape& shape, Diagnostics& diags) {
+  bool ok = true;
+  for (const auto& [name, holds] : node) {
+    if (!shape.requests.contains(name)) continue;
+    auto request = quantity_of(shape.requests[name]);
+    if (!request || compare_quantities(*request, holds) <= 0) continue;
+    diags.error("k8s-request-above-node", "executor.kubernetes.resources.requests." + name,
+                kx.resources.loc,
+                fmt::format("the {} request ({}) is more than the node holds "
+                            "(executor.kubernetes.node): the pod can never be scheduled",
+                            name, quantity_text(shape.requests[name])),
+                "lower the request, or correct executor.kubernetes.node");
+    ok = false;
+  }
+  return ok;
+}
+
+// /dev/shm: shm_size, else half the memory request; a limit of 0 is no limit to Kubernetes.
+bool read_shm(const KubernetesExecutorSpec& kx, K8sPodShape& shape, Diagnostics& diags) {
+  if (!kx.shm_size.is_set()) {
+    auto memory = quantity_of(shape.requests["memory"]);
+    shape.shm_limit = mebibytes(memory.value_or(2 * 1024 * kMi) / 2);
+    return true;
+  }
+  shape.shm_limit = *kx.shm_size.value;
+  auto shm = k8s_quantity_value(shape.shm_limit);
+  if (shm && *shm <= 0) {
+    diags.error("k8s-bad-shm", "executor.kubernetes.shm_size", kx.shm_size.loc,
+                "shm_size 0 is no size limit to Kubernetes",
+                "leave shm_size out for half the memory request, or write a size like 64Gi");
+    return false;
+  }
+  auto limit = shape.limits.contains("memory") ? quantity_of(shape.limits["memory"]) : std::nullopt;
+  if (shm && limit && compare_quantities(*shm, *limit) > 0)
+    diags.warning("k8s-shm-above-memory-limit", "executor.kubernetes.shm_size", kx.shm_size.loc,
+                  fmt::format("shm_size {} is above the pod's memory limit ({}), which /dev/shm "
+                              "counts against: the pod is OOM-killed before /dev/shm is full",
+                              shape.shm_limit, quantity_text(shape.limits["memory"])),
+                  "keep shm_size well below the memory limit");
+  return true;
+}
+
 bool read_lifetime(const KubernetesExecutorSpec& kx, K8sPodShape& shape, Diagnostics& diags) {
   shape.ttl_after_finished = kx.ttl_after_finished.get_or(kDefaultTtlAfterFinished);
+  if (shape.ttl_after_finished < 300)
+    diags.warning("k8s-ttl-short", "executor.kubernetes.ttl_after_finished",
+                  kx.ttl_after_finished.loc,
+                  fmt::format("ttl_after_finished {} s: the job's pods are deleted so soon after "
+                              "it ends that status, logs and why may find nothing",
+                              shape.ttl_after_finished),
+                  "keep it at least an hour, e.g. 86400 (a day)");
   if (!kx.time.is_set()) return true;
   auto seconds = time_limit_seconds(*kx.time.value);
   if (!seconds) {
     diags.error("k8s-bad-time", "executor.kubernetes.time", kx.time.loc,
                 fmt::format("`{}` is not a time limit", printable_text(*kx.time.value, 40)),
-                "write MINUTES, HH:MM:SS or DAYS-HH:MM:SS (e.g. 04:00:00), as for Slurm");
+                "write MINUTES, MINUTES:SECONDS, HH:MM:SS or DAYS-HH:MM:SS (e.g. 04:00:00), "
+                "as for Slurm");
     return false;
   }
   if (*seconds > 0) shape.active_deadline = *seconds;
@@ -310,7 +403,9 @@ void write_summary(const KubernetesExecutorSpec& kx, const K8sNetwork& network,
       "lifetime: {}; objects deleted {} after the job finishes (ttl_after_finished)",
       shape.active_deadline ? fmt::format("active deadline {} (executor.kubernetes.time)",
                                           duration_text(*shape.active_deadline))
-                            : std::string("no active deadline (set executor.kubernetes.time)"),
+      : kx.time.is_set()
+          ? fmt::format("no active deadline (executor.kubernetes.time {})", *kx.time.value)
+          : std::string("no active deadline (set executor.kubernetes.time)"),
       duration_text(shape.ttl_after_finished)));
 }
 
@@ -349,15 +444,12 @@ std::optional<K8sPodShape> read_pod_shape(const KubernetesExecutorSpec& kx,
     }
     shape.limits[network.resource] = network.per_pod;
   }
+  ok = check_extended_requests(kx, settings, network, diags) && ok;
+  ok = check_fits_node(kx, *node, shape, diags) && ok;
   ok = read_security(kx, network, shape, diags) && ok;
   ok = read_lifetime(kx, shape, diags) && ok;
+  ok = read_shm(kx, shape, diags) && ok;
   if (!ok) return std::nullopt;
-  if (kx.shm_size.is_set()) {
-    shape.shm_limit = *kx.shm_size.value;
-  } else {
-    auto memory = k8s_quantity_value(quantity_text(shape.requests["memory"]));
-    shape.shm_limit = mebibytes(memory.value_or(2 * 1024 * kMi) / 2);
-  }
   write_summary(kx, network, how, shape);
   return shape;
 }

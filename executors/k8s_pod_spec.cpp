@@ -397,9 +397,10 @@ std::optional<K8sPodSettings> read_pod_settings(const KubernetesExecutorSpec& kx
   }
   if (kx.queue.is_set()) {
     s.queue = *kx.queue.value;
-    if (!is_label_value(s.queue) || s.queue.empty())
+    if (!is_label_value(s.queue) || !is_rfc1123_subdomain(s.queue))
       c.error("executor.kubernetes.queue", kx.queue.loc,
-              fmt::format("`{}` is not a valid Kueue queue name (a label value)",
+              fmt::format("`{}` is not a valid Kueue queue name (a LocalQueue's name: lowercase "
+                          "letters, digits, '-' and '.', at most 63 characters)",
                           printable_text(s.queue, 80)),
               "use the LocalQueue's name");
   }

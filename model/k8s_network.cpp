@@ -128,10 +128,11 @@ std::optional<K8sNetwork> read_k8s_network(const Field<YamlNode>& field, int64_t
   else
     read_mapping(node, gpus_per_node, out, diags);
   if (diags.count(Severity::kError) != errors) return std::nullopt;
-  if (!out.rdma && node.is_map() && (node.find("resource") || node.find("per_pod")))
+  if (!out.rdma && node.is_map() &&
+      (node.find("resource") || node.find("per_pod") || !out.nccl_env.empty()))
     diags.warning("k8s-network-not-rdma", kPath, field.loc,
-                  "network sets resource or per_pod but its type is not rdma: no RDMA device "
-                  "is requested",
+                  "network sets RDMA keys but its type is not rdma: no RDMA device is requested "
+                  "(the nccl_* settings are still sent)",
                   "add `type: rdma`");
   return out;
 }

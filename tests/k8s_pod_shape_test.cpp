@@ -210,6 +210,28 @@ TEST(K8sPodShape, RdmaRequestsTheDevicesIpcLockAndTheNcclSettingsItNames) {
   EXPECT_THAT(m->yaml, HasSubstr("# network: rdma, rdma/ib x 8 per pod"));
 }
 
+TEST(K8sPodShape, ANonRootRdmaPodGetsNoCapabilityItCouldNotUse) {
+  auto r = render_ok("    network: rdma\n    security: {run_as_user: 1000}\n");
+  EXPECT_FALSE(trainer_of(r.jobset)["securityContext"]["capabilities"].contains("add"));
+  EXPECT_EQ(trainer_of(r.jobset)["resources"]["limits"]["rdma/ib"], 8);
+}
+
+TEST(K8sPodShape, WarningsForSettingsThatWorkAgainstThemselves) {
+  auto p = plan_with(R"(
+    qos: guaranteed
+    node: {cpu: "64", memory: 100Gi}
+    shm_size: 200Gi
+    ttl_after_finished: 60
+    security: {run_as_non_root: true}
+)");
+  ASSERT_TRUE(p->plan->complete) << codes(p->diags);
+  ASSERT_TRUE(render_k8s_manifests(*p->plan, {}, p->diags)) << codes(p->diags);
+  std::string said = codes(p->diags);
+  EXPECT_THAT(said, HasSubstr("k8s-shm-above-memory-limit"));
+  EXPECT_THAT(said, HasSubstr("k8s-ttl-short"));
+  EXPECT_THAT(said, HasSubstr("k8s-non-root-image-user"));
+}
+
 TEST(K8sPodShape, RdmaAsAWordUsesTheDefaultsAndSendsNoNcclSetting) {
   auto p = plan_with("    network: rdma\n");
   ASSERT_TRUE(p->plan->complete) << codes(p->diags);
@@ -286,6 +308,14 @@ TEST(K8sPodShape, ValuesThatWouldNotGiveThePodAskedForAreErrorsAtTheirKey) {
             "nvidia.com/gpu is the plan's GPU count"},
            {"    network: rdma\n    resources: {limits: {rdma/ib: 4}}\n",
             "rdma/ib is set by resources.limits and by network"},
+           {"    resources: {requests: {rdma/ib: 4}, limits: {rdma/ib: 8}}\n",
+            "rdma/ib is an extended resource: its request (4) must equal its limit (8)"},
+           {"    resources: {requests: {example.com/fpga: 1}}\n",
+            "Kubernetes needs its limit, not a request alone"},
+           {"    node: {cpu: \"64\"}\n    resources: {requests: {cpu: \"300\"}}\n",
+            "the cpu request (300) is more than the node holds"},
+           {"    shm_size: \"0\"\n", "shm_size 0 is no size limit to Kubernetes"},
+           {"    queue: Bad_Queue\n", "is not a valid Kueue queue name"},
        }) {
     EXPECT_THAT(render_errors(c.extra), HasSubstr(c.expect)) << c.extra;
   }
