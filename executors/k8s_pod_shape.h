@@ -46,7 +46,7 @@ struct K8sPodShape {
   std::vector<std::string> summary;           // lines for the dry-run header
 };
 
-inline constexpr int64_t kDefaultTtlAfterFinished = 7 * 86400;
+inline constexpr int64_t kDefaultTtlAfterFinished = int64_t{7} * 86400;
 
 std::optional<K8sPodShape> read_pod_shape(const KubernetesExecutorSpec& kx,
                                           const K8sPodSettings& settings, const K8sNetwork& network,

@@ -21,27 +21,12 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const char* const kRecipe = R"(name: shape
-cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
-runtime:
-  command: [python, train.py]
-  pass_overrides: false
-  container_image: nvcr.io/nvidia/nemo:25.11
-executor:
-  kubernetes:
-    job_dir: /lustre/jobs
-)";
-
 std::unique_ptr<testing::K8sPlan> plan_with(const std::string& extra,
                                             std::vector<std::string> overrides = {}) {
-  return testing::k8s_plan(std::string(kRecipe) + extra, std::move(overrides));
+  return testing::k8s_pod_plan(extra, std::move(overrides));
 }
 
-std::string codes(const Diagnostics& d) {
-  std::string out;
-  for (const auto& i : d.items()) out += i.code + " " + i.path + ": " + i.message + "\n";
-  return out;
-}
+std::string codes(const Diagnostics& d) { return testing::diag_lines(d); }
 
 struct Rendered {
   json jobset;
@@ -322,9 +307,9 @@ TEST(K8sPodShape, ValuesThatWouldNotGiveThePodAskedForAreErrorsAtTheirKey) {
 }
 
 TEST(K8sPodShape, ANcclVariableSetTwiceNamesBothPlaces) {
-  auto p = testing::k8s_plan(std::string(kRecipe) +
-                             "    network: {type: rdma, nccl_socket_ifname: eth0}\n"
-                             "env: {NCCL_SOCKET_IFNAME: ib0}\n");
+  auto p = testing::k8s_pod_plan(
+      "    network: {type: rdma, nccl_socket_ifname: eth0}\n"
+      "env: {NCCL_SOCKET_IFNAME: ib0}\n");
   EXPECT_FALSE(p->plan->complete);
   EXPECT_THAT(codes(p->diags),
               HasSubstr("NCCL_SOCKET_IFNAME is set by executor.kubernetes.network and by"));

@@ -18,17 +18,6 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-const char* const kRecipe = R"(name: pods
-cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
-runtime:
-  command: [python, train.py]
-  pass_overrides: false
-  container_image: nvcr.io/nvidia/nemo:25.11
-executor:
-  kubernetes:
-    job_dir: /lustre/jobs
-)";
-
 const char* const kEveryKey = R"(
     volumes:
       - {name: jobs, mount_path: /lustre, pvc: lustre-claim}
@@ -60,14 +49,10 @@ const char* const kEveryKey = R"(
 
 std::unique_ptr<testing::K8sPlan> plan_with(const std::string& extra,
                                             std::vector<std::string> overrides = {}) {
-  return testing::k8s_plan(std::string(kRecipe) + extra, std::move(overrides));
+  return testing::k8s_pod_plan(extra, std::move(overrides));
 }
 
-std::string codes(const Diagnostics& d) {
-  std::string out;
-  for (const auto& i : d.items()) out += i.code + " " + i.path + ": " + i.message + "\n";
-  return out;
-}
+std::string codes(const Diagnostics& d) { return testing::diag_lines(d); }
 
 std::optional<K8sManifests> render(testing::K8sPlan& p) {
   K8sRenderOptions o;
@@ -193,9 +178,15 @@ TEST(K8sPodSpec, APodPatchThatChangesThePlanIsRefusedByName) {
 // Settings of another executor are named, not dropped: a warning on the chosen executor, an
 // error under --strict.
 TEST(K8sPodSpec, SettingsOfAnotherExecutorAreReportedByName) {
-  std::string text = std::string(kRecipe) +
-                     "  slurm:\n    container_mounts: [/lustre/datasets:/data]\n"
-                     "    partition: batch\n  local: {timeout: 60}\n";
+  const std::string text = R"(name: pods
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime: {command: [python, train.py], container_image: nvcr.io/nvidia/nemo:25.11}
+executor:
+  slurm:
+    container_mounts: [/lustre/datasets:/data]
+    partition: batch
+  local: {timeout: 60}
+)";
   auto p = testing::k8s_plan(text);
   ASSERT_TRUE(p->plan->complete) << codes(p->diags);
   std::string all = codes(p->diags);

@@ -48,6 +48,31 @@ inline std::unique_ptr<K8sPlan> k8s_plan(const std::string& recipe_text,
   return p;
 }
 
+// A two-node H100 job running `python train.py` on Kubernetes whose executor.kubernetes
+// section ends the text, so that a test appends its own keys (indented four spaces).
+inline std::unique_ptr<K8sPlan> k8s_pod_plan(const std::string& executor_keys,
+                                             std::vector<std::string> overrides = {}) {
+  return k8s_plan(std::string(R"(name: pods
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime:
+  command: [python, train.py]
+  pass_overrides: false
+  container_image: nvcr.io/nvidia/nemo:25.11
+executor:
+  kubernetes:
+    job_dir: /lustre/jobs
+)") + executor_keys,
+                  std::move(overrides));
+}
+
+// Every diagnostic as `code path: message`, one a line: what a test's failure message shows
+// and what its expectations search.
+inline std::string diag_lines(const Diagnostics& d) {
+  std::string out;
+  for (const auto& i : d.items()) out += i.code + " " + i.path + ": " + i.message + "\n";
+  return out;
+}
+
 inline CommandResult ok_result(std::string out = {}) {
   CommandResult r;
   r.out = std::move(out);
