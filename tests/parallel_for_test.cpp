@@ -54,10 +54,13 @@ TEST(ParallelFor, ManyIndicesUseTheOtherCoresWhenThereAreAny) {
 
 TEST(ParallelFor, AThrowingBodyStopsTheRestAndRethrowsOnTheCaller) {
   std::atomic<int> ran{0};
+  // Every other index takes a millisecond, so the rest would take seconds: a thread that took
+  // index 10 and was descheduled before running it cannot see the others finish meanwhile.
   EXPECT_THROW(parallel_for(4096, 64,
                             [&](size_t i) {
                               ++ran;
                               if (i == 10) throw std::runtime_error("index 10");
+                              std::this_thread::sleep_for(std::chrono::milliseconds(1));
                             }),
                std::runtime_error);
   EXPECT_LT(ran.load(), 4096) << "no index starts after the throw, bar those already taken";
