@@ -622,11 +622,6 @@ INT_FLAGS = {"num_gpus", "gpus_per_node", "tensor_model_parallel_size",
              "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
              "expert_tensor_parallel_size", "global_batch_size", "micro_batch_size", "seq_length",
              "max_steps", "virtual_pipeline_model_parallel_size"}
-# The flags that set config fields (the others choose the recipe).
-CONFIG_FLAGS = ["tensor_model_parallel_size", "pipeline_model_parallel_size",
-                "virtual_pipeline_model_parallel_size", "context_parallel_size",
-                "expert_model_parallel_size", "expert_tensor_parallel_size", "global_batch_size",
-                "micro_batch_size", "seq_length", "max_steps"]
 # The config field each of them sets, as run_script.py's flag layer does.
 FLAG_FIELDS = {
     "tensor_model_parallel_size": "model.tensor_model_parallel_size",
@@ -638,6 +633,8 @@ FLAG_FIELDS = {
     "global_batch_size": "train.global_batch_size", "micro_batch_size": "train.micro_batch_size",
     "seq_length": "model.seq_length", "max_steps": "train.train_iters",
 }
+# The flags that set config fields (the others choose the recipe).
+CONFIG_FLAGS = list(FLAG_FIELDS)
 # The plan key each flag carries (what the recipe or an override sets).
 FLAG_PLAN_KEYS = {
     "model_family_name": "model.family", "model_recipe_name": "model.recipe",

@@ -16,6 +16,7 @@
 #include "model/topology.h"
 #include "plan/plan_output.h"
 #include "tests/support/build_paths.h"
+#include "tests/test_util.h"
 
 namespace bridge {
 namespace {
@@ -36,9 +37,7 @@ struct Outcome {
   const ResolvedOverlap& o() const { return res.overlap; }
 
   const Diagnostic* first(const std::string& code, const std::string& path = "") const {
-    for (const auto& d : diags.items())
-      if (d.code == code && (path.empty() || d.path == path)) return &d;
-    return nullptr;
+    return test::find_diag(diags, code, path);
   }
   std::vector<std::string> paths(const std::string& code) const {
     std::vector<std::string> out;

@@ -14,6 +14,7 @@
 
 #include "model/recipe_loader.h"
 #include "model/topology.h"
+#include "tests/test_util.h"
 
 namespace bridge {
 namespace {
@@ -38,9 +39,7 @@ struct Outcome {
     return out;
   }
   const Diagnostic* first(const std::string& code, const std::string& path = "") const {
-    for (const auto& d : diags.items())
-      if (d.code == code && (path.empty() || d.path == path)) return &d;
-    return nullptr;
+    return test::find_diag(diags, code, path);
   }
   std::vector<std::string> paths(const std::string& code) const {
     std::vector<std::string> out;

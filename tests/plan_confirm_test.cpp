@@ -48,11 +48,7 @@ class PlanConfirmTest : public ::testing::Test {
     EXPECT_TRUE(p.complete) << shown;
     return p;
   }
-  const Diagnostic* find(const std::string& code) const {
-    for (const auto& d : diags_.items())
-      if (d.code == code) return &d;
-    return nullptr;
-  }
+  const Diagnostic* find(const std::string& code) const { return test::find_diag(diags_, code); }
 
   MapEnvironment env_{{{"HOME", "/home/user"}}};
   Diagnostics diags_;

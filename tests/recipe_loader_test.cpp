@@ -43,13 +43,7 @@ std::string fixture(const std::string& name) {
   return std::string(BRIDGE_TEST_DATA) + "/recipes/" + name;
 }
 
-// The first diagnostic with `code` (and `path` when given), or nullptr.
-const Diagnostic* find_diag(const Diagnostics& diags, const std::string& code,
-                            const std::string& path = "") {
-  for (const auto& d : diags.items())
-    if (d.code == code && (path.empty() || d.path == path)) return &d;
-  return nullptr;
-}
+using test::find_diag;
 
 std::string dump(const Diagnostics& diags) {
   std::string s;

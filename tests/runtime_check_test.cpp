@@ -14,6 +14,7 @@
 #include "system/host_env.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/test_util.h"
 
 namespace bridge {
 namespace {
@@ -64,11 +65,7 @@ class RuntimeCheckTest : public ::testing::Test {
     run_runtime_check(p, runner_, clock_, diags_);
     return p;
   }
-  const Diagnostic* find(const std::string& code) const {
-    for (const auto& d : diags_.items())
-      if (d.code == code) return &d;
-    return nullptr;
-  }
+  const Diagnostic* find(const std::string& code) const { return test::find_diag(diags_, code); }
 
   MapEnvironment env_{{{"HOME", "/home/user"}}};
   Diagnostics diags_;

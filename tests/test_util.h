@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/diagnostics.h"
 #include "system/command_runner.h"
 #include "tests/support/build_paths.h"
 
@@ -79,6 +80,14 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The first diagnostic with `code` (and `path` when given), or nullptr.
+inline const Diagnostic* find_diag(const Diagnostics& diags, const std::string& code,
+                                   const std::string& path = "") {
+  for (const auto& d : diags.items())
+    if (d.code == code && (path.empty() || d.path == path)) return &d;
+  return nullptr;
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

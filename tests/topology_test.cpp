@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/recipe_loader.h"
+#include "tests/test_util.h"
 
 namespace bridge {
 namespace {
@@ -36,11 +37,7 @@ Result topo(const std::string& body, const std::vector<std::string>& overrides =
   return res;
 }
 
-const Diagnostic* find_diag(const Diagnostics& diags, const std::string& code) {
-  for (const auto& d : diags.items())
-    if (d.code == code) return &d;
-  return nullptr;
-}
+using test::find_diag;
 
 TEST(TopologyTest, DefaultsAreOneGpu) {
   Result r = topo("");
