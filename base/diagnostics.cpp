@@ -17,6 +17,7 @@ namespace bridge {
 std::string SourceLoc::describe() const {
   if (has_position()) return fmt::format("{}:{}:{}", file, line, column);
   if (from_override()) return fmt::format("override '{}'", override_arg);
+  if (from_base()) return "recipe base " + base;
   return file;
 }
 
@@ -69,9 +70,12 @@ void Diagnostics::error(std::string code, std::string path, SourceLoc loc, std::
       std::move(help));
 }
 
+// A warning about a value the recipe base gave (SourceLoc::base) concerns NVIDIA's own recipe,
+// which the runtime treats the same way: the user wrote nothing to change, so it is an info.
 void Diagnostics::warning(std::string code, std::string path, SourceLoc loc, std::string message,
                           std::string help) {
-  add(Severity::kWarning, std::move(code), std::move(path), std::move(loc), std::move(message),
+  Severity severity = loc.from_base() ? Severity::kInfo : Severity::kWarning;
+  add(severity, std::move(code), std::move(path), std::move(loc), std::move(message),
       std::move(help));
 }
 
@@ -89,6 +93,11 @@ void Diagnostics::info(std::string code, std::string path, SourceLoc loc, std::s
 
 void Diagnostics::dropped(std::string code, std::string path, SourceLoc loc, std::string message,
                           std::string help) {
+  if (loc.from_base()) {  // NVIDIA's recipe as named, not a request of the user's
+    add(Severity::kInfo, std::move(code), std::move(path), std::move(loc), std::move(message),
+        std::move(help));
+    return;
+  }
   if (strict_) help += help.empty() ? "(an error because of --strict)" : " (error under --strict)";
   add(strict_ ? Severity::kError : Severity::kWarning, std::move(code), std::move(path),
       std::move(loc), std::move(message), std::move(help));

@@ -12,17 +12,20 @@
 
 namespace bridge {
 
-// Where a value came from: a recipe file position, a command-line override, or nowhere
-// (a default). line == 0 means "no file position".
+// Where a value came from: a recipe file position, a command-line override, the recipe base
+// (the runtime's own recipe the plan names, model/recipe_base.h), or nowhere (a default).
+// line == 0 means "no file position".
 struct SourceLoc {
   std::string file;
   int line = 0;
   int column = 0;
   std::string override_arg;  // e.g. "model.num_layers=" when the value came from the CLI
+  std::string base = {};     // e.g. "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
 
   bool has_position() const { return line > 0; }
   bool from_override() const { return !override_arg.empty(); }
-  // "recipe.yaml:12:3", "override 'a.b=1'", or "" for defaults.
+  bool from_base() const { return !base.empty(); }
+  // "recipe.yaml:12:3", "override 'a.b=1'", "recipe base NAME", or "" for defaults.
   std::string describe() const;
 };
 

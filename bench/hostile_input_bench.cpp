@@ -4,12 +4,15 @@
 // BM_ManyEnvKeys/N: a recipe with N env keys planned end to end (the env merge once searched
 // linearly per key: 150 000 keys took 25 s). BM_ExpandManyDollarBraces/N: `${` repeated N
 // times with no `}` (each `${` once searched to the end of the text: a million took 10 s).
+// BM_IncludeGlobManyStars/N: the runtime.code.include glob `*a*a*a*a*a*a*a*a*ab` against a
+// name of N `a`s (the recursive matcher backtracked: 60 characters took 30 s in `validate`).
 #include <benchmark/benchmark.h>
 
 #include <map>
 #include <string>
 
 #include "model/expand.h"
+#include "plan/code_plan.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
 
@@ -53,6 +56,18 @@ void BM_ExpandManyDollarBraces(benchmark::State& state) {
 BENCHMARK(BM_ExpandManyDollarBraces)
     ->RangeMultiplier(8)
     ->Range(1024, 1 << 20)
+    ->Complexity()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_IncludeGlobManyStars(benchmark::State& state) {
+  const std::string name(static_cast<size_t>(state.range(0)), 'a');
+  for (auto _ : state)
+    benchmark::DoNotOptimize(bridge::code_path_matches("*a*a*a*a*a*a*a*a*ab", name));
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_IncludeGlobManyStars)
+    ->RangeMultiplier(8)
+    ->Range(64, 1 << 15)
     ->Complexity()
     ->Unit(benchmark::kMicrosecond);
 

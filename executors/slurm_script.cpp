@@ -188,7 +188,38 @@ class Checker {
           "slurm-srun-arg-contradicts-plan", "executor.slurm.srun_args", loc,
           fmt::format("srun_args entry `{}` sets what the plan decides ({})", one_line(arg), owner),
           "drop it; change -ng/-gn or runtime.launcher instead");
+    } else if (std::string second = second_option_in(arg); !second.empty()) {
+      // srun gets the entry as one word: `--cpu-bind=none --nodes=9` is a --cpu-bind value
+      // srun refuses, after the queue wait. Two options in one entry are never meant.
+      ok_ = false;
+      const char* second_owner = srun_owned_option(second);
+      diags_.error(second_owner ? "slurm-srun-arg-contradicts-plan" : "slurm-bad-srun-arg",
+                   "executor.slurm.srun_args", loc,
+                   fmt::format("srun_args entry `{}` holds a second option, `{}`{}: srun gets "
+                               "each entry as one word, so it would read `{}` as part of the "
+                               "first option's value and refuse the job after its queue wait",
+                               one_line(arg), one_line(second),
+                               second_owner ? fmt::format(" (which sets what the plan decides: {})",
+                                                          second_owner)
+                                            : std::string(),
+                               one_line(second)),
+                   second_owner ? "drop it; change -ng/-gn or runtime.launcher instead"
+                                : "give each option as its own list item, e.g. "
+                                  "[--cpu-bind=none, --exclusive]");
     }
+  }
+
+  // The first blank-separated word after the first that starts with '-', or "".
+  static std::string second_option_in(const std::string& arg) {
+    size_t at = arg.find_first_of(" \t");
+    while (at != std::string::npos) {
+      size_t word = arg.find_first_not_of(" \t", at);
+      if (word == std::string::npos) return "";
+      size_t end = arg.find_first_of(" \t", word);
+      if (arg[word] == '-') return arg.substr(word, end == std::string::npos ? end : end - word);
+      at = end;
+    }
+    return "";
   }
 
   static const char* srun_owned_option(const std::string& arg) {

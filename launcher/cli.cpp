@@ -54,7 +54,8 @@ void add_plan_options(CLI::App* app, Options& o, bool launch) {
   app->add_option("--runtime-check", o.runtime_check_python,
                   "also run the plan through the Megatron-Bridge installed in this Python "
                   "(sets runtime.check.python)")
-      ->type_name("PYTHON");
+      ->type_name("PYTHON")
+      ->each([&o](const std::string&) { o.runtime_check_given = true; });
   if (launch) {
     app->add_flag("--dry-run", o.dry_run, "print what would be submitted; change nothing");
     app->add_flag("--wait", o.wait, "follow the job until it ends");

@@ -25,6 +25,7 @@ struct Options {
   std::string format = "text";
   std::string template_path;
   std::string runtime_check_python;  // --runtime-check: runtime.check.python
+  bool runtime_check_given = false;  // --runtime-check was given, also with an empty value
   int verbose = 0;
   bool quiet = false;
   std::string recipe;

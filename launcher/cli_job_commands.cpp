@@ -78,6 +78,13 @@ std::string elapsed_cell(const JobRecord& r, SystemTime now) {
   return elapsed ? duration_text(*elapsed) : "-";
 }
 
+// The plan confirmation's verdict (plan/plan_confirm.h) of a job whose recorded plan started
+// its ranks through the confirmation; nullopt for any other job, whatever its job dir holds.
+std::optional<PlanConfirmationVerdict> confirmation_verdict(const JobRecord& r) {
+  if (!recorded_plan_confirms(r.plan_json)) return std::nullopt;
+  return read_plan_confirmation(r.job_dir);
+}
+
 // `status JOB`: one job, one field a line.
 void print_record_details(const JobRecord& r, SystemTime now, const Context& c) {
   auto or_dash = [](const std::string& t) { return t.empty() ? std::string("-") : t; };
@@ -94,7 +101,7 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"elapsed", elapsed_cell(r, now) + (r.state == JobState::kRunning ? " (running)" : "")},
       {"job dir", or_dash(r.job_dir)}};
   if (r.code) rows.push_back({"code", shipped_code_text(*r.code)});
-  if (auto verdict = read_plan_confirmation(r.job_dir))
+  if (auto verdict = confirmation_verdict(r))
     rows.push_back({"plan", plan_confirmation_line(*verdict)});
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
@@ -228,7 +235,7 @@ int cmd_why(const JobOptions& o, const Context& c) {
   Triage t = triage(ex->failure_evidence(one[0], diags));
   print_diagnostics(diags, c.err, c.color, false);
   // What the plan confirmation at start found (plan/plan_confirm.h), before the triage.
-  std::optional<PlanConfirmationVerdict> verdict = read_plan_confirmation(one[0].job_dir);
+  std::optional<PlanConfirmationVerdict> verdict = confirmation_verdict(one[0]);
   if (o.format == "json") {
     nlohmann::ordered_json j = triage_to_json(one[0], t);
     if (verdict) j["plan_confirmation"] = plan_confirmation_to_json(*verdict);

@@ -34,7 +34,9 @@ PlanRequest make_request(const Options& o) {
     r.overrides.push_back("executor.slurm.template=" +
                           nlohmann::json(o.template_path)
                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (!o.runtime_check_python.empty())
+  // Given empty, it still goes to the recipe, where an empty runtime.check.python is an error
+  // (plan/runtime_check.h): an empty `--runtime-check ""` must not silently check nothing.
+  if (o.runtime_check_given || !o.runtime_check_python.empty())
     r.overrides.push_back("runtime.check.python=" +
                           nlohmann::json(o.runtime_check_python)
                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

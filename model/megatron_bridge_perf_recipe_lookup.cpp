@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <tuple>
 
 #include "model/megatron_bridge_perf_recipes.h"
@@ -76,6 +78,63 @@ const PerfRecipeEnv* find_perf_recipe_env(std::string_view function) {
       std::lower_bound(table.begin(), table.end(), function,
                        [](const PerfRecipeEnv& e, std::string_view f) { return e.function < f; });
   return it != table.end() && it->function == function ? &*it : nullptr;
+}
+
+const PerfRecipeBase* find_perf_recipe_base(std::string_view function) {
+  const auto& table = megatron_bridge_perf_recipe_base();
+  auto it =
+      std::lower_bound(table.begin(), table.end(), function,
+                       [](const PerfRecipeBase& e, std::string_view f) { return e.function < f; });
+  return it != table.end() && it->function == function ? &*it : nullptr;
+}
+
+namespace {
+
+// "<n>gpu_" at the start of `rest`: the count, and `rest` moved past it.
+std::optional<int64_t> gpu_count_prefix(std::string_view& rest) {
+  size_t digits = 0;
+  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+  if (digits == 0 || rest.substr(digits, 4) != "gpu_") return std::nullopt;
+  int64_t n = 0;
+  for (char c : rest.substr(0, digits)) n = n * 10 + (c - '0');
+  rest.remove_prefix(digits + 4);
+  return n;
+}
+
+}  // namespace
+
+const PerfRecipeBase* find_library_recipe(std::string_view model_recipe, std::string_view task,
+                                          std::string_view gpu, std::string_view dtype,
+                                          int64_t num_gpus) {
+  const auto table = megatron_bridge_library_recipe_base();
+  auto find = [&](const std::string& name) -> const PerfRecipeBase* {
+    auto it = std::lower_bound(
+        table.begin(), table.end(), name,
+        [](const PerfRecipeBase& e, const std::string& f) { return e.function < f; });
+    return it != table.end() && it->function == name ? &*it : nullptr;
+  };
+  const std::string stem = fmt::format("{}_{}_", model_recipe, task);
+  if (auto* exact = find(fmt::format("{}{}gpu_{}_{}_config", stem, num_gpus, gpu, dtype)))
+    return exact;
+  const PerfRecipeBase* same_gpu = nullptr;
+  const PerfRecipeBase* any_gpu = nullptr;
+  int64_t lowest = 0;
+  const std::string tail = fmt::format("{}_{}_config", gpu, dtype);
+  for (const auto& row : table) {
+    std::string_view rest = row.function;
+    if (rest.substr(0, stem.size()) != stem) continue;
+    rest.remove_prefix(stem.size());
+    std::optional<int64_t> n = gpu_count_prefix(rest);
+    if (!n || rest.size() <= 7 || rest.substr(rest.size() - 7) != "_config") continue;
+    if (!any_gpu) any_gpu = &row;  // the table is in name order
+    if (rest == tail && (!same_gpu || *n < lowest)) {
+      same_gpu = &row;
+      lowest = *n;
+    }
+  }
+  if (same_gpu) return same_gpu;
+  if (any_gpu) return any_gpu;
+  return find(stem + "config");
 }
 
 const PerfRecipeEnv* perf_recipe_env_of(const Recipe& r, const Topology& t) {

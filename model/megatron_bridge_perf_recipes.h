@@ -74,4 +74,47 @@ const PerfRecipeEnv* find_perf_recipe_env(std::string_view function);
 // count (perf_recipe_count_for). nullptr for another adapter or a plan without one.
 const PerfRecipeEnv* perf_recipe_env_of(const Recipe& r, const Topology& t);
 
+// A flat performance recipe's own values of the recipe keys it decides, as a recipe writes
+// them ("4", "true", "alltoall", "[attn,mlp]", a userbuffers preset's name), read from the
+// recipe as built, before the runtime finalises it; "null" where the recipe leaves a key to
+// the runtime. Key `comm_overlap` with value "null": the recipe has no CommOverlapConfig; key
+// `pipeline_split`: the fields by which it splits layers unevenly over pipeline stages; key
+// `precision_aware_optimizer`: "true" where its optimizer is precision-aware.
+// model.cuda_graph_scope holds the release's cuda_graph_modules and cuda_graph_scope together
+// (both name what is captured; Megatron-Bridge reads the two as one list).
+// Generated from the release (tests/conformance/perf_recipe_table.py --write-base); the base
+// of a plan that names the recipe (model/recipe_base.h). In name order.
+// The texts are plain pointers: a table of many thousand string_views would not build as a
+// constant (clang counts a step per byte measuring each), and built at start-up it would cost
+// every command. key() and value() measure them when read.
+struct PerfRecipeBaseValue {
+  const char* key_text;
+  const char* value_text;
+  std::string_view key() const { return key_text; }
+  std::string_view value() const { return value_text; }
+};
+
+struct PerfRecipeBase {
+  std::string_view function;  // perf_recipe_function()
+  std::span<const PerfRecipeBaseValue> values;
+  // The Hugging Face model id whose config.json the recipe reads and the survey did not have
+  // offline; its values are then unknown. "" otherwise.
+  std::string_view needs_hub_config = {};
+};
+
+std::span<const PerfRecipeBase> megatron_bridge_perf_recipe_base();
+const PerfRecipeBase* find_perf_recipe_base(std::string_view function);
+
+// The same for every library recipe of megatron.bridge.recipes (the hydra adapter's base), a
+// row for each function the release has; needs_hub_config "-" marks one that does not build.
+std::span<const PerfRecipeBase> megatron_bridge_library_recipe_base();
+
+// The library recipe a recipe-driven script builds for model recipe, task, GPU, dtype (as in
+// recipe names: fp8cs) and GPU count: <mr>_<task>_<n>gpu_<gpu>_<dtype>_config, else the same
+// GPU and dtype at another count (lowest first), else any <mr>_<task>_<n>gpu_* in name order,
+// else <mr>_<task>_config; nullptr when the release has none of them.
+const PerfRecipeBase* find_library_recipe(std::string_view model_recipe, std::string_view task,
+                                          std::string_view gpu, std::string_view dtype,
+                                          int64_t num_gpus);
+
 }  // namespace bridge

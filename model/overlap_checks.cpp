@@ -274,9 +274,12 @@ void check_delay_wgrad_te(const Recipe& r, const OverlapResolution& resolved, Di
 }
 
 // M4(c): delaying the wgrad only pays off hidden behind the expert-parallel all-to-all.
+// Megatron-Bridge's CommOverlapConfig.setup() writes the comm_overlap value over the model's
+// flag (false when unset), so there only the comm_overlap request counts.
 void check_delay_wgrad_ep(const Recipe& r, Diagnostics& diags) {
   const auto& u = r.comm_overlap;
-  if (r.model.overlap_moe_expert_parallel_comm.get_or(false) ||
+  bool model_flag_counts = !runtime_is_megatron_bridge(r.runtime);
+  if ((model_flag_counts && r.model.overlap_moe_expert_parallel_comm.get_or(false)) ||
       u.overlap_moe_expert_parallel_comm.get_or(false))
     return;
   diags.error("delay-wgrad-requires-ep-overlap", "comm_overlap.delay_wgrad_compute",
@@ -339,6 +342,23 @@ void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
   }
 }
 
+// M4(e): Megatron-Core asserts TE >= 2.10.0 for delay_wgrad_compute whenever Transformer
+// Engine captures CUDA graphs ("TE version >= 2.10.0 is required for delay_wgrad_compute with
+// partial cuda graph").
+void check_delay_wgrad_te_graphs(const Recipe& r, Diagnostics& diags) {
+  const ModelSpec& m = r.model;
+  if (m.cuda_graph_impl.get_or("none") != "transformer_engine") return;
+  VersionNeed n = te_need(r, "2.10.0", m.cuda_graph_impl.loc);
+  n.what =
+      "delay_wgrad_compute with Transformer Engine CUDA graphs (cuda_graph_impl "
+      "transformer_engine)";
+  n.code = "delay-wgrad-te-version";
+  n.help =
+      "use Transformer Engine >= 2.10.0 (declare it in runtime.transformer_engine), or set "
+      "model.cuda_graph_impl: none, or comm_overlap.delay_wgrad_compute: false";
+  report(n, diags);
+}
+
 }  // namespace
 
 namespace overlap_detail {
@@ -355,6 +375,7 @@ void check_delay_wgrad_compute(const Recipe& r, const OverlapResolution& resolve
   check_delay_wgrad_te(r, resolved, diags);
   check_delay_wgrad_ep(r, diags);
   check_delay_wgrad_cuda_graph(r, diags);
+  check_delay_wgrad_te_graphs(r, diags);
 }
 
 }  // namespace overlap_detail

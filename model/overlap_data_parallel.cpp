@@ -162,10 +162,12 @@ void apply_run_script_post_overrides(const Recipe& r, const Topology& t, Overlap
   const auto& counts = recipe->gpu_counts;
   if (std::find(counts.begin(), counts.end(), t.num_gpus) != counts.end()) return;
   if (t.dp <= 1 || t.pp <= 1 || t.vp() <= 1 || dtype == "fp8_mx" || dtype == "nvfp4") return;
-  const Field<bool>& mine = r.comm_overlap.overlap_param_gather_with_optimizer_step.is_set()
+  // Only a value the user set: the recipe base's own is the base recipe's, which
+  // set_post_overrides replaces in the runtime too.
+  const Field<bool>& mine = user_set(r.comm_overlap.overlap_param_gather_with_optimizer_step)
                                 ? r.comm_overlap.overlap_param_gather_with_optimizer_step
                                 : r.optimizer.overlap_param_gather_with_optimizer_step;
-  if (mine.is_set() && !*mine.value)
+  if (user_set(mine) && !*mine.value)
     diags.error(
         "megatron-bridge-post-override", "comm_overlap.overlap_param_gather_with_optimizer_step",
         mine.loc,

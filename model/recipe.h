@@ -253,6 +253,23 @@ struct ExecutorSpec {
   KubernetesExecutorSpec kubernetes;
 };
 
+// The recipe base (model/recipe_base.h): the runtime's own recipe that the plan names, whose
+// values stand for every key the user leaves unset.
+struct RecipeBaseInfo {
+  std::string function;            // e.g. qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config; "" = none
+  std::string release;             // the release whose recipe it is, e.g. "Megatron-Bridge 0.6.2"
+  std::string unknown_because;     // a base is named but its values are not known here
+  bool comm_overlap_null = false;  // the recipe has no comm_overlap section (None)
+  // How the recipe splits layers unevenly over pipeline stages (e.g.
+  // "account_for_embedding_in_pipeline_split,account_for_loss_in_pipeline_split"); "" = evenly.
+  std::string uneven_pipeline_split;
+  // The recipe's optimizer is precision-aware (Megatron-Core allows that only with the
+  // distributed optimizer).
+  bool precision_aware_optimizer = false;
+  // The keys whose value the base gave, with that value as the table writes it; table order.
+  std::vector<std::pair<std::string, std::string>> filled;
+};
+
 struct Recipe {
   std::string file;  // path as given
   Field<std::string> name;
@@ -274,6 +291,13 @@ struct Recipe {
   std::map<std::string, std::string> inputs;
   // Where each of `inputs` was written: its recipe line, or the override that set it.
   std::map<std::string, SourceLoc> input_locations;
+  RecipeBaseInfo base;
 };
+
+// Set by the user: in the recipe file or by an override, not filled in by the recipe base.
+template <class T>
+bool user_set(const Field<T>& f) {
+  return f.is_set() && !f.loc.from_base();
+}
 
 }  // namespace bridge

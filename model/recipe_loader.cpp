@@ -15,6 +15,7 @@
 #include "base/suggest.h"
 #include "model/gpu_table.h"
 #include "model/launch_env.h"
+#include "model/recipe_base.h"
 #include "model/retry_policy.h"
 
 namespace bridge {
@@ -1013,6 +1014,7 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
   if (rec) {
     rec->overrides = overrides;
     rec->inputs = flatten_inputs(root, &rec->input_locations);
+    apply_recipe_base(*rec, diags);  // after `inputs`: those are the user's keys only
   }
   return rec;
 }

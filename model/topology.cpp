@@ -12,6 +12,27 @@ namespace bridge {
 
 namespace {
 
+// The recipe base splits its layers unevenly over the pipeline stages (a layout, stages that
+// account for the embedding or the loss, a first or last stage of its own size): a split
+// bridge-launch does not model. The runtime checks it; the plan says so, and only as a
+// warning when the user changed what the split depends on.
+void uneven_split_unchecked(const Recipe& r, int64_t layers, int64_t stages, Diagnostics& diags) {
+  const ModelSpec& m = r.model;
+  bool changed = user_set(m.num_layers) || user_set(m.pipeline_model_parallel_size) ||
+                 user_set(m.virtual_pipeline_model_parallel_size);
+  std::string message = fmt::format(
+      "num_layers ({}) is not a multiple of pp*vpp ({}): the recipe base {} splits the layers "
+      "unevenly ({}), which bridge-launch does not check; the runtime does",
+      layers, stages, r.base.function, r.base.uneven_pipeline_split);
+  if (changed)
+    diags.warning("uneven-pipeline-split-unchecked", "model.num_layers", m.num_layers.loc,
+                  message + " with the values changed here",
+                  "run `--runtime-check` with the job's Python to check the split before "
+                  "submitting");
+  else
+    diags.info("uneven-pipeline-split", "model.num_layers", m.num_layers.loc, message);
+}
+
 // Location of the value that decided a size: the field when set, else the cluster section.
 SourceLoc loc_or(const Field<int64_t>& f, const SourceLoc& fallback) {
   return f.is_set() ? f.loc : fallback;
@@ -225,6 +246,8 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
       too_large(diags, "model.pipeline_model_parallel_size",
                 loc_or(m.pipeline_model_parallel_size, m.num_layers.loc),
                 fmt::format("pp*vpp = {}*{}", t.pp, t.vp()));
+    else if (layers % stages != 0 && !r.base.uneven_pipeline_split.empty())
+      uneven_split_unchecked(r, layers, stages, diags);
     else if (layers % stages != 0)
       diags.error("layers-not-multiple-of-pp", "model.num_layers", m.num_layers.loc,
                   t.vpp ? fmt::format("num_layers ({}) is not a multiple of pp*vpp = {}*{} = {}",

@@ -114,7 +114,8 @@ void hash_code_file(Sha256& hash, const CodeFile& file, std::string_view content
 
 // Whether `path` (relative, '/'-separated) matches the glob `pattern`: `*` and `?` within a
 // path component, `**` across components (`**/` also matches no directory at all), a
-// pattern without '/' matches the file name in any directory.
+// pattern without '/' matches the file name in any directory. Time O(|pattern| x |path|)
+// for any pattern: the matcher never backtracks.
 bool code_path_matches(std::string_view pattern, std::string_view path);
 
 // "4.2 MiB" (binary units, one decimal).

@@ -16,6 +16,7 @@
 #include "model/recipe_loader.h"
 #include "plan/plan_confirm.h"
 #include "plan/runtime_adapter.h"
+#include "plan/runtime_env_defaults.h"
 #include "plugins/plugin.h"
 
 namespace bridge {
@@ -176,6 +177,27 @@ int resolve_progress_rank(const Recipe& r, const Topology& t, const std::string&
   return last;
 }
 
+// Says what the plan is based on: the recipe base and how many keys it decided, or why no
+// base is known (then unset keys are left to the runtime, and nothing checks them here).
+void report_recipe_base(const Recipe& r, Diagnostics& diags) {
+  const RecipeBaseInfo& b = r.base;
+  if (b.function.empty()) return;
+  if (!b.unknown_because.empty()) {
+    diags.warning("recipe-base-unknown", "model.recipe", r.model.recipe.loc,
+                  fmt::format("the job runs {}'s {}, but its values are not known here ({}): "
+                              "the keys the recipe leaves unset are left to the runtime and "
+                              "the rules that read them are unverified",
+                              b.release, b.function, b.unknown_because),
+                  "set the keys the overlap rules read (layout, model shape, comm_overlap) in "
+                  "the recipe, or run `--runtime-check` with the job's Python");
+    return;
+  }
+  diags.info("recipe-base", "model.recipe", r.model.recipe.loc,
+             fmt::format("based on {}'s {}: {} key{} the recipe leaves unset keep that recipe's "
+                         "value (`plan` shows each value's source)",
+                         b.release, b.function, b.filled.size(), b.filled.size() == 1 ? "" : "s"));
+}
+
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                   const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
                   Diagnostics& diags) {
@@ -209,6 +231,8 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
     if (auto network =
             read_k8s_network(r.executor.kubernetes.network, plan.topology->gpus_per_node, diags))
       add_k8s_network_env(*network, plan.env, diags);
+  add_recipe_base_env(r, *plan.topology, plan.env);
+  report_recipe_base(r, diags);
   // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a
   // tracker's API key from the environment): no message may show them either.
   for (const auto& v : plan.env.vars)

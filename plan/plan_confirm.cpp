@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -43,6 +45,34 @@ void not_confirmed(const Plan& plan, const std::string& why, Diagnostics& diags)
 std::string text_of(const json& v) {
   return v.is_string() ? v.get<std::string>()
                        : v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// "megatron.bridge 0.6.2, megatron.core 0.19.2": names and versions escaped and cut (the file
+// is written by the job, so any bytes), at most kShownVersions of them and a count of the rest.
+std::string versions_text(const json& versions) {
+  constexpr size_t kShownVersions = 8;
+  std::string out;
+  size_t shown = 0, more = 0;
+  for (const auto& [name, version] : versions.items()) {
+    if (version.is_null()) continue;
+    if (shown == kShownVersions) {
+      ++more;
+      continue;
+    }
+    out += fmt::format("{}{} {}", shown++ == 0 ? "" : ", ", printable_text(name, 64),
+                       printable_text(text_of(version), 40));
+  }
+  if (more > 0) out += fmt::format(" and {} more", more);
+  return out;
+}
+
+// The rank that wrote the verdict: a whole number a rank can be, else unknown (a number
+// beyond int, such as 99999999999, is not cut to another rank's).
+std::optional<int> rank_of(const json& rank) {
+  if (!rank.is_number_unsigned()) return std::nullopt;
+  std::uint64_t n = rank.get<std::uint64_t>();
+  if (n > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
+  return static_cast<int>(n);
 }
 
 }  // namespace
@@ -107,13 +137,11 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
   if (j.contains("compared") && j["compared"].is_number_unsigned())
     v.compared = j["compared"].get<size_t>();
   if (j.contains("seconds") && j["seconds"].is_number()) v.seconds = j["seconds"].get<double>();
-  if (j.contains("rank") && j["rank"].is_number_integer()) v.rank = j["rank"].get<int>();
+  if (j.contains("rank")) v.rank = rank_of(j["rank"]);
   if (j.contains("note") && j["note"].is_string())
     v.note = printable_text(j["note"].get<std::string>(), 300);
   if (j.contains("versions") && j["versions"].is_object())
-    for (const auto& [name, version] : j["versions"].items())
-      v.versions += fmt::format("{}{} {}", v.versions.empty() ? "" : ", ", name,
-                                printable_text(text_of(version), 40));
+    v.versions = versions_text(j["versions"]);
   if (j.contains("not_compared") && j["not_compared"].is_array())
     for (const auto& f : j["not_compared"])
       if (v.not_compared.size() < 200) v.not_compared.push_back(printable_text(text_of(f), 200));
@@ -134,7 +162,7 @@ nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& 
   j["compared"] = v.compared;
   j["versions"] = v.versions;
   j["seconds"] = v.seconds;
-  j["rank"] = v.rank;
+  j["rank"] = v.rank ? nlohmann::ordered_json(*v.rank) : nullptr;
   j["not_compared"] = v.not_compared;
   if (!v.note.empty()) j["note"] = v.note;
   j["differences"] = nlohmann::ordered_json::array();
@@ -155,13 +183,20 @@ std::string plan_confirmation_line(const PlanConfirmationVerdict& v) {
                            ? ""
                            : fmt::format(", {} left to the runtime", v.not_compared.size()),
                        versions);
-  std::string out = fmt::format("plan differs on rank {}:", v.rank);
+  std::string out = v.rank ? fmt::format("plan differs on rank {}:", *v.rank)
+                           : std::string("plan differs on a rank that is not known:");
   for (size_t i = 0; i < v.differences.size(); ++i) {
     const ConfirmDifference& d = v.differences[i];
     out += fmt::format("{} {} is {}, planned {} ({})", i == 0 ? "" : ";", d.field, d.actual,
                        d.planned, d.key);
   }
   return out;
+}
+
+bool recorded_plan_confirms(const nlohmann::json& plan_json) {
+  if (!plan_json.is_object()) return false;
+  auto it = plan_json.find("confirm_at_start");
+  return it != plan_json.end() && it->is_boolean() && it->get<bool>();
 }
 
 }  // namespace bridge

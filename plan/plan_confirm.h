@@ -18,7 +18,8 @@
 // not confirm its plan (an executor whose job dir is not the submitting host's, a runtime
 // command that is not `python SCRIPT`); runtime.confirm: false turns it off without a
 // warning. confirmed_argv and plan_confirmation_files are pure; the executors write the files
-// with their other job files. read_plan_confirmation reads a verdict back for status and why.
+// with their other job files. read_plan_confirmation reads a verdict back for status and why,
+// which show it only for a job whose recorded plan confirms (recorded_plan_confirms).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -66,13 +67,19 @@ struct PlanConfirmationVerdict {
   std::string versions;  // "megatron.bridge 0.6.2, megatron.core 0.19.2"
   std::string note;
   double seconds = 0;
-  int rank = 0;  // the rank that wrote it
+  std::optional<int> rank = 0;  // the rank that wrote it; nullopt: not a rank number
   // Planned fields not compared: planned null (the runtime derives them) or not in the config.
   std::vector<std::string> not_compared;
 };
 
-// The verdict in `job_dir`, nullopt when there is none (yet) or it cannot be read.
+// The verdict in `job_dir`, nullopt when there is none (yet) or it cannot be read. The file
+// is the job's (any bytes): every text in the verdict is escaped and cut, `versions` holds at
+// most 8 entries, and a rank beyond int is unknown, never cut to another number.
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir);
+
+// Whether a job's recorded plan (`plan --format json`, the registry's `plan`) started its
+// ranks through the confirmation: only then is a verdict in its job dir the job's own.
+bool recorded_plan_confirms(const nlohmann::json& plan_json);
 
 nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& verdict);
 

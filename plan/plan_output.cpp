@@ -247,6 +247,39 @@ std::string code_text(const CodePlan& c) {
 
 }  // namespace
 
+// What the plan is based on (model/recipe_base.h): the recipe and the values it decided.
+ordered_json recipe_base_json(const Recipe& r) {
+  const RecipeBaseInfo& b = r.base;
+  ordered_json values = ordered_json::object();
+  for (const auto& [key, value] : b.filled) values[key] = value;
+  return ordered_json{
+      {"function", b.function},
+      {"release", b.release},
+      {"known", b.unknown_because.empty()},
+      {"unknown_because",
+       b.unknown_because.empty() ? ordered_json(nullptr) : ordered_json(b.unknown_because)},
+      {"comm_overlap_section", !b.comm_overlap_null},
+      {"values", values}};
+}
+
+// The same as text: `key=value` items wrapped to fit 120 columns.
+std::string recipe_base_text(const Recipe& r) {
+  const RecipeBaseInfo& b = r.base;
+  if (!b.unknown_because.empty()) return fmt::format("  values unknown: {}\n", b.unknown_because);
+  std::string out, line = " ";
+  for (const auto& [key, value] : b.filled) {
+    std::string item = fmt::format(" {}={}", key, printable(value));
+    if (line.size() + item.size() > 118) {
+      out += line + "\n";
+      line = " ";
+    }
+    line += item;
+  }
+  if (line.size() > 1) out += line + "\n";
+  if (b.comm_overlap_null) out += "  (the recipe has no comm_overlap section)\n";
+  return out.empty() ? "  (the recipe file sets every key the base decides)\n" : out;
+}
+
 ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
   ordered_json j;
   j["ok"] = p.complete && !diags.has_errors();
@@ -268,6 +301,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
         ordered_json{{"overlap_param_gather_with_optimizer_step",
                       opt_json(p.overlap->optimizer.overlap_param_gather_with_optimizer_step)}};
   }
+  if (p.recipe && !p.recipe->base.function.empty()) j["recipe_base"] = recipe_base_json(*p.recipe);
   if (!p.executor.empty()) {
     ordered_json env = ordered_json::object();
     for (const auto& v : p.env.vars) {
@@ -355,6 +389,11 @@ std::string plan_to_text(const Plan& p, bool color) {
           std::to_string(t.tp), std::to_string(t.pp), t.vpp ? std::to_string(*t.vpp) : "-",
           std::to_string(t.cp), std::to_string(t.ep), std::to_string(t.etp), std::to_string(t.dp)}},
         color);
+  }
+  if (p.recipe && !p.recipe->base.function.empty()) {
+    heading(fmt::format("recipe base ({} {}): the values of the keys the recipe leaves unset",
+                        p.recipe->base.release, p.recipe->base.function));
+    out += recipe_base_text(*p.recipe);
   }
   if (p.overlap) {
     heading("comm_overlap (resolved)");

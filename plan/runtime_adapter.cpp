@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "base/suggest.h"
 #include "model/runtime_kind.h"
@@ -62,6 +63,7 @@ std::string plan_value_origin(const std::vector<PlanValue>& values, const std::s
   for (const auto& v : values)
     if (v.key == key)
       return v.loc.describe().empty() ? key + " (default)" : key + " from " + v.loc.describe();
+  if (key.rfind("cluster.", 0) == 0) return key + " (default)";
   return key;
 }
 
@@ -266,7 +268,7 @@ void check_contradictions(const std::vector<std::string>& args, const RuntimeAda
 }
 
 // The comm_overlap.<field> arguments replaced by one override of the whole section, where
-// the first of them stood (RuntimeAdapter::comm_overlap_as_section). They stay separate up to
+// the first of them stood (CommOverlapForm::kWholeSection). They stay separate up to
 // here so that a contradiction in runtime.args is still found field by field.
 void fold_comm_overlap_section(const AdapterInput& in, AdapterOutput& out) {
   auto is_field = [](const AdapterArg& a) { return a.key.rfind("comm_overlap.", 0) == 0; };
@@ -290,6 +292,42 @@ void fold_comm_overlap_section(const AdapterInput& in, AdapterOutput& out) {
                               "++comm_overlap"}});
 }
 
+// CommOverlapForm::kUserFields. Megatron-Bridge's override machinery refuses
+// `comm_overlap.<field>=` where the recipe's section is None, and a userbuffers layout is a
+// dataclass there (a plain mapping fails its setup): so where the base recipe has no section,
+// the user's fields become one new CommOverlapConfig (tp_comm_overlap, which it requires, false
+// unless set), and a layout is always given as the dataclass.
+void send_user_comm_overlap_fields(const AdapterInput& in, AdapterOutput& out) {
+  auto is_field = [](const AdapterArg& a) { return a.key.rfind("comm_overlap.", 0) == 0; };
+  const ResolvedOverlap& o = in.overlap.overlap;
+  for (auto& a : out.args)
+    if (a.key == "comm_overlap.tp_comm_overlap_cfg" && o.tp_comm_overlap_cfg.value) {
+      a.value = userbuffers_megatron_bridge_value(*o.tp_comm_overlap_cfg.value);
+      a.runtime_key = "++comm_overlap.tp_comm_overlap_cfg";
+    }
+  if (!in.recipe.base.comm_overlap_null) return;
+  auto first = std::find_if(out.args.begin(), out.args.end(), is_field);
+  if (first == out.args.end()) return;
+  std::vector<std::string> fields{
+      "_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig"};
+  bool has_tp = false;
+  for (const auto& a : out.args)
+    if (is_field(a)) {
+      std::string name = a.key.substr(std::string_view("comm_overlap.").size());
+      has_tp = has_tp || name == "tp_comm_overlap";
+      fields.push_back(name + ":" + a.value);
+    }
+  if (!has_tp) fields.insert(fields.begin() + 1, "tp_comm_overlap:false");
+  size_t at = static_cast<size_t>(first - out.args.begin());
+  out.args.erase(std::remove_if(out.args.begin(), out.args.end(), is_field), out.args.end());
+  out.args.insert(out.args.begin() + static_cast<std::ptrdiff_t>(at),
+                  AdapterArg{"comm_overlap", "", fmt::format("{{{}}}", fmt::join(fields, ",")),
+                             fmt::format("the comm_overlap fields set in the recipe; the recipe "
+                                         "base {} has no comm_overlap section",
+                                         in.recipe.base.function),
+                             "++comm_overlap"});
+}
+
 std::vector<RuntimeArg> as_words(const std::vector<AdapterArg>& args, const std::string& source) {
   std::vector<RuntimeArg> out;
   for (const auto& a : args) {
@@ -311,6 +349,16 @@ std::vector<RuntimeArg> as_words(const std::vector<AdapterArg>& args, const std:
 std::vector<std::pair<std::string, std::string>> plan_values(const AdapterInput& in) {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& v : plan_value_list(in)) out.emplace_back(v.key, v.value);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> user_plan_values(
+    const AdapterInput& in, const std::vector<std::string>& always) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& v : plan_value_list(in))
+    if (v.loc.has_position() || v.loc.from_override() ||
+        std::find(always.begin(), always.end(), v.key) != always.end())
+      out.emplace_back(v.key, v.value);
   return out;
 }
 
@@ -373,18 +421,69 @@ void add_overlap_args(const AdapterInput& in, AdapterOutput& out) {
     out.args.push_back({"ddp.bucket_size", "", std::to_string(*d.bucket_size), why});
 }
 
+namespace {
+
+// The user's own text of a field: what a careful engineer types for it.
+std::string typed(const Field<bool>& f) { return *f.value ? "true" : "false"; }
+std::string typed(const Field<int64_t>& f) { return std::to_string(*f.value); }
+std::string typed(const Field<std::string>& f) { return *f.value; }
+
+}  // namespace
+
+// The fields the user set go as written, not as resolved: the runtime applies its own rules to
+// them, as it would to the same override typed by hand (the plan shows what they resolve to).
+// A userbuffers layout goes resolved: a preset name or mapping becomes its layers there.
+void add_user_overlap_args(const AdapterInput& in, AdapterOutput& out) {
+  const Recipe& r = in.recipe;
+  const CommOverlapSpec& c = r.comm_overlap;
+  const char* why = "set in the recipe (docs/overlap.md shows what it resolves to)";
+  auto add = [&](std::string key, const auto& field) {
+    if (user_set(field)) out.args.push_back({std::move(key), "", typed(field), why});
+  };
+  add("comm_overlap.tp_comm_overlap", c.tp_comm_overlap);
+  if (user_set(c.tp_comm_overlap_cfg) && in.overlap.overlap.tp_comm_overlap_cfg.value)
+    out.args.push_back({"comm_overlap.tp_comm_overlap_cfg", "",
+                        userbuffers_hydra_value(*in.overlap.overlap.tp_comm_overlap_cfg.value),
+                        why});
+  add("comm_overlap.tp_comm_bootstrap_backend", c.tp_comm_bootstrap_backend);
+  add("comm_overlap.overlap_p2p_comm", c.overlap_p2p_comm);
+  add("comm_overlap.batch_p2p_comm", c.batch_p2p_comm);
+  add("comm_overlap.defer_embedding_wgrad_compute", c.defer_embedding_wgrad_compute);
+  add("comm_overlap.wgrad_deferral_limit", c.wgrad_deferral_limit);
+  add("comm_overlap.overlap_moe_expert_parallel_comm", c.overlap_moe_expert_parallel_comm);
+  add("comm_overlap.delay_wgrad_compute", c.delay_wgrad_compute);
+  add("comm_overlap.overlap_grad_reduce", c.overlap_grad_reduce);
+  add("comm_overlap.overlap_param_gather", c.overlap_param_gather);
+  add("comm_overlap.overlap_param_gather_with_optimizer_step",
+      c.overlap_param_gather_with_optimizer_step);
+  add("comm_overlap.align_param_gather", c.align_param_gather);
+  add("comm_overlap.bucket_size", c.bucket_size);
+  add("ddp.use_distributed_optimizer", r.ddp.use_distributed_optimizer);
+  if (user_set(r.ddp.use_distributed_optimizer))
+    out.args.push_back({"optimizer.use_distributed_optimizer", "",
+                        typed(r.ddp.use_distributed_optimizer),
+                        "the same as ddp.use_distributed_optimizer (Megatron-Bridge keeps the two "
+                        "in sync, turning both on when either is)"});
+  add("ddp.overlap_grad_reduce", r.ddp.overlap_grad_reduce);
+  add("ddp.overlap_param_gather", r.ddp.overlap_param_gather);
+  add("ddp.align_param_gather", r.ddp.align_param_gather);
+  add("ddp.bucket_size", r.ddp.bucket_size);
+  add("optimizer.overlap_param_gather_with_optimizer_step",
+      r.optimizer.overlap_param_gather_with_optimizer_step);
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 const std::vector<RuntimeAdapter>& runtime_adapters() {
   static const std::vector<RuntimeAdapter> kAdapters{
       {"megatron_bridge",
        "Megatron-Bridge scripts/performance/run_script.py: its flags, then Hydra overrides",
-       megatron_bridge_flags(), emit_megatron_bridge, true},
+       megatron_bridge_flags(), emit_megatron_bridge, CommOverlapForm::kUserFields},
       {"hydra",
        "section.key=value overrides for Megatron-Bridge's ConfigContainer",
        {},
        emit_hydra,
-       true},
+       CommOverlapForm::kWholeSection},
       {"probe",
        "bridge-probe: Hydra overrides it checks against BRIDGE_EXPECTED_PLAN on every rank",
        {{"", "--steps", "train.max_steps"}, {"", "--global-batch", "train.global_batch_size"}},
@@ -420,7 +519,10 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
   for (auto& a : out.args)
     if (a.reason.empty()) a.reason = plan_value_origin(values, a.key);
   check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
-  if (adapter->comm_overlap_as_section) fold_comm_overlap_section(in, out);
+  if (adapter->comm_overlap_form == CommOverlapForm::kWholeSection)
+    fold_comm_overlap_section(in, out);
+  else if (adapter->comm_overlap_form == CommOverlapForm::kUserFields)
+    send_user_comm_overlap_fields(in, out);
   // A NUL byte cannot be part of a program argument (execve ends the string there).
   for (const auto& a : out.args)
     if (a.value.find('\0') != std::string::npos)

@@ -63,16 +63,27 @@ struct AdapterOutput {
   std::vector<std::pair<std::string, std::string>> expected_plan;  // probe: BRIDGE_EXPECTED_PLAN
 };
 
+// How an adapter sends the comm_overlap fields.
+enum class CommOverlapForm {
+  kFields,  // `comm_overlap.<field>=<value>`, one per resolved field
+  // The runtime is Megatron-Bridge's ConfigContainer built from a recipe bridge-launch does not
+  // know: the resolved fields as one `++comm_overlap={_target_:...CommOverlapConfig,...}`
+  // override (megatron_bridge_comm_overlap_value), which holds on a recipe without that
+  // section and for a userbuffers preset.
+  kWholeSection,
+  // The runtime builds the recipe base (model/recipe_base.h): only the fields the user set, one
+  // override each; where the base recipe has no comm_overlap section, one
+  // `++comm_overlap={...}` holding only those.
+  kUserFields,
+};
+
 struct RuntimeAdapter {
   std::string_view name;
   std::string_view description;
   std::vector<AdapterFlag> flags;
   void (*emit)(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags);
-  // The runtime is Megatron-Bridge's ConfigContainer: the comm_overlap fields reach it as one
-  // `++comm_overlap={_target_:...CommOverlapConfig,...}` override
-  // (megatron_bridge_comm_overlap_value), the only form its override machinery accepts both on
-  // a recipe without that section and for a userbuffers preset.
-  bool comm_overlap_as_section = false;
+  // How the comm_overlap fields reach the runtime (CommOverlapForm).
+  CommOverlapForm comm_overlap_form = CommOverlapForm::kFields;
 };
 
 const std::vector<RuntimeAdapter>& runtime_adapters();
@@ -95,6 +106,11 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags);
 // (always), then precision, sizes and steps when the plan has them.
 std::vector<std::pair<std::string, std::string>> plan_values(const AdapterInput& in);
 
+// The same, only the values the user set (in the recipe file or an override), and the keys
+// of `always` whatever their source.
+std::vector<std::pair<std::string, std::string>> user_plan_values(
+    const AdapterInput& in, const std::vector<std::string>& always);
+
 // The user's own keys under model/train/ddp/optimizer/mixed_precision (after overrides),
 // with Hydra value syntax (lowercase booleans, `null`, lists without spaces), except the keys
 // in `skip` and keys that only bridge-launch reads (model.family, model.recipe, train.task).
@@ -103,6 +119,10 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
 
 // The resolved overlap fields as comm_overlap.* overrides (overlap_runtime_args).
 void add_overlap_args(const AdapterInput& in, AdapterOutput& out);
+
+// Only the overlap, ddp and optimizer fields the user set (user_set), with their resolved
+// values: the runtime's own recipe (the recipe base) decides the others.
+void add_user_overlap_args(const AdapterInput& in, AdapterOutput& out);
 
 // Adapters (one file each).
 void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags);

@@ -96,7 +96,7 @@ void check_gpu(const Topology& t, const Recipe& r, Diagnostics& diags) {
 // overrides: another value in the recipe cannot reach the runtime.
 void check_sequence_parallel(const Recipe& r, const Topology& t, Diagnostics& diags) {
   const Field<bool>& sp = r.model.sequence_parallel;
-  if (!sp.is_set() || *sp.value == (t.tp > 1)) return;
+  if (!user_set(sp) || *sp.value == (t.tp > 1)) return;
   diags.error("megatron-bridge-sequence-parallel", "model.sequence_parallel", sp.loc,
               fmt::format("model.sequence_parallel is {} with tensor_model_parallel_size {}, but "
                           "run_script.py sets sequence_parallel to (tp > 1) = {} after applying "
@@ -157,6 +157,22 @@ void check_distributed_optimizer(const Recipe& r, Diagnostics& diags) {
               "use the hydra adapter with a script that keeps the plain optimizer");
 }
 
+// Megatron-Bridge refuses a PEFT config without the checkpoint it adapts ("PEFT requires a
+// pretrained checkpoint path", when the config is finalised); NVIDIA's PEFT recipes leave it
+// to the command line.
+void check_peft_checkpoint(const Recipe& r, Diagnostics& diags) {
+  if (r.train.task.get_or("pretrain") != "peft") return;
+  for (const auto& a : r.runtime.args.get_or({})) {
+    std::string_view key = std::string_view(a).substr(0, a.find('='));
+    key.remove_prefix(std::min(key.find_first_not_of('+'), key.size()));
+    if (key == "checkpoint.pretrained_checkpoint" && a.find('=') != std::string::npos) return;
+  }
+  diags.error("megatron-bridge-peft-needs-checkpoint", "train.task", r.train.task.loc,
+              "train.task is peft, but nothing gives the checkpoint to fine-tune: Megatron-Bridge "
+              "refuses the config (\"PEFT requires a pretrained checkpoint path\")",
+              "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
+}
+
 }  // namespace
 
 void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) {
@@ -164,6 +180,7 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
   check_sequence_parallel(r, in.topology, diags);
   check_perf_recipe(r, in.topology, diags);
   check_distributed_optimizer(r, diags);
+  check_peft_checkpoint(r, diags);
   need(r.model.family, "model.family", "-m/--model_family_name", diags);
   need(r.model.recipe, "model.recipe", "-mr/--model_recipe_name", diags);
   need(r.cluster.gpu, "cluster.gpu", "-g/--gpu", diags);
@@ -177,7 +194,10 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
   if (r.model.family.is_set()) flag("model.family", *r.model.family.value);
   if (r.model.recipe.is_set()) flag("model.recipe", *r.model.recipe.value);
   std::vector<std::string> carried{"model.family", "model.recipe", "model.precision"};
-  for (auto& [key, value] : plan_values(in)) {
+  // run_script.py needs -g and -ng, and -gn decides the node layout; every other flag only for
+  // a key the user set: the recipe base decides the rest in the runtime too.
+  for (auto& [key, value] :
+       user_plan_values(in, {"cluster.gpu", "cluster.num_gpus", "cluster.gpus_per_node"})) {
     if (key == "model.precision" || key == "model.compute_dtype") continue;
     carried.push_back(key);
     // -vp takes the word None for "no virtual pipeline".
@@ -191,7 +211,7 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
   if (r.train.task.is_set()) flag("train.task", *r.train.task.value);
   for (auto& [key, value] : user_hydra_values(r, carried))
     out.args.push_back({key, "", value, key + " set in the recipe"});
-  add_overlap_args(in, out);
+  add_user_overlap_args(in, out);
 }
 
 }  // namespace bridge

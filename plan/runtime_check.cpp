@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
+#include <string_view>
 #include <vector>
 
 #include "base/utf8.h"
@@ -80,6 +80,26 @@ SourceLoc location_of(const Recipe& r, const std::string& key) {
   return {};
 }
 
+bool is_name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+// Whether `message` holds `name` as a whole word: `precision` is not in
+// `--use-precision-aware-optimizer`. A plain search, never a pattern built from the name (a
+// recipe key such as `example.com/owner[x` is text, not a regular expression).
+bool mentions_word(std::string_view message, std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t at = message.find(name); at != std::string_view::npos;
+       at = message.find(name, at + 1)) {
+    size_t end = at + name.size();
+    if ((at == 0 || !is_name_char(message[at - 1])) &&
+        (end == message.size() || !is_name_char(message[end])))
+      return true;
+  }
+  return false;
+}
+
 // A refusal that names no argument (Megatron-Core's checks at finalisation): the first recipe
 // key, in file order, whose name the message mentions.
 SourceLoc location_in_message(const Recipe& r, const std::string& message, std::string& key) {
@@ -87,9 +107,7 @@ SourceLoc location_in_message(const Recipe& r, const std::string& message, std::
   for (const auto& [k, loc] : r.input_locations) {
     std::string name = k.substr(k.rfind('.') + 1);
     if (name.size() < 6 || !loc.has_position()) continue;
-    // A whole name: `precision` is not in `--use-precision-aware-optimizer`.
-    std::regex word("(^|[^A-Za-z0-9_-])" + name + "($|[^A-Za-z0-9_-])");
-    if (!std::regex_search(message, word)) continue;
+    if (!mentions_word(message, name)) continue;
     if (!best || loc.line < best->second.line) best.emplace(k, loc);
   }
   if (!best) return {};
@@ -218,6 +236,15 @@ RuntimeCheckOutcome read_runtime_check_answer(const Plan& plan, const std::strin
 }
 
 void run_runtime_check(Plan& plan, CommandRunner& runner, const Clock& clock, Diagnostics& diags) {
+  if (plan.recipe && plan.recipe->runtime.check.python.is_set() &&
+      plan.recipe->runtime.check.python.value->empty()) {
+    diags.error("bad-value", "runtime.check.python", plan.recipe->runtime.check.python.loc,
+                "`runtime.check.python` (`--runtime-check`) is empty: it names the Python "
+                "whose Megatron-Bridge checks the plan, and an empty one would check nothing",
+                "name that Python, e.g. --runtime-check /opt/venv/bin/python, or leave the "
+                "option out");
+    return;
+  }
   if (!runtime_check_asked(plan) || !plan.complete || diags.has_errors()) return;
   const RuntimeCheckSpec& spec = plan.recipe->runtime.check;
   if (plan.adapter != "megatron_bridge" && plan.adapter != "hydra") {

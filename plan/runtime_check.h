@@ -15,7 +15,9 @@
 // with the runtime's own message. The check's own failure (the program cannot start, does
 // not answer in time, Megatron-Bridge does not import there) is one error that says so.
 // Adapters other than megatron_bridge and hydra forward nothing Megatron-Bridge reads: the
-// check is skipped with a warning. Fills plan.runtime_check. Nothing else has side effects.
+// check is skipped with a warning. An empty runtime.check.python (`--runtime-check ""`) is
+// an error, never a silent "no check". Fills plan.runtime_check. Nothing else has side
+// effects.
 #pragma once
 
 #include <string>

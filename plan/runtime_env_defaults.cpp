@@ -46,6 +46,17 @@ void warn_replaced(const RuntimeEnvDefaults& out, Diagnostics& diags) {
 
 }  // namespace
 
+void add_recipe_base_env(const Recipe& r, const Topology& t, LaunchEnv& env) {
+  const PerfRecipeEnv* recipe_env = perf_recipe_env_of(r, t);
+  if (!recipe_env || !recipe_env->does_not_build.empty()) return;
+  const std::string source = fmt::format("recipe base {}", recipe_env->function);
+  for (const auto& [name, value] : recipe_env->vars)
+    if (!env.find(std::string(name)))  // a value the user or a plugin option chose stays
+      env.vars.push_back({std::string(name), std::string(value), source,
+                          "the recipe's env_vars, which Megatron-Bridge sets at rank start where "
+                          "unset; set here so the script shows it and every rank checks it"});
+}
+
 RuntimeEnvDefaults runtime_env_defaults(const Recipe& r, const Topology& t,
                                         const std::string& adapter, const LaunchEnv& env,
                                         Diagnostics& diags) {

@@ -47,6 +47,14 @@ struct RuntimeEnvDefaults {
 // megatron_bridge adapter; nothing for other adapters (the hydra adapter's training script
 // builds a recipe bridge-launch does not know). Warns once, naming each variable the launch
 // env sets to another value.
+// The launch env says it out loud: each env variable of the recipe base (the performance
+// recipe the megatron_bridge adapter's run_script.py builds) is put into `env` with the
+// recipe's value, so the script and the pod spec show it and every rank's env check covers it
+// (the release's set-if-unset at rank start then changes nothing). A value already in `env`
+// stays: the user's (the recipe's env:, -E, a plugin option they set), and runtime_env_defaults
+// warns that it replaces the recipe's. perf_env leaves the recipe's names to it.
+void add_recipe_base_env(const Recipe& r, const Topology& t, LaunchEnv& env);
+
 RuntimeEnvDefaults runtime_env_defaults(const Recipe& r, const Topology& t,
                                         const std::string& adapter, const LaunchEnv& env,
                                         Diagnostics& diags);

@@ -191,10 +191,11 @@ void add_manual_gc(PluginOptions& o, const PerfEnvOptions& p, PluginContribution
 // With the megatron_bridge adapter the job's performance recipe carries NVIDIA's values for
 // the names it sets (its env_vars, applied at rank start where a variable is unset), tuned
 // for that model, GPU and layout. perf_env's own choices for those names are generic
-// defaults, so it leaves them to the recipe; it keeps what a rule requires for the overlap
-// to work (CUDA_DEVICE_MAX_CONNECTIONS=1 keeps the launch order on Hopper) and what the user
-// asked for by option (layernorm_sm_margin, NCCL_P2P_NET_CHUNKSIZE, the deterministic
-// settings).
+// defaults, and the named recipe is the base of the plan (model/recipe_base.h): so it leaves
+// them to the recipe, whose values the launch env then carries (add_recipe_base_env), even
+// where a rule of ours would choose otherwise (CUDA_DEVICE_MAX_CONNECTIONS=1 on Hopper). It
+// keeps what the user asked for by option (layernorm_sm_margin, NCCL_P2P_NET_CHUNKSIZE, the
+// deterministic settings).
 void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const PerfEnvOptions& p,
                                             PluginContribution& out, Diagnostics& diags) {
   const PerfRecipeEnv* recipe = perf_recipe_env_of(ctx.recipe, ctx.topology);
@@ -213,17 +214,16 @@ void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const Perf
   };
   std::vector<std::string> left;
   std::erase_if(out.env, [&](const EnvVar& v) {
-    bool required =
-        (v.name == "CUDA_DEVICE_MAX_CONNECTIONS" && v.value == "1") ||
-        (p.layernorm_sm_margin && v.name.find("LAYERNORM_SM_MARGIN") != std::string::npos);
-    bool leave = kTuning.count(v.name) && recipe_sets(v.name) && !required;
+    bool asked_for =
+        p.layernorm_sm_margin && v.name.find("LAYERNORM_SM_MARGIN") != std::string::npos;
+    bool leave = kTuning.count(v.name) && recipe_sets(v.name) && !asked_for;
     if (leave) left.push_back(fmt::format("{} (perf_env's {})", v.name, v.value));
     return leave;
   });
   if (!left.empty())
     diags.info("perf-env-leaves-it-to-the-recipe", "plugins.perf_env", {},
-               fmt::format("perf_env leaves {} to Megatron-Bridge's {}, which sets them at rank "
-                           "start with NVIDIA's values for this model and GPU",
+               fmt::format("perf_env leaves {} to the recipe base {}: the launch env carries "
+                           "NVIDIA's values for this model and GPU",
                            fmt::join(left, ", "), recipe->function),
                "`bridge-launch plan` shows the values each rank gets; set a variable in env: "
                "to choose it yourself");

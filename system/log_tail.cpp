@@ -7,42 +7,20 @@ namespace bridge {
 
 namespace {
 constexpr std::streamoff kReadPiece = 1 << 20;
-
-// std::regex's what() is implementation text; the code says which rule was broken.
-std::string regex_error_text(std::regex_constants::error_type code) {
-  switch (code) {
-    case std::regex_constants::error_paren:
-      return "unbalanced parenthesis";
-    case std::regex_constants::error_brack:
-      return "unbalanced bracket";
-    case std::regex_constants::error_brace:
-      return "unbalanced brace";
-    case std::regex_constants::error_badrepeat:
-      return "a repeat (*, +, ?, {n}) with nothing before it";
-    case std::regex_constants::error_escape:
-      return "a bad escape";
-    case std::regex_constants::error_range:
-      return "a bad character range";
-    default:
-      return "not a valid regular expression";
-  }
-}
 }  // namespace
 
 LineFilter::Compiled LineFilter::compile(const std::string& pattern) {
   LineFilter f;
   if (pattern.empty()) return {f, ""};
-  try {
-    f.pattern_.emplace(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return {std::nullopt, regex_error_text(e.code())};
-  }
+  LinePattern::Compiled compiled = LinePattern::compile(pattern);
+  if (!compiled.pattern) return {std::nullopt, compiled.error};
+  f.pattern_ = std::move(compiled.pattern);
   return {f, ""};
 }
 
 bool LineFilter::keep(std::string_view line) const {
   if (!pattern_) return true;
-  if (!std::regex_search(line.begin(), line.end(), *pattern_)) return false;
+  if (!pattern_->search(line)) return false;
   ++*kept_;
   return true;
 }

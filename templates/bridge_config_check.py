@@ -583,6 +583,7 @@ def _run_case(case, res):
                                "after_finalize": jsonable(read_path(cfg, path))}
     res["resolved"] = resolved_overlap(cfg)
     res["values"] = {p: jsonable(read_path(cfg, p)) for p in case.get("read", [])}
+    return cfg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -748,8 +749,8 @@ def _same(a, b):
         return True
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or (a == b and type(a) is type(b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
+    # Python compares an int with an int or a float exactly (never through float(), which
+    # makes 2**53 + 1 equal to 2**53).
     return a == b
 
 
@@ -937,7 +938,7 @@ def _confirm_same(want, got):
     if _same(want, got):
         return True
     if isinstance(want, (bool, int, float)) and isinstance(got, (bool, int, float)):
-        return float(want) == float(got)
+        return want == got  # exact: True == 1 == 1.0, but 2**53 + 1 != 2**53
     return isinstance(got, str) and not isinstance(want, str) and \
         got == json.dumps(want).strip('"')
 

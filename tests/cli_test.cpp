@@ -402,6 +402,21 @@ TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {
   EXPECT_THAT(slurm.out, HasSubstr("#!/bin/bash\necho "));
 }
 
+// Issue 47 item 13: `--runtime-check ""` silently ran no check. An empty Python is an error
+// wherever it is given (the option, the recipe key, an override), before anything runs.
+TEST_F(CliTest, AnEmptyRuntimeCheckIsAnErrorNotASilentNoCheck) {
+  std::string state = home_.path() + "/state";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"validate", fixture("full.yaml"), "--runtime-check", ""},
+        {"plan", fixture("full.yaml"), "--runtime-check", ""},
+        {"--dry-run", "--runtime-check", "", fixture("full.yaml")},
+        {"validate", fixture("full.yaml"), "runtime.check.python=\"\""}}) {
+    CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    expect_rejected(r, {"runtime.check.python", "is empty", "help:"});
+    EXPECT_FALSE(std::filesystem::exists(state));
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // The JSON contract.
 
@@ -684,6 +699,46 @@ TEST_F(CliTest, ListShowsAMultiLineDetailOnOneEscapedLine) {
     EXPECT_THAT(r.out, HasSubstr("pod failed\\x0asecond line\\x1b[2J")) << r.out << r.err;
     EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("\nsecond line"), std::string::npos) << r.out;
+  }
+}
+
+// Issue 47 item 8: a plan_confirmation.json in the job dir of a job that never started its
+// ranks through the confirmation is not the job's verdict and is not shown; a job that did
+// gets its verdict escaped and bounded.
+TEST_F(CliTest, AVerdictIsShownOnlyForAJobThatConfirmedItsPlanAndEscaped) {
+  std::string state = home_.path() + "/state";
+  test::TempDir job_dir;
+  job_dir.write("plan_confirmation.json",
+                R"({"confirmed": false, "rank": 99999999999, "compared": 1,
+                    "versions": {"megatron.bridge\u001b[2J": "0.6.2"},
+                    "differences": [{"field": "f\u001b[31m", "key": "k", "planned": 1,
+                                     "actual": 2}]})");
+  testing::TestServices seams;
+  JobRegistry registry(state, seams.registry_seams());
+  for (bool confirms : {false, true}) {
+    JobRecord rec;
+    rec.id = confirms ? "job-v-20260101-000000-0002" : "job-v-20260101-000000-0001";
+    rec.name = "v";
+    rec.executor = "local";
+    rec.scheduler_id = "1";
+    rec.job_dir = job_dir.path();
+    rec.state = JobState::kFailed;
+    rec.submitted_at = "2026-01-01T00:00:00Z";
+    rec.plan_json = {{"confirm_at_start", confirms}};
+    Diagnostics diags;
+    ASSERT_TRUE(registry.put(rec, diags, /*create=*/true)) << diags.items().size();
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"status", rec.id}, {"why", rec.id}}) {
+      CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+      EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+      EXPECT_THAT(r.out, Not(HasSubstr("1215752191"))) << r.out;
+      if (confirms)
+        EXPECT_THAT(r.out, HasSubstr("plan differs on a rank that is not known: f\\x1b[31m is 2"))
+            << args[0] << "\n"
+            << r.out << r.err;
+      else
+        EXPECT_THAT(r.out, Not(HasSubstr("plan differs"))) << args[0] << "\n" << r.out;
+    }
   }
 }
 

@@ -98,6 +98,47 @@ TEST(CodePatternTest, GlobsMatchWithinAndAcrossDirectories) {
   EXPECT_TRUE(code_path_matches("/scripts/run.sh", "scripts/run.sh"));
 }
 
+// The matcher never backtracks (issue 47 item 9: `*a*a*a*a*a*a*a*a*ab` against a 60-character
+// name took 30 s in `validate`, one more `*a` never ended); these answers come at once.
+TEST(CodePatternTest, ManyStarsAreAnsweredWithoutBacktracking) {
+  const std::string sixty(60, 'a');
+  EXPECT_FALSE(code_path_matches("*a*a*a*a*a*a*a*a*ab", sixty));
+  EXPECT_TRUE(code_path_matches("*a*a*a*a*a*a*a*a*ab", sixty + "b"));
+  EXPECT_FALSE(code_path_matches("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*ab", std::string(4000, 'a')));
+  EXPECT_FALSE(code_path_matches("**/*a*a*a*a*a*a*a*a*ab", "d/" + sixty + "/" + sixty));
+  EXPECT_TRUE(code_path_matches("**/*a*a*a*a*a*a*a*a*ab", "d/" + sixty + "/" + sixty + "b"));
+  EXPECT_FALSE(code_path_matches("**a**a**a**a**a**a**a**a**ab", sixty + "/" + sixty));
+  EXPECT_TRUE(code_path_matches("**a**a**a**a**a**a**a**a**ab", sixty + "/" + sixty + "b"));
+  // Fewer `a`s in the name than the pattern needs.
+  EXPECT_FALSE(code_path_matches("*a*a*a*ab", "aab"));
+  EXPECT_TRUE(code_path_matches("*a*a*a*ab", "xaxaxaab"));
+}
+
+TEST(CodePatternTest, StarsAndDirectoriesOnTrickyPaths) {
+  EXPECT_TRUE(code_path_matches("a/**/b", "a/b"));  // `**/` matches no directory
+  EXPECT_TRUE(code_path_matches("a/**/b", "a/x/y/b"));
+  EXPECT_FALSE(code_path_matches("a/**/b", "a/xb"));
+  EXPECT_FALSE(code_path_matches("a/**/b", "ab"));
+  EXPECT_TRUE(code_path_matches("src/**", "src/"));
+  EXPECT_FALSE(code_path_matches("src/**", "src"));
+  EXPECT_TRUE(code_path_matches("src/**.py", "src/a/b.py"));  // `**` crosses components
+  EXPECT_FALSE(code_path_matches("src/**.py", "src/a/b.pyc"));
+  EXPECT_FALSE(code_path_matches("a*b", "a/b"));  // `*` and `?` never match '/'
+  EXPECT_FALSE(code_path_matches("a?b", "a/b"));
+  EXPECT_TRUE(code_path_matches("a?b", "a.b"));
+  EXPECT_TRUE(code_path_matches("*", ""));
+  EXPECT_FALSE(code_path_matches("?", ""));
+  EXPECT_TRUE(code_path_matches("", ""));
+  EXPECT_FALSE(code_path_matches("", "x"));
+  EXPECT_TRUE(code_path_matches("a*", "a"));
+  EXPECT_TRUE(code_path_matches("*.tar.gz", "dist/x.tar.gz"));
+  EXPECT_FALSE(code_path_matches("*.tar.gz", "dist/x.tar.gzz"));
+  EXPECT_TRUE(code_path_matches("**/test_*.py", "tests/unit/test_x.py"));
+  EXPECT_FALSE(code_path_matches("**/test_*.py", "tests/unit/test_x.py/y"));
+  EXPECT_TRUE(code_path_matches("conf/*/*.yaml", "conf/a/b.yaml"));
+  EXPECT_FALSE(code_path_matches("conf/*/*.yaml", "conf/b.yaml"));
+}
+
 TEST(CodeInspectTest, DirtyGitTreeShipsTrackedFilesAsOnDiskAndNotUntrackedOnes) {
   GitTree tree;
   SpawnCommandRunner runner;
@@ -264,6 +305,26 @@ TEST(CodeRenderTest, SlurmInAContainerMountsTheSnapshotWhereTheSourcesLive) {
   EXPECT_THAT(script->text,
               HasSubstr("/home/u/bridge-launch/jobs/code/code/code-1:/opt/Megatron-Bridge:ro"));
   EXPECT_THAT(script->text, Not(HasSubstr("PYTHONPATH")));
+}
+
+// Issue 47 item 13: container_path is one field of a mount; "/opt/code:rw" rendered
+// `...:/opt/code:rw:ro` (and ',' starts another mount). Refused at planning, so `validate`.
+TEST(CodeRenderTest, AContainerPathHoldingMountSyntaxIsRefused) {
+  for (const char* path : {"/opt/code:rw", "/opt/a,/etc:/etc", "/opt/co\tde"}) {
+    MapEnvironment env({{"HOME", "/home/u"}, {"PWD", "/work"}});
+    PlanRequest req;
+    req.recipe_path = "recipe.yaml";
+    req.executor = "slurm";
+    Diagnostics diags;
+    Plan plan = build_plan_from_text(
+        std::string(kCodeBase) + "  container_image: nvcr.io/nvidia/nemo:25.11\n" +
+            "  code: {path: /src/mb, container_path: " + nlohmann::json(path).dump() + "}\n",
+        req, env, {}, diags);
+    const Diagnostic* d = test::find_diag(diags, "bad-value", "runtime.code.container_path");
+    ASSERT_NE(d, nullptr) << path;
+    EXPECT_EQ(d->loc.line, 6) << path;
+    EXPECT_FALSE(plan.code.has_value()) << path;
+  }
 }
 
 TEST(CodeRenderTest, MegatronBridgeAdapterDefaultsToTheNemoContainerSourcePath) {

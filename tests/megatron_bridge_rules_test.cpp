@@ -72,10 +72,16 @@ PlanRun plan_of(const std::string& text, std::vector<std::string> overrides) {
   return run;
 }
 
+// The recipe's own distributed optimizer is not sent: the job runs the recipe base's (true),
+// and the plan shows it as the base's value.
 TEST(MegatronBridgeRules, TheQwenBaseRecipeIsClean) {
   PlanRun run = plan_of(kQwen, {});
   EXPECT_FALSE(run.diags.has_errors()) << run.codes();
-  EXPECT_THAT(run.argv(), HasSubstr("optimizer.use_distributed_optimizer=true"));
+  EXPECT_THAT(run.argv(), Not(HasSubstr("use_distributed_optimizer")));
+  EXPECT_TRUE(run.plan.overlap->ddp.use_distributed_optimizer);
+  EXPECT_TRUE(run.plan.recipe->ddp.use_distributed_optimizer.loc.from_base());
+  EXPECT_THAT(plan_of(kQwen, {"ddp.use_distributed_optimizer=true"}).argv(),
+              HasSubstr("optimizer.use_distributed_optimizer=true"));
 }
 
 TEST(MegatronBridgeRules, NoPerformanceRecipeIsRefusedWithWhatExists) {
@@ -107,7 +113,8 @@ TEST(MegatronBridgeRules, PostOverridesTurnTheOptimizerStepGatherOn) {
   PlanRun run = plan_of(kQwen, layout);
   EXPECT_FALSE(run.diags.has_errors()) << run.codes();
   EXPECT_EQ(run.plan.overlap->overlap.overlap_param_gather_with_optimizer_step.rule, "R1");
-  EXPECT_THAT(run.argv(), HasSubstr("optimizer.overlap_param_gather_with_optimizer_step=true"));
+  // run_script.py turns it on itself: the plan shows it and sends nothing.
+  EXPECT_THAT(run.argv(), Not(HasSubstr("overlap_param_gather_with_optimizer_step")));
   std::vector<std::string> refused = layout;
   refused.push_back("comm_overlap.overlap_param_gather_with_optimizer_step=false");
   EXPECT_TRUE(plan_of(kQwen, refused).has("megatron-bridge-post-override"));
@@ -264,7 +271,10 @@ TEST(MegatronBridgeRules, TheRuntimesEnvIsListedWithWhatEachRankGets) {
   const RuntimeEnvDefault* common = runtime_var(run.plan, "TORCH_NCCL_HIGH_PRIORITY");
   ASSERT_NE(common, nullptr);
   EXPECT_EQ(common->value, "1");
-  EXPECT_FALSE(common->launch_value.has_value());  // the rank gets the runtime's value
+  // The launch env carries the recipe's value itself, so every rank checks it.
+  EXPECT_EQ(common->launch_value, std::optional<std::string>("1"));
+  EXPECT_FALSE(common->launch_env_wins());
+  EXPECT_EQ(common->launch_source, "recipe base qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
   const RuntimeEnvDefault* same = runtime_var(run.plan, "NCCL_NVLS_ENABLE");
   ASSERT_NE(same, nullptr);
   EXPECT_EQ(same->launch_value, std::optional<std::string>("0"));
@@ -281,17 +291,18 @@ TEST(MegatronBridgeRules, TheRuntimesEnvIsListedWithWhatEachRankGets) {
   EXPECT_THAT(warning, Not(HasSubstr("TORCH_NCCL_HIGH_PRIORITY")));
 }
 
-// perf_env's generic choices give way to the recipe's tuned ones; a value an overlap rule
-// requires (1 connection keeps the launch order for TP overlap on Hopper) stays, and is named.
+// perf_env's generic choices give way to the recipe's tuned ones, even where a rule of ours
+// would choose otherwise (1 connection for TP overlap on Hopper): the named recipe is the base,
+// and the launch env carries its values. An option the user set (layernorm_sm_margin) stays.
 TEST(MegatronBridgeRules, PerfEnvLeavesTuningToThePerformanceRecipe) {
   const std::string with_perf_env = std::string(kQwen) + "plugins: {perf_env: {}}\n";
+  const std::string base = "recipe base qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config";
   PlanRun run = plan_of(with_perf_env, {});
   EXPECT_FALSE(run.has("runtime-env-replaced")) << warnings_of(run, "runtime-env-replaced");
-  EXPECT_EQ(run.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
-  EXPECT_EQ(run.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN"), nullptr);
-  const RuntimeEnvDefault* conn = runtime_var(run.plan, "CUDA_DEVICE_MAX_CONNECTIONS");
-  ASSERT_NE(conn, nullptr);
-  EXPECT_FALSE(conn->launch_value.has_value());  // the rank runs NVIDIA's 32
+  ASSERT_NE(run.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+  EXPECT_EQ(run.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->value, "32");
+  EXPECT_EQ(run.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->source, base);
+  EXPECT_EQ(run.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN")->value, "20");
   EXPECT_TRUE(run.has("perf-env-leaves-it-to-the-recipe")) << run.codes();
 
   PlanRun tp = plan_of(with_perf_env,
@@ -299,9 +310,13 @@ TEST(MegatronBridgeRules, PerfEnvLeavesTuningToThePerformanceRecipe) {
                         "comm_overlap.tp_comm_overlap=true"});
   ASSERT_FALSE(tp.diags.has_errors()) << tp.codes();
   ASSERT_NE(tp.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
-  EXPECT_EQ(tp.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->value, "1");
-  EXPECT_THAT(warnings_of(tp, "runtime-env-replaced"),
-              HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS=1 from plugin:perf_env (the recipe has 32)"));
+  EXPECT_EQ(tp.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->value, "32");
+  EXPECT_FALSE(tp.has("runtime-env-replaced")) << warnings_of(tp, "runtime-env-replaced");
+  PlanRun margin =
+      plan_of(std::string(kQwen) + "plugins: {perf_env: {layernorm_sm_margin: 8}}\n", {});
+  EXPECT_EQ(margin.plan.env.find("NVTE_FWD_LAYERNORM_SM_MARGIN")->value, "8");
+  EXPECT_THAT(warnings_of(margin, "runtime-env-replaced"),
+              HasSubstr("NVTE_FWD_LAYERNORM_SM_MARGIN=8 from plugin:perf_env (the recipe has 20)"));
   // The probe adapter runs no performance recipe: perf_env sets everything itself.
   PlanRun probe = plan_of(with_perf_env, {"runtime.adapter=probe"});
   EXPECT_NE(probe.plan.env.find("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr) << probe.codes();
@@ -409,6 +424,60 @@ TEST(MegatronBridgeRules, EveryPerformanceRecipeHasItsEnvRow) {
   EXPECT_EQ(rows, megatron_bridge_perf_recipe_env().size());
   const auto& table = megatron_bridge_perf_recipe_env();
   for (size_t i = 1; i < table.size(); ++i) EXPECT_LT(table[i - 1].function, table[i].function);
+}
+
+// Found by naming every recipe of the release (tests/conformance/fidelity.py): configs the
+// release refuses when it finalises them, which validate now refuses too.
+TEST(MegatronBridgeRules, WhatTheReleaseRefusesOnItsOwnRecipes) {
+  // HybridEP only on the GPUs Megatron-Bridge names (its VR200 recipes are refused there).
+  PlanRun vr = plan_of(R"(name: g
+cluster: {gpu: vr200, num_gpus: 64}
+model: {family: gpt_oss, recipe: gpt_oss_120b, compute_dtype: fp8_mx}
+runtime: {adapter: megatron_bridge, command: [python, run_script.py]}
+)",
+                       {});
+  EXPECT_TRUE(vr.has("hybridep-gpu-unsupported")) << vr.codes();
+  // Selective recompute of a module Megatron-Core does not know.
+  PlanRun mhc = plan_of(
+      kQwen, {"model.recompute_granularity=selective", "model.recompute_modules=[mlp,mhc]"});
+  EXPECT_TRUE(mhc.has("recompute-module-unknown")) << mhc.codes();
+  // delay_wgrad_compute with Transformer Engine CUDA graphs needs TE >= 2.10.
+  const std::vector<std::string> delayed{
+      "comm_overlap.overlap_moe_expert_parallel_comm=true", "comm_overlap.delay_wgrad_compute=true",
+      "model.cuda_graph_impl=transformer_engine",           "model.cuda_graph_scope=[moe_router]",
+      "model.moe_token_dispatcher_type=alltoall",           "model.expert_model_parallel_size=16"};
+  PlanRun old_te = plan_of(kQwen, delayed);
+  EXPECT_TRUE(old_te.has("delay-wgrad-te-version")) << old_te.codes();
+  std::vector<std::string> new_te = delayed;
+  new_te.push_back("runtime.transformer_engine=2.12.0");
+  EXPECT_FALSE(plan_of(kQwen, new_te).has("delay-wgrad-te-version"));
+  // PEFT without the checkpoint it adapts.
+  const std::string peft = R"(name: p
+cluster: {gpu: h100, num_gpus: 8}
+model: {family: llama, recipe: llama3_70b}
+train: {task: peft}
+runtime: {adapter: megatron_bridge, command: [python, run_script.py]}
+)";
+  EXPECT_TRUE(plan_of(peft, {}).has("megatron-bridge-peft-needs-checkpoint"));
+  EXPECT_FALSE(plan_of(peft + "  args: [checkpoint.pretrained_checkpoint=/ckpt]\n", {})
+                   .has("megatron-bridge-peft-needs-checkpoint"));
+}
+
+// A recipe base that splits its layers unevenly (Llama 3.1 405B: 126 layers, pipeline stages
+// that account for the embedding and the loss) is not refused for it; changing the split's
+// inputs is warned as unchecked.
+TEST(MegatronBridgeRules, AnUnevenSplitOfTheBaseIsLeftToTheRuntime) {
+  const std::string named = R"(name: l
+cluster: {gpu: b200, num_gpus: 128}
+model: {family: llama, recipe: llama31_405b}
+runtime: {adapter: megatron_bridge, command: [python, run_script.py]}
+)";
+  PlanRun run = plan_of(named, {});
+  EXPECT_FALSE(run.has("layers-not-multiple-of-pp")) << run.codes();
+  EXPECT_TRUE(run.has("uneven-pipeline-split")) << run.codes();
+  EXPECT_FALSE(run.plan.recipe->base.uneven_pipeline_split.empty());
+  PlanRun changed = plan_of(named, {"model.virtual_pipeline_model_parallel_size=4"});
+  EXPECT_TRUE(changed.has("uneven-pipeline-split-unchecked")) << changed.codes();
 }
 
 }  // namespace

@@ -818,7 +818,9 @@ Outcome resolve_file(const std::string& name) {
 
 TEST(OverlapExamples, Qwen3MoeEpOverlap) {
   Outcome run = resolve_file("qwen3-30b-a3b-ep-overlap.yaml");
-  EXPECT_THAT(run.diags.items(), IsEmpty()) << run.dump();
+  // Infos only: what the recipe base's own values resolve to (its TP overlap off at tp 1).
+  EXPECT_EQ(run.diags.count(Severity::kWarning) + run.diags.count(Severity::kError), 0u)
+      << run.dump();
   EXPECT_EQ(run.o().overlap_moe_expert_parallel_comm.value, true);
   EXPECT_EQ(run.o().tp_comm_overlap.value, false);
   EXPECT_EQ(run.res.ddp.overlap_grad_reduce, true);
@@ -831,7 +833,9 @@ TEST(OverlapExamples, Qwen3MoeEpOverlap) {
 
 TEST(OverlapExamples, Gpt175bTpPpDp) {
   Outcome run = resolve_file("gpt-175b-tp-pp-dp.yaml");
-  EXPECT_THAT(run.diags.items(), IsEmpty()) << run.dump();
+  // Infos only: what the library recipe base's own values resolve to.
+  EXPECT_EQ(run.diags.count(Severity::kWarning) + run.diags.count(Severity::kError), 0u)
+      << run.dump();
   EXPECT_EQ(run.o().tp_comm_overlap.value, true);
   EXPECT_EQ(run.o().tp_comm_overlap_preset, "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048");
   EXPECT_EQ(run.o().overlap_p2p_comm.value, true);

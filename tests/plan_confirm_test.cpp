@@ -197,6 +197,52 @@ TEST_F(VerdictTest, NoVerdictOrAnUnreadableOneIsNone) {
   EXPECT_THAT(plan_confirmation_line(*v), Not(HasSubstr("\x1b")));
 }
 
+// Issue 47 item 8: the verdict is the job's file, so any bytes. Keys of `versions` reached
+// the terminal raw, 200 000 of them made a 2 MB line, and `rank: 99999999999` printed as
+// 1215752191 (cut to int).
+TEST_F(VerdictTest, VersionNamesAreEscapedAndBounded) {
+  json verdict = {{"confirmed", true}, {"compared", 3}, {"rank", 0}};
+  verdict["versions"]["megatron.bridge\x1b]0;owned\x07\x1b[2J"] = "0.6.2\x1b[31m";
+  for (int i = 0; i < 200000; ++i) verdict["versions"]["pkg" + std::to_string(i)] = "1.0";
+  auto v = read_plan_confirmation(write(verdict.dump()));
+  ASSERT_TRUE(v.has_value());
+  std::string line = plan_confirmation_line(*v);
+  EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  EXPECT_EQ(line.find('\x07'), std::string::npos) << line;
+  EXPECT_THAT(line, HasSubstr("megatron.bridge\\x1b]0;owned\\x07\\x1b[2J 0.6.2\\x1b[31m"));
+  EXPECT_THAT(line, HasSubstr(" and 199993 more)"));
+  EXPECT_LT(line.size(), 1000u);
+  std::string shown = plan_confirmation_to_json(*v).dump();
+  EXPECT_EQ(shown.find("\\u001b"), std::string::npos) << shown.substr(0, 300);
+  EXPECT_LT(shown.size(), 2000u);
+}
+
+TEST_F(VerdictTest, ARankBeyondIntIsUnknownNotAnotherRank) {
+  for (const char* rank : {"99999999999", "-1", "18446744073709551615", "1e3", "\"3\""}) {
+    auto v = read_plan_confirmation(write(std::string(R"({"confirmed": false, "rank": )") + rank +
+                                          R"(, "differences": [{"field": "f", "key": "k",
+                                          "planned": 1, "actual": 2}]})"));
+    ASSERT_TRUE(v.has_value()) << rank;
+    std::string line = plan_confirmation_line(*v);
+    EXPECT_THAT(line, HasSubstr("plan differs on a rank that is not known: f is 2, planned 1"))
+        << rank;
+    EXPECT_THAT(line, Not(HasSubstr("1215752191")));
+    EXPECT_TRUE(plan_confirmation_to_json(*v)["rank"].is_null()) << rank;
+  }
+  auto v = read_plan_confirmation(write(R"({"confirmed": false, "rank": 2147483647})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(plan_confirmation_line(*v), "plan differs on rank 2147483647:");
+}
+
+TEST(RecordedPlanConfirms, OnlyAPlanThatStartedItsRanksThroughTheConfirmation) {
+  EXPECT_TRUE(recorded_plan_confirms(json{{"confirm_at_start", true}}));
+  EXPECT_FALSE(recorded_plan_confirms(json{{"confirm_at_start", false}}));
+  EXPECT_FALSE(recorded_plan_confirms(json{{"confirm_at_start", "true"}}));
+  EXPECT_FALSE(recorded_plan_confirms(json{{"argv", json::array()}}));
+  EXPECT_FALSE(recorded_plan_confirms(json()));
+  EXPECT_FALSE(recorded_plan_confirms(json::array()));
+}
+
 TEST(PlanConfirmTriage, TheConfirmationsLineIsACauseForWhy) {
   const ErrorSignature* s = classify_line(
       "bridge-launch: the runtime built a config that differs from the plan: train.train_iters "

@@ -113,26 +113,30 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   const ModelSpec& m = r->model;
   EXPECT_EQ(m.tensor_model_parallel_size.value, 1);
   EXPECT_EQ(m.pipeline_model_parallel_size.value, 1);
-  EXPECT_FALSE(m.virtual_pipeline_model_parallel_size.is_set());  // null = unset
+  EXPECT_FALSE(user_set(m.virtual_pipeline_model_parallel_size));  // null = unset
   EXPECT_EQ(m.context_parallel_size.value, 1);
   EXPECT_EQ(m.expert_model_parallel_size.value, 16);
-  EXPECT_FALSE(m.expert_tensor_parallel_size.is_set());
+  EXPECT_FALSE(user_set(m.expert_tensor_parallel_size));
   EXPECT_EQ(m.sequence_parallel.value, false);
   EXPECT_EQ(m.num_layers.value, 48);
   EXPECT_EQ(m.hidden_size.value, 2048);
   EXPECT_EQ(m.num_attention_heads.value, 32);
   EXPECT_EQ(m.num_moe_experts.value, 128);
   EXPECT_EQ(m.moe_token_dispatcher_type.value, "alltoall");
-  EXPECT_FALSE(m.moe_flex_dispatcher_backend.is_set());
+  EXPECT_FALSE(user_set(m.moe_flex_dispatcher_backend));
+  // The recipe names qwen3_30b_a3b on 16 H100s: what it leaves unset is that recipe's value.
+  EXPECT_EQ(m.moe_flex_dispatcher_backend.value, "hybridep");
+  EXPECT_EQ(m.moe_flex_dispatcher_backend.loc.describe(),
+            "recipe base qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
   EXPECT_EQ(m.moe_shared_expert_overlap.value, false);
-  EXPECT_FALSE(m.moe_shared_expert_intermediate_size.is_set());
+  EXPECT_FALSE(user_set(m.moe_shared_expert_intermediate_size));
   EXPECT_EQ(m.moe_permute_fusion.value, false);
-  EXPECT_FALSE(m.mtp_num_layers.is_set());
+  EXPECT_FALSE(user_set(m.mtp_num_layers));
   EXPECT_EQ(m.precision.value, "bf16");
   EXPECT_EQ(m.compute_dtype.value, "bf16");
   EXPECT_EQ(m.recompute_granularity.value, "selective");
-  EXPECT_FALSE(m.recompute_method.is_set());
-  EXPECT_FALSE(m.recompute_num_layers.is_set());
+  EXPECT_FALSE(user_set(m.recompute_method));
+  EXPECT_FALSE(user_set(m.recompute_num_layers));
   EXPECT_EQ(m.recompute_modules.value, StringList{"core_attn"});
   EXPECT_EQ(m.gradient_accumulation_fusion.value, true);
   EXPECT_EQ(m.add_bias_linear.value, false);
@@ -144,24 +148,24 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
 
   const CommOverlapSpec& c = r->comm_overlap;
   EXPECT_EQ(c.tp_comm_overlap.value, false);
-  EXPECT_FALSE(c.tp_comm_overlap_cfg.is_set());
+  EXPECT_FALSE(user_set(c.tp_comm_overlap_cfg));
   EXPECT_EQ(c.tp_comm_bootstrap_backend.value, "nccl");
   EXPECT_FALSE(c.overlap_p2p_comm.is_set());
   EXPECT_FALSE(c.batch_p2p_comm.is_set());
-  EXPECT_FALSE(c.overlap_grad_reduce.is_set());
-  EXPECT_FALSE(c.overlap_param_gather.is_set());
-  EXPECT_FALSE(c.overlap_param_gather_with_optimizer_step.is_set());
-  EXPECT_FALSE(c.align_param_gather.is_set());
-  EXPECT_FALSE(c.bucket_size.is_set());
-  EXPECT_FALSE(c.defer_embedding_wgrad_compute.is_set());
-  EXPECT_FALSE(c.wgrad_deferral_limit.is_set());
+  EXPECT_FALSE(user_set(c.overlap_grad_reduce));
+  EXPECT_FALSE(user_set(c.overlap_param_gather));
+  EXPECT_FALSE(user_set(c.overlap_param_gather_with_optimizer_step));
+  EXPECT_FALSE(user_set(c.align_param_gather));
+  EXPECT_FALSE(user_set(c.bucket_size));
+  EXPECT_FALSE(user_set(c.defer_embedding_wgrad_compute));
+  EXPECT_FALSE(user_set(c.wgrad_deferral_limit));
   EXPECT_EQ(c.overlap_moe_expert_parallel_comm.value, true);
   EXPECT_EQ(c.delay_wgrad_compute.value, false);
 
   EXPECT_EQ(r->ddp.use_distributed_optimizer.value, true);
-  EXPECT_FALSE(r->ddp.overlap_grad_reduce.is_set());
-  EXPECT_FALSE(r->ddp.bucket_size.is_set());
-  EXPECT_FALSE(r->optimizer.overlap_param_gather_with_optimizer_step.is_set());
+  EXPECT_FALSE(user_set(r->ddp.overlap_grad_reduce));
+  EXPECT_FALSE(user_set(r->ddp.bucket_size));
+  EXPECT_FALSE(user_set(r->optimizer.overlap_param_gather_with_optimizer_step));
   EXPECT_EQ(r->mixed_precision.grad_reduce_in_fp32.value, false);
   EXPECT_EQ(r->mixed_precision.fp8_param_gather.value, false);
   EXPECT_EQ(r->train.global_batch_size.value, 1024);
@@ -176,9 +180,9 @@ TEST(RecipeLoaderTest, FullExampleLoadsEveryKeyTyped) {
   EXPECT_EQ(r->model.family.value, "qwen");
   EXPECT_EQ(r->model.recipe.value, "qwen3_30b_a3b");
   EXPECT_EQ(r->train.task.value, "pretrain");
-  EXPECT_FALSE(rt.args.is_set());
+  EXPECT_FALSE(user_set(rt.args));
   EXPECT_EQ(rt.container_image.value, "nvcr.io/nvidia/nemo:25.11");
-  EXPECT_FALSE(rt.workdir.is_set());
+  EXPECT_FALSE(user_set(rt.workdir));
   ASSERT_TRUE(rt.transformer_engine.is_set());
   EXPECT_TRUE(rt.transformer_engine.value->present);
   EXPECT_EQ(rt.transformer_engine.value->version, "2.9.0");

@@ -50,7 +50,8 @@ class RuntimeCheckTest : public ::testing::Test {
  protected:
   Plan plan(std::vector<std::string> overrides) {
     PlanRequest req;
-    req.recipe_path = std::string(test::kSourceDir) + "/" + kQwen;
+    req.recipe_path =
+        recipe_path_.empty() ? std::string(test::kSourceDir) + "/" + kQwen : recipe_path_;
     req.overrides = std::move(overrides);
     Plan p = build_plan(req, env_, plugin_registry(), diags_);
     std::string shown;
@@ -67,6 +68,7 @@ class RuntimeCheckTest : public ::testing::Test {
   }
   const Diagnostic* find(const std::string& code) const { return test::find_diag(diags_, code); }
 
+  std::string recipe_path_;  // the Qwen example when empty
   MapEnvironment env_{{{"HOME", "/home/user"}}};
   Diagnostics diags_;
   testing::ScriptedRunner runner_;
@@ -155,6 +157,33 @@ TEST_F(RuntimeCheckTest, AFinalisationRefusalPointsAtTheFirstRecipeKeyItsMessage
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->loc.line, 22);
   EXPECT_EQ(d->path, "model.expert_tensor_parallel_size");
+}
+
+// Recipe keys are text, never patterns: keys that would be malformed regular expressions
+// (issue 47 item 5: `example.com/owner[x` ended the check with "internal error: Mismatched
+// '(' and ')'") are searched for as plain words, and found when the message names them.
+TEST_F(RuntimeCheckTest, KeysThatLookLikeRegularExpressionsAreSearchedAsText) {
+  test::TempDir dir;  // the example's `executor:` section is its last: annotations go in it
+  recipe_path_ = dir.write("recipe.yaml",
+                           test::read_file(std::string(test::kSourceDir) + "/" + kQwen) +
+                               "\n  kubernetes:\n    annotations:\n"
+                               "      \"example.com/own(er\": a\n      \"example.com/owner[x\": b\n"
+                               "      \"example.com/x.*+?{\": c\n");
+  checked(with_finding("finalisation-refused", "",
+                       "RuntimeError: annotation com/owner[x is not allowed here"));
+  const Diagnostic* d = find("runtime-check-refused");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->path, "executor.kubernetes.annotations.example.com/owner[x");
+  EXPECT_GT(d->loc.line, 22);
+
+  // Part of a longer word is no mention; the name inside other text is.
+  diags_ = Diagnostics();
+  checked(with_finding("finalisation-refused", "",
+                       "RuntimeError: com/owner[xy and xcom/owner[x and com/own(er-ish"));
+  d = find("runtime-check-refused");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->path, "");
+  EXPECT_EQ(d->loc.line, 0);
 }
 
 TEST_F(RuntimeCheckTest, ARefusalThatNamesNoRecipeKeyPointsAtTheFile) {

@@ -424,6 +424,33 @@ TEST_F(SlurmRender, SrunArgsAreQuotedAfterTheGeneratedOptionsAndCannotChangeTheL
   }
 }
 
+// Issue 47 item 13: srun gets each srun_args entry as one word, so a second option inside
+// one ("--cpu-bind=none --nodes=9") passed validate and failed in srun after the queue wait.
+TEST_F(SlurmRender, AnSrunArgsEntryHoldingASecondOptionIsRefused) {
+  for (auto [bad, code] : std::vector<std::pair<const char*, const char*>>{
+           {"--cpu-bind=none --nodes=9", "slurm-srun-arg-contradicts-plan"},
+           {"--cpu-bind=none  -N9", "slurm-srun-arg-contradicts-plan"},
+           {"--cpu-bind=none --ntasks=3", "slurm-srun-arg-contradicts-plan"},
+           {"--exclusive --mem=0", "slurm-bad-srun-arg"},
+           {"--cpu-bind=none -l", "slurm-bad-srun-arg"}}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.srun_args=[\"") + bad + "\"]"});
+    ASSERT_TRUE(p.complete) << bad << diag_text(d);
+    EXPECT_EQ(render(p, d), "") << bad;
+    EXPECT_TRUE(d.has_code(code)) << bad << diag_text(d);
+    EXPECT_THAT(diag_text(d), ::testing::HasSubstr("holds a second option")) << bad;
+  }
+  // A blank inside a value, not followed by an option, stays the user's choice.
+  for (const char* fine : {"--comment=two words", "--job-name=a b c"}) {
+    Diagnostics d;
+    Plan p = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), d, {}, {},
+                       {std::string("executor.slurm.srun_args=[\"") + fine + "\"]"});
+    ASSERT_TRUE(p.complete) << fine << diag_text(d);
+    EXPECT_NE(render(p, d), "") << fine << diag_text(d);
+  }
+}
+
 TEST_F(SlurmRender, BadValuesAreDiagnosed) {
   Plan plan = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), diags, {}, {},
                         {"executor.slurm.sbatch_args=[constraint]"});
@@ -878,6 +905,29 @@ TEST(ScriptSetsComment, OnlyInTheLeadingCommentBlockAndOnlyTheSameComment) {
   EXPECT_TRUE(sbatch_option_sets_comment("--com=a"));
   EXPECT_FALSE(sbatch_option_sets_comment("--co=a"));  // ambiguous for sbatch (--constraint, ...)
   EXPECT_FALSE(sbatch_option_sets_comment("--constraint=a"));
+}
+
+// The Qwen3 example names Megatron-Bridge's tuned recipe: its sbatch script exports the
+// recipe's env_vars with the recipe's values (CUDA_DEVICE_MAX_CONNECTIONS=32, the LayerNorm
+// margins 20), and every rank's expected-env check covers them (docs/recipe.md, "The recipe
+// base").
+TEST(SlurmRecipeBase, TheQwenExampleExportsTheRecipesEnvAndChecksIt) {
+  Diagnostics diags;
+  Plan plan = make_plan(
+      read_file(std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"),
+      diags);
+  ASSERT_TRUE(plan.complete) << diag_text(diags);
+  std::string script = render(plan, diags);
+  for (const char* line :
+       {"export CUDA_DEVICE_MAX_CONNECTIONS='32'", "export NVTE_FWD_LAYERNORM_SM_MARGIN='20'",
+        "export NVTE_BWD_LAYERNORM_SM_MARGIN='20'"})
+    EXPECT_NE(script.find(line), std::string::npos) << line;
+  size_t expected = script.find("export BRIDGE_EXPECTED_ENV='");
+  ASSERT_NE(expected, std::string::npos);
+  std::string checked = script.substr(expected, script.find('\n', expected) - expected);
+  for (const char* name : {"CUDA_DEVICE_MAX_CONNECTIONS=", "NVTE_FWD_LAYERNORM_SM_MARGIN=",
+                           "NVTE_BWD_LAYERNORM_SM_MARGIN="})
+    EXPECT_NE(checked.find(name), std::string::npos) << name;
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ STUBS = os.path.join(HERE, "stubs")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "templates"))
 import bridge_config_check as core  # noqa: E402
 from bridge_config_check import (  # noqa: E402
-    UPSTREAM_SCRIPTS, case_context, env_text, error_text, find_perf_recipe, jsonable, run_case)
+    UPSTREAM_SCRIPTS, _run_case, case_context, env_text, error_text, find_perf_recipe, jsonable,
+    run_case)
 
 
 def write_offline_hub(home):
@@ -165,17 +166,19 @@ def _hub_lookup(stand_in_for_all, used):
         if not stand_in_for_all and str(path) in have:
             used.append("hub-config")
             return released(path, *args, **kwargs)
-        used.append("hub-stand-in")
+        used.append("hub-stand-in:" + str(path))
         return _HubConfigStandIn(path)
 
     return lookup
 
 
-def perf_env_of(name, stand_in_for_all=False):
+def perf_env_of(name, stand_in_for_all=False, base=None):
     """(name, env_vars, how) of one flat performance recipe: how is "release" when the recipe
     built as released without the Hub, "hub-config" when it built as released with a Hub
     config of hf_configs/, "hub-stand-in" when it needed a Hub config this machine lacks (see
-    _HubConfigStandIn); (name, None, error) when it did not build."""
+    _HubConfigStandIn); (name, None, error) when it did not build. With `base` (a dict), the
+    recipe's own values of bridge-launch's recipe keys go there (recipe_base_values), unless a
+    stand-in was used: then base["needs_hub_config"] names the model id."""
     from unittest import mock
 
     from megatron.bridge import AutoBridge
@@ -186,11 +189,129 @@ def perf_env_of(name, stand_in_for_all=False):
     try:
         with case_context(case), mock.patch.object(
                 AutoBridge, "from_hf_pretrained", _hub_lookup(stand_in_for_all, used)):
-            env = env_text(find_perf_recipe(name)().env_vars)
+            cfg = find_perf_recipe(name)()
+            env = env_text(cfg.env_vars)
+            if base is not None:
+                stand_ins = [u for u in used if u.startswith("hub-stand-in:")]
+                if stand_ins:
+                    base["needs_hub_config"] = stand_ins[-1].split(":", 1)[1]
+                else:
+                    base.update(recipe_base_values(cfg))
     except Exception as e:  # noqa: BLE001
         return name, None, error_text(e)
-    how = "hub-stand-in" if "hub-stand-in" in used else "hub-config" if used else "release"
+    stand_in = any(u.startswith("hub-stand-in") for u in used)
+    how = "hub-stand-in" if stand_in else "hub-config" if used else "release"
     return name, env, how
+
+
+# bridge-launch's recipe keys that a recipe of the release decides when the user leaves them
+# unset (model/recipe_base.h), with where the release's ConfigContainer holds each. The recipe
+# base table (model/megatron_bridge_perf_recipe_base.cpp) is these values of every recipe.
+BASE_KEYS = [(f"model.{k}", f"model.{k}") for k in (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+    "expert_tensor_parallel_size", "sequence_parallel", "seq_length", "num_layers", "hidden_size",
+    "num_attention_heads", "num_moe_experts", "moe_token_dispatcher_type",
+    "moe_flex_dispatcher_backend", "moe_shared_expert_overlap",
+    "moe_shared_expert_intermediate_size", "moe_permute_fusion", "mtp_num_layers",
+    "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules",
+    "gradient_accumulation_fusion", "add_bias_linear", "add_qkv_bias", "cuda_graph_impl",
+    "cuda_graph_scope")] + [
+    ("train.global_batch_size", "train.global_batch_size"),
+    ("train.micro_batch_size", "train.micro_batch_size"),
+    ("train.max_steps", "train.train_iters"),
+] + [(f"ddp.{k}", f"ddp.{k}") for k in (
+    "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+    "align_param_gather", "bucket_size")] + [
+    ("optimizer.overlap_param_gather_with_optimizer_step",
+     "optimizer.overlap_param_gather_with_optimizer_step"),
+] + [(f"mixed_precision.{k}", f"mixed_precision.{k}") for k in (
+    "grad_reduce_in_fp32", "fp8_param_gather")]
+
+
+def _base_text(v):
+    """A config value as a recipe writes it: null, true/false, numbers, names, [a,b]."""
+    v = jsonable(v)
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ",".join(_base_text(x) for x in v) + "]"
+    if isinstance(v, (int, float, str)):
+        return str(v)
+    return None  # a mapping: not a recipe key's value
+
+
+def _preset_name(cfg_value):
+    """The name under which megatron.bridge.training.comm_overlap exports this userbuffers
+    preset object, or None."""
+    mod = core.R.comm_overlap
+    for n in sorted(dir(mod)):
+        if n.startswith("userbuffers_") and getattr(mod, n) == cfg_value:
+            return n
+    return None
+
+
+def recipe_base_values(cfg):
+    """{recipe key: text} of one built recipe, before the runtime finalises it."""
+    out = {}
+    mp = cfg.mixed_precision
+    if isinstance(mp, str):
+        mp = importlib.import_module(
+            "megatron.bridge.training.mixed_precision").get_mixed_precision_config(mp)
+    out["model.precision"] = ("bf16" if getattr(mp, "bf16", False)
+                              else "fp16" if getattr(mp, "fp16", False) else "fp32")
+    for key, path in BASE_KEYS:
+        holder_name, field = path.split(".", 1)
+        holder = mp if holder_name == "mixed_precision" else getattr(cfg, holder_name, None)
+        v = getattr(holder, field, _MISSING_FIELD) if holder is not None else _MISSING_FIELD
+        if v is _MISSING_FIELD:
+            continue
+        text = _base_text(v)
+        if text is not None:
+            out[key] = text
+    m = cfg.model
+    modules = getattr(m, "cuda_graph_modules", None)
+    if modules is not None:  # Megatron-Bridge reads cuda_graph_modules and _scope as one list
+        def listed(v):
+            v = jsonable(v)
+            return [] if v is None else [str(v)] if isinstance(v, str) else [str(x) for x in v]
+        names = listed(modules) + listed(getattr(m, "cuda_graph_scope", None))
+        out["model.cuda_graph_scope"] = _base_text(list(dict.fromkeys(names)))
+    uneven = [f for f, on in (
+        ("pipeline_model_parallel_layout", getattr(m, "pipeline_model_parallel_layout", None)),
+        ("account_for_embedding_in_pipeline_split",
+         getattr(m, "account_for_embedding_in_pipeline_split", False)),
+        ("account_for_loss_in_pipeline_split",
+         getattr(m, "account_for_loss_in_pipeline_split", False)),
+        ("num_layers_in_first_pipeline_stage",
+         getattr(m, "num_layers_in_first_pipeline_stage", None)),
+        ("num_layers_in_last_pipeline_stage",
+         getattr(m, "num_layers_in_last_pipeline_stage", None))) if on]
+    if uneven:
+        out["pipeline_split"] = ",".join(uneven)
+    if getattr(cfg.optimizer, "use_precision_aware_optimizer", False):
+        out["precision_aware_optimizer"] = "true"
+    co = cfg.comm_overlap
+    if co is None:
+        out["comm_overlap"] = "null"
+        return out
+    for field, _ in core.OVERLAP_FIELDS:
+        v = getattr(co, field, _MISSING_FIELD)
+        if v is _MISSING_FIELD:
+            continue
+        if field == "tp_comm_overlap_cfg" and v is not None:
+            name = _preset_name(v)
+            out[f"comm_overlap.{field}"] = name if name else "<unnamed mapping>"
+            continue
+        text = _base_text(v)
+        if text is not None:
+            out[f"comm_overlap.{field}"] = text
+    return out
+
+
+_MISSING_FIELD = object()
 
 
 def perf_env_cross_check(names):
@@ -201,22 +322,125 @@ def perf_env_cross_check(names):
             if perf_env_of(n)[1] != perf_env_of(n, stand_in_for_all=True)[1]]
 
 
+def library_base_of(name):
+    """(name, base values) of one library recipe of megatron.bridge.recipes (the hydra adapter's
+    recipe base): {"needs_hub_config": id} where it reads a Hub config hf_configs/ lacks,
+    {"does_not_build": error} where it fails otherwise."""
+    from unittest import mock
+
+    from megatron.bridge import AutoBridge
+
+    m = re.search(r"_(\d+)gpu_([a-z0-9]+)_", name)
+    case = {"world_size": int(m.group(1)) if m else 8, "gpu": m.group(2) if m else "h100"}
+    used, base = [], {}
+    try:
+        with case_context(case), mock.patch.object(
+                AutoBridge, "from_hf_pretrained", _hub_lookup(False, used)):
+            cfg = getattr(core.R.recipes, name)()
+            stand_ins = [u for u in used if u.startswith("hub-stand-in:")]
+            if stand_ins:
+                base["needs_hub_config"] = stand_ins[-1].split(":", 1)[1]
+            else:
+                base.update(recipe_base_values(cfg))
+    except Exception as e:  # noqa: BLE001
+        return name, {"does_not_build": error_text(e)[:200]}
+    return name, base
+
+
+def library_names(rel):
+    return sorted(n for n in dir(rel.recipes)
+                  if n.endswith("_config") and callable(getattr(rel.recipes, n)))
+
+
+def perf_survey_of(name):
+    """perf_env_of with the recipe's base values: (name, env_vars, how, base)."""
+    base = {}
+    name, env, how = perf_env_of(name, base=base)
+    return name, env, how, base
+
+
 def perf_env_main(rel, jobs):
-    """--perf-env: the env_vars of every default-variant flat performance recipe."""
+    """--perf-env: the env_vars and base values of every default-variant flat performance
+    recipe."""
     names = [n for n in rel.perf_names if PERF_NAME.match(n)]
     if jobs > 1:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(jobs, initializer=_worker_init) as pool:
-            built = list(pool.imap(perf_env_of, names, chunksize=4))
+            surveyed = list(pool.imap(perf_survey_of, names, chunksize=4))
     else:
-        built = [perf_env_of(n) for n in names]
+        surveyed = [perf_survey_of(n) for n in names]
+    if jobs > 1:
+        with ctx.Pool(jobs, initializer=_worker_init) as pool:
+            library = dict(pool.imap(library_base_of, library_names(rel), chunksize=8))
+    else:
+        library = dict(library_base_of(n) for n in library_names(rel))
+    built = [(n, e, how) for n, e, how, _ in surveyed]
+    bases = {n: b for n, e, _, b in surveyed if e is not None}
     env = {n: e for n, e, _ in built if e is not None}
     # The recipes built with a real Hub config are the ones that show the stand-in's effect.
     mismatch = perf_env_cross_check(sorted(n for n, _, how in built if how == "hub-config"))
     return {"perf_env": env,
+            "perf_base": bases,
+            "library_base": library,
             "perf_env_how": {n: how for n, _, how in built},
             "perf_env_failed": {n: how for n, e, how in built if e is None},
             "perf_env_stand_in_mismatch": mismatch}
+
+
+def config_leaves(cfg):
+    """Every leaf of a ConfigContainer as {dotted path: JSON value} (lists of scalars are one
+    leaf)."""
+    out = {}
+
+    def walk(v, path):
+        if isinstance(v, dict) and v:
+            for k, x in v.items():
+                walk(x, f"{path}.{k}" if path else str(k))
+        elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
+            for i, x in enumerate(v):
+                walk(x, f"{path}[{i}]")
+        else:
+            out[path] = v
+
+    walk(jsonable(cfg), "")
+    return out
+
+
+def _built(case):
+    """(summary, leaves or None) of one case's config path."""
+    res = {"id": case["id"], "overrides": [], "flags": {}, "values": {}}
+    cfg = None
+    try:
+        with case_context(case):
+            cfg = _run_case(case, res)
+    except Exception as e:  # noqa: BLE001
+        res["harness_error"] = error_text(e)
+    summary = {k: res.get(k) for k in ("base", "base_error", "batch_error", "flag_error",
+                                        "finalize", "harness_error")}
+    summary["refused_overrides"] = {o["override"]: o["error"] for o in res["overrides"]
+                                    if not o["accepted"]}
+    return summary, (config_leaves(cfg) if cfg is not None else None)
+
+
+def run_pair(case):
+    """A fidelity case (tests/conformance/fidelity.py): the config the plan's argv builds and
+    the one the reference command line builds, compared leaf by leaf."""
+    t0 = time.time()
+    plan_summary, plan_leaves = _built(case)
+    ref_summary, ref_leaves = _built(case["reference"])
+    differs = []
+    if plan_leaves is not None and ref_leaves is not None:
+        for path in sorted(set(plan_leaves) | set(ref_leaves)):
+            a, b = plan_leaves.get(path, "<missing>"), ref_leaves.get(path, "<missing>")
+            if a != b:
+                differs.append([path, a, b])
+    return {"id": case["id"], "pair": True, "plan": plan_summary, "reference": ref_summary,
+            "differs": differs[:40], "n_differs": len(differs),
+            "seconds": round(time.time() - t0, 3)}
+
+
+def run_any(case):
+    return run_pair(case) if case.get("reference") else run_case(case)
 
 
 def _worker_init():
@@ -274,9 +498,9 @@ def main():
         if args.jobs > 1 and len(cases) > 8:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(args.jobs, initializer=_worker_init) as pool:
-                out["results"] = list(pool.imap(run_case, cases, chunksize=4))
+                out["results"] = list(pool.imap(run_any, cases, chunksize=4))
         else:
-            out["results"] = [run_case(c) for c in cases]
+            out["results"] = [run_any(c) for c in cases]
     out["seconds"] = round(time.time() - t0, 2)
     write_output(args.out, json.dumps(out, sort_keys=False))
 

@@ -40,6 +40,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity  # noqa: E402  (this directory's named-recipe fidelity check)
 import perf_recipe_table  # noqa: E402  (this directory's table generator)
 
 import yaml
@@ -84,6 +85,18 @@ def equivalent(key, planned, got, res):
                 [str(p).lower() for p in planned]:
             return True
     return False
+
+def overridden_as_planned(key, got, plan):
+    """A ddp./optimizer. value the user set that CommOverlapConfig.setup() replaces with the
+    overlap resolution's: the plan says so (ddp-field-overridden) and shows the value the
+    runtime ends with, which is what finalisation gave."""
+    section, _, field = key.partition(".")
+    if section not in ("ddp", "optimizer") or not plan:
+        return False
+    warned = any(d.get("code") == "ddp-field-overridden" and d.get("path") == key
+                 for d in plan.get("diagnostics") or [])
+    return warned and same((plan.get(section) or {}).get(field), got)
+
 
 CLASS_TEXT = {
     "override-refused": "(a) a forwarded override is refused by the release's Hydra/OmegaConf machinery",
@@ -602,6 +615,8 @@ def expected_value(override, plan):
     if key == "comm_overlap" and isinstance(value, dict):
         expanded = ((plan or {}).get("comm_overlap") or {}).get("tp_comm_overlap_cfg") or {}
         return key, strip_targets(value, expanded.get("value"))
+    if key == "comm_overlap.tp_comm_overlap_cfg" and isinstance(value, dict):
+        return key, strip_targets(value)  # the layers as the dataclass the plan sends
     if key == "comm_overlap.tp_comm_overlap_cfg" and isinstance(value, str) and plan:
         expanded = ((plan.get("comm_overlap") or {}).get("tp_comm_overlap_cfg") or {}).get("value")
         if isinstance(expanded, dict):
@@ -673,7 +688,8 @@ def check_case(item, plan, vrc, vout, res):
         key, want = expected_value(e["override"], plan)
         if key == "comm_overlap" and want is None:
             continue  # `++comm_overlap=null` clears the section; the next override sets it
-        landed_ok = covers(e["landed"], want) if key in ("comm_overlap", "mixed_precision") \
+        landed_ok = covers(e["landed"], want) if key in (
+            "comm_overlap", "mixed_precision", "comm_overlap.tp_comm_overlap_cfg") \
             else same(e["landed"], want)
         if not landed_ok:
             out.append(finding("override-landed-wrong", rid, adapter, key=key,
@@ -694,6 +710,8 @@ def check_case(item, plan, vrc, vout, res):
             continue  # survives finalisation as the resolved value: check (c)
         if fin.get("ok") and not same(e["after_finalize"], e["before_finalize"]):
             if equivalent(key, e["before_finalize"], e["after_finalize"], res):
+                continue
+            if overridden_as_planned(key, e["after_finalize"], plan):
                 continue
             out.append(finding("override-changed-at-finalisation", rid, adapter, key=key,
                                message=f"planned {short(want)}, after runtime_config_update "
@@ -906,6 +924,11 @@ def main():
     main_out, absent_out = os.path.join(tmp, "harness.json"), os.path.join(tmp, "harness-no-te.json")
     harness = start_harness(python, args.jobs, False, main_out)
     absent = start_harness(python, 1, True, absent_out)
+    # Every recipe of the release built, for the env and base tables (about 40 s of CPU).
+    survey_out = os.path.join(tmp, "perf-survey.json")
+    survey = subprocess.Popen([python, os.path.join(HERE, "harness.py"), "--perf-env", "--out",
+                               survey_out, "--jobs", "1"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     bl = BridgeLaunch(binary, home)
     items = build_corpus(example_recipes(source), args.corpus, args.seed, tmp)
 
@@ -917,6 +940,9 @@ def main():
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
         bl_results = list(ex.map(run_bl, items))
+    fid_items, fid_left_out = fidelity.build(bl, source, tmp, parse_mb_argv, CONFIG_FLAGS)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        list(ex.map(lambda it: fidelity.plan_all(bl, [it]), fid_items))
     t_plans = time.time() - t0
     cases, absent_cases, by_id = [], [], {}
     for item, (prc, plan, perr, vrc, vout) in zip(items, bl_results):
@@ -928,6 +954,7 @@ def main():
         (absent_cases if case["te_version"] is None else cases).append(case)
     probes = probe_cases()
     cases += probes
+    cases += fidelity.cases(fid_items, parse_mb_argv, CONFIG_FLAGS)
     stdout_main, err_main = harness.communicate(json.dumps({"cases": cases}))
     _, err_absent = absent.communicate(json.dumps({"cases": absent_cases}))
     if harness.returncode != 0:
@@ -980,6 +1007,20 @@ def main():
             failures.append((rid, unknown))
         else:
             known += 1
+    # Fidelity to the named recipe (fidelity.py): every table row, and each knob alone.
+    fid_findings, fid_counts = fidelity.check(fid_items, results)
+    fid_failed = collections.defaultdict(list)
+    for f in fid_findings:
+        g = gap_for(f, gaps)
+        f["known_gap"] = g["id"] if g else None
+        if g:
+            gap_hits[g["id"]] += 1
+        else:
+            fid_failed[f["case"]].append(f)
+        all_findings.append(f)
+    failed += len(fid_failed)
+    passed += len(fid_items) - len(fid_failed)
+    failures += list(fid_failed.items())
     stale = [g for g in gaps if gap_hits[g["id"]] == 0]
     failed += len(stale)
     # The performance-recipe table validate checks megatron_bridge plans against
@@ -995,6 +1036,25 @@ def main():
     table_drift += perf_recipe_table.env_differences(
         built_env, perf_recipe_table.env_from_source(
             open(os.path.join(source, "model", "megatron_bridge_perf_recipe_env.cpp")).read()))
+    # ... and the recipe base table, every recipe's values (model/megatron_bridge_perf_recipe_base.cpp),
+    # and every recipe's env, from building all of them.
+    _, survey_err = survey.communicate()
+    if survey.returncode != 0:
+        table_drift.append(f"harness.py --perf-env failed: {survey_err[-1500:]}")
+    else:
+        with open(survey_out) as f:
+            surveyed = json.load(f)
+        table_drift += perf_recipe_table.base_differences(
+            surveyed["perf_base"], perf_recipe_table.base_from_source(
+                open(os.path.join(source, "model", "megatron_bridge_perf_recipe_base.cpp")).read()))
+        table_drift += perf_recipe_table.base_differences(
+            perf_recipe_table.library_base_as_table(surveyed["library_base"]),
+            perf_recipe_table.base_from_source(open(os.path.join(
+                source, "model", "megatron_bridge_library_recipe_base.cpp")).read()))
+        table_drift += perf_recipe_table.env_differences(
+            surveyed["perf_env"], perf_recipe_table.env_from_source(
+                open(os.path.join(source, "model", "megatron_bridge_perf_recipe_env.cpp")).read()))
+        built_env.update(surveyed["perf_env"])
     failed += 1 if table_drift else 0
     # Report
     n_cases = len(items)
@@ -1033,17 +1093,27 @@ def main():
         for (cls, key), n in sorted(keys.items()):
             log(f"  {cls:36s} {key:50s} {n}")
     report_facts(hout, results)
+    log(f"fidelity to the named recipe: {fid_counts['named']} table rows named with nothing else "
+        f"set, {fid_counts['knob']} with one overlap knob changed; {fid_counts['equal']} built "
+        f"leaf-for-leaf equal to the reference command, {len(fid_failed)} failed; the release "
+        f"refuses {fid_counts['release_refuses_bare']} of its own recipes as named (validate "
+        f"must refuse those too); {len(fid_left_out)} rows left out:")
+    reasons = collections.Counter(re.sub(r"config of \S+", "config of <model>", why)
+                                  for why in fid_left_out.values())
+    for why, n in reasons.most_common():
+        log(f"  {n:4d}  {why}")
     for g in gaps:
         log(f"known gap {g['id']} ({g['class']}): {gap_hits[g['id']]} findings - {g['description']}")
     for g in stale:
         log(f"FAIL known gap {g['id']} no longer occurs: fixed: remove it from known_gaps.json")
     for d in table_drift[:20]:
         log(f"FAIL perf recipe table differs from the release: {d} (regenerate it with "
-            f"tests/conformance/perf_recipe_table.py --write, or for env_vars "
-            f"harness.py --perf-env and --write-env: tests/conformance/README.md)")
+            f"tests/conformance/perf_recipe_table.py --write, or for env_vars and the recipe "
+            f"base harness.py --perf-env and --write-env/--write-base: "
+            f"tests/conformance/README.md)")
     if not table_drift:
-        log(f"perf recipe table: equal to the release's megatron.bridge.perf_recipes (names; "
-            f"env_vars of the {len(built_env)} recipes built)")
+        log(f"perf recipe tables: equal to the release's megatron.bridge.perf_recipes (names; "
+            f"env_vars and recipe base values of the {len(built_env)} recipes built)")
     for rid, fs in failures[: (len(failures) if args.verbose else 15)]:
         log(f"FAIL {rid}")
         for f in fs[:8]:

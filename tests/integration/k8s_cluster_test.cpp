@@ -459,6 +459,10 @@ void K8sCluster::check_example_runs(const std::string& api) {
     std::map<std::string, json> env_of;
     for (const auto& e : c["env"]) env_of[e["name"].get<std::string>()] = e;
     EXPECT_EQ(env_of["NCCL_IB_HCA"]["value"], "mlx5");
+    // The recipe base's env_vars, with NVIDIA's values for qwen3_30b_a3b on 16 H100s.
+    EXPECT_EQ(env_of["CUDA_DEVICE_MAX_CONNECTIONS"]["value"], "32");
+    EXPECT_EQ(env_of["NVTE_FWD_LAYERNORM_SM_MARGIN"]["value"], "20");
+    EXPECT_EQ(env_of["NVTE_BWD_LAYERNORM_SM_MARGIN"]["value"], "20");
     EXPECT_FALSE(env_of.count("BRIDGE_EXPECTED_ENV")) << "a bridge-probe variable in a "
                                                          "Megatron-Bridge pod";
     for (const auto& v : spec["volumes"])

@@ -6,7 +6,9 @@ names, types, choices, required flags; the real parser has many more flags that 
 never emits) parses `argv` from `bridge-launch plan --format json`; the positional KEY=VALUE
 words left over are the Hydra overrides run_script.py applies to its ConfigContainer. For every
 example recipe that targets Megatron-Bridge, and for command-line variations of them, the
-parsed values must equal the plan's topology, sizes and every user-set overlap field.
+parsed values must equal the plan's topology and sizes for the keys the recipe sets, flags
+for keys it leaves unset must be absent (the recipe base decides them), and every user-set
+overlap field must arrive as written, with no other comm_overlap field.
 
 The replica mirrors NVIDIA-NeMo/Megatron-Bridge scripts/performance/argument_parser.py of the
 release branch r0.6.0 at commit 6124fbe38a68eea9c4f4be3aa5e084bd5d461d98 (the newest release
@@ -97,45 +99,54 @@ def check(binary, recipe, extra, home):
             continue
         assert key not in hydra or hydra[key] == value, f"{recipe}: {key} given twice"
         hydra[key] = value
-    # The comm_overlap section arrives as one CommOverlapConfig object: its fields.
-    section = hydra.get("++comm_overlap", "")
-    assert section.startswith("{_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig,"), (
-        f"{recipe}: comm_overlap section is {section!r}")
-    for field, value in top_level_fields(section):
-        hydra["comm_overlap." + field] = value
-    t = plan["topology"]
-    expected = {
-        "tensor_model_parallel_size": t["tp"], "pipeline_model_parallel_size": t["pp"],
-        "virtual_pipeline_model_parallel_size": t["vpp"], "context_parallel_size": t["cp"],
-        "expert_model_parallel_size": t["ep"], "expert_tensor_parallel_size": t["etp"],
-        "num_gpus": t["num_gpus"], "gpus_per_node": t["gpus_per_node"], "gpu": t["gpu"],
-    }
+    # A base recipe without a comm_overlap section gets one new CommOverlapConfig holding the
+    # user's fields; otherwise each field the user set is one override.
+    section = hydra.pop("++comm_overlap", "")
+    if section:
+        assert section.startswith(
+            "{_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig,"), section
+        for field, value in top_level_fields(section):
+            hydra["comm_overlap." + field] = value
     with open(recipe) as f:
         doc = yaml.safe_load(f)
     for key in extra:  # trailing overrides win over the file, as in bridge-launch
         path, value = key.split("=", 1)
-        section, field = path.split(".", 1)
-        doc.setdefault(section, {})[field] = yaml.safe_load(value)
-    train = doc.get("train", {})
-    for name, key in [("global_batch_size", "global_batch_size"),
-                      ("micro_batch_size", "micro_batch_size"), ("max_steps", "max_steps")]:
-        if train.get(key) is not None:
-            expected[name] = train[key]
-    if doc.get("model", {}).get("seq_length") is not None:
-        expected["seq_length"] = doc["model"]["seq_length"]
+        section_name, field = path.split(".", 1)
+        doc.setdefault(section_name, {})[field] = yaml.safe_load(value)
+    model, train, cluster = doc.get("model") or {}, doc.get("train") or {}, doc.get("cluster") or {}
+    t = plan["topology"]
+    # Always given: what run_script.py needs to pick the recipe and lay out the job.
+    expected = {"num_gpus": t["num_gpus"], "gpus_per_node": t["gpus_per_node"], "gpu": t["gpu"]}
+    # A key the recipe sets is given with the plan's value; one it leaves unset is not given at
+    # all (the recipe base decides it in the runtime as in the plan).
+    for name, section_doc, key, planned in [
+            ("tensor_model_parallel_size", model, "tensor_model_parallel_size", t["tp"]),
+            ("pipeline_model_parallel_size", model, "pipeline_model_parallel_size", t["pp"]),
+            ("context_parallel_size", model, "context_parallel_size", t["cp"]),
+            ("expert_model_parallel_size", model, "expert_model_parallel_size", t["ep"]),
+            ("expert_tensor_parallel_size", model, "expert_tensor_parallel_size", t["etp"]),
+            ("seq_length", model, "seq_length", model.get("seq_length")),
+            ("global_batch_size", train, "global_batch_size", train.get("global_batch_size")),
+            ("micro_batch_size", train, "micro_batch_size", train.get("micro_batch_size")),
+            ("max_steps", train, "max_steps", train.get("max_steps"))]:
+        expected[name] = planned if section_doc.get(key) is not None else None
+    vpp = model.get("virtual_pipeline_model_parallel_size")
+    expected["virtual_pipeline_model_parallel_size"] = -1 if vpp is None else t["vpp"]  # -1: absent
+    assert cluster.get("gpu") is None or cluster["gpu"] == t["gpu"]
     for name, want in expected.items():
         got = getattr(args, name)
         assert got == want, f"{recipe} {extra}: {name} parsed as {got!r}, plan has {want!r}"
     for field, value in (doc.get("comm_overlap") or {}).items():
-        if value is None:
+        if value is None or field == "tp_comm_overlap_cfg":
             continue
-        want = plan["comm_overlap"][field]["value"]
-        if field == "tp_comm_overlap_cfg" and isinstance(value, str):
-            # A preset travels as a reference to the release's own object.
-            want = "{_target_:megatron.bridge.training.comm_overlap." + value + ",_call_:false}"
         got = hydra.get("comm_overlap." + field)
-        assert got == hydra_value(want), (
-            f"{recipe}: comm_overlap.{field} reaches the runtime as {got!r}, plan has {want!r}")
+        assert got == hydra_value(value), (
+            f"{recipe}: comm_overlap.{field} reaches the runtime as {got!r}, the recipe has "
+            f"{value!r}")
+    sent = {k.split(".", 1)[1] for k in hydra if k.startswith("comm_overlap.")}
+    written = {k for k, v in (doc.get("comm_overlap") or {}).items() if v is not None}
+    assert sent <= written | {"tp_comm_overlap"}, (
+        f"{recipe}: comm_overlap fields the recipe does not set are sent: {sent - written}")
     return plan
 
 
