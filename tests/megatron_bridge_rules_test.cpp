@@ -459,6 +459,10 @@ train: {task: peft}
 runtime: {adapter: megatron_bridge, command: [python, run_script.py]}
 )";
   EXPECT_TRUE(plan_of(peft, {}).has("megatron-bridge-peft-needs-checkpoint"));
+  // The hydra adapter's library recipe (Qwen3-30B-A3B, 16 H100s) has a precision-aware
+  // optimizer, which needs the distributed one.
+  PlanRun hydra = plan_of(kQwen, {"runtime.adapter=hydra", "ddp.use_distributed_optimizer=false"});
+  EXPECT_TRUE(hydra.has("precision-aware-optimizer-needs-dist-opt")) << hydra.codes();
   EXPECT_FALSE(plan_of(peft + "  args: [checkpoint.pretrained_checkpoint=/ckpt]\n", {})
                    .has("megatron-bridge-peft-needs-checkpoint"));
 }

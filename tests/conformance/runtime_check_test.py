@@ -8,8 +8,8 @@ sees:
   clean        an example passes: `plan --format json` exits 0 and carries the outcome, and its
                `runtime-check-passed` line names the release and the perf recipe;
   refused      plans that bridge-launch's own rules accept and the release refuses, one of each
-               class: a Hydra override the release does not have (override refused), a
-               library recipe that needs the distributed optimizer (refused at finalisation),
+               class: a Hydra override the release does not have (override refused), an mlp
+               CUDA graph on an all-MoE model (refused at finalisation),
                a recipe name the release lacks (no recipe). Each: exit 2, the release's own
                message, the recipe line (file:line:col) or the override that set the value;
   differs      a patched release (a sitecustomize that changes one value in
@@ -185,11 +185,15 @@ def run_cases(s, python, scratch):
            ["validate", qwen] + rc, 2,
            ["runtime-check-refused", "model.moe_permute_fusion", f"{qwen}:30:",
             "Could not override 'model.moe_permute_fusion'"], env=env)
-    s.case("finalisation: the library recipe needs the distributed optimizer",
-           ["validate", qwen, "runtime.adapter=hydra", "ddp.use_distributed_optimizer=false"] + rc,
-           2, ["runtime-check-refused", "only supported with distributed optimizer",
-               "override 'ddp.use_distributed_optimizer=false'",
-               "without optimizer.use_distributed_optimizer=false"])
+    # An mlp CUDA graph on a model whose every layer is MoE: Megatron-Core refuses it when the
+    # config is finalised, and bridge-launch's own rules do not know it yet.
+    mlp_graph = ["runtime.adapter=hydra", "model.cuda_graph_impl=transformer_engine",
+                 "model.cuda_graph_scope=[mlp]",
+                 "comm_overlap.overlap_moe_expert_parallel_comm=false"]
+    s.case("finalisation: an mlp CUDA graph on an all-MoE model",
+           ["validate", qwen] + mlp_graph + rc,
+           2, ["runtime-check-refused", "mlp cuda graph is only supported for dense layers",
+               "override 'model.cuda_graph_scope=[mlp]'"])
     s.case("no such recipe in the release (hydra adapter)",
            ["validate", qwen, "runtime.adapter=hydra", "model.recipe=qwen3_31b_a3b"] + rc, 2,
            ["runtime-check-refused", "qwen3_31b_a3b", "override 'model.recipe"])
@@ -205,8 +209,7 @@ def run_cases(s, python, scratch):
            ["runtime-check-failed", "does not import", "megatron"])
     print("launch:")
     s.case("a refused plan is not submitted (Slurm --dry-run)",
-           ["--executor", "slurm", "--dry-run", qwen, "runtime.adapter=hydra",
-            "ddp.use_distributed_optimizer=false"] + rc, 2,
+           ["--executor", "slurm", "--dry-run", qwen] + mlp_graph + rc, 2,
            ["runtime-check-refused"], unwanted=["#SBATCH"])
     print("at start (a real local launch; rank 0 builds the config with the release):")
     runtime = os.path.join(scratch, "runtime.py")
