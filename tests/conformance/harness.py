@@ -192,11 +192,7 @@ def perf_env_of(name, stand_in_for_all=False, base=None):
             cfg = find_perf_recipe(name)()
             env = env_text(cfg.env_vars)
             if base is not None:
-                stand_ins = [u for u in used if u.startswith("hub-stand-in:")]
-                if stand_ins:
-                    base["needs_hub_config"] = stand_ins[-1].split(":", 1)[1]
-                else:
-                    base.update(recipe_base_values(cfg))
+                read_base(cfg, used, base)
     except Exception as e:  # noqa: BLE001
         return name, None, error_text(e)
     stand_in = any(u.startswith("hub-stand-in") for u in used)
@@ -322,6 +318,16 @@ def perf_env_cross_check(names):
             if perf_env_of(n)[1] != perf_env_of(n, stand_in_for_all=True)[1]]
 
 
+def read_base(cfg, used, base):
+    """A built recipe's base values into `base`, or the Hub model id it needed a stand-in for
+    (`used` as _hub_lookup records it): those values would be the stand-in's, not the model's."""
+    stand_ins = [u for u in used if u.startswith("hub-stand-in:")]
+    if stand_ins:
+        base["needs_hub_config"] = stand_ins[-1].split(":", 1)[1]
+    else:
+        base.update(recipe_base_values(cfg))
+
+
 def library_base_of(name):
     """(name, base values) of one library recipe of megatron.bridge.recipes (the hydra adapter's
     recipe base): {"needs_hub_config": id} where it reads a Hub config hf_configs/ lacks,
@@ -336,12 +342,7 @@ def library_base_of(name):
     try:
         with case_context(case), mock.patch.object(
                 AutoBridge, "from_hf_pretrained", _hub_lookup(False, used)):
-            cfg = getattr(core.R.recipes, name)()
-            stand_ins = [u for u in used if u.startswith("hub-stand-in:")]
-            if stand_ins:
-                base["needs_hub_config"] = stand_ins[-1].split(":", 1)[1]
-            else:
-                base.update(recipe_base_values(cfg))
+            read_base(getattr(core.R.recipes, name)(), used, base)
     except Exception as e:  # noqa: BLE001
         return name, {"does_not_build": error_text(e)[:200]}
     return name, base

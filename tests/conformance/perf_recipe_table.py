@@ -158,14 +158,21 @@ def render_env(env, release, unbuildable=None):
                        ENV_FOOTER)
 
 
-def env_from_source(text):
-    head, _, rows = text.partition("kRecipes[]")
+def rows_from_source(text, array, row_re):
+    """{row name: ({key: value}, tail text or None)} of a table render_runs wrote."""
+    head, _, rows = text.partition(array + "[]")
     flat = [(c_unescape(k), c_unescape(v)) for k, v in ENV_VAR.findall(head)]
     out = {}
-    for m in ENV_ROW.finditer(rows):
+    for m in row_re.finditer(rows):
         first, count = int(m["first"] or 0), int(m["count"] or 0)
-        out[c_unescape(m.group(1))] = dict(flat[first:first + count])
+        tail = m.group(4)
+        out[c_unescape(m.group(1))] = (dict(flat[first:first + count]),
+                                       c_unescape(tail) if tail else None)
     return out
+
+
+def env_from_source(text):
+    return {name: pairs for name, (pairs, _) in rows_from_source(text, "kRecipes", ENV_ROW).items()}
 
 
 def env_differences(release_env, source_env):
@@ -241,15 +248,9 @@ def library_base_as_table(library):
 
 
 def base_from_source(text):
-    head, _, rows = text.partition("kBases[]")
-    flat = [(c_unescape(k), c_unescape(v)) for k, v in ENV_VAR.findall(head)]
     out = {}
-    for m in BASE_ROW.finditer(rows):
-        first, count = int(m["first"] or 0), int(m["count"] or 0)
-        row = dict(flat[first:first + count])
-        if m.group(4):
-            row["needs_hub_config"] = c_unescape(m.group(4))
-        out[c_unescape(m.group(1))] = row
+    for name, (pairs, hub) in rows_from_source(text, "kBases", BASE_ROW).items():
+        out[name] = dict(pairs, needs_hub_config=hub) if hub else pairs
     return out
 
 
