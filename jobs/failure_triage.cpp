@@ -29,6 +29,11 @@ const std::vector<ErrorSignature> kSignatures = {
      K::kCause,
      "the runtime built a config that differs from the plan",
      {"bridge-launch: the runtime built a config that differs from the plan"}},
+    // The same program's env comparison before the runtime starts (ENV_LINE).
+    {"env-differs",
+     K::kCause,
+     "a rank's environment differs from the planned launch env",
+     {"bridge-launch: the rank's environment differs from the planned launch env"}},
     // Before cuda-error: "CUDA error: uncorrectable ECC error encountered" is a GPU fault,
     // which a retry on another node may not meet (model/retry_policy.h).
     {"gpu-xid",

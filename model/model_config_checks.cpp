@@ -168,6 +168,39 @@ void check_moe(const Recipe& r, const Topology& t, Diagnostics& diags) {
                 "set model.expert_model_parallel_size: 1, or choose an MoE recipe");
 }
 
+// E22: an `mlp` CUDA graph on an MoE model needs dense layers to capture ("mlp cuda graph is
+// only supported for dense layers"). Whether the model has any is its moe_layer_freq, which
+// only the recipe base knows; without a base, Megatron-Core's default (every layer MoE) may
+// not be the model's, so the rule warns that it cannot tell.
+void check_mlp_cuda_graph(const Recipe& r, Diagnostics& diags) {
+  const ModelSpec& m = r.model;
+  const std::string impl = m.cuda_graph_impl.get_or("none");
+  if ((impl != "transformer_engine" && impl != "local") || m.num_moe_experts.get_or(0) <= 1)
+    return;
+  const StringList scope = m.cuda_graph_scope.get_or({});
+  if (std::find(scope.begin(), scope.end(), "mlp") == scope.end()) return;
+  const bool base_known = !r.base.function.empty() && r.base.unknown_because.empty();
+  if (base_known && r.base.moe_dense_layers) return;
+  const std::string help =
+      "remove `mlp` from model.cuda_graph_scope (graph `attn` and `moe_router` instead), or "
+      "set model.cuda_graph_impl: none";
+  if (base_known) {
+    diags.error("mlp-cuda-graph-all-moe", "model.cuda_graph_scope", m.cuda_graph_scope.loc,
+                fmt::format("model.cuda_graph_scope has `mlp`, but every layer of {} is MoE: "
+                            "Megatron-Core refuses it (\"mlp cuda graph is only supported for "
+                            "dense layers\")",
+                            r.base.function),
+                help);
+    return;
+  }
+  diags.warning("mlp-cuda-graph-all-moe-unchecked", "model.cuda_graph_scope",
+                m.cuda_graph_scope.loc,
+                "model.cuda_graph_scope has `mlp` on an MoE model, which Megatron-Core refuses "
+                "unless some layers are dense (moe_layer_freq); no recipe base says whether this "
+                "model's are, so this is not checked",
+                help + "; or check with --runtime-check");
+}
+
 // E21: a recipe base whose optimizer is precision-aware needs the distributed optimizer
 // ("--use-precision-aware-optimizer only supported with distributed optimizer").
 void check_precision_aware_optimizer(const Recipe& r, Diagnostics& diags) {
@@ -217,6 +250,7 @@ void check_model_config(const Recipe& r, const Topology& t, Diagnostics& diags) 
   if (!runtime_is_megatron_bridge(r.runtime)) return;
   check_linear_bias(r, t, diags);
   check_cuda_graphs(r, diags);
+  check_mlp_cuda_graph(r, diags);
   check_hybridep_gpu(r, t, diags);
   check_recompute_modules(r, diags);
   check_recompute(r, t, diags);

@@ -266,6 +266,9 @@ struct RecipeBaseInfo {
   // The recipe's optimizer is precision-aware (Megatron-Core allows that only with the
   // distributed optimizer).
   bool precision_aware_optimizer = false;
+  // Some of the model's layers are dense (its moe_layer_freq is not 1, or its pattern has a 0):
+  // Megatron-Core refuses an `mlp` CUDA graph on an MoE model where every layer is MoE.
+  bool moe_dense_layers = false;
   // The keys whose value the base gave, with that value as the table writes it; table order.
   std::vector<std::pair<std::string, std::string>> filled;
 };

@@ -214,7 +214,41 @@ const PerfRecipe* named_perf_recipe(const Recipe& r) {
                           perf_recipe_dtype(r.model.compute_dtype.get_or("bf16")));
 }
 
+// The table's facts about a recipe that are not recipe keys (RecipeBaseInfo holds them).
+struct BaseFact {
+  std::string_view key;
+  void (*record)(RecipeBaseInfo&, std::string_view value);
+};
+
+const std::vector<BaseFact>& base_facts() {
+  static const std::vector<BaseFact> kFacts{
+      {"comm_overlap",
+       [](RecipeBaseInfo& b, std::string_view v) { b.comm_overlap_null = v == "null"; }},
+      {"pipeline_split",
+       [](RecipeBaseInfo& b, std::string_view v) { b.uneven_pipeline_split = std::string(v); }},
+      {"precision_aware_optimizer",
+       [](RecipeBaseInfo& b, std::string_view v) { b.precision_aware_optimizer = v == "true"; }},
+      {"moe_dense_layers",
+       [](RecipeBaseInfo& b, std::string_view v) { b.moe_dense_layers = v == "true"; }},
+  };
+  return kFacts;
+}
+
+bool record_fact(RecipeBaseInfo& info, std::string_view key, std::string_view value) {
+  for (const BaseFact& f : base_facts())
+    if (f.key == key) {
+      f.record(info, value);
+      return true;
+    }
+  return false;
+}
+
 }  // namespace
+
+bool is_recipe_base_fact(std::string_view key) {
+  RecipeBaseInfo unused;
+  return record_fact(unused, key, "");
+}
 
 std::vector<std::string_view> recipe_base_keys() {
   std::vector<std::string_view> out;
@@ -240,18 +274,7 @@ void fill_from(Recipe& r, const PerfRecipeBase& base, bool skip_sequence_paralle
                Diagnostics& diags) {
   const SourceLoc loc{{}, 0, 0, {}, r.base.function};
   for (const auto& v : base.values) {
-    if (v.key() == "comm_overlap") {
-      r.base.comm_overlap_null = v.value() == "null";
-      continue;
-    }
-    if (v.key() == "pipeline_split") {
-      r.base.uneven_pipeline_split = std::string(v.value());
-      continue;
-    }
-    if (v.key() == "precision_aware_optimizer") {
-      r.base.precision_aware_optimizer = v.value() == "true";
-      continue;
-    }
+    if (record_fact(r.base, v.key(), v.value())) continue;
     if (v.value() == "null" || (skip_sequence_parallel && v.key() == "model.sequence_parallel"))
       continue;
     const BaseKey* key = find_base_key(v.key());

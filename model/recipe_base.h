@@ -40,4 +40,8 @@ void apply_recipe_base(Recipe& r, Diagnostics& diags);
 // The recipe keys a base can fill, in table order (every key the generated table uses).
 std::vector<std::string_view> recipe_base_keys();
 
+// Whether a table key is a fact about the recipe that is not a recipe key (comm_overlap null,
+// pipeline_split, precision_aware_optimizer, moe_dense_layers: RecipeBaseInfo holds them).
+bool is_recipe_base_fact(std::string_view key);
+
 }  // namespace bridge

@@ -75,6 +75,27 @@ std::optional<int> rank_of(const json& rank) {
   return static_cast<int>(n);
 }
 
+// The launch env every rank must start with: each value as the hex of its bytes (any byte
+// reaches the rank's comparison unchanged); a secret or a value the rank expands by name only
+// (a secret's bytes are never written to a file, and only the rank knows an expanded one).
+json planned_env(const LaunchEnv& env) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  json out = json::array();
+  for (const EnvVar& v : env.vars) {
+    if (v.secret || v.expand) {
+      out.push_back({{"name", v.name}});
+      continue;
+    }
+    std::string hex;
+    for (unsigned char c : v.value) {
+      hex += kHex[c >> 4];
+      hex += kHex[c & 15];
+    }
+    out.push_back({{"name", v.name}, {"hex", hex}});
+  }
+  return out;
+}
+
 }  // namespace
 
 void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
@@ -119,8 +140,11 @@ std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const P
   if (!plan.confirm) return {};
   Diagnostics unused;
   std::optional<std::string> program = template_text(kProgramTemplate, "", unused);
+  json request = json::parse(runtime_check_request(plan), nullptr, false);
+  request["planned_env"] = planned_env(plan.env);
   return {{kConfirmProgramFile, program.value_or("")},
-          {kConfirmRequestFile, runtime_check_request(plan) + "\n"}};
+          {kConfirmRequestFile,
+           request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"}};
 }
 
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir) {
@@ -136,6 +160,8 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
     v.confirmed = j["confirmed"].get<bool>();
   if (j.contains("compared") && j["compared"].is_number_unsigned())
     v.compared = j["compared"].get<size_t>();
+  if (j.contains("env_compared") && j["env_compared"].is_number_unsigned())
+    v.env_compared = j["env_compared"].get<size_t>();
   if (j.contains("seconds") && j["seconds"].is_number()) v.seconds = j["seconds"].get<double>();
   if (j.contains("rank")) v.rank = rank_of(j["rank"]);
   if (j.contains("note") && j["note"].is_string())
@@ -160,6 +186,7 @@ nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& 
   nlohmann::ordered_json j;
   j["confirmed"] = v.confirmed ? nlohmann::ordered_json(*v.confirmed) : nullptr;
   j["compared"] = v.compared;
+  j["env_compared"] = v.env_compared;
   j["versions"] = v.versions;
   j["seconds"] = v.seconds;
   j["rank"] = v.rank ? nlohmann::ordered_json(*v.rank) : nullptr;
@@ -178,7 +205,10 @@ std::string plan_confirmation_line(const PlanConfirmationVerdict& v) {
   if (!v.confirmed)
     return "plan not confirmed: " + (v.note.empty() ? std::string("no verdict") : v.note);
   if (*v.confirmed)
-    return fmt::format("plan confirmed by rank 0 ({} values{}{})", v.compared,
+    return fmt::format("plan confirmed by rank 0 ({} values{}{}{})", v.compared,
+                       v.env_compared == 0
+                           ? ""
+                           : fmt::format(", {} env variables on every rank", v.env_compared),
                        v.not_compared.empty()
                            ? ""
                            : fmt::format(", {} left to the runtime", v.not_compared.size()),

@@ -63,6 +63,7 @@ struct ConfirmDifference {
 struct PlanConfirmationVerdict {
   std::optional<bool> confirmed;
   size_t compared = 0;
+  size_t env_compared = 0;  // launch env variables every rank compared before its runtime started
   std::vector<ConfirmDifference> differences;
   std::string versions;  // "megatron.bridge 0.6.2, megatron.core 0.19.2"
   std::string note;

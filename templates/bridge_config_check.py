@@ -890,13 +890,53 @@ def check(request):
 # with the planned values. Rank 0 writes the verdict next to REQUEST (CONFIRM_VERDICT). On a
 # difference every rank writes it, says which fields differ on stderr and exits
 # CONFIRM_EXIT_CODE, before distributed start or training. Nothing else about the runtime
-# changes.
+# changes. Before SCRIPT starts, every rank also compares its environment with the plan's
+# launch env (REQUEST's planned_env), byte for byte, so a value a wrapper, a prolog or the
+# container changed on the way stops the rank at once (ENV_LINE), before the runtime's own
+# set-if-unset can hide it.
 
 CONFIRM_HOOK_MODULE = "megatron.bridge.training.config"
 CONFIRM_HOOK_FUNCTION = "runtime_config_update"
 CONFIRM_VERDICT = "plan_confirmation.json"
 CONFIRM_EXIT_CODE = 3
 CONFIRM_LINE = "bridge-launch: the runtime built a config that differs from the plan"
+ENV_LINE = "bridge-launch: the rank's environment differs from the planned launch env"
+ENV_SHOWN_BYTES = 120
+
+
+def _shown_env_value(raw):
+    """An env value for a message: escaped (any bytes), cut to ENV_SHOWN_BYTES."""
+    text = raw[:ENV_SHOWN_BYTES].decode("utf-8", "backslashreplace")
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text + ("..." if len(raw) > ENV_SHOWN_BYTES else "")
+
+
+def env_differences(planned_env, environ):
+    """(differences, variables compared): the plan's launch env against `environ` (bytes to
+    bytes). An entry with `hex` must hold exactly those bytes; one without (a secret, or a value
+    the rank expands) must only be set, and its value is never shown."""
+    diffs, compared = [], 0
+    for entry in planned_env or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        name = entry["name"]
+        got = environ.get(name.encode("utf-8", "surrogateescape"))
+        compared += 1
+        want_hex = entry.get("hex")
+        if not isinstance(want_hex, str):
+            if got is None:
+                diffs.append({"field": f"env {name}", "key": f"env.{name}",
+                              "planned": "set", "actual": "unset"})
+            continue
+        try:
+            want = bytes.fromhex(want_hex)
+        except ValueError:
+            continue
+        if got != want:
+            diffs.append({"field": f"env {name}", "key": f"env.{name}",
+                          "planned": _shown_env_value(want),
+                          "actual": "unset" if got is None else _shown_env_value(got)})
+    return diffs, compared
 CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -983,6 +1023,8 @@ class _Confirmation:
         self.rank = _rank()
         self.start = time.time()
         self.done = False
+        self.env_diffs, self.env_compared = env_differences(self.request.get("planned_env"),
+                                                            getattr(os, "environb", {}))
 
     def write_verdict(self, verdict, every_rank=False):
         """Rank 0 writes the verdict; on a difference every rank does (the same fields, its own
@@ -1019,6 +1061,7 @@ class _Confirmation:
             if mod is not None:
                 versions[name] = getattr(mod, "__version__", "?")
         self.write_verdict({"confirmed": not diffs, "compared": compared,
+                            "env_compared": self.env_compared,
                             "not_compared": skipped, "differences": diffs,
                             "versions": versions}, every_rank=bool(diffs))
         if not diffs:
@@ -1030,6 +1073,20 @@ class _Confirmation:
         # To the process's own stderr: the runtime may have redirected sys.stderr meanwhile.
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        os.write(2, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+        os._exit(CONFIRM_EXIT_CODE)
+
+    def check_env(self):
+        """Stops the rank before SCRIPT starts when its environment is not the planned one."""
+        if not self.env_diffs:
+            return
+        self.done = True
+        self.write_verdict({"confirmed": False, "compared": 0, "env_compared": self.env_compared,
+                            "differences": self.env_diffs}, every_rank=True)
+        lines = [f"{ENV_LINE}: {d['field']} is {d['actual']}, planned {d['planned']}"
+                 for d in self.env_diffs]
+        lines.append(f"bridge-launch: rank {self.rank} stops before its runtime starts "
+                     f"(exit {CONFIRM_EXIT_CODE}); see `bridge-launch why`")
         os.write(2, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
         os._exit(CONFIRM_EXIT_CODE)
 
@@ -1093,6 +1150,7 @@ def confirm_main(args):
     import atexit
     import runpy
     confirmation = _Confirmation(args[1])
+    confirmation.check_env()
     if CONFIRM_HOOK_MODULE in sys.modules:
         confirmation.hook(sys.modules[CONFIRM_HOOK_MODULE])
     else:

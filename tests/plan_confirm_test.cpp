@@ -5,10 +5,12 @@
 // tests/conformance/runtime_check_test.py.
 #include "plan/plan_confirm.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -97,6 +99,31 @@ TEST_F(PlanConfirmTest, TheJobDirGetsTheEmbeddedProgramAndThePlannedValues) {
   EXPECT_EQ(request["planned_overlap"]["overlap_grad_reduce"], true);
 }
 
+// Every rank compares its environment with the launch env before its runtime starts: the
+// request carries each planned value's bytes (hex, so a hostile value arrives unchanged) and a
+// secret by name only (its bytes never reach a file).
+TEST_F(PlanConfirmTest, TheRequestCarriesTheLaunchEnvBytesAndSecretsByNameOnly) {
+  Plan p = plan({"env.HOSTILE=a'b\"c $(x) \\ ;", "env.TOKEN.value=s3cr3t-value",
+                 "env.TOKEN.secret=true"});
+  json request = json::parse(plan_confirmation_files(p)[1].second);
+  ASSERT_TRUE(request["planned_env"].is_array());
+  std::map<std::string, json> by_name;
+  for (const auto& e : request["planned_env"]) by_name[e["name"].get<std::string>()] = e;
+  ASSERT_EQ(by_name.size(), p.env.vars.size());
+  auto hex_of = [](const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) out += fmt::format("{:02x}", c);
+    return out;
+  };
+  EXPECT_EQ(by_name["HOSTILE"]["hex"], hex_of("a'b\"c $(x) \\ ;"));
+  // The recipe base's env_vars are planned values like any other.
+  EXPECT_EQ(by_name["CUDA_DEVICE_MAX_CONNECTIONS"]["hex"],
+            hex_of(p.env.find("CUDA_DEVICE_MAX_CONNECTIONS")->value));
+  EXPECT_FALSE(by_name["TOKEN"].contains("hex"));
+  EXPECT_EQ(plan_confirmation_files(p)[1].second.find(hex_of("s3cr3t-value")), std::string::npos);
+  EXPECT_EQ(plan_confirmation_files(p)[1].second.find("s3cr3t-value"), std::string::npos);
+}
+
 TEST_F(PlanConfirmTest, RuntimeConfirmFalseTurnsItOffWithoutAWord) {
   Plan p = plan({"runtime.confirm=false"});
   EXPECT_FALSE(p.confirm);
@@ -158,6 +185,22 @@ TEST_F(VerdictTest, AConfirmedPlanReadsAsConfirmedByRankZero) {
   EXPECT_EQ(plan_confirmation_line(*v),
             "plan confirmed by rank 0 (40 values, megatron.bridge 0.6.2)");
   EXPECT_EQ(plan_confirmation_to_json(*v)["confirmed"], true);
+}
+
+TEST_F(VerdictTest, TheEnvComparedOnEveryRankIsCounted) {
+  auto v = read_plan_confirmation(write(R"({"confirmed": true, "compared": 40, "rank": 0,
+                                            "env_compared": 12, "differences": []})"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(plan_confirmation_line(*v),
+            "plan confirmed by rank 0 (40 values, 12 env variables on every rank)");
+  EXPECT_EQ(plan_confirmation_to_json(*v)["env_compared"], 12);
+  auto differs = read_plan_confirmation(write(R"({"confirmed": false, "rank": 5,
+      "env_compared": 12, "differences": [{"field": "env NCCL_P2P_NET_CHUNKSIZE",
+      "key": "env.NCCL_P2P_NET_CHUNKSIZE", "planned": "2097152", "actual": "unset"}]})"));
+  ASSERT_TRUE(differs.has_value());
+  EXPECT_EQ(plan_confirmation_line(*differs),
+            "plan differs on rank 5: env NCCL_P2P_NET_CHUNKSIZE is unset, planned 2097152 "
+            "(env.NCCL_P2P_NET_CHUNKSIZE)");
 }
 
 TEST_F(VerdictTest, ADifferingPlanNamesEveryFieldWithBothValues) {
@@ -250,6 +293,12 @@ TEST(PlanConfirmTriage, TheConfirmationsLineIsACauseForWhy) {
   ASSERT_NE(s, nullptr);
   EXPECT_STREQ(s->id, "plan-differs");
   EXPECT_EQ(s->kind, SignatureKind::kCause);
+  const ErrorSignature* env = classify_line(
+      "bridge-launch: the rank's environment differs from the planned launch env: env "
+      "CUDA_DEVICE_MAX_CONNECTIONS is 1, planned 32");
+  ASSERT_NE(env, nullptr);
+  EXPECT_STREQ(env->id, "env-differs");
+  EXPECT_EQ(env->kind, SignatureKind::kCause);
 }
 
 }  // namespace

@@ -249,6 +249,15 @@ def _preset_name(cfg_value):
     return None
 
 
+def _has_dense_layers(moe_layer_freq):
+    """Whether an MoE model's moe_layer_freq leaves some layers dense: Megatron-Core refuses an
+    `mlp` CUDA graph when every layer is MoE (freq 1, or a pattern without a 0)."""
+    freq = jsonable(moe_layer_freq)
+    if isinstance(freq, list):
+        return 0 in freq
+    return isinstance(freq, int) and not isinstance(freq, bool) and freq != 1
+
+
 def recipe_base_values(cfg):
     """{recipe key: text} of one built recipe, before the runtime finalises it."""
     out = {}
@@ -289,6 +298,8 @@ def recipe_base_values(cfg):
         out["pipeline_split"] = ",".join(uneven)
     if getattr(cfg.optimizer, "use_precision_aware_optimizer", False):
         out["precision_aware_optimizer"] = "true"
+    if _has_dense_layers(getattr(m, "moe_layer_freq", 1)):
+        out["moe_dense_layers"] = "true"
     co = cfg.comm_overlap
     if co is None:
         out["comm_overlap"] = "null"

@@ -8,8 +8,8 @@ sees:
   clean        an example passes: `plan --format json` exits 0 and carries the outcome, and its
                `runtime-check-passed` line names the release and the perf recipe;
   refused      plans that bridge-launch's own rules accept and the release refuses, one of each
-               class: a Hydra override the release does not have (override refused), an mlp
-               CUDA graph on an all-MoE model (refused at finalisation),
+               class: a Hydra override the release does not have (override refused), a moe
+               CUDA graph without drop-padding (refused at finalisation),
                a recipe name the release lacks (no recipe). Each: exit 2, the release's own
                message, the recipe line (file:line:col) or the override that set the value;
   differs      a patched release (a sitecustomize that changes one value in
@@ -185,15 +185,16 @@ def run_cases(s, python, scratch):
            ["validate", qwen] + rc, 2,
            ["runtime-check-refused", "model.moe_permute_fusion", f"{qwen}:30:",
             "Could not override 'model.moe_permute_fusion'"], env=env)
-    # An mlp CUDA graph on a model whose every layer is MoE: Megatron-Core refuses it when the
-    # config is finalised, and bridge-launch's own rules do not know it yet.
-    mlp_graph = ["runtime.adapter=hydra", "model.cuda_graph_impl=transformer_engine",
-                 "model.cuda_graph_scope=[mlp]",
+    # A CUDA graph of the whole MoE layer on a model that drops no tokens (no capacity factor):
+    # Megatron-Core refuses it when the config is finalised, and bridge-launch's own rules do
+    # not know it (an mlp graph on an all-MoE model, the case here before, is rule E22 now).
+    moe_graph = ["runtime.adapter=hydra", "model.cuda_graph_impl=transformer_engine",
+                 "model.cuda_graph_scope=[moe]",
                  "comm_overlap.overlap_moe_expert_parallel_comm=false"]
-    s.case("finalisation: an mlp CUDA graph on an all-MoE model",
-           ["validate", qwen] + mlp_graph + rc,
-           2, ["runtime-check-refused", "mlp cuda graph is only supported for dense layers",
-               "override 'model.cuda_graph_scope=[mlp]'"])
+    s.case("finalisation: a moe CUDA graph without drop-padding",
+           ["validate", qwen] + moe_graph + rc,
+           2, ["runtime-check-refused", "moe cuda graph is only supported with drop-padding MoE",
+               "override 'model.cuda_graph_scope=[moe]'"])
     s.case("no such recipe in the release (hydra adapter)",
            ["validate", qwen, "runtime.adapter=hydra", "model.recipe=qwen3_31b_a3b"] + rc, 2,
            ["runtime-check-refused", "qwen3_31b_a3b", "override 'model.recipe"])
@@ -209,7 +210,7 @@ def run_cases(s, python, scratch):
            ["runtime-check-failed", "does not import", "megatron"])
     print("launch:")
     s.case("a refused plan is not submitted (Slurm --dry-run)",
-           ["--executor", "slurm", "--dry-run", qwen] + mlp_graph + rc, 2,
+           ["--executor", "slurm", "--dry-run", qwen] + moe_graph + rc, 2,
            ["runtime-check-refused"], unwanted=["#SBATCH"])
     print("at start (a real local launch; rank 0 builds the config with the release):")
     runtime = os.path.join(scratch, "runtime.py")

@@ -576,6 +576,7 @@ executor:
   // The keys the recipe base decides are not sent, so the runtime holds them: "left to the
   // runtime" (docs/recipe.md, "The recipe base").
   EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values, "
+                                        "[0-9]+ env variables on every rank, "
                                         "([0-9]+ left to the runtime, )?"
                                         "megatron.bridge 0.0.0\\+fake\\)"))
       << status.out;

@@ -526,6 +526,7 @@ model: {family: llama, recipe: llama3_8b, tensor_model_parallel_size: 1, precisi
 train: {global_batch_size: 32, micro_batch_size: 1, max_steps: 8}
 env:
   PYTHONPATH: )" + fake + R"(
+  HOSTILE_VALUE: "a'b\"c $(touch /tmp/owned) `id` \\ ; %n"
 runtime:
   adapter: megatron_bridge
   command: [python3, )" + fake + "/" + script + R"(]
@@ -579,7 +580,10 @@ runtime:
   EXPECT_THAT(read_file(clean.job_dir + "/rank15.log"),
               HasSubstr("fake run_script: iteration 3/8"));
   status = run_command({BRIDGE_LAUNCH_BIN, "status", clean.id}, env());
-  EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values"));
+  // Every rank compared its env with the launch env (a hostile value and the recipe base's
+  // env_vars among them) before its runtime started.
+  EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values, "
+                                        "[0-9]+ env variables on every rank"));
 }
 
 // Megatron prints its iteration lines on the last rank only (print_rank_last): --wait follows
