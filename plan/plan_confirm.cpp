@@ -142,6 +142,11 @@ std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const P
   std::optional<std::string> program = template_text(kProgramTemplate, "", unused);
   json request = json::parse(runtime_check_request(plan), nullptr, false);
   request["planned_env"] = planned_env(plan.env);
+  // The recipe base's values (model/recipe_base.h): not sent, since the runtime builds them
+  // from the same recipe, so compared here where the finalised config holds them.
+  request["planned_base"] = json::object();
+  if (plan.recipe)
+    for (const auto& [key, value] : plan.recipe->base.filled) request["planned_base"][key] = value;
   return {{kConfirmProgramFile, program.value_or("")},
           {kConfirmRequestFile,
            request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"}};

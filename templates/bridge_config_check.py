@@ -940,12 +940,48 @@ def env_differences(planned_env, environ):
 CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
+# The recipe base's keys (request "planned_base": {table key: text}, the generated tables of
+# model/recipe_base.h) at the config path the finalised config holds them, where that is not
+# the key itself. Not compared as base values: the comm_overlap fields and the ddp/optimizer
+# overlap fields, which the CommOverlapConfig sets at finalisation (the resolved overlap values
+# cover them), model.precision (a mixed-precision recipe, not one field), and the CUDA-graph
+# pair, which finalisation rewrites (the scope moves into cuda_graph_modules, and `local` with a
+# full_iteration scope becomes cuda_graph_impl full_iteration).
+BASE_CONFIG_PATHS = {"train.max_steps": "train.train_iters"}
+BASE_NOT_COMPARED = {"model.precision", "model.cuda_graph_scope", "model.cuda_graph_impl"} | {
+    f"{holder}.{field}" for field, holder in OVERLAP_FIELDS}
+
+
+def _base_value(text):
+    """A base table value (true/false, null, numbers, names, [a,b]) as the config holds it."""
+    known, value = _word_value(text)
+    if known:
+        return value
+    if text.startswith("[") and text.endswith("]"):
+        return [x for x in text[1:-1].split(",") if x]
+    return text
+
+
+def base_values(planned_base):
+    """(config path, value, plan key, None) of the recipe base's values to compare."""
+    out = []
+    for key, text in (planned_base or {}).items():
+        if key in BASE_NOT_COMPARED or key.startswith("comm_overlap.") or "." not in key:
+            continue
+        if not isinstance(text, str) or not CONFIG_KEY.fullmatch(key):
+            continue
+        out.append((BASE_CONFIG_PATHS.get(key, key), _base_value(text),
+                    f"recipe base {key}", None))
+    return out
+
+
 def planned_values(request):
     """(config path, planned value, plan key, argv word) for each value the plan sets that the
-    finalised config must hold: run_script.py's config flags, the Hydra overrides bridge-launch
-    can read back (booleans, numbers, null) and the resolved overlap fields."""
+    finalised config must hold: the recipe base's values, run_script.py's config flags, the
+    Hydra overrides bridge-launch can read back (booleans, numbers, null) and the resolved
+    overlap fields. A later entry for the same path wins (config_differences)."""
     argv = list(request.get("argv") or [])
-    out = []
+    out = base_values(request.get("planned_base"))
     words = argv
     if request.get("adapter") == "megatron_bridge":
         flags, words, _ = parse_mb_argv(argv)

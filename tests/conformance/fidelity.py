@@ -102,6 +102,7 @@ def plan_case(rid, row, plan, parse_mb_argv, config_flags):
     case["id"] = rid
     case["flags"] = {k: v for k, v in flags.items() if k in config_flags}
     case["overrides"] = rest
+    case["planned_base"] = ((plan or {}).get("recipe_base") or {}).get("values") or {}
     return case
 
 
@@ -213,4 +214,11 @@ def check(items, results):
                              "message": f"{res['n_differs']} leaves differ: {shown}"[:900]})
         elif not plan_why and not ref_why:
             counts["equal"] += 1
+        if plan_ok and not stopped and res.get("base_differs"):
+            shown = "; ".join(f"{d['field']}: planned {d['planned']!r}, finalised {d['actual']!r}"
+                              for d in res["base_differs"][:6])
+            findings.append({"class": "fidelity-base-not-confirmed", "case": rid,
+                             "key": res["base_differs"][0]["field"],
+                             "message": "the confirmation at start would stop the job: "
+                                        + shown[:900]})
     return findings, counts

@@ -418,8 +418,9 @@ def config_leaves(cfg):
     return out
 
 
-def _built(case):
-    """(summary, leaves or None) of one case's config path."""
+def _built(case, cfg_out=None):
+    """(summary, leaves or None) of one case's config path; the finalised config itself goes
+    to cfg_out[0] when given."""
     res = {"id": case["id"], "overrides": [], "flags": {}, "values": {}}
     cfg = None
     try:
@@ -427,6 +428,8 @@ def _built(case):
             cfg = _run_case(case, res)
     except Exception as e:  # noqa: BLE001
         res["harness_error"] = error_text(e)
+    if cfg_out is not None:
+        cfg_out.append(cfg)
     summary = {k: res.get(k) for k in ("base", "base_error", "batch_error", "flag_error",
                                         "finalize", "harness_error")}
     summary["refused_overrides"] = {o["override"]: o["error"] for o in res["overrides"]
@@ -438,7 +441,14 @@ def run_pair(case):
     """A fidelity case (tests/conformance/fidelity.py): the config the plan's argv builds and
     the one the reference command line builds, compared leaf by leaf."""
     t0 = time.time()
-    plan_summary, plan_leaves = _built(case)
+    plan_cfg = []
+    plan_summary, plan_leaves = _built(case, plan_cfg)
+    # The plan confirmation at start compares the recipe base's values with the config the
+    # runtime finalised: each must hold there, or a clean job would stop at start.
+    base_differs = []
+    if case.get("planned_base") and plan_cfg and plan_cfg[0] is not None:
+        base_differs = core.config_differences(
+            plan_cfg[0], core.base_values(case["planned_base"]))[0]
     ref_summary, ref_leaves = _built(case["reference"])
     differs = []
     if plan_leaves is not None and ref_leaves is not None:
@@ -447,7 +457,7 @@ def run_pair(case):
             if a != b:
                 differs.append([path, a, b])
     return {"id": case["id"], "pair": True, "plan": plan_summary, "reference": ref_summary,
-            "differs": differs[:40], "n_differs": len(differs),
+            "differs": differs[:40], "n_differs": len(differs), "base_differs": base_differs,
             "seconds": round(time.time() - t0, 3)}
 
 

@@ -573,8 +573,8 @@ executor:
   ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
   EXPECT_THAT(clean.out, HasSubstr("fake run_script: iteration 3/8"));
   CommandResult status = launch({"status", "confirm-clean"});
-  // The keys the recipe base decides are not sent, so the runtime holds them: "left to the
-  // runtime" (docs/recipe.md, "The recipe base").
+  // The keys the recipe base decides are not sent; the confirmation compares them with what
+  // the runtime built, and every rank compares its env (docs/runtime-check.md).
   EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values, "
                                         "[0-9]+ env variables on every rank, "
                                         "([0-9]+ left to the runtime, )?"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every rank compares its environment with the plan's launch env before its runtime starts.
+"""What the plan confirmation at start compares beyond the argv: every rank's environment
+against the plan's launch env, and the recipe base's values against the finalised config.
 
 The plan confirmation at start (templates/bridge_config_check.py, `--confirm`) reads the
 planned launch env from its request (`planned_env`: each value as the hex of its bytes, a
@@ -9,7 +10,12 @@ stops the rank with exit 3, the variable named on stderr and in the verdict, and
 never starts. This test imports the comparison and runs the program end to end with hostile
 values (quotes, `$(...)`, newlines, escape bytes, bytes that are not UTF-8).
 
-Usage: confirm_env_test.py SOURCE_DIR
+The recipe base's values (request `planned_base`: the keys bridge-launch did not send because
+the runtime builds them from the same recipe) are compared where the finalised config holds
+them; the conformance suite checks them against the release for every NVIDIA recipe
+(fidelity-base-not-confirmed), this test what the comparison does with them.
+
+Usage: confirm_at_start_test.py SOURCE_DIR
 """
 import importlib.util
 import json
@@ -18,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from types import SimpleNamespace
 
 SOURCE = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
 PROGRAM = os.path.join(SOURCE, "templates", "bridge_config_check.py")
@@ -67,6 +74,49 @@ class Comparison(unittest.TestCase):
         self.assertEqual(diffs, [{"field": "env TOKEN", "key": "env.TOKEN", "planned": "set",
                                   "actual": "unset"}])
         self.assertEqual(check.env_differences(planned(TOKEN=None), {b"TOKEN": b"x"})[0], [])
+
+
+class BaseValues(unittest.TestCase):
+    BASE = {"model.tensor_model_parallel_size": "2", "train.max_steps": "100",
+            "model.recompute_modules": "[mla_up_proj,mlp]", "model.moe_flex_dispatcher_backend":
+            "hybridep", "model.recompute_method": "null", "model.cuda_graph_scope": "[full]",
+            "comm_overlap.tp_comm_overlap": "true", "ddp.overlap_grad_reduce": "true",
+            "model.precision": "bf16"}
+
+    def test_each_base_value_is_compared_where_the_finalised_config_holds_it(self):
+        planned = {path: (value, key) for path, value, key, _ in check.base_values(self.BASE)}
+        self.assertEqual(planned["model.tensor_model_parallel_size"],
+                         (2, "recipe base model.tensor_model_parallel_size"))
+        self.assertEqual(planned["train.train_iters"][0], 100)
+        self.assertEqual(planned["model.recompute_modules"][0], ["mla_up_proj", "mlp"])
+        self.assertEqual(planned["model.moe_flex_dispatcher_backend"][0], "hybridep")
+        self.assertIsNone(planned["model.recompute_method"][0])
+        # Finalisation rewrites the CUDA-graph pair and sets the overlap fields from
+        # comm_overlap (compared as the resolved overlap values); precision is not one field.
+        for path in ("model.cuda_graph_scope", "comm_overlap.tp_comm_overlap",
+                     "ddp.overlap_grad_reduce", "model.precision"):
+            self.assertNotIn(path, planned)
+
+    def test_a_runtime_that_built_another_base_value_differs(self):
+        cfg = SimpleNamespace(
+            model=SimpleNamespace(tensor_model_parallel_size=4, recompute_method=None,
+                                  recompute_modules=["mla_up_proj", "mlp"],
+                                  moe_flex_dispatcher_backend="hybridep"),
+            train=SimpleNamespace(train_iters=100))
+        diffs, compared, skipped = check.config_differences(
+            cfg, check.planned_values({"planned_base": self.BASE}))
+        self.assertEqual([(d["field"], d["planned"], d["actual"]) for d in diffs],
+                         [("model.tensor_model_parallel_size", 2, 4)])
+        self.assertEqual(diffs[0]["key"], "recipe base model.tensor_model_parallel_size")
+        self.assertEqual(compared, 4)
+        self.assertEqual(skipped, ["model.recompute_method"])
+
+    def test_what_the_user_sent_wins_over_the_base(self):
+        planned = check.planned_values({"adapter": "hydra", "planned_base": self.BASE,
+                                        "argv": ["train.train_iters=8"]})
+        cfg = SimpleNamespace(train=SimpleNamespace(train_iters=8))
+        diffs, _, _ = check.config_differences(cfg, planned)
+        self.assertEqual([d for d in diffs if d["field"] == "train.train_iters"], [])
 
 
 class AtStart(unittest.TestCase):
