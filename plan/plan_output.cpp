@@ -4,9 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string_view>
 #include <variant>
 
 #include "base/shell_quote.h"
+#include "base/utf8.h"
 #include "plugins/plugin_util.h"
 
 namespace bridge {
@@ -174,10 +176,17 @@ ordered_json runtime_env_json(const RuntimeEnvDefaults& defaults) {
 }
 
 std::string launch_env_text(const LaunchEnv& env, bool color) {
-  std::vector<std::vector<std::string>> rows{{"variable", "value", "source", "reason"}};
-  for (const auto& v : env.vars)
-    rows.push_back({v.name, printable(redacted_value(v)), v.source, v.reason});
-  if (rows.size() == 1) rows.push_back({"(none)", "", "", ""});
+  std::vector<std::vector<std::string>> rows{{"variable", "value", "source: reason"}};
+  std::string last_why;
+  for (const auto& v : env.vars) {
+    // The recipe base's function is in the plan's "recipe base" heading.
+    std::string source = v.source.rfind("recipe base ", 0) == 0 ? "recipe base" : v.source;
+    std::string why = v.reason.empty() ? source : source + ": " + v.reason;
+    rows.push_back({v.name, printable(redacted_value(v)),
+                    rows.size() > 1 && why == last_why ? "as above" : why});
+    last_why = std::move(why);
+  }
+  if (rows.size() == 1) rows.push_back({"(none)", "", ""});
   return format_table(rows, color);
 }
 
@@ -352,22 +361,111 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
   return j;
 }
 
+namespace {
+
+// Text output fits kTextWidth columns. A cell wider than kWidestCell does not widen its column
+// (a 3,000-column argument would pad every row to it): it ends its line, and the row goes on
+// below at the next column. A last column that would start past kLastColumnMostRight starts on
+// a line of its own instead, kHangingIndent in.
+constexpr size_t kTextWidth = 120;
+constexpr size_t kWidestCell = 44;
+constexpr size_t kLastColumnMostRight = 80;
+constexpr size_t kHangingIndent = 6;
+
+// `text`'s words after `column` columns already used, lines continued `indent` columns in; each
+// broken line ends with `continuation` (" \\" keeps a command line one shell command).
+std::string wrap_words(std::string_view text, size_t column, size_t indent,
+                       std::string_view continuation = "") {
+  std::string out;
+  bool first = true;
+  while (!text.empty()) {
+    size_t space = text.find(' ');
+    std::string_view word = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+    if (word.empty()) continue;
+    if (!first && column + 1 + word.size() + continuation.size() > kTextWidth) {
+      // A word too long for the column goes further left, so the line still fits.
+      size_t at = std::min(indent, kTextWidth - std::min(kTextWidth - 2, word.size()));
+      out += std::string(continuation) + "\n" + std::string(at, ' ');
+      column = at;
+    } else if (!first) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    first = false;
+  }
+  return out;
+}
+
+// One word of the plan's text (an argument, an override): a word longer than a line is cut,
+// with its length; `plan --format json` has it whole.
+std::string shown_word(const std::string& word) {
+  constexpr size_t kLongestWord = kTextWidth - 8;
+  if (word.size() <= kLongestWord) return word;
+  std::string count = fmt::format(" ({} bytes in all)", word.size());
+  return printable_text(word, kLongestWord - count.size() - 3) + count;
+}
+
+// The runtime args with where each came from: a flag and its value (consecutive arguments
+// with the same source and reason) on one row.
+std::string runtime_args_text(const std::vector<RuntimeArg>& args, bool color) {
+  std::vector<std::vector<std::string>> rows{{"arg", "source: reason"}};
+  const RuntimeArg* group = nullptr;
+  for (const auto& a : args) {
+    if (group && group->source == a.source && group->reason == a.reason) {
+      rows.back()[0] += " " + shown_word(a.text);
+      continue;
+    }
+    group = &a;
+    rows.push_back({shown_word(a.text), a.reason.empty() ? a.source : a.source + ": " + a.reason});
+  }
+  if (rows.size() == 1) rows.push_back({"(none)", ""});
+  return format_table(rows, color);
+}
+
+}  // namespace
+
 std::string format_table(const std::vector<std::vector<std::string>>& rows, bool color) {
   std::vector<size_t> width;
   for (const auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) {
+    for (size_t i = 0; i + 1 < r.size(); ++i) {
       if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], r[i].size());
+      width[i] = std::max(width[i], std::min(r[i].size(), kWidestCell));
     }
   std::string out;
+  // Ends a line of the table: no trailing blanks, no line of blanks only.
+  auto emit = [&](std::string line, bool header) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    if (line.empty()) return;
+    out += (header && color ? "\033[1m" + line + "\033[0m" : line) + "\n";
+  };
   for (size_t n = 0; n < rows.size(); ++n) {
     std::string line = "  ";
+    size_t start = 2;  // where the current column starts
     for (size_t i = 0; i < rows[n].size(); ++i) {
-      bool last = i + 1 == rows[n].size();
-      line += last ? rows[n][i] : fmt::format("{:<{}}  ", rows[n][i], width[i]);
+      const std::string& cell = rows[n][i];
+      if (i + 1 == rows[n].size()) {
+        if (start > kLastColumnMostRight && !cell.empty()) {
+          emit(line, n == 0);
+          line = std::string(kHangingIndent, ' ');
+          start = kHangingIndent;
+        }
+        line += wrap_words(cell, line.size(), start);
+        break;
+      }
+      const size_t cell_start = start;
+      start += width[i] + 2;
+      if (cell.size() > width[i]) {
+        line += wrap_words(cell, line.size(), cell_start);
+        emit(line, n == 0);
+        line = std::string(start, ' ');
+      } else {
+        line += cell + std::string(start - line.size() - cell.size(), ' ');
+      }
     }
-    if (n == 0 && color) line = "\033[1m" + line + "\033[0m";
-    out += line + "\n";
+    emit(line, n == 0);
   }
   return out;
 }
@@ -391,8 +489,8 @@ std::string plan_to_text(const Plan& p, bool color) {
         color);
   }
   if (p.recipe && !p.recipe->base.function.empty()) {
-    heading(fmt::format("recipe base ({} {}): the values of the keys the recipe leaves unset",
-                        p.recipe->base.release, p.recipe->base.function));
+    heading(fmt::format("recipe base ({} {})", p.recipe->base.release, p.recipe->base.function));
+    out += "  the values of the keys the recipe leaves unset:\n";
     out += recipe_base_text(*p.recipe);
   }
   if (p.overlap) {
@@ -429,18 +527,24 @@ std::string plan_to_text(const Plan& p, bool color) {
       out += runtime_env_text(p.runtime_env, color);
     }
     heading("runtime args");
-    std::vector<std::vector<std::string>> arows{{"arg", "source", "reason"}};
-    for (const auto& a : p.runtime_args) arows.push_back({a.text, a.source, a.reason});
-    if (arows.size() == 1) arows.push_back({"(none)", "", ""});
-    out += format_table(arows, color);
+    out += runtime_args_text(p.runtime_args, color);
     heading(fmt::format("runtime command line (adapter {}; every rank)", p.adapter));
     std::vector<std::string> words;
-    for (const auto& w : runtime_argv(p)) words.push_back(printable(shell_word(w)));
-    out += fmt::format("  {}\n", fmt::join(words, " "));
+    bool cut = false;
+    for (const auto& w : runtime_argv(p)) {
+      words.push_back(shown_word(printable(shell_word(w))));
+      cut = cut || words.back() != printable(shell_word(w));
+    }
+    out += "  " + wrap_words(fmt::format("{}", fmt::join(words, " ")), 2, 6, " \\") + "\n";
+    if (cut)
+      out += "  (a word longer than a line is cut here; `plan --format json` has the whole argv)\n";
     if (p.confirm)
-      out +=
-          "  started through the plan confirmation: every rank checks the config the runtime "
-          "builds against this plan before training (runtime.confirm)\n";
+      out += "  " +
+             wrap_words("started through the plan confirmation: every rank checks its env and "
+                        "the config the runtime builds against this plan before training "
+                        "(runtime.confirm)",
+                        2, 4) +
+             "\n";
     heading("placement");
     out += format_table({{"setting", "value", "source", "rule"},
                          {"binding", std::string(binding_mode_name(p.binding.mode)),

@@ -30,6 +30,7 @@ namespace {
 
 using nlohmann::json;
 using test::CommandResult;
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -379,7 +380,32 @@ TEST_F(CliTest, PlanShowsWhoChangedTheExecutorAndWhy) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("executor changes"));
   EXPECT_THAT(text.out, HasSubstr("plugin:preemption"));
-  EXPECT_THAT(text.out, HasSubstr("so the runtime can checkpoint"));
+  EXPECT_THAT(text.out, ContainsRegex("so\\s+the runtime can checkpoint"));
+}
+
+// Issue 46: `plan` is read on a terminal. Every line of every example's plan fits 120 columns,
+// even with a 3,000-byte Hydra override (cut, with its length), and the command line wraps as
+// one shell command.
+TEST_F(CliTest, EveryExamplesPlanFitsOneHundredTwentyColumns) {
+  size_t plans = 0;
+  for (const char* dir : {"examples/recipes", "examples/named"})
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(test::kSourceDir) + "/" + dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      CommandResult r = run({"plan", "--executor", "slurm", entry.path().string()});
+      if (r.exit_code != 0) continue;  // a recipe for another executor
+      ++plans;
+      std::istringstream lines(r.out);
+      for (std::string line; std::getline(lines, line);)
+        EXPECT_LE(line.size(), 120u) << entry.path() << ":\n" << line;
+    }
+  EXPECT_GE(plans, 6u);
+  CommandResult wide = run({"plan", "--executor", "slurm", std::string(test::kSourceDir) +
+                                                            "/examples/recipes/gpt-175b-tp-pp-dp.yaml"});
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  EXPECT_THAT(wide.out, ContainsRegex("\\+\\+comm_overlap=\\{_target_:[^\n]*\\.\\.\\. \\([0-9]+ bytes in all\\)"));
+  EXPECT_THAT(wide.out, HasSubstr("`plan --format json` has the whole argv"));
+  EXPECT_THAT(wide.out, ContainsRegex("run_recipe.py [^\n]* \\\\\n      --dataset"));
 }
 
 // --template only replaces the sbatch script; with another executor it would be silently
