@@ -245,6 +245,12 @@ bool record_fact(RecipeBaseInfo& info, std::string_view key, std::string_view va
 
 }  // namespace
 
+bool fill_recipe_key(Recipe& r, std::string_view key, std::string_view text,
+                     const SourceLoc& loc) {
+  const BaseKey* k = find_base_key(key);
+  return k && fill(r, *k, text, loc);
+}
+
 bool is_recipe_base_fact(std::string_view key) {
   RecipeBaseInfo unused;
   return record_fact(unused, key, "");

@@ -40,6 +40,11 @@ void apply_recipe_base(Recipe& r, Diagnostics& diags);
 // The recipe keys a base can fill, in table order (every key the generated table uses).
 std::vector<std::string_view> recipe_base_keys();
 
+// Sets recipe key `key` (a table key: "model.cuda_graph_impl", "comm_overlap.delay_wgrad_compute")
+// to `text` as the table writes values ("true", "7", "[attn,mlp]"), with source `loc`, where the
+// field is unset. True when the key is known and the text fits its field (or it was set).
+bool fill_recipe_key(Recipe& r, std::string_view key, std::string_view text, const SourceLoc& loc);
+
 // Whether a table key is a fact about the recipe that is not a recipe key (comm_overlap null,
 // pipeline_split, precision_aware_optimizer, moe_dense_layers: RecipeBaseInfo holds them).
 bool is_recipe_base_fact(std::string_view key);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "base/suggest.h"
+#include "model/run_script_flags.h"
 #include "model/runtime_kind.h"
 
 namespace bridge {
@@ -201,12 +202,32 @@ ArgSetting hydra_setting(const std::string& arg, size_t eq) {
   return s;
 }
 
+// A run_script.py flag at args[i] that sets recipe keys (model/run_script_flags.h): one
+// setting per key, each written as the flag was; returns the words it took (0: not one).
+size_t run_script_flag_settings(const std::vector<std::string>& args, size_t i,
+                                std::vector<ArgSetting>& out) {
+  std::vector<std::string> words{args[i]};
+  if (i + 1 < args.size()) words.push_back(args[i + 1]);
+  std::vector<RunScriptFlagUse> uses = run_script_flag_uses(words);
+  if (uses.empty() || uses[0].written.rfind(args[i], 0) != 0) return 0;
+  for (const RunScriptKeySetting& k : uses[0].sets)
+    out.push_back({k.key, k.value, uses[0].written});
+  return uses[0].written.size() == args[i].size() ? 1 : 2;
+}
+
 std::vector<ArgSetting> settings_in_args(const std::vector<std::string>& args,
-                                         const std::vector<AdapterFlag>& flags) {
+                                         const RuntimeAdapter& adapter) {
+  const std::vector<AdapterFlag>& flags = adapter.flags;
   std::vector<ArgSetting> out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     size_t eq = a.find('=');
+    if (adapter.name == "megatron_bridge" && !a.empty() && a[0] == '-') {
+      if (size_t took = run_script_flag_settings(args, i, out)) {
+        i += took - 1;
+        continue;
+      }
+    }
     if (!a.empty() && a[0] == '-') {
       std::string name = a.substr(0, eq);
       auto f = std::find_if(flags.begin(), flags.end(), [&](const AdapterFlag& fl) {
@@ -227,7 +248,7 @@ std::vector<ArgSetting> settings_in_args(const std::vector<std::string>& args,
 void check_contradictions(const std::vector<std::string>& args, const RuntimeAdapter& adapter,
                           const std::vector<AdapterArg>& emitted, const SourceLoc& loc,
                           Diagnostics& diags) {
-  for (const ArgSetting& s : settings_in_args(args, adapter.flags)) {
+  for (const ArgSetting& s : settings_in_args(args, adapter)) {
     auto e = std::find_if(emitted.begin(), emitted.end(),
                           [&](const AdapterArg& a) { return a.key == s.key; });
     // megatron_bridge carries the precision as -c (the compute dtype).
