@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "base/suggest.h"
 #include "model/megatron_bridge_perf_recipes.h"
 #include "model/runtime_kind.h"
 
@@ -318,11 +319,50 @@ void apply_performance_recipe(Recipe& r, Diagnostics& diags) {
 // script builds for the model recipe, task, GPU, dtype and GPU count (the same choice as the
 // conformance harness: that count, then the GPU's other counts in rising order, then any
 // GPU's, then the recipe's generic function).
+// The `--recipe NAME` a recipe-driven script (run_recipe.py) is given in runtime.command or
+// runtime.args: the recipe the job builds, whatever model.recipe says. "" when none.
+std::string script_recipe_name(const Recipe& r) {
+  std::string name;
+  for (const Field<StringList>* words : {&r.runtime.command, &r.runtime.args}) {
+    const StringList list = words->get_or({});
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i] == "--recipe" && i + 1 < list.size()) name = list[i + 1];
+      if (list[i].rfind("--recipe=", 0) == 0) name = list[i].substr(9);
+    }
+  }
+  return name;
+}
+
+const PerfRecipeBase* library_recipe_named(std::string_view function) {
+  for (const PerfRecipeBase& b : megatron_bridge_library_recipe_base())
+    if (b.function == function) return &b;
+  return nullptr;
+}
+
+// A `--recipe NAME` the release does not have: the job stops at start ("has no attribute").
+void report_unknown_script_recipe(const Recipe& r, const std::string& name, Diagnostics& diags) {
+  std::vector<std::string> names;
+  for (const PerfRecipeBase& b : megatron_bridge_library_recipe_base())
+    names.emplace_back(b.function);
+  diags.warning("hydra-recipe-unknown", "runtime.command", r.runtime.command.loc,
+                fmt::format("the script is given `--recipe {}`, which is not a library recipe of "
+                            "Megatron-Bridge 0.6.2{}; bridge-launch knows no base for it, and that "
+                            "release's run_recipe.py would stop at start",
+                            name, did_you_mean(name, names)),
+                "name one of megatron.bridge.recipes' functions, or check with --runtime-check");
+}
+
 void apply_library_recipe(Recipe& r, Diagnostics& diags) {
-  if (!r.model.recipe.is_set()) return;
-  const PerfRecipeBase* base = find_library_recipe(
-      *r.model.recipe.value, r.train.task.get_or("pretrain"), r.cluster.gpu.get_or("h100"),
-      perf_recipe_dtype(r.model.compute_dtype.get_or("bf16")), r.cluster.num_gpus.get_or(1));
+  const std::string named = script_recipe_name(r);
+  const PerfRecipeBase* base = nullptr;
+  if (!named.empty()) {
+    base = library_recipe_named(named);
+    if (!base) report_unknown_script_recipe(r, named, diags);
+  } else if (r.model.recipe.is_set()) {
+    base = find_library_recipe(
+        *r.model.recipe.value, r.train.task.get_or("pretrain"), r.cluster.gpu.get_or("h100"),
+        perf_recipe_dtype(r.model.compute_dtype.get_or("bf16")), r.cluster.num_gpus.get_or(1));
+  }
   if (!base) return;  // a script of the user's own: nothing is known
   r.base.function = std::string(base->function);
   r.base.release = "Megatron-Bridge 0.6.2 (library recipe)";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -132,7 +133,7 @@ std::string versions_text(const json& answer) {
 
 bool is_refusal(const std::string& cls) {
   return cls == "no-recipe" || cls == "override-refused" || cls == "flags-refused" ||
-         cls == "finalisation-refused";
+         cls == "finalisation-refused" || cls == "hub-config-missing";
 }
 
 void report_finding(const Plan& plan, const RuntimeCheckOutcome& outcome, const json& f,
@@ -144,6 +145,12 @@ void report_finding(const Plan& plan, const RuntimeCheckOutcome& outcome, const 
   SourceLoc loc = key.empty() ? location_in_message(r, message, key) : location_of(r, key);
   if (loc.file.empty() && !loc.from_override()) loc.file = r.file;
   std::string who = fmt::format("Megatron-Bridge in {}", outcome.python);
+  if (cls == "hub-config-missing") {
+    diags.error("runtime-check-refused", key, loc, fmt::format("{}: {}", who, message),
+                "cache the config where the job's ranks read it (their HF_HOME), as the message "
+                "shows; every rank would otherwise need the Hub at start");
+    return;
+  }
   if (is_refusal(cls)) {
     diags.error(
         "runtime-check-refused", key, loc,
@@ -169,10 +176,21 @@ bool runtime_check_asked(const Plan& plan) {
          !plan.recipe->runtime.check.python.value->empty();
 }
 
+bool is_python_script_command(const std::vector<std::string>& argv) {
+  if (argv.size() < 2 || argv[1].empty() || argv[1][0] == '-') return false;
+  std::string program = std::filesystem::path(argv[0]).filename().string();
+  return program.rfind("python", 0) == 0;
+}
+
 std::string runtime_check_request(const Plan& plan) {
   const Recipe& r = *plan.recipe;
   const Topology& t = *plan.topology;
   json argv = json::array();
+  // The script's own arguments in runtime.command (run_recipe.py --recipe NAME): the job runs
+  // them, so the check builds from them too.
+  const std::vector<std::string> command = r.runtime.command.get_or({});
+  if (is_python_script_command(command))
+    for (size_t i = 2; i < command.size(); ++i) argv.push_back(command[i]);
   for (const auto& a : plan.user_args) argv.push_back(a);
   for (const auto& a : plan.runtime_args) argv.push_back(a.text);
   json lookup{{"model_family_name", r.model.family.get_or("")},

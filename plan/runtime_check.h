@@ -4,9 +4,13 @@
 // bridge-launch's own rules describe one Megatron-Bridge release; a user's container often
 // holds a newer or a patched one. When asked, validate, plan and a launch run the program
 // embedded from templates/bridge_config_check.py in that Python, on this machine: no GPU, no
-// distributed start, no training. It builds the config from exactly the planned argv (the
-// adapter's words), finalises it at the plan's world size and the GPU's capability, and
-// answers which words the runtime refuses and which planned values it holds differently.
+// distributed start, no training. It builds the config from exactly the job's argv (the words
+// of runtime.command after the script, runtime.args and the adapter's words: a recipe named in
+// the command is the one checked), finalises it at the plan's world size and the GPU's
+// capability, and answers which words the runtime refuses and which planned values it holds
+// differently. It runs offline (HF_HUB_OFFLINE=1, the user's HF_HOME): a recipe whose Hugging
+// Face config is not in that cache is refused in seconds with the model id and how to cache
+// it, since the job's ranks need the same config.
 //
 // Contract of run_runtime_check: when the plan asks for the check (runtime.check.python set)
 // and is complete, it runs the program once through `runner` with runtime.check.timeout
@@ -35,6 +39,10 @@ bool runtime_check_asked(const Plan& plan);
 
 // The request the check program reads on stdin (see templates/bridge_config_check.py).
 std::string runtime_check_request(const Plan& plan);
+
+// Whether `argv` is `python SCRIPT ...`: the shape whose words after the script are the
+// script's own arguments (and in front of whose script the confirmation can start).
+bool is_python_script_command(const std::vector<std::string>& argv);
 
 // Turns the program's answer (one JSON object) into diagnostics and the outcome.
 RuntimeCheckOutcome read_runtime_check_answer(const Plan& plan, const std::string& answer,

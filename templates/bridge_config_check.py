@@ -740,7 +740,13 @@ def case_of(request):
                     flags={k: v for k, v in flags.items() if k in CONFIG_FLAGS})
     else:
         case.update(mode="recipe", recipe_lookup=request.get("recipe_lookup") or {},
-                    overrides=[w for w in argv if "=" in w])
+                    overrides=[w for w in argv if "=" in w and not w.startswith("-")])
+        # A recipe-driven script's `--recipe NAME` (run_recipe.py): the recipe the job builds.
+        for i, w in enumerate(argv):
+            if w == "--recipe" and i + 1 < len(argv):
+                case["recipe_function"] = argv[i + 1]
+            elif w.startswith("--recipe="):
+                case["recipe_function"] = w.split("=", 1)[1]
     return case, where
 
 
@@ -855,11 +861,57 @@ def _changes(res, argv, where, planned_overlap):
     return out
 
 
+# The Hugging Face Hub ids the recipe asked AutoBridge for, in order (the runtime check only).
+HUB_LOOKUPS = []
+# What the Hub libraries say when a file is neither cached nor fetchable offline.
+HUB_MISSING_MARKS = ("offline", "LocalEntryNotFound", "cached files", "local cache",
+                     "couldn't connect", "HF_HUB_OFFLINE")
+
+
+def _record_hub_lookups():
+    """Wraps AutoBridge.from_hf_pretrained so that a recipe that fails to build can be told
+    apart: one that needs a Hub config the cache lacks."""
+    try:
+        from megatron.bridge import AutoBridge
+    except Exception:  # noqa: BLE001  (an older release: nothing to record)
+        return
+    original = AutoBridge.from_hf_pretrained
+
+    def from_hf_pretrained(path, *args, **kwargs):
+        HUB_LOOKUPS.append(str(path))
+        return original(path, *args, **kwargs)
+
+    AutoBridge.from_hf_pretrained = from_hf_pretrained
+
+
+def _hub_config_missing(res):
+    """A finding when the recipe needs a Hub config the cache (HF_HOME) does not hold."""
+    error = res.get("harness_error") or ""
+    if not HUB_LOOKUPS or not any(m in error for m in HUB_MISSING_MARKS):
+        return None
+    model_id = HUB_LOOKUPS[-1]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    function = (res.get("base") or {}).get("function") or "the recipe"
+    how = (f"HF_HOME={home} python -c \"from huggingface_hub import snapshot_download; "
+           f"snapshot_download('{model_id}', allow_patterns=['*.json', '*.py'])\"")
+    return _finding("hub-config-missing", "model.recipe", None,
+                    f"{function} reads the Hugging Face config of {model_id}, which is not in "
+                    f"the Hub cache {home} (the check runs offline and answers at once instead "
+                    f"of retrying the Hub; the job's ranks need the same files); cache it where "
+                    f"the job reads it with: {how}")
+
+
 def check(request):
     t0 = time.time()
     answer = {"ok": False, "error": None, "versions": None, "import_seconds": None,
               "seconds": None, "base": None, "findings": []}
+    # Offline: a config the cache lacks is an answer in seconds, not minutes of retries.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import_s, error = load_release()
+    if not error:
+        _record_hub_lookups()
     answer["import_seconds"] = round(import_s, 2)
     if error:
         answer["error"] = f"Megatron-Bridge does not import in {sys.executable}: {error}"
@@ -867,7 +919,11 @@ def check(request):
         answer["versions"] = R.versions
         case, where = case_of(request)
         res = run_case(case)
-        if res.get("harness_error"):
+        missing = _hub_config_missing(res)
+        if missing:
+            answer["base"] = res.get("base")
+            answer["findings"] = [missing]
+        elif res.get("harness_error"):
             answer["error"] = "the check itself failed: " + res["harness_error"]
         else:
             argv = list(request.get("argv") or [])

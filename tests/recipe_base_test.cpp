@@ -18,6 +18,7 @@
 #include "plan/plan_output.h"
 #include "system/host_env.h"
 #include "tests/support/build_paths.h"
+#include "tests/test_util.h"
 
 namespace bridge {
 namespace {
@@ -213,6 +214,24 @@ TEST(RecipeBase, TheHydraAdaptersBaseIsTheLibraryRecipe) {
   EXPECT_EQ(find_library_recipe("qwen3_30b_a3b", "pretrain", "b200", "bf16", 16)->function,
             "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");  // any GPU's, in name order
   EXPECT_EQ(find_library_recipe("no_such_model", "pretrain", "h100", "bf16", 8), nullptr);
+}
+
+// A recipe-driven script given `--recipe NAME` builds that recipe, whatever model.recipe says:
+// it is the base. A name the release lacks is said, with the closest name, and no base is made up.
+TEST(RecipeBase, TheScriptsRecipeArgumentNamesTheHydraBase) {
+  PlanRun run = plan_of(kGuide, {"runtime.adapter=hydra",
+                                 "runtime.command=[python,run_recipe.py,--recipe,"
+                                 "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config]"});
+  EXPECT_EQ(run.plan.recipe->base.function, "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config");
+  EXPECT_EQ(run.plan.recipe->model.recompute_granularity.value, "full");  // the 8-GPU recipe's
+  PlanRun misspelt = plan_of(kGuide, {"runtime.adapter=hydra",
+                                      "runtime.args=[--recipe=qwen3_30b_a3b_pretrain_16gpu_h100_"
+                                      "bf16_cnofig]"});
+  EXPECT_TRUE(misspelt.plan.recipe->base.function.empty());
+  EXPECT_FALSE(misspelt.plan.recipe->model.num_layers.is_set());
+  const Diagnostic* d = test::find_diag(misspelt.diags, "hydra-recipe-unknown");
+  ASSERT_NE(d, nullptr);
+  EXPECT_THAT(d->message, HasSubstr("qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"));
 }
 
 // The probe and none runtimes build no recipe: no base.

@@ -9,7 +9,9 @@ sees:
                `runtime-check-passed` line names the release and the perf recipe;
   refused      plans that bridge-launch's own rules accept and the release refuses, one of each
                class: a Hydra override the release does not have (override refused), a moe
-               CUDA graph without drop-padding (refused at finalisation),
+               CUDA graph without drop-padding (refused at finalisation), a misspelt
+               `--recipe` in runtime.command (the command's recipe is the one checked), a
+               Hub config the cache lacks (refused at once, naming the model id),
                a recipe name the release lacks (no recipe). Each: exit 2, the release's own
                message, the recipe line (file:line:col) or the override that set the value;
   differs      a patched release (a sitecustomize that changes one value in
@@ -195,6 +197,26 @@ def run_cases(s, python, scratch):
            ["validate", qwen] + moe_graph + rc,
            2, ["runtime-check-refused", "moe cuda graph is only supported with drop-padding MoE",
                "override 'model.cuda_graph_scope=[moe]'"])
+    # The recipe the job's command names is the one checked: run_recipe.py's `--recipe` in
+    # runtime.command, misspelt, is refused by the release (it was checked against
+    # model.recipe's recipe and "passed").
+    gpt = "examples/recipes/gpt-175b-tp-pp-dp.yaml"
+    s.case("a misspelt --recipe in runtime.command is the recipe checked (hydra adapter)",
+           ["validate", gpt, "runtime.command=[python,/opt/Megatron-Bridge/scripts/training/"
+            "run_recipe.py,--recipe,gpt3_175b_pretrain_32gpu_h100_bf16_cnofig]"] + rc, 2,
+           ["runtime-check-refused", "gpt3_175b_pretrain_32gpu_h100_bf16_cnofig",
+            "hydra-recipe-unknown"])
+    # Offline without the Hub config the recipe reads (a login node's usual state, with
+    # HF_HUB_OFFLINE unset): a refusal naming the model id and how to cache it, at once, not
+    # minutes of Hub retries reported as the check's own failure.
+    env = dict(s.env, HF_HOME=os.path.join(scratch, "empty-hf"))
+    env.pop("HF_HUB_OFFLINE", None)
+    env.pop("TRANSFORMERS_OFFLINE", None)
+    s.case("a Hub config the cache lacks is refused with the model id to cache",
+           ["validate", qwen] + rc, 2,
+           ["runtime-check-refused", "reads the Hugging Face config of Qwen/Qwen3-30B-A3B",
+            "snapshot_download('Qwen/Qwen3-30B-A3B'", os.path.join(scratch, "empty-hf")],
+           env=env, unwanted=["the check itself failed", "runtime-check-failed"])
     s.case("no such recipe in the release (hydra adapter)",
            ["validate", qwen, "runtime.adapter=hydra", "model.recipe=qwen3_31b_a3b"] + rc, 2,
            ["runtime-check-refused", "qwen3_31b_a3b", "override 'model.recipe"])
