@@ -14,8 +14,9 @@ function, the Hydra overrides, run_script.py's flag layer, runtime_config_update
       parallelism off, half the expert parallelism) changed alone: the plan's argv against the
       bare command plus that one override or run_script.py flag as a careful engineer would
       type it. Equal leaves mean the plan changed that knob and what the release derives from
-      it, nothing else. These are also `ablate --vary`'s variants: ablate plans the same recipe
-      with the knob as one more override, through the same adapter.
+      it, nothing else. The plan side is planned exactly as `ablate --vary KNOB=VALUE` plans
+      its variant (launcher/cli_job_commands.cpp plan_variants): the named recipe with the
+      knob as one more command-line override, so these cases check ablate's variants too.
 
 Rows the release cannot build offline (a Hub config the suite's cache lacks, a file the wheel
 does not package) are counted with the reason, not failed.
@@ -72,14 +73,12 @@ def bases(source):
         return perf_recipe_table.base_from_source(f.read())
 
 
-def recipe_text(mr, task, gpu, dtype, n, extra="", model_extra=""):
+def recipe_text(mr, task, gpu, dtype, n):
     family = re.split(r"[_\d]", mr)[0] or mr
     return (f"name: fidelity\n"
             f"cluster: {{gpu: {gpu}, num_gpus: {n}}}\n"
-            f"model: {{family: {family}, recipe: {mr}, compute_dtype: {DTYPE_FLAG[dtype]}"
-            f"{model_extra}}}\n"
+            f"model: {{family: {family}, recipe: {mr}, compute_dtype: {DTYPE_FLAG[dtype]}}}\n"
             f"train: {{task: {task}}}\n"
-            f"{extra}"
             f"runtime: {{adapter: megatron_bridge, command: [python, run_script.py], "
             f"transformer_engine: '2.9.0'}}\n"
             f"executor: {{default: slurm}}\n")
@@ -128,23 +127,22 @@ def build(binary_plan, source, tmp, parse_mb_argv, config_flags):
                 if base.get(knob) != _text(value):
                     variants.append(("knob", (knob, value)))
             variants += [("knob", k) for k in topology_knobs(base)]
+        path = os.path.join(tmp, "fidelity", re.sub(r"[^A-Za-z0-9_.=-]", "_", fn) + ".yaml")
+        with open(path, "w") as f:
+            f.write(recipe_text(mr, task, gpu, dtype, n))
         for kind, knob in variants:
             rid = f"fidelity/{fn}" + (f"/{knob[0]}={_text(knob[1])}" if knob else "")
-            section, field = knob[0].split(".") if knob else ("", "")
-            in_model = section == "model"
-            extra = f"{section}: {{{field}: {_text(knob[1])}}}\n" if knob and not in_model else ""
-            model_extra = f", {field}: {_text(knob[1])}" if in_model else ""
-            path = os.path.join(tmp, "fidelity", re.sub(r"[^A-Za-z0-9_.=-]", "_", rid) + ".yaml")
-            with open(path, "w") as f:
-                f.write(recipe_text(mr, task, gpu, dtype, n, extra, model_extra))
-            items.append({"rid": rid, "kind": kind, "row": row, "knob": knob, "path": path})
+            # As ablate plans a variant: the knob as one more override of the named recipe.
+            overrides = [f"{knob[0]}={_text(knob[1])}"] if knob else []
+            items.append({"rid": rid, "kind": kind, "row": row, "knob": knob, "path": path,
+                          "overrides": overrides})
     return items, left_out
 
 
 def plan_all(bl, items):
     for it in items:
-        rc, plan, err = bl.plan(it["path"])
-        vrc, vout = bl.validate(it["path"])
+        rc, plan, err = bl.plan(it["path"], it["overrides"])
+        vrc, vout = bl.validate(it["path"], it["overrides"])
         it.update(plan_rc=rc, plan=plan, plan_err=err, validate_rc=vrc, validate_out=vout)
 
 

@@ -217,8 +217,8 @@ class BridgeLaunch:
     def __init__(self, binary, home):
         self.binary, self.env = binary, dict(os.environ, HOME=home, NO_COLOR="1")
 
-    def plan(self, recipe):
-        r = subprocess.run([self.binary, "plan", "--format", "json", recipe],
+    def plan(self, recipe, overrides=()):
+        r = subprocess.run([self.binary, "plan", "--format", "json", recipe, *overrides],
                            capture_output=True, text=True, env=self.env, check=False)
         try:
             doc = json.loads(r.stdout)
@@ -226,9 +226,9 @@ class BridgeLaunch:
             doc = None
         return r.returncode, doc, r.stderr[-2000:]
 
-    def validate(self, recipe):
-        r = subprocess.run([self.binary, "validate", recipe], capture_output=True, text=True,
-                           env=self.env, check=False)
+    def validate(self, recipe, overrides=()):
+        r = subprocess.run([self.binary, "validate", recipe, *overrides], capture_output=True,
+                           text=True, env=self.env, check=False)
         return r.returncode, (r.stdout + r.stderr)[-3000:]
 
 
