@@ -7,9 +7,11 @@
 #include <set>
 #include <string_view>
 
+#include "base/utf8.h"
 #include "base/yaml_tree.h"
 #include "executors/k8s_names.h"
 #include "executors/k8s_pod_shape.h"
+#include "plan/plan_confirm.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
@@ -103,13 +105,13 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
     diags.error("k8s-invalid-name", "executor.kubernetes.namespace", kx.namespace_.loc,
                 fmt::format("namespace `{}` is not a valid Kubernetes namespace name (RFC 1123 "
                             "label: lowercase letters, digits and '-', at most 63 characters)",
-                            *kx.namespace_.value));
+                            printable_text(*kx.namespace_.value, 64)));
   auto check_subdomain = [&](const Field<std::string>& f, const std::string& path) {
     if (f.is_set() && !is_rfc1123_subdomain(*f.value))
       diags.error("k8s-invalid-name", path, f.loc,
                   fmt::format("`{}` is not a valid Kubernetes object name (lowercase RFC 1123 "
                               "subdomain)",
-                              *f.value));
+                              printable_text(*f.value, 64)));
   };
   check_subdomain(kx.secret_name, "executor.kubernetes.secret_name");
   check_subdomain(kx.service_account, "executor.kubernetes.service_account");
@@ -117,7 +119,8 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
     if (!is_rfc1123_subdomain(s))
       diags.error("k8s-invalid-name", "executor.kubernetes.image_pull_secrets",
                   kx.image_pull_secrets.loc,
-                  fmt::format("image pull secret `{}` is not a valid Kubernetes object name", s));
+                  fmt::format("image pull secret `{}` is not a valid Kubernetes object name",
+                              printable_text(s, 64)));
   if (kx.shm_size.is_set() && !is_k8s_quantity(*kx.shm_size.value))
     diags.error("k8s-invalid-quantity", "executor.kubernetes.shm_size", kx.shm_size.loc,
                 fmt::format("shm_size `{}` is not a Kubernetes quantity",
@@ -187,9 +190,36 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
   return env;
 }
 
+// Every planned variable, checked in the pod before torchrun starts the ranks (they inherit
+// the pod's environment): a value the image, an admission webhook or the kubelet changed stops
+// the pod with the line and the exit code of the plan confirmation on Slurm (env-differs,
+// plan/plan_confirm.h). Values are compared byte for byte; a secret or an expanded value only
+// for presence, and never written into the script.
+void append_env_check(const Plan& plan, std::string& s) {
+  if (plan.env.vars.empty()) return;
+  s += "# The planned launch env, checked before torchrun starts the ranks (they inherit it).\n";
+  s += "env_bad=0\n";
+  s += "env_differs() {\n";
+  s += "  echo \"bridge-launch: the rank's environment differs from the planned launch env: "
+       "env $1\" >&2\n";
+  s += "  env_bad=1\n";
+  s += "}\n";
+  for (const auto& v : plan.env.vars) {
+    if (v.secret || v.expand)
+      s += fmt::format("[ \"${{{0}+set}}\" = set ] || env_differs '{0} is unset, planned set'\n",
+                       v.name);
+    else
+      s += fmt::format(
+          "[ \"${{{0}+set}}\" = set ] && [ \"${{{0}-}}\" = {1} ] || "
+          "env_differs \"{0} is ${{{0}-unset}}, planned \"{1}\n",
+          v.name, shell_word(v.value));
+  }
+  s += fmt::format("[ \"$env_bad\" = 0 ] || exit {}\n", kConfirmExitCode);
+}
+
 // The pod's entrypoint: a bounded DNS wait for MASTER_ADDR, the job dir, `expand: true`
-// exports and setup steps, then one torchrun (or ft_launcher) whose command is "$@" (the
-// container args, passed through without any re-quoting).
+// exports, the planned env's check and setup steps, then one torchrun (or ft_launcher) whose
+// command is "$@" (the container args, passed through without any re-quoting).
 std::string entrypoint_script(const Inputs& in) {
   const Plan& plan = in.plan;
   std::string s;
@@ -214,6 +244,7 @@ std::string entrypoint_script(const Inputs& in) {
   s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(plan.job_dir));
   for (const auto& v : plan.env.vars)
     if (v.expand && !v.secret) s += fmt::format("export {}=\"{}\"\n", v.name, v.value);
+  append_env_check(plan, s);
   for (const auto& step : plan.setup_steps) s += step.command + "\n";
   std::vector<std::string> launcher = plan.executor_changes.launcher_wrapper;
   if (launcher.empty()) launcher.push_back("torchrun");

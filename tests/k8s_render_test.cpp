@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/rank_env.h"
+#include "jobs/failure_triage.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
 #include "tests/test_util.h"
@@ -275,6 +276,30 @@ TEST(K8sRender, CommandIsTorchrunBehindADnsWaitWithArgsAsAList) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// The environment the container starts with: the pod spec's values as the kubelet expands
+// them, a secret's from its Secret, NODE_RANK from the completion index.
+std::map<std::string, std::string> pod_environment(const json& container) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : container["env"]) {
+    std::string name = e["name"];
+    if (e.contains("value")) env[name] = kubelet_expand(e["value"], env);
+    if (e.contains("valueFrom") && e["valueFrom"].contains("secretKeyRef"))
+      env[name] = "the secret's value";
+  }
+  env["MASTER_ADDR"] = "localhost";  // resolves at once
+  env["NODE_RANK"] = "1";
+  return env;
+}
+
+// The entrypoint run locally, torchrun replaced by echo.
+test::CommandResult run_entrypoint(const json& container,
+                                   const std::map<std::string, std::string>& env) {
+  std::string local = kubelet_expand(container["command"][2], {});
+  local.replace(local.find("exec torchrun"), 13, "exec echo torchrun");
+  local.replace(local.find("mkdir -p"), 8, "true");
+  return test::run_command({"/bin/sh", "-c", local, "bridge-launch", "python", "x y"}, env);
+}
+
 TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
   auto p = golden_plan();
   // The applied text: what reaches the API server, the Secret included.
@@ -282,18 +307,44 @@ TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
   auto docs = testing::parse_yaml_docs(m.yaml);
   const json& c =
       container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
-  std::string script = kubelet_expand(c["command"][2], {});
-  // Run the entrypoint locally with torchrun replaced by echo: localhost resolves at once.
-  std::string local = script;
-  local.replace(local.find("exec torchrun"), 13, "exec echo torchrun");
-  local.replace(local.find("mkdir -p"), 8, "true");
-  auto r = test::run_command(
-      {"/bin/sh", "-c", local, "bridge-launch", "python", "x y"},
-      {{"MASTER_ADDR", "localhost"}, {"NODE_RANK", "1"}, {"MASTER_PORT", "29500"}});
+  auto r = run_entrypoint(c, pod_environment(c));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "torchrun --nnodes=2 --nproc-per-node=8 --node-rank=1 --master-addr=localhost "
             "--master-port=29500 --no-python python x y\n");
+}
+
+// Every planned variable is checked in the pod before torchrun starts the ranks: the pod's
+// own environment passes (a multi-line UTF-8 value, an expanded one, a secret by presence),
+// and a value changed on the way (an image's ENV, an admission webhook) or a missing secret
+// stops the pod with exit 3 and the line `why` classifies as env-differs, before any rank.
+TEST(K8sRender, ThePodChecksThePlannedEnvBeforeTorchrunStarts) {
+  auto p = golden_plan();
+  K8sManifests m = render_ok(*p, "a1b2", true);
+  auto docs = testing::parse_yaml_docs(m.yaml);
+  const json& c =
+      container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
+  std::string script = kubelet_expand(c["command"][2], {});
+  EXPECT_THAT(script, Not(HasSubstr(kSecretMarker)));
+  EXPECT_LT(script.find("env_bad"), script.find("exec torchrun"));
+
+  std::map<std::string, std::string> changed = pod_environment(c);
+  ASSERT_TRUE(changed.count("MULTI"));
+  changed["MULTI"] = "line1\nline2: x # y u";  // one byte short of the plan's
+  auto r = run_entrypoint(c, changed);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("torchrun")));
+  EXPECT_THAT(r.err, HasSubstr("bridge-launch: the rank's environment differs from the planned "
+                               "launch env: env MULTI is line1"));
+  const ErrorSignature* sig = classify_line(r.err.substr(0, r.err.find('\n')));
+  ASSERT_NE(sig, nullptr);
+  EXPECT_STREQ(sig->id, "env-differs");
+
+  std::map<std::string, std::string> no_secret = pod_environment(c);
+  no_secret.erase("HF_TOKEN");
+  r = run_entrypoint(c, no_secret);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("env HF_TOKEN is unset, planned set"));
 }
 
 TEST(K8sRender, EnvValuesReachThePodExactly) {
@@ -458,6 +509,27 @@ TEST(K8sRender, InvalidValuesAreErrors) {
   q->plan->env.vars.push_back({"BINARY", "\xff\xfe", "-E", "", false, false});
   EXPECT_FALSE(render_k8s_manifests(*q->plan, {}, q->diags).has_value());
   EXPECT_TRUE(q->diags.has_code("k8s-env-not-utf8"));
+}
+
+// A name that is not valid is quoted escaped (issue 47, item 13): a `service_account` holding
+// a newline printed it raw, splitting the error line, and an escape sequence drove the
+// terminal.
+TEST(K8sRender, InvalidNamesAreQuotedEscaped) {
+  auto p = golden_plan({R"(executor.kubernetes.service_account="a\nb\u001b[31m")",
+                        R"(executor.kubernetes.namespace="ns\nx")",
+                        R"(executor.kubernetes.image_pull_secrets=["s\ny"])"});
+  EXPECT_FALSE(render_k8s_manifests(*p->plan, {}, p->diags).has_value());
+  size_t names = 0;
+  std::string messages;
+  for (const auto& d : p->diags.items()) {
+    if (d.code != "k8s-invalid-name") continue;
+    ++names;
+    messages += d.message + "\n";
+    EXPECT_EQ(d.message.find('\n'), std::string::npos) << d.message;
+    EXPECT_EQ(d.message.find('\x1b'), std::string::npos) << d.message;
+  }
+  EXPECT_EQ(names, 3u) << messages;
+  EXPECT_THAT(messages, HasSubstr("`a\\x0ab\\x1b[31m` is not a valid Kubernetes"));
 }
 
 TEST(K8sRender, SlurmLauncherWarnsAndUsesTorchrun) {
