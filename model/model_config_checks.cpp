@@ -175,8 +175,7 @@ void check_moe(const Recipe& r, const Topology& t, Diagnostics& diags) {
 void check_mlp_cuda_graph(const Recipe& r, Diagnostics& diags) {
   const ModelSpec& m = r.model;
   const std::string impl = m.cuda_graph_impl.get_or("none");
-  if ((impl != "transformer_engine" && impl != "local") || m.num_moe_experts.get_or(0) <= 1)
-    return;
+  if ((impl != "transformer_engine" && impl != "local") || m.num_moe_experts.get_or(0) <= 1) return;
   const StringList scope = m.cuda_graph_scope.get_or({});
   if (std::find(scope.begin(), scope.end(), "mlp") == scope.end()) return;
   const bool base_known = !r.base.function.empty() && r.base.unknown_because.empty();

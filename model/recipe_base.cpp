@@ -246,8 +246,7 @@ bool record_fact(RecipeBaseInfo& info, std::string_view key, std::string_view va
 
 }  // namespace
 
-bool fill_recipe_key(Recipe& r, std::string_view key, std::string_view text,
-                     const SourceLoc& loc) {
+bool fill_recipe_key(Recipe& r, std::string_view key, std::string_view text, const SourceLoc& loc) {
   const BaseKey* k = find_base_key(key);
   return k && fill(r, *k, text, loc);
 }

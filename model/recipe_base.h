@@ -11,10 +11,10 @@
 // Where the base comes from: the megatron_bridge adapter runs a flat performance recipe of
 // Megatron-Bridge 0.6.2 (model/megatron_bridge_perf_recipes.h, perf_recipe_count_for), the
 // hydra adapter's recipe-driven script a library recipe of megatron.bridge.recipes (the one
-// its `--recipe NAME` argument names, else find_library_recipe); their values are the generated tables megatron_bridge_perf_recipe_base()
-// and megatron_bridge_library_recipe_base(). Where no base is known (the probe and none
-// runtimes, a recipe that needs a Hugging Face config the tables were made without), nothing
-// is filled, RecipeBaseInfo says why, and unset keys stay unset.
+// its `--recipe NAME` argument names, else find_library_recipe); their values are the generated
+// tables megatron_bridge_perf_recipe_base() and megatron_bridge_library_recipe_base(). Where no
+// base is known (the probe and none runtimes, a recipe that needs a Hugging Face config the tables
+// were made without), nothing is filled, RecipeBaseInfo says why, and unset keys stay unset.
 //
 // run_script.py's own rules applied on the way (they are the release's, not ours): -tp sets
 // sequence_parallel = (tp > 1), so a user-set tp leaves the base's sequence_parallel out; a

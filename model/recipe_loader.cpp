@@ -16,8 +16,8 @@
 #include "model/gpu_table.h"
 #include "model/launch_env.h"
 #include "model/recipe_base.h"
-#include "model/run_script_flags.h"
 #include "model/retry_policy.h"
+#include "model/run_script_flags.h"
 
 namespace bridge {
 
@@ -1016,7 +1016,7 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
     rec->overrides = overrides;
     rec->inputs = flatten_inputs(root, &rec->input_locations);
     read_run_script_flags(*rec, diags);  // the user's, so before the base fills the rest
-    apply_recipe_base(*rec, diags);  // after `inputs`: those are the user's keys only
+    apply_recipe_base(*rec, diags);      // after `inputs`: those are the user's keys only
   }
   return rec;
 }

@@ -41,33 +41,61 @@ struct RunScriptFlag {
 const std::vector<RunScriptFlag>& run_script_flags() {
   static const std::vector<RunScriptFlag> kFlags{
       {"-tp", "--tensor_model_parallel_size",
-       [](std::string_view v) { return Settings{{"model.tensor_model_parallel_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.tensor_model_parallel_size", std::string(v)}};
+       }},
       {"-pp", "--pipeline_model_parallel_size",
-       [](std::string_view v) { return Settings{{"model.pipeline_model_parallel_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.pipeline_model_parallel_size", std::string(v)}};
+       }},
       {"-cp", "--context_parallel_size",
-       [](std::string_view v) { return Settings{{"model.context_parallel_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.context_parallel_size", std::string(v)}};
+       }},
       {"-ep", "--expert_model_parallel_size",
-       [](std::string_view v) { return Settings{{"model.expert_model_parallel_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.expert_model_parallel_size", std::string(v)}};
+       }},
       {"-et", "--expert_tensor_parallel_size",
-       [](std::string_view v) { return Settings{{"model.expert_tensor_parallel_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.expert_tensor_parallel_size", std::string(v)}};
+       }},
       {"-gb", "--global_batch_size",
-       [](std::string_view v) { return Settings{{"train.global_batch_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"train.global_batch_size", std::string(v)}};
+       }},
       {"-mb", "--micro_batch_size",
-       [](std::string_view v) { return Settings{{"train.micro_batch_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"train.micro_batch_size", std::string(v)}};
+       }},
       {"-sl", "--seq_length",
-       [](std::string_view v) { return Settings{{"model.seq_length", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.seq_length", std::string(v)}};
+       }},
       {"-ms", "--max_steps",
-       [](std::string_view v) { return Settings{{"train.max_steps", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"train.max_steps", std::string(v)}};
+       }},
       {"", "--hidden_size",
-       [](std::string_view v) { return Settings{{"model.hidden_size", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.hidden_size", std::string(v)}};
+       }},
       {"", "--num_layers",
-       [](std::string_view v) { return Settings{{"model.num_layers", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.num_layers", std::string(v)}};
+       }},
       {"", "--cuda_graph_impl",
-       [](std::string_view v) { return Settings{{"model.cuda_graph_impl", std::string(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.cuda_graph_impl", std::string(v)}};
+       }},
       {"", "--cuda_graph_scope",
-       [](std::string_view v) { return Settings{{"model.cuda_graph_scope", as_list(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.cuda_graph_scope", as_list(v)}};
+       }},
       {"", "--recompute_modules",
-       [](std::string_view v) { return Settings{{"model.recompute_modules", as_list(v)}}; }},
+       [](std::string_view v) {
+         return Settings{{"model.recompute_modules", as_list(v)}};
+       }},
       // _set_recompute_overrides: a layer count means full recompute by block.
       {"-rl", "--recompute_num_layers",
        [](std::string_view v) {

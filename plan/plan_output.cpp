@@ -540,10 +540,11 @@ std::string plan_to_text(const Plan& p, bool color) {
       out += "  (a word longer than a line is cut here; `plan --format json` has the whole argv)\n";
     if (p.confirm)
       out += "  " +
-             wrap_words("started through the plan confirmation: every rank checks its env and "
-                        "the config the runtime builds against this plan before training "
-                        "(runtime.confirm)",
-                        2, 4) +
+             wrap_words(
+                 "started through the plan confirmation: every rank checks its env and "
+                 "the config the runtime builds against this plan before training "
+                 "(runtime.confirm)",
+                 2, 4) +
              "\n";
     heading("placement");
     out += format_table({{"setting", "value", "source", "rule"},

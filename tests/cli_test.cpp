@@ -400,10 +400,13 @@ TEST_F(CliTest, EveryExamplesPlanFitsOneHundredTwentyColumns) {
         EXPECT_LE(line.size(), 120u) << entry.path() << ":\n" << line;
     }
   EXPECT_GE(plans, 6u);
-  CommandResult wide = run({"plan", "--executor", "slurm", std::string(test::kSourceDir) +
-                                                            "/examples/recipes/gpt-175b-tp-pp-dp.yaml"});
+  CommandResult wide =
+      run({"plan", "--executor", "slurm",
+           std::string(test::kSourceDir) + "/examples/recipes/gpt-175b-tp-pp-dp.yaml"});
   ASSERT_EQ(wide.exit_code, 0) << wide.err;
-  EXPECT_THAT(wide.out, ContainsRegex("\\+\\+comm_overlap=\\{_target_:[^\n]*\\.\\.\\. \\([0-9]+ bytes in all\\)"));
+  EXPECT_THAT(
+      wide.out,
+      ContainsRegex("\\+\\+comm_overlap=\\{_target_:[^\n]*\\.\\.\\. \\([0-9]+ bytes in all\\)"));
   EXPECT_THAT(wide.out, HasSubstr("`plan --format json` has the whole argv"));
   EXPECT_THAT(wide.out, ContainsRegex("run_recipe.py [^\n]* \\\\\n      --dataset"));
 }

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -103,8 +103,8 @@ TEST_F(PlanConfirmTest, TheJobDirGetsTheEmbeddedProgramAndThePlannedValues) {
 // request carries each planned value's bytes (hex, so a hostile value arrives unchanged) and a
 // secret by name only (its bytes never reach a file).
 TEST_F(PlanConfirmTest, TheRequestCarriesTheLaunchEnvBytesAndSecretsByNameOnly) {
-  Plan p = plan({"env.HOSTILE=a'b\"c $(x) \\ ;", "env.TOKEN.value=s3cr3t-value",
-                 "env.TOKEN.secret=true"});
+  Plan p = plan(
+      {"env.HOSTILE=a'b\"c $(x) \\ ;", "env.TOKEN.value=s3cr3t-value", "env.TOKEN.secret=true"});
   json request = json::parse(plan_confirmation_files(p)[1].second);
   ASSERT_TRUE(request["planned_env"].is_array());
   std::map<std::string, json> by_name;

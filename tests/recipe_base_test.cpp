@@ -256,7 +256,8 @@ model: {family: deepseek, recipe: deepseek_v3}
 runtime: {adapter: megatron_bridge, command: [python, run_script.py]}
 )",
                                 mlp_graph);
-  EXPECT_EQ(dense_first.plan.recipe->base.function, "deepseek_v3_pretrain_1024gpu_h100_bf16_config");
+  EXPECT_EQ(dense_first.plan.recipe->base.function,
+            "deepseek_v3_pretrain_1024gpu_h100_bf16_config");
   EXPECT_TRUE(dense_first.plan.recipe->base.moe_dense_layers);
   EXPECT_FALSE(dense_first.has("mlp-cuda-graph-all-moe"));
   EXPECT_FALSE(dense_first.has("mlp-cuda-graph-all-moe-unchecked"));

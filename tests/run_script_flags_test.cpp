@@ -34,7 +34,7 @@ TEST(RunScriptFlags, EachFlagSetsTheKeysRunScriptSets) {
             (KV{{"comm_overlap.overlap_moe_expert_parallel_comm", "true"},
                 {"comm_overlap.delay_wgrad_compute", "true"},
                 {"model.moe_shared_expert_overlap", "false"}}));
-  EXPECT_EQ(settings({"--moe_a2a_overlap=Y"}).size(), 3u);  // bool_arg: any case, y/yes/t/1
+  EXPECT_EQ(settings({"--moe_a2a_overlap=Y"}).size(), 3u);        // bool_arg: any case, y/yes/t/1
   EXPECT_TRUE(settings({"--moe_a2a_overlap", "false"}).empty());  // false does nothing
   EXPECT_EQ(settings({"--moe_flex_dispatcher_backend", "deepep"}),
             (KV{{"model.moe_token_dispatcher_type", "flex"},
