@@ -11,10 +11,10 @@
 #include "base/yaml_tree.h"
 #include "executors/k8s_names.h"
 #include "executors/k8s_pod_shape.h"
-#include "plan/plan_confirm.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
+#include "plan/plan_confirm.h"
 
 namespace bridge {
 
