@@ -1,5 +1,7 @@
 #include "base/utf8.h"
 
+#include <algorithm>
+
 namespace bridge {
 
 Utf8Char decode_utf8(std::string_view s, size_t at) {
@@ -66,6 +68,23 @@ std::string printable_text(std::string_view s, size_t max_bytes) {
     i += c.length;
   }
   return out;
+}
+
+std::string printable_line(std::string_view line) {
+  // Most log lines are printable ASCII and tabs: those are copied as they are.
+  bool plain = std::all_of(line.begin(), line.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return (u >= 0x20 && u < 0x7f) || c == '\t';
+  });
+  if (plain) return std::string(line);
+  std::string out;
+  for (size_t start = 0;;) {
+    size_t tab = std::min(line.find('\t', start), line.size());
+    out += printable_text(line.substr(start, tab - start), std::string::npos);
+    if (tab == line.size()) return out;
+    out += '\t';
+    start = tab + 1;
+  }
 }
 
 }  // namespace bridge

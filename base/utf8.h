@@ -34,4 +34,8 @@ void append_utf8(std::string& out, uint32_t code_point);
 // `\xNN`, and text past `max_bytes` becomes "..." (never cutting a character in half).
 std::string printable_text(std::string_view s, size_t max_bytes);
 
+// A log line for a terminal (`logs`): as printable_text, without a length limit, and with
+// tabs kept (rank output aligns its columns with them).
+std::string printable_line(std::string_view line);
+
 }  // namespace bridge

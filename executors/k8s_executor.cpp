@@ -459,7 +459,7 @@ class KubernetesExecutor : public Executor {
   static void print_lines(const std::string& text, const std::string& prefix,
                           const LineFilter& grep, std::ostream& out) {
     for (const auto& line : split_lines(text))
-      if (grep.keep(line)) out << prefix << line << '\n';
+      if (grep.keep(line)) out << prefix << printable_line(line) << '\n';  // any bytes
     out << std::flush;
   }
 
@@ -532,7 +532,7 @@ class KubernetesExecutor : public Executor {
         next.at.clear();
       }
       next.at.insert(body);
-      if (grep.keep(body)) out << prefix << body << '\n';
+      if (grep.keep(body)) out << prefix << printable_line(body) << '\n';
     }
     out << std::flush;
     cur = std::move(next);

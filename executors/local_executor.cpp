@@ -13,7 +13,6 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
 #include "plan/plan_confirm.h"
+#include "system/file_read.h"
 #include "system/process_group.h"
 
 namespace bridge {
@@ -202,7 +202,9 @@ bool take_owner_lock(const fs::path& dir) {
 // Entries of launchers older than the lock are judged by the rank logs the launcher holds.
 bool launcher_alive(const std::string& scheduler_id, const std::string& job_dir) {
   if (job_dir.empty()) return false;
-  int fd = open((fs::path(job_dir) / kOwnerLockFile).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO planted as the lock must not hang `status` waiting for a writer.
+  int fd = open((fs::path(job_dir) / kOwnerLockFile).c_str(),
+                O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd >= 0) {
     bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd);  // also releases the shared lock if it was taken
@@ -401,7 +403,11 @@ class LocalExecutor : public Executor {
       u.host = host;
       if (u.rank) by_rank[*u.rank] = &u;
     }
-    std::ifstream in(fs::path(job.job_dir) / kExitsFile);
+    // A line a rank (at most kMaxLocalRanks, lines of at most 64 bytes): 1 MiB is far above
+    // the launcher's own file, and a FIFO or link in its place is no list (system/file_read.h).
+    StatusOr<std::string> exits =
+        read_regular_file(fs::path(job.job_dir) / kExitsFile, size_t{1} << 20);
+    std::istringstream in(exits.ok() ? *exits : std::string());
     std::string line;
     int order = 0;
     while (std::getline(in, line)) {

@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <vector>
 
 #include "base/numbers.h"
 #include "base/parallel_for.h"
+#include "system/file_read.h"
 #include "system/log_tail.h"
 
 namespace bridge {
@@ -110,7 +111,10 @@ int ranks_per_node(const JobRecord& job) {
 std::vector<std::string> job_dir_hosts(const std::string& job_dir) {
   std::vector<std::string> hosts;
   if (job_dir.empty()) return hosts;
-  std::ifstream in(fs::path(job_dir) / "hosts");
+  // One short host name a node: 4 MiB is far above any allocation's list, and a FIFO or a
+  // link in its place is no list (system/file_read.h).
+  StatusOr<std::string> text = read_regular_file(fs::path(job_dir) / "hosts", size_t{4} << 20);
+  std::istringstream in(text.ok() ? *text : std::string());
   std::string line;
   // A host name is short; anything else is not a file of ours: stop at a bounded count.
   while (hosts.size() < 100000 && std::getline(in, line)) {

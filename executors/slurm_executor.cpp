@@ -144,22 +144,35 @@ std::vector<LogTail> discover_logs(const JobRecord& job, const LogQuery& query) 
   return out;
 }
 
+// Whether the batch script wrote `line` where an attempt begins: its "attempt K starts" line,
+// or the "requeueing job" line that ends the attempt before a requeue. The "attempt K failed"
+// line is no boundary: the script writes it after srun's task reports of that attempt.
+bool begins_an_attempt(const std::string& line) {
+  if (line.rfind("bridge-launch: ", 0) != 0) return false;
+  if (line.find("; requeueing job ") != std::string::npos) return true;
+  constexpr std::string_view kAttempt = "bridge-launch: attempt ";
+  if (line.rfind(kAttempt, 0) != 0) return false;
+  size_t digits = line.find_first_not_of("0123456789", kAttempt.size());
+  return digits > kAttempt.size() && line.compare(digits, std::string::npos, " starts") == 0;
+}
+
 // The batch stderr's last lines of the last attempt: srun's task reports and slurmstepd's
-// messages are there. A requeued job appends every attempt to the same file; the script's
-// "requeueing job" line ends an attempt and its "attempt K starts" line begins one, so what
-// comes before them belongs to earlier ones.
+// messages are there. A requeued job appends every attempt to the same file, so what comes
+// before the last attempt's beginning belongs to earlier ones. The script's own "attempt K
+// failed (SIGNATURE on HOST)" summary is left out: it is no evidence, and its signature's
+// name ("segfault") would read as a job-level cause.
 std::vector<std::string> batch_stderr_lines(const JobRecord& job) {
   auto err = batch_file(job, ".err");
   size_t first_line = 0;
   std::vector<std::string> lines =
       err ? read_last_lines(*err, 4000, 1 << 20, first_line) : std::vector<std::string>{};
   for (size_t i = lines.size(); i > 0; --i)
-    if (lines[i - 1].rfind("bridge-launch: ", 0) == 0 &&
-        (lines[i - 1].find("; requeueing job ") != std::string::npos ||
-         lines[i - 1].rfind("bridge-launch: attempt ", 0) == 0)) {
+    if (begins_an_attempt(lines[i - 1])) {
       lines.erase(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(i));
       break;
     }
+  std::erase_if(
+      lines, [](const std::string& line) { return line.rfind("bridge-launch: attempt ", 0) == 0; });
   return lines;
 }
 

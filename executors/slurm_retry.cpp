@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
 #include <sstream>
 
 #include "base/numbers.h"
 #include "jobs/failure_triage.h"
 #include "model/retry_policy.h"
+#include "system/file_read.h"
 
 namespace bridge {
 
@@ -204,11 +205,12 @@ std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {
 }
 
 std::vector<SlurmAttempt> read_slurm_attempts(const std::string& job_dir) {
-  std::ifstream in(job_dir + "/" + kAttemptsFile);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_slurm_attempts(text.str());
+  // The batch script appends about 250 bytes an attempt: 1 MiB is thousands of attempts, and
+  // a FIFO, a link or a huge file in its place is no record (system/file_read.h).
+  constexpr size_t kMaxAttemptsBytes = size_t{1} << 20;
+  StatusOr<std::string> text =
+      read_regular_file(std::filesystem::path(job_dir) / kAttemptsFile, kMaxAttemptsBytes);
+  return text.ok() ? parse_slurm_attempts(*text) : std::vector<SlurmAttempt>{};
 }
 
 std::string latest_slurm_job(const std::vector<SlurmAttempt>& attempts) {

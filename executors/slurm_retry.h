@@ -60,7 +60,8 @@ struct SlurmAttempt {
   std::string not_retried;     // why not ("not-retried", "no-attempts-left", ...), "" none
 };
 
-// The attempts in order of their number; {} for a job dir without the file.
+// The attempts in order of their number; {} for a job dir without the file, or whose
+// `attempts` is not a regular file of at most 1 MiB (system/file_read.h).
 std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text);
 std::vector<SlurmAttempt> read_slurm_attempts(const std::string& job_dir);
 

@@ -406,14 +406,48 @@ bool all_utf8(const std::vector<std::string>& raw_args, std::ostream& err) {
   return true;
 }
 
+// Whether `name` ("--runtime-check") is an option of `app` or of one of its subcommands that
+// takes a value (a flag takes none).
+bool takes_a_value(const CLI::App& app, const std::string& name) {
+  const CLI::Option* option = app.get_option_no_throw(name);
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (!option) option = sub->get_option_no_throw(name);
+  return option && option->get_items_expected_min() > 0;
+}
+
+// `--name=` with nothing after the '=': CLI11 then takes the next argument as the value
+// (`--runtime-check= r.yaml` ate the recipe). An option that takes a value gets the empty
+// value instead, which it refuses as it refuses `--runtime-check ""`; a flag is left alone.
+std::vector<std::string> give_empty_values(const CLI::App& app,
+                                           const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {  // everything after belongs to positionals
+      out.insert(out.end(), args.begin() + static_cast<long>(i), args.end());
+      break;
+    }
+    std::string name = a.substr(0, a.size() - 1);
+    bool empty_value = a.size() > 3 && a.rfind("--", 0) == 0 && a.find('=') == a.size() - 1;
+    if (empty_value && takes_a_value(app, name)) {
+      out.push_back(std::move(name));
+      out.emplace_back();
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
 // Parses `raw_args` into `app`'s options. nullopt to go on; else the exit code of what the
 // parse already did (help, version, a usage error).
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& raw_args, std::ostream& out,
                          std::ostream& err) {
   std::vector<std::string> names;
   for (const Command& cmd : kCommands) names.emplace_back(cmd.name);
-  std::vector<std::string> args =
-      move_options_behind_subcommand(translate_short_options(raw_args), names);
+  std::vector<std::string> args = give_empty_values(
+      app, move_options_behind_subcommand(translate_short_options(raw_args), names));
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants it reversed
   try {
     app.parse(reversed);

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "base/utf8.h"
 #include "executors/executor.h"
@@ -23,6 +23,7 @@
 #include "plan/plan_confirm.h"
 #include "plan/plan_output.h"
 #include "plan/runtime_check.h"
+#include "system/file_read.h"
 
 namespace bridge {
 
@@ -166,19 +167,58 @@ struct Series {
   std::optional<JobState> state;  // registry jobs only
 };
 
+// The iteration samples of a log, read by the bounded reader (system/file_read.h) in pieces
+// of whole lines: a job dir's `.log` may be a FIFO, a link to /dev/zero or one endless line,
+// none of which may hang `compare` or grow its memory. Megatron's iteration line is short, so
+// a line past 4 KiB is skipped (parse_iteration_lines skips it too).
+std::vector<IterationSample> log_samples(const fs::path& path) {
+  constexpr size_t kPiece = size_t{1} << 20, kLongestLine = 4096;
+  std::vector<IterationSample> out;
+  StatusOr<RegularFile> file = open_regular_file(path);
+  if (!file.ok()) return out;
+  auto parse = [&out](const std::string& lines) {
+    std::istringstream in(lines);
+    for (const IterationSample& sample : parse_iteration_lines(in)) out.push_back(sample);
+  };
+  std::string pending;    // the start of a line that ends in a later piece
+  bool skipping = false;  // inside a line too long to parse, until its newline
+  for (uint64_t offset = 0;;) {
+    StatusOr<std::string> piece = file->read_at(offset, kPiece);
+    if (!piece.ok() || piece->empty()) break;
+    offset += piece->size();
+    std::string_view rest = *piece;
+    if (skipping) {
+      size_t nl = rest.find('\n');
+      if (nl == std::string_view::npos) continue;
+      rest.remove_prefix(nl + 1);
+      skipping = false;
+    }
+    pending.append(rest);
+    if (size_t end = pending.rfind('\n'); end != std::string::npos) {
+      parse(pending.substr(0, end + 1));
+      pending.erase(0, end + 1);
+    }
+    if (pending.size() > kLongestLine) {
+      pending.clear();
+      skipping = true;
+    }
+  }
+  if (!skipping) parse(pending);
+  return out;
+}
+
 std::optional<Series> load_series(const std::string& ref, const Context& c) {
   std::error_code ec;
-  if (fs::is_regular_file(ref, ec)) {
-    std::ifstream in(ref);
-    return Series{ref, parse_iteration_lines(in), std::nullopt, std::nullopt};
+  if (fs::is_regular_file(ref, ec)) {  // a path the user gave: its links are theirs to follow
+    fs::path resolved = fs::canonical(ref, ec);
+    return Series{ref, log_samples(ec ? fs::path(ref) : resolved), std::nullopt, std::nullopt};
   }
   auto rec = find_job(ref, c);
   if (!rec) return std::nullopt;
   Series s{rec->id, {}, rec->knobs, rec->state};
   for (const auto& e : fs::directory_iterator(rec->job_dir, ec)) {
     if (e.path().extension() != ".log") continue;
-    std::ifstream in(e.path());
-    auto samples = parse_iteration_lines(in);
+    auto samples = log_samples(e.path());
     if (samples.size() > s.samples.size()) s.samples = std::move(samples);
   }
   return s;

@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "model/executor_kind.h"
 #include "plan/runtime_check.h"
+#include "system/file_read.h"
 #include "system/templates.h"
 
 namespace bridge {
@@ -21,14 +22,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kProgramTemplate = "bridge_config_check.py";
-
-// `python SCRIPT ...`: the shape the confirmation can put itself in front of the script. A
-// `python -m module` or a shell wrapper is not.
-bool python_script_command(const std::vector<std::string>& argv) {
-  if (argv.size() < 2 || argv[1].empty() || argv[1][0] == '-') return false;
-  std::string program = std::filesystem::path(argv[0]).filename().string();
-  return program.rfind("python", 0) == 0;
-}
 
 // Why the job will not confirm its plan: an info line when the user left runtime.confirm
 // unset (the default), a warning when they asked for it.
@@ -117,7 +110,7 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
                   diags);
     return;
   }
-  if (!python_script_command(runtime_argv(plan))) {
+  if (!is_python_script_command(runtime_argv(plan))) {
     not_confirmed(plan,
                   "runtime.command is not `python SCRIPT`, so the confirmation program "
                   "cannot start in front of the script",
@@ -129,7 +122,7 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
 
 std::vector<std::string> confirmed_argv(const Plan& plan, std::vector<std::string> argv,
                                         const std::string& files_dir) {
-  if (!plan.confirm || files_dir.empty() || !python_script_command(argv)) return argv;
+  if (!plan.confirm || files_dir.empty() || !is_python_script_command(argv)) return argv;
   std::vector<std::string> out{argv[0], files_dir + "/" + kConfirmProgramFile, "--confirm",
                                files_dir + "/" + kConfirmRequestFile, "--"};
   out.insert(out.end(), argv.begin() + 1, argv.end());
@@ -147,18 +140,20 @@ std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const P
   request["planned_base"] = json::object();
   if (plan.recipe)
     for (const auto& [key, value] : plan.recipe->base.filled) request["planned_base"][key] = value;
-  return {{kConfirmProgramFile, program.value_or("")},
-          {kConfirmRequestFile,
-           request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"}};
+  return {
+      {kConfirmProgramFile, program.value_or("")},
+      {kConfirmRequestFile, request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"}};
 }
 
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir) {
   if (job_dir.empty()) return std::nullopt;
-  std::ifstream in(std::filesystem::path(job_dir) / kConfirmVerdictFile);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
+  // The job writes it (any bytes): a FIFO, a link or a file past the bound is no verdict
+  // (system/file_read.h). A verdict of the largest shape shown is well under 1 MiB.
+  constexpr size_t kMaxVerdictBytes = size_t{4} << 20;
+  StatusOr<std::string> text =
+      read_regular_file(std::filesystem::path(job_dir) / kConfirmVerdictFile, kMaxVerdictBytes);
+  if (!text.ok()) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   PlanConfirmationVerdict v;
   if (j.contains("confirmed") && j["confirmed"].is_boolean())
@@ -210,14 +205,12 @@ std::string plan_confirmation_line(const PlanConfirmationVerdict& v) {
   if (!v.confirmed)
     return "plan not confirmed: " + (v.note.empty() ? std::string("no verdict") : v.note);
   if (*v.confirmed)
-    return fmt::format("plan confirmed by rank 0 ({} values{}{}{})", v.compared,
-                       v.env_compared == 0
-                           ? ""
-                           : fmt::format(", {} env variables on every rank", v.env_compared),
-                       v.not_compared.empty()
-                           ? ""
-                           : fmt::format(", {} left to the runtime", v.not_compared.size()),
-                       versions);
+    return fmt::format(
+        "plan confirmed by rank 0 ({} values{}{}{})", v.compared,
+        v.env_compared == 0 ? "" : fmt::format(", {} env variables on every rank", v.env_compared),
+        v.not_compared.empty() ? ""
+                               : fmt::format(", {} left to the runtime", v.not_compared.size()),
+        versions);
   std::string out = v.rank ? fmt::format("plan differs on rank {}:", *v.rank)
                            : std::string("plan differs on a rank that is not known:");
   for (size_t i = 0; i < v.differences.size(); ++i) {

@@ -73,9 +73,10 @@ struct PlanConfirmationVerdict {
   std::vector<std::string> not_compared;
 };
 
-// The verdict in `job_dir`, nullopt when there is none (yet) or it cannot be read. The file
-// is the job's (any bytes): every text in the verdict is escaped and cut, `versions` holds at
-// most 8 entries, and a rank beyond int is unknown, never cut to another number.
+// The verdict in `job_dir`, nullopt when there is none (yet) or it cannot be read (not a
+// regular file, a symlink, over 4 MiB: system/file_read.h). The file is the job's (any bytes):
+// every text in the verdict is escaped and cut, `versions` holds at most 8 entries, and a rank
+// beyond int is unknown, never cut to another number.
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir);
 
 // Whether a job's recorded plan (`plan --format json`, the registry's `plan`) started its

@@ -1,12 +1,14 @@
 #include "system/log_tail.h"
 
 #include <algorithm>
-#include <fstream>
+
+#include "base/utf8.h"
+#include "system/file_read.h"
 
 namespace bridge {
 
 namespace {
-constexpr std::streamoff kReadPiece = 1 << 20;
+constexpr uint64_t kReadPiece = 1 << 20;
 }  // namespace
 
 LineFilter::Compiled LineFilter::compile(const std::string& pattern) {
@@ -28,32 +30,30 @@ bool LineFilter::keep(std::string_view line) const {
 void LogTail::emit(std::ostream& out, bool prefix, const LineFilter& filter, const char* data,
                    size_t size) const {
   if (!filter.keep(std::string_view(data, size))) return;
-  if (prefix) out << '[' << label_ << "] ";
-  out.write(data, static_cast<std::streamsize>(size));
+  if (prefix) out << '[' << printable_text(label_, 1000) << "] ";
+  // A rank's output is any bytes: an escape sequence in it must not drive the terminal.
+  out << printable_line(std::string_view(data, size));
   out << '\n';
 }
 
 void LogTail::start_at_last_lines(size_t n) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return;
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
+  StatusOr<RegularFile> file = open_regular_file(path_);
+  if (!file.ok()) return;
+  uint64_t size = file->size();
   partial_.clear();
   offset_ = size;
-  if (n == 0 || size <= 0) return;
+  if (n == 0 || size == 0) return;
   // Backwards in pieces: the (n)th newline from the end, not counting one that ends the file,
   // is where the last n lines start. Memory stays at one piece whatever the file's size.
-  constexpr std::streamoff kPiece = std::streamoff{64} * 1024;
+  constexpr uint64_t kPiece = uint64_t{64} * 1024;
   size_t newlines = 0;
-  std::string piece;
-  for (std::streamoff end = size; end > 0;) {
-    std::streamoff begin = std::max<std::streamoff>(0, end - kPiece);
-    piece.resize(static_cast<size_t>(end - begin));
-    in.seekg(begin);
-    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    for (size_t i = piece.size(); i > 0; --i) {
-      std::streamoff at = begin + static_cast<std::streamoff>(i - 1);
-      if (piece[i - 1] != '\n' || at == size - 1) continue;
+  for (uint64_t end = size; end > 0;) {
+    uint64_t begin = end > kPiece ? end - kPiece : 0;
+    StatusOr<std::string> piece = file->read_at(begin, static_cast<size_t>(end - begin));
+    if (!piece.ok()) return;
+    for (size_t i = piece->size(); i > 0; --i) {
+      uint64_t at = begin + (i - 1);
+      if ((*piece)[i - 1] != '\n' || at == size - 1) continue;
       if (++newlines == n) {
         offset_ = at + 1;
         return;
@@ -65,35 +65,20 @@ void LogTail::start_at_last_lines(size_t n) {
 }
 
 void LogTail::pump(std::ostream& out, bool prefix, bool final, const LineFilter& filter) {
-  std::ifstream in(path_, std::ios::binary);
-  if (in) {
-    in.seekg(0, std::ios::end);
-    std::streamoff size = in.tellg();
+  // A rank log that is a FIFO or a link (the job dir is the job's) prints nothing, like a
+  // missing one: system/file_read.h.
+  if (StatusOr<RegularFile> file = open_regular_file(path_); file.ok()) {
+    uint64_t size = file->size();
     if (size < offset_) {  // truncated or replaced: start over
       offset_ = 0;
       partial_.clear();
     }
-    in.seekg(offset_);
-    std::string piece;
     while (offset_ < size) {
-      piece.resize(static_cast<size_t>(std::min(kReadPiece, size - offset_)));
-      in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-      piece.resize(static_cast<size_t>(in.gcount()));
-      if (piece.empty()) break;
-      offset_ += static_cast<std::streamoff>(piece.size());
-      // Whole lines of partial_ + piece; the rest waits for its newline.
-      size_t start = 0;
-      for (size_t nl = piece.find('\n'); nl != std::string::npos; nl = piece.find('\n', start)) {
-        partial_.append(piece, start, nl - start);
-        emit(out, prefix, filter, partial_.data(), partial_.size());
-        partial_.clear();
-        start = nl + 1;
-      }
-      partial_.append(piece, start, std::string::npos);
-      while (partial_.size() >= kMaxLineBytes) {  // a "line" without end: print it in pieces
-        emit(out, prefix, filter, partial_.data(), kMaxLineBytes);
-        partial_.erase(0, kMaxLineBytes);
-      }
+      StatusOr<std::string> piece =
+          file->read_at(offset_, static_cast<size_t>(std::min(kReadPiece, size - offset_)));
+      if (!piece.ok() || piece->empty()) break;
+      offset_ += piece->size();
+      append_lines(out, prefix, filter, *piece);
     }
   }
   if (final && !partial_.empty()) {
@@ -103,20 +88,35 @@ void LogTail::pump(std::ostream& out, bool prefix, bool final, const LineFilter&
   out.flush();
 }
 
+// Whole lines of partial_ + piece are printed; the rest waits for its newline.
+void LogTail::append_lines(std::ostream& out, bool prefix, const LineFilter& filter,
+                           const std::string& piece) {
+  size_t start = 0;
+  for (size_t nl = piece.find('\n'); nl != std::string::npos; nl = piece.find('\n', start)) {
+    partial_.append(piece, start, nl - start);
+    emit(out, prefix, filter, partial_.data(), partial_.size());
+    partial_.clear();
+    start = nl + 1;
+  }
+  partial_.append(piece, start, std::string::npos);
+  while (partial_.size() >= kMaxLineBytes) {  // a "line" without end: print it in pieces
+    emit(out, prefix, filter, partial_.data(), kMaxLineBytes);
+    partial_.erase(0, kMaxLineBytes);
+  }
+}
+
 std::vector<std::string> read_last_lines(const std::filesystem::path& path, size_t max_lines,
                                          size_t max_bytes, size_t& first_line_number) {
   constexpr size_t kLineCap = 4096;
   first_line_number = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  if (size <= 0) return {};
-  std::streamoff start = std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max_bytes));
-  std::string window(static_cast<size_t>(size - start), '\0');
-  in.seekg(start);
-  in.read(window.data(), static_cast<std::streamsize>(window.size()));
-  window.resize(static_cast<size_t>(in.gcount()));
+  StatusOr<RegularFile> file = open_regular_file(path);
+  if (!file.ok()) return {};
+  uint64_t size = file->size();
+  if (size == 0) return {};
+  uint64_t start = size > max_bytes ? size - max_bytes : 0;
+  StatusOr<std::string> read = file->read_at(start, static_cast<size_t>(size - start));
+  if (!read.ok()) return {};
+  const std::string& window = *read;
   std::vector<std::string> lines;
   size_t pos = 0;
   if (start > 0) {  // the window starts inside a line: drop that piece

@@ -9,10 +9,15 @@
 // - Memory stays bounded: the file is read in 1 MiB pieces, and a line longer than
 //   kMaxLineBytes is printed in pieces of that size (each ended by '\n').
 // - A file that shrank (truncated, rotated) is read again from the start; a file that does
-//   not exist (yet) prints nothing.
+//   not exist (yet) prints nothing, and so does one that is not a regular file (a FIFO, a
+//   symlink: opened by system/file_read.h, so that it never blocks or reads a device).
+// - What is printed is escaped for a terminal: control characters other than tab, and bytes
+//   that are not UTF-8, become `\xNN` (base/utf8.h, printable_text), in the line and in its
+//   `[label] ` prefix; `filter` sees the line as written.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -70,17 +75,19 @@ class LogTail {
  private:
   void emit(std::ostream& out, bool prefix, const LineFilter& filter, const char* data,
             size_t size) const;
+  void append_lines(std::ostream& out, bool prefix, const LineFilter& filter,
+                    const std::string& piece);
 
   std::string label_;  // "rank 3 node2", "node 1", "batch", "batch stderr"
   std::filesystem::path path_;
-  std::streamoff offset_ = 0;
+  uint64_t offset_ = 0;
   std::string partial_;  // the start of a line whose '\n' has not been written yet
 };
 
 // The last `max_lines` lines of a file, read from at most its last `max_bytes` (a partial
 // first line of that window is dropped, lines longer than 4 KiB are cut). `first_line_number`
 // gets the 1-based number of the first returned line when the whole file was read, else 0.
-// A missing file gives no lines.
+// A missing file, or one that is not a regular file (system/file_read.h), gives no lines.
 std::vector<std::string> read_last_lines(const std::filesystem::path& path, size_t max_lines,
                                          size_t max_bytes, size_t& first_line_number);
 

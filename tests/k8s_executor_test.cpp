@@ -603,13 +603,8 @@ TEST(K8sExecutor, FailureEvidenceOrdersPodsByFinishTimeAndReadsTheirLogs) {
   EXPECT_EQ(t.consequences[0].units_text, "node 0");
 }
 
-TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
-  ScriptedRunner fake;
-  fake.respond = [](const CommandSpec& spec) {
-    if (contains_seq(spec.argv, {"get", "pods"}))
-      return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
-    return ok_result("line of " + spec.argv[6] + "\n");
-  };
+// `logs` of every rank through the fake; the exit status is checked, the output returned.
+std::string all_rank_logs(ScriptedRunner& fake) {
   TestServices use(fake);
   Diagnostics diags;
   std::ostringstream out, notes;
@@ -617,7 +612,28 @@ TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
       make_executor(executor_registry(), "kubernetes", use.services())
           ->logs(record("jobset/x"), testing::rank_query(std::nullopt, false), out, notes, diags),
       0);
-  EXPECT_EQ(out.str(), "[node 0] line of a\n[node 1] line of b\n");
+  return out.str();
+}
+
+TEST(K8sExecutor, LogsOfAllRanksArePrefixedPerNode) {
+  ScriptedRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("b", 1, 0, "Running"), pod("a", 0, 0, "Running")}));
+    return ok_result("line of " + spec.argv[6] + "\n");
+  };
+  EXPECT_EQ(all_rank_logs(fake), "[node 0] line of a\n[node 1] line of b\n");
+}
+
+// A pod's output reaches the terminal escaped (issue 47, item 13), as a rank log does.
+TEST(K8sExecutor, LogsAreEscapedForTheTerminal) {
+  ScriptedRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("a", 0, 0, "Running")}));
+    return ok_result("\x1b]0;owned\x07step\t1\n");
+  };
+  EXPECT_EQ(all_rank_logs(fake), "\\x1b]0;owned\\x07step\t1\n");
 }
 
 TEST(K8sExecutor, LogsOfOneNodeWithTailAndGrepNameThePodsHost) {

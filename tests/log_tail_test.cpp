@@ -107,5 +107,29 @@ TEST(LogTail, GrepKeepsMatchingLinesAndABadPatternSaysWhy) {
   EXPECT_EQ(out.str(), "[rank 0 gpu-a] a NCCL b\n");
 }
 
+// `logs` prints a rank's bytes to a terminal (issue 47, item 13): an escape sequence in a log
+// (a title change, a screen clear, a colour) or in a host name from the job dir's `hosts`
+// file reached it raw. Control characters and bytes that are not UTF-8 are escaped; tabs,
+// UTF-8 text and the `[rank N host]` prefix stay; --grep still matches the line as written.
+TEST(LogTail, ControlCharactersAreEscapedTabsAndTextStay) {
+  test::TempDir dir;
+  std::string path = dir.path() + "/rank0.log";
+  append(path,
+         "step\t1\tloss 2.5 \xe2\x9c\x93\n"
+         "\x1b]0;owned\x07\x1b[2J\x1b[31mred\r\x7f \xff\n"
+         "plain line\n");
+  std::ostringstream out;
+  LogTail("rank 0 node\x1b[1m1", path).pump(out, true, true);
+  EXPECT_EQ(out.str(),
+            "[rank 0 node\\x1b[1m1] step\t1\tloss 2.5 \xe2\x9c\x93\n"
+            "[rank 0 node\\x1b[1m1] \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\x0d\\x7f \\xff\n"
+            "[rank 0 node\\x1b[1m1] plain line\n");
+  LineFilter::Compiled grep = LineFilter::compile("\x1b\\[31m");
+  ASSERT_TRUE(grep.filter) << grep.error;
+  std::ostringstream matched;
+  LogTail("rank 0", path).pump(matched, false, true, *grep.filter);
+  EXPECT_EQ(matched.str(), "\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\x0d\\x7f \\xff\n");
+}
+
 }  // namespace
 }  // namespace bridge

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "executors/executor.h"
 #include "executors/slurm_scheduler.h"
@@ -849,6 +850,60 @@ TEST_F(SlurmExecutorTest, FailureEvidenceReadsTheLastAttemptsSrunReports) {
   script([](const CommandSpec&) { return ok("9|FAILED|NonZeroExitCode\n"); });
   JobStatus st = executor->status({rec}, diags).front();
   EXPECT_THAT(st.detail, ::testing::HasSubstr("rank 3 exited with code 17"));
+}
+
+// With retries on, the batch script writes "attempt K starts" before srun and "attempt K
+// failed (...)" after srun's task reports; the reports between them are the attempt's own.
+// `why` dropped everything up to the "failed" line and blamed rank 0 with no exit status, and
+// `status` lost the exit code (issue 47, item 1): the same logs must give the same answer
+// with `retries: 2` as with `retries: 0`.
+TEST_F(SlurmExecutorTest, WithRetriesTheLastAttemptsTaskReportsNameTheFailedRank) {
+  const std::string reports =
+      "srun: error: node1: task 1: Exited with exit code 139\n"
+      "srun: error: node1: task 0: Terminated\n"
+      "srun: error: node2: tasks 2-3: Terminated\n"
+      "srun: Terminating StepId=300.0\n";
+  const std::string retried =
+      "bridge-launch: attempt 3 starts\n" + reports +
+      "bridge-launch: attempt 3 failed (segfault on node1); not retried: no-attempts-left\n";
+  auto evidence_of = [&](const std::string& batch_stderr, bool with_attempts) {
+    TempDir dir;
+    std::string job_dir = dir.path() + "/unit/unit-20261130-120000-ab12";
+    fs::create_directories(job_dir);
+    for (int r = 0; r < 4; ++r)
+      std::ofstream(job_dir + "/rank" + std::to_string(r) + ".log")
+          << (r == 1 ? "iteration 3/10 |\n" : "[rank]: NCCL WARN Connection closed by remote\n");
+    std::ofstream(job_dir + "/slurm-300.err") << batch_stderr;
+    if (with_attempts)
+      std::ofstream(job_dir + "/attempts")
+          << "start attempt=1 of=3 slurm_job=100 nodes=node[1-2] at=2026-11-30T12:00:00Z\n"
+             "retry attempt=1 slurm_job=100 rc=1 signature=segfault class=any host=node1 "
+             "unit=rank_1 excluded=- next_slurm_job=200 at=2026-11-30T12:01:00Z\n"
+             "start attempt=2 of=3 slurm_job=200 nodes=node[1-2] at=2026-11-30T12:02:00Z\n"
+             "retry attempt=2 slurm_job=200 rc=1 signature=segfault class=any host=node1 "
+             "unit=rank_1 excluded=- next_slurm_job=300 at=2026-11-30T12:03:00Z\n"
+             "start attempt=3 of=3 slurm_job=300 nodes=node[1-2] at=2026-11-30T12:04:00Z\n"
+             "end attempt=3 slurm_job=300 rc=1 signature=segfault class=any host=node1 "
+             "unit=rank_1 at=2026-11-30T12:05:00Z reason=no-attempts-left\n";
+    Diagnostics diags;
+    JobRecord rec = record(with_attempts ? "100" : "300", job_dir);
+    Triage t = triage(executor->failure_evidence(rec, diags));
+    script([](const CommandSpec&) { return ok("300|FAILED|NonZeroExitCode\n"); });
+    JobStatus st = executor->status({rec}, diags).front();
+    return std::make_pair(t, st);
+  };
+  for (auto [name, batch_stderr, with_attempts] :
+       {std::tuple{"retries: 0", reports, false}, std::tuple{"retries: 2", retried, true}}) {
+    SCOPED_TRACE(name);
+    auto [t, st] = evidence_of(batch_stderr, with_attempts);
+    ASSERT_TRUE(t.first);
+    EXPECT_EQ(t.first->label, "rank 1");
+    EXPECT_EQ(t.first->exit_code, 139);
+    EXPECT_EQ(t.first->host, "node1");
+    EXPECT_TRUE(t.job_level.empty()) << "the script's own summary line is no evidence";
+    EXPECT_THAT(st.detail, ::testing::HasSubstr("rank 1 exited with code 139")) << st.detail;
+    EXPECT_EQ(st.exit_code, 139);
+  }
 }
 
 TEST(SrunTaskReports, ListsRangesSignalsAndBounds) {
