@@ -66,7 +66,7 @@ CLANG_BUILD_DIR ?= build-clang
 ASAN_BUILD_DIR ?= $(CLANG_BUILD_DIR)
 FUZZ_BUILD_DIR ?= $(CLANG_BUILD_DIR)
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render fuzz_slurm_template fuzz_scheduler_output fuzz_registry_entry
+FUZZ_TARGETS ?= fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render fuzz_slurm_template fuzz_scheduler_output fuzz_registry_entry fuzz_plan_verdict fuzz_slurm_attempts fuzz_include_glob
 CLANG_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo \
                      -DBRIDGE_SANITIZE=ON -DBRIDGE_FUZZ=ON -DBRIDGE_WERROR=ON \
                      -DBRIDGE_BUILD_BENCH=OFF

@@ -172,6 +172,10 @@ class Executor {
   virtual std::vector<std::string> rank_log_tail(const JobRecord& job, int rank,
                                                  size_t max_lines) const;
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
+  // The scheduler's id of what cancel and status act on now: the recorded one, except for a
+  // job resubmitted after a failure (a Slurm retry: the newest attempt's id, which cancel
+  // stops and `cancel` names).
+  virtual std::string current_scheduler_id(const JobRecord& job) const { return job.scheduler_id; }
   // One line per attempt of a job that was resubmitted after a failure (Slurm retries,
   // executors/slurm_retry.h), for `status JOB`; {} when there is nothing to tell.
   virtual std::vector<std::string> attempt_history(const JobRecord&) const { return {}; }

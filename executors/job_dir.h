@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "plan/code_plan.h"
+#include "system/cancel_token.h"
 
 namespace bridge {
 
@@ -43,17 +45,27 @@ struct CopiedCode {
   std::uint64_t bytes = 0;
 };
 
+// What a copy may take and who may stop it.
+struct CodeCopyOptions {
+  std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max();  // runtime.code.max_size_mb
+  const CancelToken* cancel = nullptr;  // a cancelled token stops the copy (a signal)
+};
+
 // Copies `files` (relative to `source`) into the new directory `parent/leaf`, made as
-// make_own_job_dir makes a submission's directory: regular files are created anew
-// (create_job_file; mode 0755 for executables), a symlink is made again with its target text,
-// never followed; a source file is opened without following a link either. The hash covers
-// the bytes as written. On failure the partial copy is removed and the Status says which file
-// and why.
+// make_own_job_dir makes a submission's directory. Every source path is found through the
+// tree without following a link (plan/code_tree.h: never a byte from outside it); regular
+// files are streamed in fixed memory into new files (O_EXCL | O_NOFOLLOW), a symlink is made
+// again with its target text, never followed. The copy is read-only: files 0444 (0555 for
+// executables) and directories 0555, less what the umask takes. The hash covers the bytes
+// as written, and `bytes` counts them against max_bytes. On failure, cancellation or an
+// exception the partial copy is removed; the Status says which file and why.
 StatusOr<CopiedCode> copy_code_snapshot(const std::string& source,
                                         const std::vector<CodeFile>& files,
-                                        const std::string& parent, const std::string& leaf);
+                                        const std::string& parent, const std::string& leaf,
+                                        const CodeCopyOptions& options = {});
 
-// Removes a snapshot copy_code_snapshot made (a submission that was not accepted).
+// Removes a snapshot copy_code_snapshot made (a submission that was not accepted), making
+// its read-only directories writable first.
 void remove_code_snapshot(const std::string& dir);
 
 }  // namespace bridge

@@ -626,6 +626,10 @@ class SlurmExecutor : public Executor {
     return e;
   }
 
+  std::string current_scheduler_id(const JobRecord& job) const override {
+    return on_attempt(job, false).scheduler_id;
+  }
+
   std::vector<std::string> attempt_history(const JobRecord& job) const override {
     std::vector<SlurmAttempt> attempts =
         job.job_dir.empty() ? std::vector<SlurmAttempt>{} : read_slurm_attempts(job.job_dir);
@@ -733,8 +737,8 @@ class SlurmExecutor : public Executor {
     spec.extra_env = secrets;
     spec.timeout = policy_.timeout;
     // A Ctrl-C at the terminal waits for the submission (DeferredInterrupts in the CLI) and
-    // must not kill sbatch half-way: it may have reached the controller already.
-    spec.own_process_group = true;
+    // must not kill sbatch half-way (it may have reached the controller already): sbatch runs
+    // in a process group of its own, as every program the runner starts.
     return spec;
   }
 

@@ -174,7 +174,9 @@ std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {
     SlurmAttempt& a = by_number[*number];
     a.number = *number;
     if (event == "start") {
-      a.of = parse_decimal<int>(value(kv, "of")).value_or(0);
+      // Attempts allowed in all: at least 1; anything else (`of=-3`) is unknown, not shown.
+      auto of = parse_decimal<int>(value(kv, "of"));
+      a.of = of && *of >= 1 && *of <= 100000 ? *of : 0;
       a.slurm_job = value(kv, "slurm_job");
       a.nodes = value(kv, "nodes");
       a.started_at = value(kv, "at");

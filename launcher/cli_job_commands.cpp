@@ -320,10 +320,14 @@ int cmd_cancel(const JobOptions& o, const Context& c) {
   if (!rec) return kExitUsage;
   std::unique_ptr<Executor> ex = c.services.executor(rec->executor);
   Diagnostics diags;
+  // Read before the cancel: a retried Slurm job's newest attempt is the one scancel stops, not
+  // the first one the registry recorded.
+  std::string cancelled_id = ex ? ex->current_scheduler_id(*rec) : rec->scheduler_id;
   int rc = ex ? ex->cancel(*rec, diags) : kExitRuntime;
   if (rc == kExitOk) {
     JobLifecycle(c.services.registry).cancelled(*rec, diags);
-    c.out << fmt::format("cancelled {} ({} id {})\n", rec->id, rec->executor, rec->scheduler_id);
+    c.out << fmt::format("cancelled {} ({} id {})\n", rec->id, rec->executor,
+                         printable_text(cancelled_id, 200));
   }
   print_diagnostics(diags, c.err, c.color, false);
   return rc;

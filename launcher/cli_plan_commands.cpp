@@ -466,11 +466,36 @@ std::optional<int> render_job(Launch& l, int sequence) {
   return std::nullopt;
 }
 
+// Whether this launch copies a snapshot (the only long step before the submission).
+bool copies_code(const Plan& plan) {
+  return plan.code && plan.code->inspection && plan.code->mode == CodeMode::kSnapshot;
+}
+
+// A snapshot copy stopped by a signal (or a failed one): nothing was submitted, and neither
+// the partial copy (copy_code_snapshot removes it) nor the reserved id is left behind.
+int code_not_shipped(Launch& l, const CodePlan& code, const std::string& why, bool interrupted) {
+  l.reg.release_id(l.rec.id);
+  if (interrupted) {
+    print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+    l.c.err << "interrupted while copying the snapshot of runtime.code; nothing was submitted "
+               "and the partial copy was removed\n";
+    return kExitInterrupted;
+  }
+  l.submit_diags.error("code-copy-failed", "runtime.code.path", code.loc,
+                       "cannot copy the snapshot of runtime.code: " + why,
+                       "free space or fix permissions there (the job dir), keep the tree "
+                       "unchanged while it is copied, or use mode: mount");
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color);
+  return kExitRuntime;
+}
+
 // runtime.code: the snapshot is copied once, before the scheduler can take the job, into a
 // new directory of its own (executors/job_dir.h); the entry records the commit, the dirty
-// state and the hash of what was copied. A mounted tree is recorded as inspected.
-std::optional<int> ship_code(Launch& l) {
+// state and the hash of what was copied. A mounted tree is recorded as inspected. `cancel`
+// is the token the signal handler launch_planned installs for the copy cancels.
+std::optional<int> ship_code(Launch& l, const CancelToken& cancel) {
   if (!l.plan.code || !l.plan.code->inspection) return std::nullopt;
+  if (copies_code(l.plan) && cancel.cancelled()) return code_not_shipped(l, *l.plan.code, "", true);
   CodePlan& code = *l.plan.code;
   CodeInspection& found = *code.inspection;
   ShippedCode shipped{code_mode_name(code.mode),
@@ -485,17 +510,14 @@ std::optional<int> ship_code(Launch& l) {
   if (code.mode == CodeMode::kSnapshot) {
     std::string dir = code_host_dir(code, l.rec.id);
     std::filesystem::path where(dir);
-    StatusOr<CopiedCode> copied = copy_code_snapshot(
-        code.source, found.files, where.parent_path().string(), where.filename().string());
-    if (!copied.ok()) {
-      l.submit_diags.error("code-copy-failed", "runtime.code.path", code.loc,
-                           "cannot copy the snapshot of runtime.code: " + copied.why(),
-                           "free space or fix permissions there (the job dir), or use "
-                           "mode: mount");
-      l.reg.release_id(l.rec.id);
-      print_diagnostics(l.submit_diags, l.c.err, l.c.color);
-      return kExitRuntime;
+    StatusOr<CopiedCode> copied =
+        copy_code_snapshot(code.source, found.files, where.parent_path().string(),
+                           where.filename().string(), CodeCopyOptions{code.max_bytes, &cancel});
+    if (copied.ok() && cancel.cancelled()) {  // a signal after the last chunk was read
+      remove_code_snapshot(copied->dir);
+      return code_not_shipped(l, code, "", true);
     }
+    if (!copied.ok()) return code_not_shipped(l, code, copied.why(), cancel.cancelled());
     l.snapshot_dir = copied->dir;
     found.hash = copied->hash;  // what was copied, also when the tree changed since listed
     shipped.hash = "sha256:" + copied->hash;
@@ -642,9 +664,17 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
   std::optional<int> stop =
       choose_executor(l, std::move(settings.prepared), settings.prepared_name);
   if (!stop) stop = render_preview(l);
-  if (!stop) stop = reserve_id(l);
-  if (!stop) stop = render_job(l, settings.sequence);
-  if (!stop) stop = ship_code(l);
+  {
+    // From the reserved id to the copied snapshot, SIGINT/SIGTERM/SIGHUP cancel a token the
+    // copy watches instead of killing the process, so both are removed (docs/reliability.md).
+    std::optional<CancelToken> own_token;
+    CancelToken& token = c.services.cancel ? *c.services.cancel : own_token.emplace();
+    std::optional<WaitInterrupts> copy_interrupts;
+    if (!stop && copies_code(plan)) copy_interrupts.emplace(token);
+    if (!stop) stop = reserve_id(l);
+    if (!stop) stop = render_job(l, settings.sequence);
+    if (!stop) stop = ship_code(l, token);
+  }
   if (!stop) stop = submit(l);
   if (!stop) record_outcome(l);
   return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};

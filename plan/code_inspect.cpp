@@ -7,11 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/utf8.h"
 #include "plan/code_plan.h"
+#include "plan/code_tree.h"
 
 namespace bridge {
 
@@ -55,9 +54,12 @@ class Inspector {
     if (!list_git(found, candidates)) return false;
     if (!found.git && !list_by_patterns(candidates)) return false;
     if (code_.mode == CodeMode::kSnapshot) {
-      if (!measure(candidates, found)) return false;
-      if (!check_size(found)) return false;
-      if (depth == CodeDepth::kHash && !hash(found)) return false;
+      StatusOr<CodeTree> tree = CodeTree::open(code_.source);
+      if (!tree.ok())
+        return fail("code-path-unreadable", tree.why(), "make the tree readable by this user");
+      if (!measure(*tree, candidates, found)) return false;
+      if (!check_secrets(found) || !check_size(found)) return false;
+      if (depth == CodeDepth::kHash && !hash(*tree, found)) return false;
     }
     code_.inspection = std::move(found);
     return true;
@@ -159,70 +161,122 @@ class Inspector {
     return true;
   }
 
-  // Sizes and kinds; a tracked file deleted from the disk is not shipped (an uncommitted
-  // deletion), and neither is a directory git lists (a submodule).
-  bool measure(const std::vector<std::string>& candidates, CodeInspection& found) {
+  // Sizes and kinds, each path found through the tree without following a link
+  // (plan/code_tree.h). A tracked file deleted from the disk is not shipped (an uncommitted
+  // deletion), and neither is a directory git lists (a submodule) or a FIFO or device: only
+  // regular files are read. A link is shipped as a link and holds no bytes, so the size
+  // --dry-run shows is the size the copy counts (`status`).
+  bool measure(const CodeTree& tree, const std::vector<std::string>& candidates,
+               CodeInspection& found) {
     for (const auto& rel : candidates) {
-      struct stat st {};
-      std::string full = code_.source + "/" + rel;
-      if (lstat(full.c_str(), &st) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR) continue;
-        return fail("code-path-unreadable",
-                    fmt::format("cannot read {} in the tree: {}", printable_text(rel, 200),
-                                std::strerror(errno)),
-                    "make the tree readable by this user");
-      }
-      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;
-      CodeFile f{rel, static_cast<std::uint64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0,
-                 S_ISLNK(st.st_mode)};
-      found.bytes += f.size;
-      found.files.push_back(std::move(f));
+      StatusOr<CodeEntry> entry = tree.look(rel);
+      if (!entry.ok())
+        return fail("code-path-unreadable", entry.why(), "make the tree readable by this user");
+      if (entry->kind == CodeEntryKind::kThroughLink) return through_link(rel, entry->link);
+      if (entry->kind != CodeEntryKind::kFile && entry->kind != CodeEntryKind::kLink) continue;
+      bool link = entry->kind == CodeEntryKind::kLink;
+      found.files.push_back(
+          CodeFile{rel, link ? 0 : entry->size, !link && entry->executable, link});
+      found.bytes += found.files.back().size;
     }
     std::sort(found.files.begin(), found.files.end(),
               [](const CodeFile& a, const CodeFile& b) { return a.path < b.path; });
     return true;
   }
 
+  // A listed file behind a directory that is now a link (a tracked `conf/` replaced by
+  // `conf -> ../outside`): following it would ship files from outside the tree, and
+  // skipping it would drop files the job expects, so the user decides.
+  bool through_link(const std::string& rel, const std::string& link) {
+    return fail("code-path-through-link",
+                fmt::format("{} in {} lies behind {}, a symbolic link; a snapshot never follows "
+                            "a link, so it cannot ship what the link points at",
+                            printable_text(rel, 200), printable_text(code_.source, 200),
+                            printable_text(link, 200)),
+                "copy the files into the tree, commit the link itself (git add " +
+                    printable_text(link, 200) + ") to ship it as a link, or use mode: mount");
+  }
+
+  // Secret-looking files (plan/code_tree.h, looks_like_secret): a glob over a tree outside git
+  // picks up whatever lies there, so such a file is refused unless an include entry names it
+  // without a wildcard. A tracked one is already in the repository's history: a warning.
+  bool check_secrets(const CodeInspection& found) {
+    bool ok = true;
+    for (const auto& f : found.files) {
+      if (f.symlink || !looks_like_secret(f.path) || named_on_purpose(f.path)) continue;
+      std::string file = printable_text(f.path, 200);
+      if (found.git) {
+        diags_.warning("code-secret-file", "runtime.code.include", code_.loc,
+                       fmt::format("{} looks like a secret and is shipped: git tracks it", file),
+                       fmt::format("if it holds one, take it out of git; to ship it without this "
+                                   "warning, name it in runtime.code.include: [\"{}\", ...]",
+                                   file));
+        continue;
+      }
+      ok = fail("code-secret-file",
+                fmt::format("{} looks like a secret (keys, tokens, passwords) and an include "
+                            "glob picked it up; it would be copied to the shared file system",
+                            file),
+                fmt::format("narrow runtime.code.include, or ship it on purpose by naming it "
+                            "without a wildcard: include: [..., \"{}\"]",
+                            file)) &&
+           ok;
+    }
+    return ok;
+  }
+
+  bool named_on_purpose(const std::string& rel) const {
+    return std::any_of(code_.include.begin(), code_.include.end(), [&](const std::string& p) {
+      return p.find_first_of("*?") == std::string::npos && code_path_matches(p, rel);
+    });
+  }
+
   bool check_size(const CodeInspection& found) {
     if (found.bytes <= code_.max_bytes) return true;
+    too_large(found.bytes, found.files.size());
+    return false;
+  }
+
+  void too_large(std::uint64_t bytes, std::size_t files) {
     diags_.error("code-too-large", "runtime.code.max_size_mb",
                  code_.max_loc.has_position() ? code_.max_loc : code_.loc,
                  fmt::format("the snapshot of {} would be {} in {} files, over the limit of {} "
                              "(runtime.code.max_size_mb)",
-                             printable_text(code_.source, 200), byte_size_text(found.bytes),
-                             found.files.size(), byte_size_text(code_.max_bytes)),
+                             printable_text(code_.source, 200), byte_size_text(bytes), files,
+                             byte_size_text(code_.max_bytes)),
                  "narrow it with runtime.code.include (data and checkpoints belong on a "
                  "volume), raise runtime.code.max_size_mb, or use mode: mount");
-    return false;
   }
 
-  bool hash(CodeInspection& found) {
+  // Reads every file through the tree in fixed memory (plan/code_tree.h); the limit is
+  // checked against the bytes read, not only the sizes listed.
+  bool hash(const CodeTree& tree, CodeInspection& found) {
     Sha256 sha;
+    CodeByteBudget budget{code_.max_bytes};
     for (const auto& f : found.files) {
-      std::string full = code_.source + "/" + f.path;
-      std::string content;
       if (f.symlink) {
-        std::error_code ec;
-        content = fs::read_symlink(full, ec).string();
-        if (ec) return unreadable(f.path, ec.message());
-      } else {
-        std::ifstream in(full, std::ios::binary);
-        if (!in) return unreadable(f.path, std::strerror(errno));
-        std::ostringstream bytes;
-        bytes << in.rdbuf();
-        content = std::move(bytes).str();
+        StatusOr<CodeEntry> entry = tree.look(f.path);
+        if (!entry.ok()) return unreadable(entry.why());
+        if (entry->kind != CodeEntryKind::kLink)
+          return unreadable(printable_text(f.path, 200) + " is no longer a symbolic link");
+        hash_code_file(sha, f, entry->link_target);
+        continue;
       }
-      hash_code_file(sha, f, content);
+      Status streamed = tree.stream(f, sha, {}, nullptr, budget);
+      if (!streamed.ok() && budget.wanted > 0) {
+        too_large(budget.wanted, found.files.size());
+        return false;
+      }
+      if (!streamed.ok()) return unreadable(streamed.why());
     }
     found.hash = sha.hex();
     return true;
   }
 
-  bool unreadable(const std::string& rel, const std::string& why) {
+  bool unreadable(const std::string& why) {
     return fail("code-path-unreadable",
-                fmt::format("cannot read {} in the tree {}: {}", printable_text(rel, 200),
-                            printable_text(code_.source, 200), why),
-                "make the tree readable by this user");
+                fmt::format("cannot read the tree {}: {}", printable_text(code_.source, 200), why),
+                "make the tree readable by this user, and keep it unchanged while it is read");
   }
 
   CodePlan& code_;

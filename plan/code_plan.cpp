@@ -132,11 +132,15 @@ std::string code_python_path(const CodePlan& code, const std::string& job_id) {
   return code.python_path == "." ? dir : dir + "/" + code.python_path;
 }
 
-void hash_code_file(Sha256& hash, const CodeFile& file, std::string_view content) {
+void hash_code_header(Sha256& hash, const CodeFile& file, std::uint64_t size) {
   // "<kind> <size> <path>\0<bytes>": the size fences each file off from the next.
   const char* kind = file.symlink ? "link" : file.executable ? "exec" : "file";
-  hash.update(fmt::format("{} {} {}", kind, content.size(), file.path));
+  hash.update(fmt::format("{} {} {}", kind, size, file.path));
   hash.update(std::string_view("\0", 1));
+}
+
+void hash_code_file(Sha256& hash, const CodeFile& file, std::string_view content) {
+  hash_code_header(hash, file, content.size());
   hash.update(content);
 }
 

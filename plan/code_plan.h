@@ -21,7 +21,11 @@
 //   own; the file system for sizes and, with CodeDepth::kHash, contents) and records every
 //   problem as a diagnostic at runtime.code's file:line:col with a help line: a missing or
 //   unreadable path, a tree that is no git work tree and has no include list, a snapshot
-//   over max_size_mb (the measured size in the message). It writes nothing.
+//   over max_size_mb (the measured size in the message), a listed file behind a directory
+//   that is a symbolic link (code-path-through-link), a secret-looking file an include glob
+//   picked up outside git (code-secret-file; tracked: a warning). Every path is read
+//   through CodeTree (plan/code_tree.h): never outside the tree, in fixed memory. It writes
+//   nothing.
 // - The hash (SHA-256) covers each shipped file's path, kind (file, executable, symlink) and
 //   bytes, in path order: the same tree gives the same hash wherever it is copied to.
 #pragma once
@@ -55,8 +59,8 @@ enum class CodeMode { kSnapshot, kMount };
 const char* code_mode_name(CodeMode mode);
 
 struct CodeFile {
-  std::string path;  // relative to the tree, '/'-separated
-  std::uint64_t size = 0;
+  std::string path;        // relative to the tree, '/'-separated
+  std::uint64_t size = 0;  // a regular file's bytes; 0 for a link (it holds no data)
   bool executable = false;
   bool symlink = false;  // shipped as a link (its target text), never followed
 };
@@ -67,7 +71,7 @@ struct CodeInspection {
   std::string commit;           // HEAD; "" outside git or before the first commit
   bool dirty = false;           // tracked files differ from HEAD (staged or not)
   std::vector<CodeFile> files;  // what a snapshot ships, in path order (mount: empty)
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;      // the regular files' bytes, as the copy counts them
   std::string hash;  // SHA-256 of the snapshot (CodeDepth::kHash, or the copy); "" otherwise
 };
 
@@ -111,6 +115,9 @@ bool inspect_code(CodePlan& code, CommandRunner& runner, CodeDepth depth, Diagno
 // Adds one shipped file to a snapshot hash (see the contract above); `content` is the
 // file's bytes, or a symlink's target.
 void hash_code_file(Sha256& hash, const CodeFile& file, std::string_view content);
+// The part of hash_code_file before the bytes, for a file streamed in chunks
+// (plan/code_tree.h): `size` bytes must follow.
+void hash_code_header(Sha256& hash, const CodeFile& file, std::uint64_t size);
 
 // Whether `path` (relative, '/'-separated) matches the glob `pattern`: `*` and `?` within a
 // path component, `**` across components (`**/` also matches no directory at all), a

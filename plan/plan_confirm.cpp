@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_limits.h"
 #include "base/utf8.h"
 #include "model/executor_kind.h"
 #include "plan/runtime_check.h"
@@ -153,7 +154,14 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
   StatusOr<std::string> text =
       read_regular_file(std::filesystem::path(job_dir) / kConfirmVerdictFile, kMaxVerdictBytes);
   if (!text.ok()) return std::nullopt;
-  json j = json::parse(*text, nullptr, false);
+  return parse_plan_confirmation(*text);
+}
+
+std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string& text) {
+  // Deeper nesting is no verdict: a value quoted from it is printed (text_of), which recurses
+  // once per level (base/json_limits.h).
+  if (!json_depth_within(text)) return std::nullopt;
+  json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   PlanConfirmationVerdict v;
   if (j.contains("confirmed") && j["confirmed"].is_boolean())

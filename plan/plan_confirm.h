@@ -78,6 +78,9 @@ struct PlanConfirmationVerdict {
 // every text in the verdict is escaped and cut, `versions` holds at most 8 entries, and a rank
 // beyond int is unknown, never cut to another number.
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir);
+// The same for the file's text (any bytes): nullopt when it is not a JSON object (or nests
+// deeper than base/json_limits.h allows).
+std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string& text);
 
 // Whether a job's recorded plan (`plan --format json`, the registry's `plan`) started its
 // ranks through the confirmation: only then is a verdict in its job dir the job's own.

@@ -303,6 +303,14 @@ void run_runtime_check(Plan& plan, CommandRunner& runner, const Clock& clock, Di
     plan.complete = false;
     return;
   }
+  // The answer is the last line, which the runner keeps with the end of the output.
+  if (result.out_cut > 0)
+    diags.warning(
+        "runtime-check-output-cut", "runtime.check.python", spec.python.loc,
+        fmt::format("the runtime check with {} printed {} bytes on stdout: output cut "
+                    "at {} bytes, its first and last part read",
+                    *spec.python.value, kMaxCapturedOutput + result.out_cut, kMaxCapturedOutput),
+        "check what this Python prints while it imports megatron.bridge");
   plan.runtime_check = read_runtime_check_answer(plan, result.out, diags);
   plan.runtime_check.seconds = seconds;
   plan.complete = !diags.has_errors();

@@ -3,8 +3,9 @@
 // `--wait` asks the scheduler in a loop; a Ctrl-C (SIGINT, SIGTERM, SIGHUP) must end it at
 // once, also while a client (squeue, scontrol, kubectl) hangs for up to its time limit. The
 // wait loop's signal handler calls cancel(); the command runner (system/command_runner.h)
-// watches fd() beside the running program's pipes and kills the program (with its process
-// group when it has one) as it would on a timeout, reporting the run as cancelled.
+// watches fd() beside the running program's pipes and kills the program with its process
+// group (every program has one of its own) as it would on a timeout, reporting the run as
+// cancelled.
 //
 // cancel() is async-signal-safe: a lock-free atomic store and one write() to an eventfd. The
 // eventfd closes the race a flag alone leaves open (a signal that lands between the runner's

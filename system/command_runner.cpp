@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -69,6 +71,102 @@ bool make_pipe(std::array<int, 2>& fds) {
   return true;
 }
 
+// The process groups of the programs running now (0: a free slot), for forward_to_groups.
+// Every program leads a group of its own, out of reach of the terminal's Ctrl-C. More than
+// kMostWatched at once (bridge-launch runs one or two) are killed at their end only.
+constexpr size_t kMostWatched = 32;
+std::array<std::atomic<pid_t>, kMostWatched> g_watched{};
+std::atomic<int> g_watched_count{0};
+constexpr std::array<int, 3> kPassedOn = {SIGINT, SIGTERM, SIGHUP};
+
+// Installed for SIGINT, SIGTERM and SIGHUP only where their action was the default (ending
+// the launcher): gives the signal to each running program's group, as the terminal would
+// have had the programs shared the launcher's group, then ends the launcher as the default
+// action does. Async-signal-safe: atomic loads, kill, sigaction, raise.
+void forward_to_groups(int sig) {
+  for (auto& slot : g_watched)
+    if (pid_t group = slot.load(); group > 0) kill(-group, sig);
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigaction(sig, &fallback, nullptr);
+  raise(sig);  // blocked inside this handler: delivered, with its default action, on return
+}
+
+// Starts passing the signals on to `group` (called once it was spawned, before anything can
+// kill it, so that its pid is not recycled while it is listed).
+void watch_group(pid_t group) {
+  for (auto& slot : g_watched)
+    if (pid_t empty = 0; slot.compare_exchange_strong(empty, group)) break;
+  if (g_watched_count.fetch_add(1) != 0) return;
+  struct sigaction forward {};
+  forward.sa_handler = forward_to_groups;
+  for (int sig : kPassedOn) {
+    struct sigaction now {};
+    // A handler the launcher set (the `--wait` loop's, the ranks' process group) decides
+    // itself; a blocked signal (a submission defers Ctrl-C) never reaches this one.
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_DFL &&
+        !(now.sa_flags & SA_SIGINFO))
+      sigaction(sig, &forward, nullptr);
+  }
+}
+
+// Stops passing the signals on to `group` (called before it is reaped); the last one puts
+// the default actions back where forward_to_groups still holds them.
+void unwatch_group(pid_t group) {
+  for (auto& slot : g_watched)
+    if (pid_t listed = group; slot.compare_exchange_strong(listed, 0)) break;
+  if (g_watched_count.fetch_sub(1) != 1) return;
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  for (int sig : kPassedOn) {
+    struct sigaction now {};
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler == forward_to_groups)
+      sigaction(sig, &fallback, nullptr);
+  }
+}
+
+// One stream of a program's output, kept bounded: the first half of kMaxCapturedOutput in
+// `head` (the caller's string, which until_line reads as it grows), the last half in a tail
+// that drops its front as it grows; finish() joins them around a line that says so.
+class BoundedCapture {
+ public:
+  explicit BoundedCapture(std::string& head) : head_(head) {}
+
+  void append(const char* data, size_t n) {
+    size_t to_head = std::min(n, kHalf - std::min(kHalf, head_.size()));
+    head_.append(data, to_head);
+    if (to_head == n) return;
+    tail_.append(data + to_head, n - to_head);
+    // Dropping the front only once it is as long as what is kept: each byte is moved at
+    // most once more, so the cost stays linear in what the program writes.
+    if (tail_.size() >= 2 * kHalf) {
+      cut_ += tail_.size() - kHalf;
+      tail_.erase(0, tail_.size() - kHalf);
+    }
+  }
+
+  // The bytes left out (0 when nothing was).
+  size_t finish() {
+    if (tail_.size() > kHalf) {
+      cut_ += tail_.size() - kHalf;
+      tail_.erase(0, tail_.size() - kHalf);
+    }
+    if (cut_ > 0)
+      head_ += "\n[... output cut at " + std::to_string(kMaxCapturedOutput) +
+               " bytes: " + std::to_string(cut_) + " bytes left out here ...]\n";
+    head_ += tail_;
+    tail_.clear();
+    tail_.shrink_to_fit();
+    return cut_;
+  }
+
+ private:
+  static constexpr size_t kHalf = kMaxCapturedOutput / 2;
+  std::string& head_;
+  std::string tail_;
+  size_t cut_ = 0;
+};
+
 // A program that could not be started: finish reports why.
 class NotStarted : public StartedCommand {
  public:
@@ -105,15 +203,9 @@ class DeferredCommand : public StartedCommand {
 // A running child whose stdin is an open pipe that nothing was written to yet.
 class SpawnedCommand : public StartedCommand {
  public:
-  SpawnedCommand(pid_t pid, bool own_group, int in, int out, int err,
-                 std::chrono::milliseconds timeout, const CancelToken* cancel)
-      : pid_(pid),
-        own_group_(own_group),
-        in_(in),
-        out_(out),
-        err_(err),
-        timeout_(timeout),
-        cancel_(cancel) {
+  SpawnedCommand(pid_t pid, int in, int out, int err, std::chrono::milliseconds timeout,
+                 const CancelToken* cancel)
+      : pid_(pid), in_(in), out_(out), err_(err), timeout_(timeout), cancel_(cancel) {
     // Readable when the program has ended: its end wakes poll like its output does. Without
     // one (kernels before 5.3) the loop looks every millisecond.
     exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
@@ -122,6 +214,7 @@ class SpawnedCommand : public StartedCommand {
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ignore, &old_pipe_);
     for (int fd : {in_, out_, err_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    watch_group(pid_);
   }
   ~SpawnedCommand() override {
     if (!reaped_) {  // unfinished: killed before it read any input
@@ -136,6 +229,7 @@ class SpawnedCommand : public StartedCommand {
 
   CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
     CommandResult result;
+    BoundedCapture out_kept(result.out), err_kept(result.err);
     auto deadline = Clock::now() + timeout_;
     std::optional<Clock::time_point> exited_at;
     size_t written = 0;
@@ -212,12 +306,14 @@ class SpawnedCommand : public StartedCommand {
           tell_once_closed();
           tell_lines();  // lines written before the input was all given
         } else {
-          read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? result.out : result.err);
+          read_into(p.fd == out_ ? out_ : err_, p.fd == out_ ? out_kept : err_kept);
           tell_lines();
         }
       }
     }
     close_fd(in_);
+    result.out_cut = out_kept.finish();
+    result.err_cut = err_kept.finish();
     if (!reaped_) {
       kill_program();
       reap(true);
@@ -247,7 +343,7 @@ class SpawnedCommand : public StartedCommand {
 
   // Reads what is there, at most 1 MiB a call (so that a program writing without pause
   // cannot keep the loop from its time limit); closes `fd` at end of file or on an error.
-  static void read_into(int& fd, std::string& into) {
+  static void read_into(int& fd, BoundedCapture& into) {
     char buf[16384];
     for (int chunk = 0; chunk < 64; ++chunk) {
       ssize_t n = read(fd, buf, sizeof buf);
@@ -270,24 +366,27 @@ class SpawnedCommand : public StartedCommand {
     } while (r < 0 && errno == EINTR);
     if (r < 0) {  // not our child any more (ECHILD): its exit status is lost
       exit_code_ = 128 + SIGKILL;
+      unwatch_group(pid_);
       return reaped_ = true;
     }
     if (r != pid_) return false;
+    // Its pid may be handed out again from now on: no signal may go to its group any more.
+    unwatch_group(pid_);
     reaped_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return true;
   }
 
-  // SIGKILL to the program, and to its process group when it has its own: a hung client's
-  // children (a wrapper's sbatch, a helper it started) go with it. The program is not reaped
-  // yet, so its pid, and the group it leads, cannot belong to anyone else.
+  // SIGKILL to the program's process group: a hung client's children (a wrapper's sbatch,
+  // the Python a --runtime-check script started) go with it. The program is not reaped yet,
+  // so its pid, and the group it leads, cannot belong to anyone else. (The program itself
+  // too, in case it left its group: setsid, setpgid.)
   void kill_program() const {
-    if (own_group_) kill(-pid_, SIGKILL);
+    kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
   }
 
   pid_t pid_;
-  bool own_group_;
   int in_, out_, err_;
   int exit_fd_ = -1;
   std::chrono::milliseconds timeout_;
@@ -321,7 +420,6 @@ namespace {
 struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;
-  bool own_process_group = false;
   std::vector<char*> args, envp;  // pointers into argv and env
   posix_spawn_file_actions_t actions{};
   posix_spawnattr_t attr{};
@@ -362,12 +460,12 @@ struct SpawnRequest {
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
-    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-    if (own_process_group) {
-      posix_spawnattr_setpgroup(&attr, 0);
-      flags |= POSIX_SPAWN_SETPGROUP;
-    }
-    posix_spawnattr_setflags(&attr, flags);
+    // A group of its own, killed as one (kill_program): what the program starts goes with
+    // it. The terminal's Ctrl-C then reaches the launcher only (see watch_group); while the
+    // launcher submits it defers that Ctrl-C and it must not cut sbatch off half-way.
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
     built = true;
   }
 
@@ -393,7 +491,6 @@ StatusOr<std::unique_ptr<SpawnRequest>> prepare_spawn(const CommandSpec& spec) {
     return Status::failed(std::string("pipe: ") + std::strerror(errno));
   req->argv = spec.argv;
   req->env = child_environment(spec.extra_env);
-  req->own_process_group = spec.own_process_group;
   req->build();
   return req;
 }
@@ -401,9 +498,8 @@ StatusOr<std::unique_ptr<SpawnRequest>> prepare_spawn(const CommandSpec& spec) {
 std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
                                                 std::chrono::milliseconds timeout,
                                                 const CancelToken* cancel) {
-  auto started =
-      std::make_unique<SpawnedCommand>(pid, req.own_process_group, req.pipes.in[1],
-                                       req.pipes.out[0], req.pipes.err[0], timeout, cancel);
+  auto started = std::make_unique<SpawnedCommand>(pid, req.pipes.in[1], req.pipes.out[0],
+                                                  req.pipes.err[0], timeout, cancel);
   req.pipes.in[1] = req.pipes.out[0] = req.pipes.err[0] = -1;  // owned by `started` now
   return started;
 }

@@ -252,6 +252,7 @@ TEST(CodeCopyTest, TheCopyHasTheFilesAndTheHashTheInspectionComputed) {
   // A second copy under the same id is refused: a submission's snapshot is new.
   EXPECT_FALSE(
       copy_code_snapshot(code.source, code.inspection->files, jobs.path() + "/code", "job-1").ok());
+  remove_code_snapshot(copied->dir);  // read-only: TempDir alone cannot remove it as a user
 }
 
 // ---------------------------------------------------------------------------------------
@@ -477,6 +478,7 @@ TEST_F(CodeCliTest, LocalJobRunsTheSnapshotAndTheRegistryRecordsIt) {
   test::CommandResult text = run({"status", id});
   EXPECT_THAT(text.out, HasSubstr("code       snapshot of " + tree.dir.path() + ": git " +
                                   tree.commit.substr(0, 12) + " (clean), 2 files"));
+  remove_code_snapshot(dir);  // read-only: TempDir alone cannot remove it as a user
 }
 
 }  // namespace

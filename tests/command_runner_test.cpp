@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "system/cancel_token.h"
@@ -232,7 +235,6 @@ TEST(CommandRunnerTest, ProgramsStartWithNoSignalBlockedOrIgnored) {
   CommandSpec s;
   s.argv = {"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign):' /proc/self/status"};
   CommandResult ran = r.run(s);
-  s.own_process_group = true;
   CommandResult started = r.start(s)->finish("", {});
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
@@ -266,7 +268,6 @@ TEST(CommandRunnerTest, ATimedOutClientInItsOwnGroupTakesItsChildrenWithIt) {
   SpawnCommandRunner r;
   CommandSpec s;
   s.argv = {"/bin/sh", "-c", "sleep 60 & echo $!; wait"};
-  s.own_process_group = true;
   s.timeout = std::chrono::milliseconds(500);
   CommandResult res = r.run(s);
   EXPECT_TRUE(res.timed_out);
@@ -289,16 +290,14 @@ TEST(CommandRunnerTest, ACancelledRunKillsTheProgramAtOnce) {
   struct Case {
     const char* what;
     std::string script;
-    bool own_group;
     bool started_early;
   };
-  for (const Case& c : {Case{"run, own group", "sleep 60 & echo $! > \"$0\"; wait", true, false},
-                        Case{"start+finish", "echo $$ > \"$0\"; exec sleep 60", false, true}}) {
+  for (const Case& c : {Case{"run, a child", "sleep 60 & echo $! > \"$0\"; wait", false},
+                        Case{"start+finish", "echo $$ > \"$0\"; exec sleep 60", true}}) {
     SCOPED_TRACE(c.what);
     token.reset();
     std::filesystem::remove(pid_file);
     s.argv = {"/bin/sh", "-c", c.script, pid_file};
-    s.own_process_group = c.own_group;
     std::thread canceller([&token, &pid_file]() {
       for (int i = 0; i < 3000 && !std::filesystem::exists(pid_file); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -333,6 +332,88 @@ TEST(CommandRunnerTest, ACancelledRunKillsTheProgramAtOnce) {
   EXPECT_FALSE(again.cancelled);
   EXPECT_EQ(again.out, "ok\n");
   std::filesystem::remove(pid_file);
+}
+
+// Every program leads a process group of its own (both ways of starting), so that a time
+// limit or a cancel kills what it started with it.
+TEST(CommandRunnerTest, EveryProgramLeadsAProcessGroupOfItsOwn) {
+  SpawnCommandRunner r;
+  CommandSpec s;
+  // Field 5 of /proc/PID/stat is the process group (the name "(sh)" holds no blank).
+  s.argv = {"/bin/sh", "-c", "echo $$ $(cut -d' ' -f5 /proc/$$/stat)"};
+  for (bool started_early : {false, true}) {
+    CommandResult res = started_early ? r.start(s)->finish("", {}) : r.run(s);
+    ASSERT_TRUE(res.ok()) << res.err;
+    std::istringstream words(res.out);
+    long pid = 0, group = 0;
+    ASSERT_TRUE(words >> pid >> group) << res.out;
+    EXPECT_EQ(pid, group) << "started early: " << started_early;
+    EXPECT_NE(group, static_cast<long>(getpgrp()));
+  }
+}
+
+// The program's own group is out of reach of the terminal, so a signal that ends the launcher
+// (SIGTERM here; a Ctrl-C or a hang-up alike) is passed on to it first: the program and what it
+// started end with the launcher instead of running on. Run in a child process, which the
+// signal ends as its default action does.
+TEST(CommandRunnerTest, ASignalThatEndsTheLauncherReachesTheRunningProgramsGroup) {
+  const std::string pid_file =
+      std::filesystem::temp_directory_path() / ("bl-forward-" + std::to_string(getpid()) + ".pid");
+  std::filesystem::remove(pid_file);
+  pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    std::thread signaller([&pid_file]() {
+      for (int i = 0; i < 3000 && !std::filesystem::exists(pid_file); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the pid is written
+      kill(getpid(), SIGTERM);
+    });
+    signaller.detach();
+    SpawnCommandRunner r;
+    CommandSpec s;
+    s.argv = {"/bin/sh", "-c", "sleep 60 & echo $! > \"$0\"; wait", pid_file};
+    s.timeout = std::chrono::seconds(30);
+    r.run(s);
+    _exit(0);  // the signal did not end the launcher
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
+  std::ifstream pid_in(pid_file);
+  long pid = 0;
+  ASSERT_TRUE(pid_in >> pid) << "the program wrote no pid";
+  ASSERT_GT(pid, 1);
+  EXPECT_TRUE(gone_soon(static_cast<pid_t>(pid))) << "the program's child outlived the launcher";
+  std::filesystem::remove(pid_file);
+}
+
+// Output is kept bounded on both streams: the first and the last half of kMaxCapturedOutput,
+// with a line that says so between them, and how much was left out. Exactly the bound is
+// kept whole.
+TEST(CommandRunnerTest, OutputPastTheBoundKeepsItsHeadAndTailAndSaysItWasCut) {
+  SpawnCommandRunner r;
+  CommandSpec s;
+  const size_t filler = 40u << 20;
+  const std::string print =
+      "echo START; head -c " + std::to_string(filler) + " /dev/zero | tr '\\0' x; echo; echo END";
+  s.argv = {"/bin/sh", "-c", "(" + print + ") & (" + print + ") >&2; wait"};
+  CommandResult res = r.run(s);
+  ASSERT_TRUE(res.ok()) << res.err.substr(0, 200);
+  const size_t written = 6 + filler + 1 + 4;
+  const std::string marker = "output cut at " + std::to_string(kMaxCapturedOutput) + " bytes";
+  using Stream = std::pair<const std::string*, size_t>;
+  for (const auto& [text, cut] : {Stream{&res.out, res.out_cut}, Stream{&res.err, res.err_cut}}) {
+    EXPECT_EQ(cut, written - kMaxCapturedOutput);
+    EXPECT_LT(text->size(), kMaxCapturedOutput + 200);
+    EXPECT_EQ(text->substr(0, 6), "START\n");
+    EXPECT_EQ(text->substr(text->size() - 6), "x\nEND\n");
+    EXPECT_NE(text->find(marker), std::string::npos);
+  }
+  s.argv = {"/bin/sh", "-c", "head -c " + std::to_string(kMaxCapturedOutput) + " /dev/zero"};
+  CommandResult whole = r.run(s);
+  EXPECT_EQ(whole.out_cut, 0u);
+  EXPECT_EQ(whole.out.size(), kMaxCapturedOutput);
 }
 
 }  // namespace

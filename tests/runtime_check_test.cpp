@@ -5,9 +5,15 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plugins/plugin.h"
@@ -254,6 +260,64 @@ TEST_F(RuntimeCheckTest, AnAdapterThatForwardsNothingToMegatronBridgeIsSkippedWi
   const Diagnostic* d = find("runtime-check-skipped");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->severity, Severity::kWarning);
+}
+
+// Whether process `pid` is gone (or a zombie no one reaped yet) within 5 s.
+bool gone_soon(pid_t pid) {
+  for (int i = 0; i < 500; ++i) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::string stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && stat.compare(paren + 2, 1, "Z") == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);  // a failing test leaves nothing behind
+  return false;
+}
+
+// A --runtime-check Python that is a wrapper script starting the real one (as
+// docs/runtime-check.md suggests) and hangs: at the time limit the whole process group is
+// killed, so what the script started (here a sleeping grandchild) is gone too. Before, only
+// the script was killed and the grandchild ran on.
+TEST_F(RuntimeCheckTest, ATimedOutWrapperScriptTakesWhatItStartedWithIt) {
+  test::TempDir dir;
+  const std::string pid_file = dir.path() + "/grandchild.pid";
+  const std::string python =
+      dir.write("python", "#!/bin/sh\nsleep 60 &\necho $! > '" + pid_file + "'\nwait\n");
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  Plan p = plan({"runtime.check.python=" + python, "runtime.check.timeout=1"});
+  SpawnCommandRunner real;
+  run_runtime_check(p, real, clock_, diags_);
+  const Diagnostic* d = find("runtime-check-failed");
+  ASSERT_NE(d, nullptr);
+  EXPECT_THAT(d->message, HasSubstr("did not answer within 1 s"));
+  long pid = 0;
+  std::istringstream(test::read_file(pid_file)) >> pid;
+  ASSERT_GT(pid, 1) << "the wrapper started nothing";
+  EXPECT_TRUE(gone_soon(static_cast<pid_t>(pid))) << "the wrapper's child " << pid << " runs on";
+}
+
+// A Python that prints more than the runner keeps (kMaxCapturedOutput) before its answer: the
+// answer, the last line, is still read, and a warning says the output was cut. Before, all of
+// it was held (300 MB cost 862 MiB).
+TEST_F(RuntimeCheckTest, OutputPastTheBoundIsCutAndTheAnswerStillRead) {
+  test::TempDir dir;
+  const std::string python =
+      dir.write("python", "#!/bin/sh\nhead -c " + std::to_string(kMaxCapturedOutput + 4096) +
+                              " /dev/zero | tr '\\0' x\necho\ncat <<'ANSWER'\n" +
+                              passing_answer().dump() + "\nANSWER\n");
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  Plan p = plan({"runtime.check.python=" + python});
+  SpawnCommandRunner real;
+  run_runtime_check(p, real, clock_, diags_);
+  EXPECT_EQ(find("runtime-check-failed"), nullptr);
+  EXPECT_NE(find("runtime-check-passed"), nullptr);
+  const Diagnostic* d = find("runtime-check-output-cut");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_THAT(d->message,
+              HasSubstr("output cut at " + std::to_string(kMaxCapturedOutput) + " bytes"));
+  EXPECT_TRUE(p.runtime_check.passed);
 }
 
 }  // namespace

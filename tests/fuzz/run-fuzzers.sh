@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time (`make fuzz` builds them first).
 #   FUZZ_BUILD_DIR (default build-clang)  FUZZ_SECONDS (default 30 per target)
-#   arguments: the targets to run (default: all seven)
+#   arguments: the targets to run (default: all ten)
 # Seeds come from tests/fuzz/corpus/<target>/ (read-only); inputs the fuzzer finds go to
 # $FUZZ_BUILD_DIR/corpus/<target>/, crash/leak/timeout reproducers to
 # $FUZZ_BUILD_DIR/artifacts/. Fails when any target reports a crash, a leak, a sanitizer
@@ -12,7 +12,8 @@ BUILD=${FUZZ_BUILD_DIR:-build-clang}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fuzz_recipe_loader fuzz_override fuzz_shell_quote fuzz_plan_render
-  fuzz_slurm_template fuzz_scheduler_output fuzz_registry_entry)
+  fuzz_slurm_template fuzz_scheduler_output fuzz_registry_entry fuzz_plan_verdict
+  fuzz_slurm_attempts fuzz_include_glob)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
