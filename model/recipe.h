@@ -51,6 +51,8 @@ struct ClusterSpec {
 struct ModelSpec {
   Field<std::string> family;  // Megatron-Bridge model family (run_script.py -m)
   Field<std::string> recipe;  // Megatron-Bridge recipe name (run_script.py -mr)
+  // run_script.py --config_variant: which flat recipe of the name (v1/v2 = the canonical one).
+  Field<std::string> config_variant;
   Field<int64_t> seq_length;
   Field<int64_t> tensor_model_parallel_size;
   Field<int64_t> pipeline_model_parallel_size;
@@ -123,6 +125,10 @@ struct TrainSpec {
   Field<int64_t> micro_batch_size;
   Field<int64_t> max_steps;
   Field<std::string> task;  // pretrain | sft | peft | lora (run_script.py --task)
+  // run_script.py's tokenizer flags: a fresh tokenizer config replaces the recipe's.
+  Field<std::string> tokenizer_type;
+  Field<int64_t> vocab_size;
+  Field<std::string> tokenizer_model;
 };
 
 // runtime.transformer_engine: a version string, `false` (TE absent) or absent (unknown).

@@ -335,6 +335,7 @@ void read_model(MapReader& top, ModelSpec& m) {
       top.section("model", "the model's parallel layout and Megatron-Core model fields"), "model");
   r.read("family", m.family);
   r.read("recipe", m.recipe);
+  r.read("config_variant", m.config_variant);
   r.read("seq_length", m.seq_length, 1);
   r.read("tensor_model_parallel_size", m.tensor_model_parallel_size, 1);
   r.read("pipeline_model_parallel_size", m.pipeline_model_parallel_size, 1);
@@ -468,6 +469,10 @@ void read_small_sections(MapReader& top, Recipe& rec) {
     r.read("micro_batch_size", rec.train.micro_batch_size, 1);
     r.read("max_steps", rec.train.max_steps, 1);
     r.read_enum("task", rec.train.task, {"pretrain", "sft", "peft", "lora"});
+    r.read_enum("tokenizer_type", rec.train.tokenizer_type,
+                {"NullTokenizer", "HuggingFaceTokenizer", "SentencePieceTokenizer"});
+    r.read("vocab_size", rec.train.vocab_size, 1);
+    r.read("tokenizer_model", rec.train.tokenizer_model);
     r.finish();
   }
 }

@@ -387,7 +387,9 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
     const Recipe& recipe, const std::vector<std::string>& skip) {
   static const std::vector<std::string> kSections{"model.", "train.", "ddp.", "optimizer.",
                                                   "mixed_precision."};
-  static const std::vector<std::string> kLauncherOnly{"model.family", "model.recipe", "train.task"};
+  static const std::vector<std::string> kLauncherOnly{
+      "model.family",         "model.recipe",     "train.task",           "model.config_variant",
+      "train.tokenizer_type", "train.vocab_size", "train.tokenizer_model"};
   // The overlap resolution decides these (D1-D3); add_overlap_args sends its values, which
   // may differ from what the user wrote (the plan warns when a rule overrides a user value).
   static const std::vector<std::string> kResolved{
@@ -493,6 +495,30 @@ void add_user_overlap_args(const AdapterInput& in, AdapterOutput& out) {
       r.optimizer.overlap_param_gather_with_optimizer_step);
 }
 
+// The keys only run_script.py's flags carry: another adapter has no way to send them, and
+// leaving them out silently would run another job than the one the user wrote.
+void refuse_run_script_only_keys(const Recipe& r, const std::string& adapter, Diagnostics& diags) {
+  if (adapter == "megatron_bridge") return;
+  auto refuse = [&](const char* key, const SourceLoc& loc, const char* flag) {
+    diags.error("run-script-only-key", key, loc,
+                fmt::format("{} is run_script.py's {} flag, which only the megatron_bridge "
+                            "adapter sends; the {} adapter cannot carry it",
+                            key, flag, adapter),
+                adapter == "hydra" || adapter == "probe"
+                    ? fmt::format("remove it, or set the field itself with a Hydra override in "
+                                  "runtime.args (e.g. `tokenizer.tokenizer_type=...`)")
+                    : std::string("remove it, or use runtime.adapter megatron_bridge"));
+  };
+  if (user_set(r.model.config_variant))
+    refuse("model.config_variant", r.model.config_variant.loc, "--config_variant");
+  if (user_set(r.train.tokenizer_type))
+    refuse("train.tokenizer_type", r.train.tokenizer_type.loc, "--tokenizer_type");
+  if (user_set(r.train.vocab_size))
+    refuse("train.vocab_size", r.train.vocab_size.loc, "--vocab_size");
+  if (user_set(r.train.tokenizer_model))
+    refuse("train.tokenizer_model", r.train.tokenizer_model.loc, "--tokenizer_model");
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 const std::vector<RuntimeAdapter>& runtime_adapters() {
@@ -504,7 +530,7 @@ const std::vector<RuntimeAdapter>& runtime_adapters() {
        "section.key=value overrides for Megatron-Bridge's ConfigContainer",
        {},
        emit_hydra,
-       CommOverlapForm::kWholeSection},
+       CommOverlapForm::kUserFieldsOnBase},
       {"probe",
        "bridge-probe: Hydra overrides it checks against BRIDGE_EXPECTED_PLAN on every rank",
        {{"", "--steps", "train.max_steps"}, {"", "--global-batch", "train.global_batch_size"}},
@@ -536,13 +562,18 @@ AdaptedRuntime adapt_runtime(const AdapterInput& in, Diagnostics& diags) {
     result.args.push_back(expand_placeholders(a, in, rt.args.loc, diags));
   AdapterOutput out;
   adapter->emit(in, out, diags);
+  refuse_run_script_only_keys(in.recipe, result.adapter, diags);
   const std::vector<PlanValue> values = plan_value_list(in);  // once, not once per argument
   for (auto& a : out.args)
     if (a.reason.empty()) a.reason = plan_value_origin(values, a.key);
   check_contradictions(result.args, *adapter, out.args, rt.args.loc, diags);
-  if (adapter->comm_overlap_form == CommOverlapForm::kWholeSection)
+  CommOverlapForm form = adapter->comm_overlap_form;
+  if (form == CommOverlapForm::kUserFieldsOnBase)
+    form = in.recipe.base.function.empty() ? CommOverlapForm::kWholeSection
+                                           : CommOverlapForm::kUserFields;
+  if (form == CommOverlapForm::kWholeSection)
     fold_comm_overlap_section(in, out);
-  else if (adapter->comm_overlap_form == CommOverlapForm::kUserFields)
+  else if (form == CommOverlapForm::kUserFields)
     send_user_comm_overlap_fields(in, out);
   // A NUL byte cannot be part of a program argument (execve ends the string there).
   for (const auto& a : out.args)

@@ -75,6 +75,10 @@ enum class CommOverlapForm {
   // override each; where the base recipe has no comm_overlap section, one
   // `++comm_overlap={...}` holding only those.
   kUserFields,
+  // The hydra adapter: kUserFields where the script builds a library recipe the plan has as
+  // its base (its tuned comm_overlap values stay), kWholeSection where it builds a config
+  // bridge-launch does not know.
+  kUserFieldsOnBase,
 };
 
 struct RuntimeAdapter {

@@ -13,11 +13,19 @@ namespace bridge {
 
 namespace {
 
+// The script builds a library recipe bridge-launch knows (model/recipe_base.h): that recipe
+// decides every key the user leaves unset, in the plan and in the runtime alike.
+bool builds_recipe_base(const AdapterInput& in) { return !in.recipe.base.function.empty(); }
+
 // The plan's precision as the ConfigContainer spells it: `mixed_precision=<recipe>` (it has
-// no model.precision or model.compute_dtype), only when the recipe sets one of the two.
+// no model.precision or model.compute_dtype), only when the recipe sets one of the two. A
+// precision the recipe base filled in is not sent: a recipe name would replace the library
+// recipe's own mixed-precision object (its tuned flags) with the named recipe's defaults.
 void add_precision(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) {
   const ModelSpec& m = in.recipe.model;
-  if (!m.precision.is_set() && !m.compute_dtype.is_set()) return;
+  if (builds_recipe_base(in) ? !user_set(m.precision) && !user_set(m.compute_dtype)
+                             : !m.precision.is_set() && !m.compute_dtype.is_set())
+    return;
   const SourceLoc& loc = m.compute_dtype.is_set() ? m.compute_dtype.loc : m.precision.loc;
   std::string name = mixed_precision_recipe_name(m);
   if (name.empty()) {
@@ -57,6 +65,26 @@ void fold_mixed_precision(AdapterOutput& out) {
   out.args.erase(std::remove_if(out.args.begin(), out.args.end(), is_field), out.args.end());
 }
 
+// Megatron-Bridge refuses a PEFT config without the checkpoint it adapts ("PEFT requires a
+// pretrained checkpoint path", when the config is finalised), and its PEFT library recipes
+// (<model>_peft_..._config) leave it to the command line, as the megatron_bridge adapter's
+// check for train.task peft says.
+void check_peft_checkpoint(const Recipe& r, Diagnostics& diags) {
+  const std::string& base = r.base.function;
+  if (base.find("_peft_") == std::string::npos) return;
+  for (const auto& a : r.runtime.args.get_or({})) {
+    std::string_view key = std::string_view(a).substr(0, a.find('='));
+    key.remove_prefix(std::min(key.find_first_not_of('+'), key.size()));
+    if (key == "checkpoint.pretrained_checkpoint" && a.find('=') != std::string::npos) return;
+  }
+  diags.error("megatron-bridge-peft-needs-checkpoint", "runtime.command", r.runtime.command.loc,
+              fmt::format("the recipe base {} is a PEFT recipe, but nothing gives the checkpoint "
+                          "to fine-tune: Megatron-Bridge refuses the config (\"PEFT requires a "
+                          "pretrained checkpoint path\")",
+                          base),
+              "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
+}
+
 }  // namespace
 
 void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) {
@@ -67,8 +95,12 @@ void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) 
                            "(a ConfigContainer has no GPU field); the launch env derived from it "
                            "is, and ng/gn reach it as the world size",
                            in.topology.gpu));
+  // On a recipe base only what the user set is sent, as with megatron_bridge: the script
+  // builds the same recipe, so the values the plan took from it are the runtime's already.
+  const bool on_base = builds_recipe_base(in);
+  check_peft_checkpoint(in.recipe, diags);
   std::vector<std::string> emitted;
-  for (auto& [key, value] : plan_values(in)) {
+  for (auto& [key, value] : on_base ? user_plan_values(in, {}) : plan_values(in)) {
     if (key.rfind("cluster.", 0) == 0) continue;
     emitted.push_back(key);
     if (key == "model.precision" || key == "model.compute_dtype") continue;  // add_precision
@@ -80,14 +112,20 @@ void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) 
   // Megatron-Bridge's ConfigContainer refuses full-iteration CUDA graphs while the loss is
   // checked for NaN (the check syncs with the host inside the graph); run_script.py turns the
   // check off for such graphs, and a ConfigContainer script gets the same setting here.
-  if (overlap_detail::is_full_iteration_cuda_graph(in.recipe.model))
+  const ModelSpec& m = in.recipe.model;
+  if (overlap_detail::is_full_iteration_cuda_graph(m) &&
+      (!on_base || user_set(m.cuda_graph_impl) || user_set(m.cuda_graph_scope)))
     out.args.push_back({"rerun_state_machine.check_for_nan_in_loss", "", "false",
                         "full-iteration CUDA graphs need the NaN-in-loss check off (Megatron-"
                         "Bridge refuses them otherwise; run_script.py sets the same)"});
   for (auto& [key, value] : user_hydra_values(in.recipe, emitted))
     out.args.push_back({key, "", value, key + " set in the recipe"});
   fold_mixed_precision(out);
-  add_overlap_args(in, out);
+  // Without a base the whole resolved section goes (CommOverlapForm::kUserFieldsOnBase).
+  if (on_base)
+    add_user_overlap_args(in, out);
+  else
+    add_overlap_args(in, out);
 }
 
 }  // namespace bridge

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "base/suggest.h"
 #include "model/gpu_table.h"
@@ -38,6 +39,11 @@ const std::vector<AdapterFlag>& megatron_bridge_flags() {
       {"-sl", "--seq_length", "model.seq_length"},
       {"-ms", "--max_steps", "train.max_steps"},
       {"", "--task", "train.task"},
+      {"", "--config_variant", "model.config_variant"},
+      {"", "--cuda_graph_impl", "model.cuda_graph_impl"},
+      {"", "--tokenizer_type", "train.tokenizer_type"},
+      {"", "--vocab_size", "train.vocab_size"},
+      {"", "--tokenizer_model", "train.tokenizer_model"},
   };
   return kFlags;
 }
@@ -173,6 +179,38 @@ void check_peft_checkpoint(const Recipe& r, Diagnostics& diags) {
               "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
 }
 
+// The keys run_script.py takes only as flags, or whose flag does more than the Hydra override
+// of the field: --config_variant picks the recipe, the tokenizer flags replace the whole
+// tokenizer config, and --cuda_graph_impl also switches the RNG tracker CUDA graphs need
+// (NVIDIA's guides set all of them as flags). Only keys the user set are sent.
+void add_flag_only_keys(const Recipe& r, std::vector<std::string>& carried,
+                        const std::function<void(std::string_view, std::string)>& flag) {
+  for (auto [key, field] : {std::pair{"model.config_variant", &r.model.config_variant},
+                            std::pair{"model.cuda_graph_impl", &r.model.cuda_graph_impl},
+                            std::pair{"train.tokenizer_type", &r.train.tokenizer_type},
+                            std::pair{"train.tokenizer_model", &r.train.tokenizer_model}})
+    if (user_set(*field)) flag(key, *field->value), carried.emplace_back(key);
+  if (user_set(r.train.vocab_size))
+    flag("train.vocab_size", std::to_string(*r.train.vocab_size.value)),
+        carried.emplace_back("train.vocab_size");
+}
+
+// run_script.py's `--moe_flex_dispatcher_backend None` means "the alltoall dispatcher, no flex
+// backend". A dispatcher the user sets other than flex likewise leaves the recipe's flex
+// backend nothing to do, so it is cleared as that flag clears it, and the job runs the
+// config the guide's command builds rather than a dispatcher with a stale backend.
+void clear_inactive_flex_backend(const Recipe& r, AdapterOutput& out) {
+  const ModelSpec& m = r.model;
+  if (!user_set(m.moe_token_dispatcher_type) || *m.moe_token_dispatcher_type.value == "flex" ||
+      !m.moe_flex_dispatcher_backend.is_set() || user_set(m.moe_flex_dispatcher_backend))
+    return;
+  out.args.push_back(
+      {"model.moe_flex_dispatcher_backend", "", "null",
+       fmt::format("the recipe's flex backend ({}) cleared: the dispatcher you set "
+                   "is {} (as run_script.py's --moe_flex_dispatcher_backend None)",
+                   *m.moe_flex_dispatcher_backend.value, *m.moe_token_dispatcher_type.value)});
+}
+
 }  // namespace
 
 void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) {
@@ -209,8 +247,10 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
     carried.push_back("model.compute_dtype");
   }
   if (r.train.task.is_set()) flag("train.task", *r.train.task.value);
+  add_flag_only_keys(r, carried, flag);
   for (auto& [key, value] : user_hydra_values(r, carried))
     out.args.push_back({key, "", value, key + " set in the recipe"});
+  clear_inactive_flex_backend(r, out);
   add_user_overlap_args(in, out);
 }
 

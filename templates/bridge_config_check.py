@@ -257,6 +257,10 @@ def perf_recipe(perf):
     """Choose the flat perf recipe as run_script.py does. Returns (name, fn, exact)."""
     mr, task, gpu = perf["model_recipe_name"], perf.get("task") or "pretrain", perf["gpu"]
     prec = PRECISION_NAMES.get(perf.get("compute_dtype") or "bf16", perf.get("compute_dtype"))
+    # --config_variant: v1/v2 (legacy labels) or none is the canonical recipe.
+    variant = (perf.get("config_variant") or "").lower()
+    suffix = "" if variant in ("", "v1", "v2") else f"_{variant}"
+    prec += suffix
     exact = f"{mr}_{task}_{perf['num_gpus']}gpu_{gpu}_{prec}_config"
     fn = find_perf_recipe(exact)
     if fn is not None:
@@ -399,10 +403,17 @@ def flag_layer(cfg, flags, perf):
     # the layout the flags ask for.
     error = None
     try:
+        impl, scope = flags.get("cuda_graph_impl"), flags.get("cuda_graph_scope")
+        if impl is not None:
+            model.cuda_graph_impl = impl
+            if impl != "none":
+                cfg.rng.te_rng_tracker = model.use_te_rng_tracker = True
         if model.cuda_graph_impl == "none":
             cfg.rng.te_rng_tracker = model.use_te_rng_tracker = False
             R.cuda_graph.validate_cuda_graph_configuration(model, config_name="model")
         else:
+            if scope is not None:
+                cuda_graph_scope_flag(model, scope)
             if model.cuda_graph_impl == "transformer_engine":
                 valid = ["attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"]
                 scope = R.cuda_graph.cuda_graph_module_names(model)
@@ -413,6 +424,14 @@ def flag_layer(cfg, flags, perf):
                 cfg.rerun_state_machine.check_for_nan_in_loss = False
     except Exception as e:  # noqa: BLE001
         error = error_text(e)
+    # _set_moe_a2a_overlap_overrides: true turns EP overlap and delayed wgrad on.
+    if flags.get("moe_a2a_overlap"):
+        if cfg.comm_overlap is None:
+            cfg.comm_overlap = R.comm_overlap.CommOverlapConfig(
+                tp_comm_overlap=bool(model.tensor_model_parallel_size > 1))
+        cfg.comm_overlap.overlap_moe_expert_parallel_comm = True
+        cfg.comm_overlap.delay_wgrad_compute = True
+        model.moe_shared_expert_overlap = False
     if flags.get("max_steps") is not None:
         train.train_iters = flags["max_steps"]
     if flags.get("tensor_model_parallel_size") is not None:
@@ -430,6 +449,7 @@ def flag_layer(cfg, flags, perf):
         train.global_batch_size = flags["global_batch_size"]
     if flags.get("micro_batch_size") is not None:
         train.micro_batch_size = flags["micro_batch_size"]
+    tokenizer_layer(cfg, flags)
     if flags.get("seq_length") is not None:
         model.seq_length = flags["seq_length"]
     # --data mock (default) with --domain llm (default): a fresh mock dataset of the model's
@@ -441,11 +461,80 @@ def flag_layer(cfg, flags, perf):
         split="99990,8,2", data_sharding=True, dataloader_type="single",
         num_workers=ds.num_workers, pin_memory=ds.pin_memory,
         persistent_workers=ds.persistent_workers)
-    # --moe_flex_dispatcher_backend absent (-1): the recipe's backend is kept.
+    # --moe_flex_dispatcher_backend: absent (-1) keeps the recipe's backend, None is the
+    # alltoall dispatcher, deepep/hybridep apply_flex_dispatcher_backend.
+    backend = flags.get("moe_flex_dispatcher_backend", -1)
+    if backend is None:
+        model.moe_flex_dispatcher_backend = None
+        model.moe_token_dispatcher_type = "alltoall"
+    elif backend != -1:
+        R.flex_dispatcher.apply_flex_dispatcher_backend(model, backend)
     if (perf.get("task") or "pretrain") == "peft" and (model.pipeline_model_parallel_size or 1) > 1 \
             and not cfg.ddp.use_megatron_fsdp:
         cfg.dist.use_tp_pp_dp_mapping = True
     return error
+
+
+def cuda_graph_scope_flag(model, scope):
+    """_set_cuda_graph_overrides' --cuda_graph_scope (a comma-separated list)."""
+    if "full_iteration" in scope:
+        if scope != ["full_iteration"]:
+            raise ValueError("full_iteration CUDA graph scope cannot be combined with other "
+                             "scopes.")
+        if model.cuda_graph_impl == "transformer_engine":
+            raise ValueError("full_iteration CUDA graph scope cannot use "
+                             "cuda_graph_impl=transformer_engine.")
+        R.cuda_graph.set_full_iteration_cuda_graph(model)
+    else:
+        R.cuda_graph.set_cuda_graph_modules(model, scope)
+
+
+def tokenizer_layer(cfg, flags):
+    """set_user_overrides' --tokenizer_type: a fresh TokenizerConfig replaces the recipe's."""
+    kind, model_path = flags.get("tokenizer_type"), flags.get("tokenizer_model")
+    if kind == "NullTokenizer":
+        cfg.tokenizer = R.config.TokenizerConfig(
+            tokenizer_type="NullTokenizer", vocab_size=flags.get("vocab_size") or 32000)
+    elif kind in ("HuggingFaceTokenizer", "SentencePieceTokenizer"):
+        if not model_path:
+            raise ValueError(f"--tokenizer_model is required for {kind}")
+        cfg.tokenizer = R.config.TokenizerConfig(tokenizer_type=kind, tokenizer_model=model_path)
+
+
+def env_coupling(cfg, flags, perf, base_backend, base_a2a):
+    """_apply_flat_cli_environment_compatibility: the env values the legacy flags -tp, -cp,
+    --moe_a2a_overlap, -ep and -pp still change in the recipe's env_vars (an env_vars Hydra
+    override stays final)."""
+    model, env = cfg.model, cfg.env_vars
+    gpu = (perf.get("gpu") or "").lower()
+    tp = model.tensor_model_parallel_size or 1
+    cp = model.context_parallel_size or 1
+    if any(flags.get(f) is not None for f in ("tensor_model_parallel_size",
+                                              "context_parallel_size", "moe_a2a_overlap")):
+        a2a = flags["moe_a2a_overlap"] if flags.get("moe_a2a_overlap") is not None else base_a2a
+        connections = 32 if base_backend in ("deepep", "hybridep") else 8
+        if gpu in ("b200", "b300", "gb200", "gb300", "vr200"):
+            connections = 32
+        elif (tp > 1 or cp > 1) and not a2a:
+            connections = 1
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = connections
+    ep = model.expert_model_parallel_size or 1
+    if flags.get("expert_model_parallel_size") is not None and base_backend == "hybridep" \
+            and ep > 0:
+        if gpu in ("h100", "b200", "b300"):
+            env["NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"] = min(ep, 8)
+        elif gpu in ("gb200", "gb300", "vr200", "r100") and ep <= 72:
+            env["NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"] = ep
+    if flags.get("pipeline_model_parallel_size") is not None:
+        pp = model.pipeline_model_parallel_size or 1
+        llama = perf.get("model_family_name") == "llama"
+        task = perf.get("task") or "pretrain"
+        if pp > 1 and llama and (task == "sft" or (
+                task == "pretrain" and perf.get("model_recipe_name") in ("llama3_70b",
+                                                                          "llama31_405b"))):
+            env["NCCL_P2P_NET_CHUNKSIZE"] = 2097152
+        else:
+            env.pop("NCCL_P2P_NET_CHUNKSIZE", None)
 
 
 def post_overrides(cfg, perf, base_name, user_gbs):
@@ -534,6 +623,10 @@ def _run_case(case, res):
                        "instead_of_perf_recipe": True}
     cfg = fn()
     res["env_vars"] = env_text(getattr(cfg, "env_vars", None))
+    # run_script.py reads these off the recipe before any override (its env coupling).
+    base_backend = getattr(cfg.model, "moe_flex_dispatcher_backend", None)
+    base_a2a = bool(getattr(cfg, "comm_overlap", None) is not None
+                    and getattr(cfg.comm_overlap, "overlap_moe_expert_parallel_comm", False))
     reads = sorted({override_key(ov) for ov in case.get("overrides", [])} | set(case.get("read", [])))
     res["defaults"] = {p: jsonable(read_path(cfg, p)) for p in reads}
     overrides = list(case.get("overrides", []))
@@ -549,6 +642,12 @@ def _run_case(case, res):
             flag_error = flag_layer(cfg, flags, perf)
             if flag_error:
                 res["flag_error"] = flag_error
+            kept = {override_key(ov) for ov in overrides}
+            saved = {k: v for k, v in (cfg.env_vars or {}).items() if f"env_vars.{k}" in kept}
+            env_coupling(cfg, flags, perf, base_backend, base_a2a)
+            for k in [k for k in cfg.env_vars if f"env_vars.{k}" in kept and k not in saved]:
+                cfg.env_vars.pop(k)
+            cfg.env_vars.update(saved)
             if fallback_name:
                 post_overrides(cfg, perf, fallback_name, flags.get("global_batch_size"))
         except Exception as e:  # noqa: BLE001  (run_script.py itself stops here)
@@ -618,11 +717,16 @@ FLAGS = {
     "-sl": "seq_length", "--seq_length": "seq_length",
     "-ms": "max_steps", "--max_steps": "max_steps",
     "-c": "compute_dtype", "--compute_dtype": "compute_dtype", "--task": "task",
+    "--config_variant": "config_variant", "--cuda_graph_impl": "cuda_graph_impl",
+    "--cuda_graph_scope": "cuda_graph_scope", "--moe_a2a_overlap": "moe_a2a_overlap",
+    "--moe_flex_dispatcher_backend": "moe_flex_dispatcher_backend",
+    "--tokenizer_type": "tokenizer_type", "--tokenizer_model": "tokenizer_model",
+    "--vocab_size": "vocab_size",
 }
 INT_FLAGS = {"num_gpus", "gpus_per_node", "tensor_model_parallel_size",
              "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
              "expert_tensor_parallel_size", "global_batch_size", "micro_batch_size", "seq_length",
-             "max_steps", "virtual_pipeline_model_parallel_size"}
+             "max_steps", "virtual_pipeline_model_parallel_size", "vocab_size"}
 # The config field each of them sets, as run_script.py's flag layer does.
 FLAG_FIELDS = {
     "tensor_model_parallel_size": "model.tensor_model_parallel_size",
@@ -634,8 +738,11 @@ FLAG_FIELDS = {
     "global_batch_size": "train.global_batch_size", "micro_batch_size": "train.micro_batch_size",
     "seq_length": "model.seq_length", "max_steps": "train.train_iters",
 }
-# The flags that set config fields (the others choose the recipe).
-CONFIG_FLAGS = list(FLAG_FIELDS)
+# The flags that set config fields (the others choose the recipe): those above, and the ones
+# whose effect is more than one field (flag_layer applies them as run_script.py does).
+CONFIG_FLAGS = list(FLAG_FIELDS) + [
+    "cuda_graph_impl", "cuda_graph_scope", "moe_a2a_overlap", "moe_flex_dispatcher_backend",
+    "tokenizer_type", "tokenizer_model", "vocab_size"]
 # The plan key each flag carries (what the recipe or an override sets).
 FLAG_PLAN_KEYS = {
     "model_family_name": "model.family", "model_recipe_name": "model.recipe",
@@ -643,6 +750,24 @@ FLAG_PLAN_KEYS = {
     "compute_dtype": "model.compute_dtype", "task": "train.task", "max_steps": "train.max_steps",
     "global_batch_size": "train.global_batch_size", "micro_batch_size": "train.micro_batch_size",
 }
+
+
+def flag_value(dest, val):
+    """A flag's word as run_script.py's argparse types it (argument_parser.py)."""
+    if dest in INT_FLAGS:
+        return None if val == "None" else int(val)
+    if dest == "moe_a2a_overlap":  # bool_arg
+        low = (val or "").lower()
+        if low in ("true", "1", "t", "yes", "y"):
+            return True
+        if low in ("false", "0", "f", "no", "n"):
+            return False
+        raise ValueError(f"--moe_a2a_overlap: {val!r} is not a boolean")
+    if dest == "moe_flex_dispatcher_backend":
+        return None if val == "None" else val
+    if dest == "cuda_graph_scope" and val is not None:
+        return [x for x in val.split(",") if x]
+    return val
 
 
 def parse_mb_argv(words):
@@ -658,9 +783,7 @@ def parse_mb_argv(words):
             if val is None:
                 val = words[i + 1] if i + 1 < len(words) else None
                 i += 1
-            if dest in INT_FLAGS:
-                val = None if val == "None" else int(val)
-            flags[dest] = val
+            flags[dest] = flag_value(dest, val)
         else:
             rest.append(w)
         i += 1
@@ -688,7 +811,7 @@ def load_release():
             import megatron.bridge
             import megatron.core
             import megatron.core.utils as mcore_utils
-            from megatron.bridge.training import comm_overlap, config
+            from megatron.bridge.training import comm_overlap, config, flex_dispatcher_backend
             from megatron.bridge.training.utils import omegaconf_utils
             from megatron.bridge.utils import cuda_graph
 
@@ -696,6 +819,7 @@ def load_release():
             rel.DictConfig, rel.open_dict = DictConfig, open_dict
             rel.mcore_utils, rel.comm_overlap, rel.config = mcore_utils, comm_overlap, config
             rel.omegaconf_utils, rel.cuda_graph = omegaconf_utils, cuda_graph
+            rel.flex_dispatcher = flex_dispatcher_backend
             rel.recipes = importlib.import_module("megatron.bridge.recipes")
             rel.perf_recipes = importlib.import_module("megatron.bridge.perf_recipes")
             rel.perf_modules = [
@@ -735,7 +859,8 @@ def case_of(request):
                 "task": lookup.get("task") or "pretrain", "num_gpus": case["world_size"],
                 "gpu": case["gpu"], "compute_dtype": lookup.get("compute_dtype") or "bf16"}
         perf.update({k: flags[k] for k in ("model_family_name", "model_recipe_name", "gpu",
-                                           "num_gpus", "compute_dtype", "task") if k in flags})
+                                           "num_gpus", "compute_dtype", "task", "config_variant")
+                     if k in flags})
         case.update(mode="perf_script", perf=perf, overrides=overrides,
                     flags={k: v for k, v in flags.items() if k in CONFIG_FLAGS})
     else:
@@ -1041,7 +1166,7 @@ def planned_values(request):
     words = argv
     if request.get("adapter") == "megatron_bridge":
         flags, words, _ = parse_mb_argv(argv)
-        for dest in CONFIG_FLAGS:
+        for dest in FLAG_FIELDS:  # the one-field flags (the others set several fields)
             if flags.get(dest) is not None:
                 out.append((FLAG_FIELDS[dest], flags[dest], flag_plan_key(dest), None))
     for w in words:

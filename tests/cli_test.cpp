@@ -197,6 +197,38 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
   EXPECT_THAT(ended, IsEmpty());
 }
 
+// Issue 47 item 13: `cancel` of a Slurm job that is on its second attempt stops that attempt
+// and names its Slurm id; it named the first attempt's id, which the registry recorded.
+TEST(CliCancelTest, CancelDuringASlurmRetryNamesTheAttemptItStops) {
+  test::TempDir tmp;
+  const std::string state = tmp.path() + "/state";
+  const std::string job_dir = tmp.path() + "/job";
+  std::filesystem::create_directories(job_dir);
+  std::ofstream(job_dir + "/attempts")
+      << "start attempt=1 of=3 slurm_job=134 nodes=node1 at=2026-01-01T00:00:00Z\n"
+         "retry attempt=1 at=2026-01-01T00:10:00Z rc=1 signature=nccl-timeout class=network "
+         "host=node1 unit=rank_3 excluded=node1 next_slurm_job=135\n";
+  testing::ScriptedRunner runner([](const CommandSpec&) { return bridge::CommandResult(); });
+  testing::TestServices seams(runner);
+  JobRecord rec;
+  rec.id = "job-retry-20260101-000000-0001";
+  rec.name = "retry";
+  rec.executor = "slurm";
+  rec.scheduler_id = "134";
+  rec.job_dir = job_dir;
+  rec.state = JobState::kPending;
+  rec.submitted_at = "2026-01-01T00:00:00Z";
+  Diagnostics diags;
+  ASSERT_TRUE(JobRegistry(state, seams.registry_seams()).put(rec, diags, /*create=*/true));
+  Services services = seams.command_services(state);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_cli({"cancel", rec.id}, out, err, services), 0) << err.str();
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0].argv, (std::vector<std::string>{"scancel", "135"}));
+  EXPECT_THAT(out.str(), HasSubstr("(slurm id 135)"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("134")));
+}
+
 // The tables Services holds are the ones the commands use: a launch makes its executor from
 // Services::executors and plans with Services::plugins, never with the tables the process
 // defines (executor_registry(), plugin_registry()), which only the composition root reads.
@@ -406,7 +438,9 @@ TEST_F(CliTest, EveryExamplesPlanFitsOneHundredTwentyColumns) {
   ASSERT_EQ(wide.exit_code, 0) << wide.err;
   EXPECT_THAT(
       wide.out,
-      ContainsRegex("\\+\\+comm_overlap=\\{_target_:[^\n]*\\.\\.\\. \\([0-9]+ bytes in all\\)"));
+      ContainsRegex(
+          "\\+\\+comm_overlap\\.tp_comm_overlap_cfg=\\{_target_:[^\n]*\\.\\.\\. \\([0-9]+ bytes in "
+          "all\\)"));
   EXPECT_THAT(wide.out, HasSubstr("`plan --format json` has the whole argv"));
   EXPECT_THAT(wide.out, ContainsRegex("run_recipe.py [^\n]* \\\\\n      --dataset"));
 }

@@ -88,7 +88,8 @@ TEST(RecipeBase, TheGuidesSmokeTestValidatesWithoutRestatingTheModel) {
                                              "8",
                                              "-c",
                                              "bf16",
-                                             "model.cuda_graph_impl=none",
+                                             "--cuda_graph_impl",
+                                             "none",
                                              "model.moe_shared_expert_overlap=false",
                                              "comm_overlap.overlap_moe_expert_parallel_comm=true",
                                              "comm_overlap.delay_wgrad_compute=true"}));
@@ -105,11 +106,69 @@ TEST(RecipeBase, TheShippedGuideExampleValidates) {
   ASSERT_TRUE(plan.complete);
   EXPECT_EQ(diags.count(Severity::kWarning), 0u);
   std::vector<std::string> argv = runtime_argv(plan);
-  EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()),
-            (std::vector<std::string>{"model.cuda_graph_impl=none",
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 5, argv.end()),
+            (std::vector<std::string>{"--cuda_graph_impl", "none",
                                       "model.moe_shared_expert_overlap=false",
                                       "comm_overlap.overlap_moe_expert_parallel_comm=true",
                                       "comm_overlap.delay_wgrad_compute=true"}));
+}
+
+// NVIDIA's whole smoke-test command written as recipe keys plans to the same flags and
+// overrides (order aside), but two: --moe_flex_dispatcher_backend None is the alltoall key
+// (sent as the override and the cleared backend, what the flag does) and --moe_a2a_overlap
+// false, which sets no key. The conformance suite builds both with the release
+// (guide-command).
+TEST(RecipeBase, TheGuidesWholeCommandAsKeysPlansToItsFlags) {
+  Diagnostics diags;
+  MapEnvironment env(std::map<std::string, std::string>{{"HOME", "/home/alice"}});
+  PlanRequest req;
+  req.recipe_path =
+      std::string(BRIDGE_SOURCE_DIR) + "/examples/named/qwen3-30b-a3b-guide-command.yaml";
+  Plan plan = build_plan(req, env, plugin_registry(), diags);
+  ASSERT_TRUE(plan.complete);
+  EXPECT_EQ(diags.count(Severity::kWarning), 0u);
+  std::vector<std::string> argv = runtime_argv(plan);
+  argv.erase(argv.begin(), argv.begin() + 2);  // python run_script.py
+  std::vector<std::string> guide{"-m",
+                                 "qwen",
+                                 "-mr",
+                                 "qwen3_30b_a3b",
+                                 "-g",
+                                 "h100",
+                                 "-ng",
+                                 "16",
+                                 "-gn",
+                                 "8",
+                                 "-ms",
+                                 "8",
+                                 "-c",
+                                 "bf16",
+                                 "--task",
+                                 "pretrain",
+                                 "--config_variant",
+                                 "v1",
+                                 "--cuda_graph_impl",
+                                 "none",
+                                 "--tokenizer_type",
+                                 "NullTokenizer",
+                                 "model.moe_shared_expert_overlap=false",
+                                 "model.moe_token_dispatcher_type=alltoall",
+                                 "model.moe_flex_dispatcher_backend=null",
+                                 "comm_overlap.overlap_moe_expert_parallel_comm=true",
+                                 "comm_overlap.delay_wgrad_compute=true"};
+  EXPECT_EQ(argv, guide);
+}
+
+// The keys only run_script.py's flags carry are refused by the other adapters, never dropped.
+TEST(RecipeBase, RunScriptOnlyKeysAreRefusedByTheHydraAdapter) {
+  PlanRun run = plan_of(kGuide, {"runtime.adapter=hydra", "train.tokenizer_type=NullTokenizer",
+                                 "model.config_variant=large_scale"});
+  std::vector<std::string> refused;
+  for (const Diagnostic& d : run.diags.items())
+    if (d.code == "run-script-only-key" && d.severity == Severity::kError)
+      refused.push_back(d.path);
+  EXPECT_EQ(refused, (std::vector<std::string>{"model.config_variant", "train.tokenizer_type"}));
+  EXPECT_THAT(run.argv(), Not(::testing::Contains(HasSubstr("tokenizer"))));
 }
 
 TEST(RecipeBase, AValueOfTheFileOrAnOverrideWinsAndNullMeansTheRecipes) {

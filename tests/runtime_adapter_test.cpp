@@ -181,6 +181,47 @@ runtime: {command: [python, train.py]}
   for (const auto& t : texts) EXPECT_THAT(t, ::testing::Not(HasSubstr("cluster.")));
 }
 
+// A script that builds a library recipe the plan has as its base (`--recipe NAME`) gets only
+// what the user set, as run_script.py does: the layout, precision and the recipe's tuned
+// comm_overlap section stay the library recipe's (issue 45; the conformance suite's
+// fidelity-library cases build every such recipe both ways).
+TEST(RuntimeAdapterTest, HydraOnALibraryRecipeSendsOnlyTheUsersKeys) {
+  const std::string recipe = R"(name: h
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+runtime: {adapter: hydra, transformer_engine: "2.9.0",
+          command: [python, run_recipe.py, --recipe, qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config]}
+)";
+  Diagnostics diags;
+  Plan p = make_plan(recipe, diags);
+  ASSERT_TRUE(p.complete) << all_messages(diags);
+  ASSERT_EQ(p.recipe->base.function, "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
+  EXPECT_THAT(runtime_argv(p), ElementsAre("python", "run_recipe.py", "--recipe",
+                                           "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"));
+  Diagnostics knob;
+  Plan q = make_plan(recipe, knob, {"comm_overlap.overlap_grad_reduce=false", "train.max_steps=5"});
+  ASSERT_TRUE(q.complete) << all_messages(knob);
+  std::vector<std::string> texts;
+  for (const auto& a : q.runtime_args)
+    if (a.source == "adapter:hydra") texts.push_back(a.text);
+  EXPECT_THAT(texts, ElementsAre("train.train_iters=5", "comm_overlap.overlap_grad_reduce=false"));
+}
+
+// A PEFT library recipe needs the checkpoint it adapts on the command line, as with
+// megatron_bridge's train.task peft: the release refuses the config without one.
+TEST(RuntimeAdapterTest, HydraOnAPeftLibraryRecipeNeedsTheCheckpoint) {
+  const std::string recipe = R"(name: h
+cluster: {gpu: h100, num_gpus: 8}
+runtime: {adapter: hydra, transformer_engine: "2.9.0",
+          command: [python, run_recipe.py, --recipe, gpt_oss_20b_peft_config]}
+)";
+  Diagnostics diags;
+  make_plan(recipe, diags);
+  EXPECT_TRUE(diags.has_code("megatron-bridge-peft-needs-checkpoint")) << all_messages(diags);
+  Diagnostics given;
+  make_plan(recipe, given, {"runtime.args=[checkpoint.pretrained_checkpoint=/ckpt]"});
+  EXPECT_FALSE(given.has_code("megatron-bridge-peft-needs-checkpoint")) << all_messages(given);
+}
+
 TEST(RuntimeAdapterTest, ProbeGetsThePlanAndTheExpectedPlan) {
   Diagnostics diags;
   Plan p = make_plan(R"(name: p

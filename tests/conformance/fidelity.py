@@ -18,9 +18,17 @@ function, the Hydra overrides, run_script.py's flag layer, runtime_config_update
       its variant (launcher/cli_job_commands.cpp plan_variants): the named recipe with the
       knob as one more command-line override, so these cases check ablate's variants too.
 
+  (c) for every row of the library-recipe table (model/megatron_bridge_library_recipe_base.cpp,
+      the hydra adapter's base), a recipe that names the function as run_recipe.py's
+      `--recipe NAME` with the hydra adapter and sets nothing else, on as many GPUs as the
+      recipe's own layout needs: the config the function builds with the plan's Hydra
+      overrides against the one it builds with none. Equal leaves mean the hydra adapter
+      sends no key the user did not set, or sends it equal to the recipe's.
+
 Rows the release cannot build offline (a Hub config the suite's cache lacks, a file the wheel
 does not package) are counted with the reason, not failed.
 """
+import math
 import os
 import re
 import subprocess
@@ -139,6 +147,91 @@ def build(binary_plan, source, tmp, parse_mb_argv, config_flags):
     return items, left_out
 
 
+# (c) The library recipes of the hydra adapter ------------------------------------------------
+
+LIBRARY_COMMAND = ["python", "run_recipe.py", "--recipe"]
+
+
+def library_bases(source):
+    with open(os.path.join(source, "model", "megatron_bridge_library_recipe_base.cpp")) as f:
+        return perf_recipe_table.base_from_source(f.read())
+
+
+def _lcm(a, b):
+    return a * b // math.gcd(a, b)
+
+
+def _size(base, key, default=1):
+    text = base.get(key) or ""
+    return int(text) if text.isdigit() else default
+
+
+def library_cluster(fn, base):
+    """(gpu, num_gpus, gpus_per_node) that fit the recipe's own layout (topology checks T1-T3,
+    T7): the count its name says where that fits, else the least multiple of tp*pp*cp and
+    etp*ep*pp (etp unset is tp, as in Megatron-Core) whose data-parallel size divides the
+    global batch in micro batches."""
+    tp, pp, cp = (_size(base, f"model.{k}_parallel_size") for k in
+                  ("tensor_model", "pipeline_model", "context"))
+    moe = base.get("model.num_moe_experts", "null") not in ("null", "0")
+    ep = _size(base, "model.expert_model_parallel_size")
+    etp = _size(base, "model.expert_tensor_parallel_size", tp)
+    step = _lcm(tp * pp * cp, ep * etp * pp if moe else 1)
+    gbs, mbs = _size(base, "train.global_batch_size", 0), _size(base, "train.micro_batch_size")
+
+    def fits(n):
+        return n % step == 0 and (not gbs or gbs % (mbs * (n // (tp * pp * cp))) == 0)
+
+    named = re.search(r"_(\d+)gpu_([a-z]+\d*)_", fn)
+    gpu = named.group(2) if named else "h100"
+    counts = ([int(named.group(1))] if named else []) + [step * k for k in range(1, 65)]
+    n = next((c for c in counts if fits(c)), step)
+    node = 4 if gpu.startswith("gb") else 8
+    return gpu, n, max(d for d in range(1, node + 1) if n % d == 0)
+
+
+def library_recipe_text(fn, gpu, n, gn):
+    return (f"name: fidelity-library\n"
+            f"cluster: {{gpu: {gpu}, num_gpus: {n}, gpus_per_node: {gn}}}\n"
+            f"runtime: {{adapter: hydra, command: [{', '.join(LIBRARY_COMMAND)}, {fn}], "
+            f"transformer_engine: '2.9.0'}}\n"
+            f"executor: {{default: slurm}}\n")
+
+
+def build_library(source, tmp):
+    """The library items (kind "library", row (fn, gpu, n)) and the rows left out with why."""
+    items, left_out = [], {}
+    os.makedirs(os.path.join(tmp, "fidelity-library"), exist_ok=True)
+    for fn, base in sorted(library_bases(source).items()):
+        hub = base.get("needs_hub_config")
+        if hub:
+            left_out[fn] = ("does not build from the release's package" if hub == "-"
+                            else "needs the Hugging Face config of " + hub)
+            continue
+        gpu, n, gn = library_cluster(fn, base)
+        path = os.path.join(tmp, "fidelity-library", re.sub(r"[^A-Za-z0-9_.=-]", "_", fn) + ".yaml")
+        with open(path, "w") as f:
+            f.write(library_recipe_text(fn, gpu, n, gn))
+        items.append({"rid": f"fidelity-library/{fn}", "kind": "library", "row": (fn, gpu, n),
+                      "knob": None, "path": path, "overrides": []})
+    return items, left_out
+
+
+def library_case(rid, fn, gpu, n, overrides):
+    return {"id": rid, "mode": "recipe", "recipe_function": fn, "world_size": n, "gpu": gpu,
+            "te_version": "2.9.0", "read": [], "flags": {}, "overrides": list(overrides)}
+
+
+def library_pair(it):
+    """The plan's Hydra overrides (its argv after runtime.command) against none."""
+    fn, gpu, n = it["row"]
+    plan = it["plan"] or {}
+    case = library_case(it["rid"], fn, gpu, n, (plan.get("argv") or [])[len(LIBRARY_COMMAND) + 1:])
+    case["planned_base"] = (plan.get("recipe_base") or {}).get("values") or {}
+    case["reference"] = library_case(it["rid"] + "/reference", fn, gpu, n, [])
+    return case
+
+
 def plan_all(bl, items):
     for it in items:
         rc, plan, err = bl.plan(it["path"], it["overrides"])
@@ -149,6 +242,9 @@ def plan_all(bl, items):
 def cases(items, parse_mb_argv, config_flags):
     out = []
     for it in items:
+        if it["kind"] == "library":
+            out.append(library_pair(it))
+            continue
         mr, task, gpu, dtype, n, _ = it["row"]
         case = plan_case(it["rid"], it["row"], it["plan"], parse_mb_argv, config_flags)
         knob = it["knob"]
@@ -173,7 +269,9 @@ def _refused(summary):
 
 def check(items, results):
     """Findings (dicts with class, case, key, message) and counts for the report."""
-    findings, counts = [], {"named": 0, "knob": 0, "equal": 0, "release_refuses_bare": 0}
+    findings, counts = [], {"named": 0, "knob": 0, "library": 0, "equal": 0,
+                                "library_equal": 0, "release_refuses_bare": 0,
+                                "library_release_refuses": 0}
     for it in items:
         rid = it["rid"]
         counts[it["kind"]] += 1
@@ -184,8 +282,9 @@ def check(items, results):
             continue
         ref_why = _refused(res["reference"])
         plan_ok = it["validate_rc"] == 0
-        if ref_why and it["kind"] == "named":
-            counts["release_refuses_bare"] += 1
+        if ref_why and it["kind"] in ("named", "library"):
+            counts["library_release_refuses" if it["kind"] == "library"
+                   else "release_refuses_bare"] += 1
         if plan_ok and ref_why:
             findings.append({"class": "fidelity-validate-accepts-refused", "case": rid, "key": "",
                              "message": f"validate accepts, the release refuses: {ref_why[:400]}"})
@@ -211,7 +310,7 @@ def check(items, results):
                              "key": res["differs"][0][0],
                              "message": f"{res['n_differs']} leaves differ: {shown}"[:900]})
         elif not plan_why and not ref_why:
-            counts["equal"] += 1
+            counts["library_equal" if it["kind"] == "library" else "equal"] += 1
         if plan_ok and not stopped and res.get("base_differs"):
             shown = "; ".join(f"{d['field']}: planned {d['planned']!r}, finalised {d['actual']!r}"
                               for d in res["base_differs"][:6])

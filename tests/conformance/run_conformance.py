@@ -41,6 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fidelity  # noqa: E402  (this directory's named-recipe fidelity check)
+import guide_command  # noqa: E402  (NVIDIA's whole smoke-test command as recipe keys)
 import perf_recipe_table  # noqa: E402  (this directory's table generator)
 
 import yaml
@@ -518,7 +519,8 @@ def make_case(rid, adapter, doc, plan):
         else:
             flags, overrides, _ = parse_mb_argv(payload)
             perf.update({k: flags[k] for k in ("model_family_name", "model_recipe_name", "gpu",
-                                               "num_gpus", "compute_dtype", "task") if k in flags})
+                                               "num_gpus", "compute_dtype", "task",
+                                               "config_variant") if k in flags})
             flags = {k: v for k, v in flags.items() if k in CONFIG_FLAGS}
         case.update(perf=perf, flags=flags, overrides=overrides)
     else:
@@ -941,6 +943,8 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
         bl_results = list(ex.map(run_bl, items))
     fid_items, fid_left_out = fidelity.build(bl, source, tmp, parse_mb_argv, CONFIG_FLAGS)
+    lib_items, lib_left_out = fidelity.build_library(source, tmp)
+    fid_items += lib_items
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
         list(ex.map(lambda it: fidelity.plan_all(bl, [it]), fid_items))
     t_plans = time.time() - t0
@@ -955,6 +959,9 @@ def main():
     probes = probe_cases()
     cases += probes
     cases += fidelity.cases(fid_items, parse_mb_argv, CONFIG_FLAGS)
+    guide_case, guide_facts = guide_command.build(bl, source, parse_mb_argv, CONFIG_FLAGS)
+    if guide_case:
+        cases.append(guide_case)
     stdout_main, err_main = harness.communicate(json.dumps({"cases": cases}))
     _, err_absent = absent.communicate(json.dumps({"cases": absent_cases}))
     if harness.returncode != 0:
@@ -1021,6 +1028,16 @@ def main():
     failed += len(fid_failed)
     passed += len(fid_items) - len(fid_failed)
     failures += list(fid_failed.items())
+    # NVIDIA's whole smoke-test command as recipe keys (guide_command.py).
+    guide_findings = guide_command.check(guide_facts, results)
+    all_findings += guide_findings
+    if guide_findings:
+        failed += 1
+        failures.append((guide_command.CASE_ID, guide_findings))
+    else:
+        passed += 1
+    log(f"guide command as recipe keys: {'equal leaf for leaf' if not guide_findings else 'FAILED'}"
+        f" ({' '.join(guide_facts['argv'][2:])})")
     stale = [g for g in gaps if gap_hits[g["id"]] == 0]
     failed += len(stale)
     # The performance-recipe table validate checks megatron_bridge plans against
@@ -1097,11 +1114,16 @@ def main():
         f"set, {fid_counts['knob']} with one overlap knob changed; {fid_counts['equal']} built "
         f"leaf-for-leaf equal to the reference command, {len(fid_failed)} failed; the release "
         f"refuses {fid_counts['release_refuses_bare']} of its own recipes as named (validate "
-        f"must refuse those too); {len(fid_left_out)} rows left out:")
-    reasons = collections.Counter(re.sub(r"config of \S+", "config of <model>", why)
-                                  for why in fid_left_out.values())
-    for why, n in reasons.most_common():
-        log(f"  {n:4d}  {why}")
+        f"must refuse those too); {fid_counts['library']} library recipes named through the "
+        f"hydra adapter with nothing else set, {fid_counts['library_equal']} built leaf-for-leaf "
+        f"equal to the recipe function alone, the release refuses "
+        f"{fid_counts['library_release_refuses']} of them as built; "
+        f"{len(fid_left_out)} perf rows and {len(lib_left_out)} library rows left out:")
+    for label, left in (("perf", fid_left_out), ("library", lib_left_out)):
+        reasons = collections.Counter(re.sub(r"config of \S+", "config of <model>", why)
+                                      for why in left.values())
+        for why, n in reasons.most_common():
+            log(f"  {n:4d}  {label}: {why}")
     for g in gaps:
         log(f"known gap {g['id']} ({g['class']}): {gap_hits[g['id']]} findings - {g['description']}")
     for g in stale:

@@ -50,6 +50,12 @@ def replica_parser():
     p.add_argument("-sl", "--seq_length", type=int)
     p.add_argument("-ms", "--max_steps", type=int)
     p.add_argument("--task", choices=["pretrain", "sft", "peft", "lora"], default="pretrain")
+    p.add_argument("--config_variant", type=str)
+    p.add_argument("--cuda_graph_impl", choices=["none", "local", "transformer_engine"])
+    p.add_argument("--tokenizer_type",
+                   choices=["NullTokenizer", "HuggingFaceTokenizer", "SentencePieceTokenizer"])
+    p.add_argument("--tokenizer_model", type=str)
+    p.add_argument("--vocab_size", type=int, default=32000)
     return p
 
 
@@ -130,6 +136,14 @@ def check(binary, recipe, extra, home):
             ("micro_batch_size", train, "micro_batch_size", train.get("micro_batch_size")),
             ("max_steps", train, "max_steps", train.get("max_steps"))]:
         expected[name] = planned if section_doc.get(key) is not None else None
+    # The keys only run_script.py's flags carry (or whose flag does more than the override).
+    for name, section_doc, key in [("config_variant", model, "config_variant"),
+                                   ("cuda_graph_impl", model, "cuda_graph_impl"),
+                                   ("tokenizer_type", train, "tokenizer_type"),
+                                   ("tokenizer_model", train, "tokenizer_model")]:
+        expected[name] = section_doc.get(key)
+    assert not any(k.endswith((".config_variant", ".tokenizer_type", ".cuda_graph_impl"))
+                   for k in hydra), f"{recipe}: a flag-only key sent as an override: {hydra}"
     vpp = model.get("virtual_pipeline_model_parallel_size")
     expected["virtual_pipeline_model_parallel_size"] = -1 if vpp is None else t["vpp"]  # -1: absent
     assert cluster.get("gpu") is None or cluster["gpu"] == t["gpu"]
