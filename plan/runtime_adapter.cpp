@@ -495,6 +495,20 @@ void add_user_overlap_args(const AdapterInput& in, AdapterOutput& out) {
       r.optimizer.overlap_param_gather_with_optimizer_step);
 }
 
+void require_peft_checkpoint(const Recipe& r, const std::string& key, const SourceLoc& loc,
+                             const std::string& what, Diagnostics& diags) {
+  for (const auto& a : r.runtime.args.get_or({})) {
+    std::string_view name = std::string_view(a).substr(0, a.find('='));
+    name.remove_prefix(std::min(name.find_first_not_of('+'), name.size()));
+    if (name == "checkpoint.pretrained_checkpoint" && a.find('=') != std::string::npos) return;
+  }
+  diags.error("megatron-bridge-peft-needs-checkpoint", key, loc,
+              fmt::format("{}, but nothing gives the checkpoint to fine-tune: Megatron-Bridge "
+                          "refuses the config (\"PEFT requires a pretrained checkpoint path\")",
+                          what),
+              "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
+}
+
 // The keys only run_script.py's flags carry: another adapter has no way to send them, and
 // leaving them out silently would run another job than the one the user wrote.
 void refuse_run_script_only_keys(const Recipe& r, const std::string& adapter, Diagnostics& diags) {

@@ -118,6 +118,13 @@ std::vector<std::pair<std::string, std::string>> user_plan_values(
 // The user's own keys under model/train/ddp/optimizer/mixed_precision (after overrides),
 // with Hydra value syntax (lowercase booleans, `null`, lists without spaces), except the keys
 // in `skip` and keys that only bridge-launch reads (model.family, model.recipe, train.task).
+// Megatron-Bridge refuses a PEFT config without the checkpoint it adapts ("PEFT requires a
+// pretrained checkpoint path", when the config is finalised), and NVIDIA's PEFT recipes leave
+// it to the command line: an error at `key`/`loc` saying `what` unless runtime.args gives
+// `checkpoint.pretrained_checkpoint=...`.
+void require_peft_checkpoint(const Recipe& r, const std::string& key, const SourceLoc& loc,
+                             const std::string& what, Diagnostics& diags);
+
 std::vector<std::pair<std::string, std::string>> user_hydra_values(
     const Recipe& recipe, const std::vector<std::string>& skip);
 

@@ -65,24 +65,13 @@ void fold_mixed_precision(AdapterOutput& out) {
   out.args.erase(std::remove_if(out.args.begin(), out.args.end(), is_field), out.args.end());
 }
 
-// Megatron-Bridge refuses a PEFT config without the checkpoint it adapts ("PEFT requires a
-// pretrained checkpoint path", when the config is finalised), and its PEFT library recipes
-// (<model>_peft_..._config) leave it to the command line, as the megatron_bridge adapter's
-// check for train.task peft says.
+// A PEFT library recipe (<model>_peft_..._config) leaves the checkpoint it adapts to the
+// command line, as NVIDIA's PEFT performance recipes do.
 void check_peft_checkpoint(const Recipe& r, Diagnostics& diags) {
   const std::string& base = r.base.function;
-  if (base.find("_peft_") == std::string::npos) return;
-  for (const auto& a : r.runtime.args.get_or({})) {
-    std::string_view key = std::string_view(a).substr(0, a.find('='));
-    key.remove_prefix(std::min(key.find_first_not_of('+'), key.size()));
-    if (key == "checkpoint.pretrained_checkpoint" && a.find('=') != std::string::npos) return;
-  }
-  diags.error("megatron-bridge-peft-needs-checkpoint", "runtime.command", r.runtime.command.loc,
-              fmt::format("the recipe base {} is a PEFT recipe, but nothing gives the checkpoint "
-                          "to fine-tune: Megatron-Bridge refuses the config (\"PEFT requires a "
-                          "pretrained checkpoint path\")",
-                          base),
-              "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
+  if (base.find("_peft_") != std::string::npos)
+    require_peft_checkpoint(r, "runtime.command", r.runtime.command.loc,
+                            fmt::format("the recipe base {} is a PEFT recipe", base), diags);
 }
 
 }  // namespace

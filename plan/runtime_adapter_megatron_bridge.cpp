@@ -163,20 +163,9 @@ void check_distributed_optimizer(const Recipe& r, Diagnostics& diags) {
               "use the hydra adapter with a script that keeps the plain optimizer");
 }
 
-// Megatron-Bridge refuses a PEFT config without the checkpoint it adapts ("PEFT requires a
-// pretrained checkpoint path", when the config is finalised); NVIDIA's PEFT recipes leave it
-// to the command line.
 void check_peft_checkpoint(const Recipe& r, Diagnostics& diags) {
-  if (r.train.task.get_or("pretrain") != "peft") return;
-  for (const auto& a : r.runtime.args.get_or({})) {
-    std::string_view key = std::string_view(a).substr(0, a.find('='));
-    key.remove_prefix(std::min(key.find_first_not_of('+'), key.size()));
-    if (key == "checkpoint.pretrained_checkpoint" && a.find('=') != std::string::npos) return;
-  }
-  diags.error("megatron-bridge-peft-needs-checkpoint", "train.task", r.train.task.loc,
-              "train.task is peft, but nothing gives the checkpoint to fine-tune: Megatron-Bridge "
-              "refuses the config (\"PEFT requires a pretrained checkpoint path\")",
-              "add `checkpoint.pretrained_checkpoint=/path/to/checkpoint` to runtime.args");
+  if (r.train.task.get_or("pretrain") == "peft")
+    require_peft_checkpoint(r, "train.task", r.train.task.loc, "train.task is peft", diags);
 }
 
 // The keys run_script.py takes only as flags, or whose flag does more than the Hydra override
