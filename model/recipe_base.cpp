@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <type_traits>
@@ -297,6 +298,22 @@ void fill_from(Recipe& r, const PerfRecipeBase& base, bool skip_sequence_paralle
   }
 }
 
+// A dispatcher the user sets other than flex leaves the recipe's flex backend nothing to do,
+// and the megatron_bridge adapter clears it as run_script.py's `--moe_flex_dispatcher_backend
+// None` does (plan/runtime_adapter_megatron_bridge.cpp): the plan holds no backend either.
+void drop_inactive_flex_backend(Recipe& r) {
+  ModelSpec& m = r.model;
+  if (!user_set(m.moe_token_dispatcher_type) || *m.moe_token_dispatcher_type.value == "flex" ||
+      !m.moe_flex_dispatcher_backend.is_set() || !m.moe_flex_dispatcher_backend.loc.from_base())
+    return;
+  m.moe_flex_dispatcher_backend = {};
+  auto& filled = r.base.filled;
+  filled.erase(std::remove_if(
+                   filled.begin(), filled.end(),
+                   [](const auto& kv) { return kv.first == "model.moe_flex_dispatcher_backend"; }),
+               filled.end());
+}
+
 // The megatron_bridge adapter: the flat performance recipe run_script.py builds.
 void apply_performance_recipe(Recipe& r, Diagnostics& diags) {
   const PerfRecipe* perf = named_perf_recipe(r);
@@ -311,6 +328,7 @@ void apply_performance_recipe(Recipe& r, Diagnostics& diags) {
   // run_script.py's -tp sets sequence_parallel from tp: the recipe's own value does not reach
   // the runtime once the user sets tp.
   fill_from(r, *base, user_set(r.model.tensor_model_parallel_size), diags);
+  drop_inactive_flex_backend(r);
   scale_global_batch(r, *base, base_gpus, num_gpus);
 }
 

@@ -187,17 +187,38 @@ void add_flag_only_keys(const Recipe& r, std::vector<std::string>& carried,
 // run_script.py's `--moe_flex_dispatcher_backend None` means "the alltoall dispatcher, no flex
 // backend". A dispatcher the user sets other than flex likewise leaves the recipe's flex
 // backend nothing to do, so it is cleared as that flag clears it, and the job runs the
-// config the guide's command builds rather than a dispatcher with a stale backend.
-void clear_inactive_flex_backend(const Recipe& r, AdapterOutput& out) {
+// config the guide's command builds rather than a dispatcher with a stale backend: alltoall
+// is sent as that flag itself (NVIDIA's spelling), allgather as two overrides.
+// The recipe base's flex backend ("" when it has none): the plan drops it under a dispatcher
+// the user set (model/recipe_base.cpp), but the runtime's recipe still holds it.
+std::string base_flex_backend(const Recipe& r) {
+  const PerfRecipeBase* base = find_perf_recipe_base(r.base.function);
+  if (!base) return "";
+  for (const auto& v : base->values)
+    if (v.key() == "model.moe_flex_dispatcher_backend" && v.value() != "null")
+      return std::string(v.value());
+  return "";
+}
+
+void clear_inactive_flex_backend(const Recipe& r, AdapterOutput& out,
+                                 std::vector<std::string>& carried) {
   const ModelSpec& m = r.model;
   if (!user_set(m.moe_token_dispatcher_type) || *m.moe_token_dispatcher_type.value == "flex" ||
-      !m.moe_flex_dispatcher_backend.is_set() || user_set(m.moe_flex_dispatcher_backend))
+      user_set(m.moe_flex_dispatcher_backend))
     return;
-  out.args.push_back(
-      {"model.moe_flex_dispatcher_backend", "", "null",
-       fmt::format("the recipe's flex backend ({}) cleared: the dispatcher you set "
-                   "is {} (as run_script.py's --moe_flex_dispatcher_backend None)",
-                   *m.moe_flex_dispatcher_backend.value, *m.moe_token_dispatcher_type.value)});
+  const std::string backend = base_flex_backend(r);
+  if (backend.empty()) return;
+  std::string why = fmt::format(
+      "the dispatcher you set is {}: the recipe's flex backend ({}) is "
+      "cleared",
+      *m.moe_token_dispatcher_type.value, backend);
+  if (*m.moe_token_dispatcher_type.value == "alltoall") {
+    out.args.push_back(
+        {"model.moe_flex_dispatcher_backend", "--moe_flex_dispatcher_backend", "None", why});
+    carried.emplace_back("model.moe_token_dispatcher_type");
+    return;
+  }
+  out.args.push_back({"model.moe_flex_dispatcher_backend", "", "null", why});
 }
 
 }  // namespace
@@ -237,9 +258,9 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
   }
   if (r.train.task.is_set()) flag("train.task", *r.train.task.value);
   add_flag_only_keys(r, carried, flag);
+  clear_inactive_flex_backend(r, out, carried);
   for (auto& [key, value] : user_hydra_values(r, carried))
     out.args.push_back({key, "", value, key + " set in the recipe"});
-  clear_inactive_flex_backend(r, out);
   add_user_overlap_args(in, out);
 }
 

@@ -56,6 +56,8 @@ def replica_parser():
                    choices=["NullTokenizer", "HuggingFaceTokenizer", "SentencePieceTokenizer"])
     p.add_argument("--tokenizer_model", type=str)
     p.add_argument("--vocab_size", type=int, default=32000)
+    p.add_argument("--moe_flex_dispatcher_backend", type=lambda x: None if x == "None" else x,
+                   choices=["deepep", "hybridep", None], default=-1)
     return p
 
 
@@ -144,6 +146,12 @@ def check(binary, recipe, extra, home):
         expected[name] = section_doc.get(key)
     assert not any(k.endswith((".config_variant", ".tokenizer_type", ".cuda_graph_impl"))
                    for k in hydra), f"{recipe}: a flag-only key sent as an override: {hydra}"
+    # `--moe_flex_dispatcher_backend None` is sent only for an alltoall dispatcher the recipe
+    # sets over a base with a flex backend (the flag clears it).
+    if args.moe_flex_dispatcher_backend != -1:
+        assert args.moe_flex_dispatcher_backend is None, args.moe_flex_dispatcher_backend
+        assert model.get("moe_token_dispatcher_type") == "alltoall", recipe
+        assert "model.moe_token_dispatcher_type" not in hydra, f"{recipe}: sent twice"
     vpp = model.get("virtual_pipeline_model_parallel_size")
     expected["virtual_pipeline_model_parallel_size"] = -1 if vpp is None else t["vpp"]  # -1: absent
     assert cluster.get("gpu") is None or cluster["gpu"] == t["gpu"]
