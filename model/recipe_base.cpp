@@ -314,6 +314,19 @@ void drop_inactive_flex_backend(Recipe& r) {
                filled.end());
 }
 
+// A few library recipes set sequence_parallel at tensor parallelism 1, which the release's
+// config finalisation turns off (there is nothing to split): the plan holds the value the job
+// runs with, so the confirmation at start finds what it planned.
+void finalise_base_sequence_parallel(Recipe& r) {
+  Field<bool>& sp = r.model.sequence_parallel;
+  if (!sp.is_set() || !sp.loc.from_base() || !*sp.value ||
+      r.model.tensor_model_parallel_size.get_or(1) > 1)
+    return;
+  sp.value = false;
+  for (auto& [key, value] : r.base.filled)
+    if (key == "model.sequence_parallel") value = "false";
+}
+
 // The megatron_bridge adapter: the flat performance recipe run_script.py builds.
 void apply_performance_recipe(Recipe& r, Diagnostics& diags) {
   const PerfRecipe* perf = named_perf_recipe(r);
@@ -384,7 +397,9 @@ void apply_library_recipe(Recipe& r, Diagnostics& diags) {
   r.base.function = std::string(base->function);
   r.base.release = "Megatron-Bridge 0.6.2 (library recipe)";
   r.base.unknown_because = unknown_because(base);
-  if (r.base.unknown_because.empty()) fill_from(r, *base, false, diags);
+  if (!r.base.unknown_because.empty()) return;
+  fill_from(r, *base, false, diags);
+  finalise_base_sequence_parallel(r);
 }
 
 }  // namespace

@@ -272,6 +272,23 @@ TEST(RecipeBase, TheScriptsRecipeArgumentNamesTheHydraBase) {
   EXPECT_THAT(d->message, HasSubstr("qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"));
 }
 
+// A library recipe that sets sequence_parallel at tensor parallelism 1 (Nemotron-3 Ultra's
+// pretrain recipe) has it turned off by the release's finalisation: the plan and the values
+// the confirmation at start compares hold false, as the job will.
+TEST(RecipeBase, ALibraryRecipesSequenceParallelAtTp1IsFalseAsTheReleaseFinalisesIt) {
+  PlanRun run = plan_of(kGuide, {"runtime.adapter=hydra",
+                                 "runtime.command=[python,run_recipe.py,--recipe,"
+                                 "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config]"});
+  const Recipe& r = *run.plan.recipe;
+  ASSERT_EQ(r.base.function, "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config");
+  EXPECT_EQ(r.model.tensor_model_parallel_size.get_or(1), 1);
+  EXPECT_EQ(r.model.sequence_parallel.value, false);
+  EXPECT_TRUE(r.model.sequence_parallel.loc.from_base());
+  EXPECT_THAT(r.base.filled, ::testing::Contains(std::pair<std::string, std::string>{
+                                 "model.sequence_parallel", "false"}));
+  EXPECT_FALSE(run.has("sequence-parallel-without-tp"));
+}
+
 // The probe and none runtimes build no recipe: no base.
 TEST(RecipeBase, NoBaseForTheProbe) {
   PlanRun run = plan_of(kGuide, {"runtime.adapter=probe"});
