@@ -20,6 +20,7 @@
 #include "plugins/plugin.h"
 #include "system/command_runner.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/code_testing.h"
 #include "tests/support/fake_services.h"
 #include "tests/test_util.h"
 
@@ -30,10 +31,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+// The shared fixtures, under the names these tests use.
+void write(const fs::path& p, const std::string& text) { test::write_tree_file(p, text); }
+using test::snapshot_of;
 
 // A git work tree with one commit: two tracked files, a marker under src/.
 struct GitTree {
@@ -55,16 +55,6 @@ struct GitTree {
     return SpawnCommandRunner().run(spec);
   }
 };
-
-CodePlan snapshot_of(const std::string& path) {
-  CodePlan code;
-  code.source = path;
-  code.loc = SourceLoc{"recipe.yaml", 7, 11, {}};
-  code.max_bytes = std::uint64_t{512} << 20;
-  code.python_path = ".";
-  code.snapshot_root = "/shared/jobs/x/code";
-  return code;
-}
 
 std::vector<std::string> paths_of(const CodeInspection& found) {
   std::vector<std::string> out;

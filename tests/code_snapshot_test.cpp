@@ -27,6 +27,7 @@
 #include "system/command_runner.h"
 #include "tests/integration/process_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/code_testing.h"
 #include "tests/test_util.h"
 
 namespace bridge {
@@ -36,10 +37,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+// The shared fixtures, under the names these tests use.
+void write(const fs::path& p, const std::string& text) { test::write_tree_file(p, text); }
+using test::snapshot_of;
 
 CommandResult git(const std::string& dir, std::vector<std::string> args) {
   CommandSpec spec;
@@ -52,16 +52,6 @@ void commit_all(const std::string& dir) {
   git(dir, {"init", "-q"});
   git(dir, {"add", "-A"});
   git(dir, {"commit", "-q", "-m", "one"});
-}
-
-CodePlan snapshot_of(const std::string& path) {
-  CodePlan code;
-  code.source = path;
-  code.loc = SourceLoc{"recipe.yaml", 7, 11, {}};
-  code.max_bytes = std::uint64_t{512} << 20;
-  code.python_path = ".";
-  code.snapshot_root = "/shared/jobs/x/code";
-  return code;
 }
 
 bool has_code(const Diagnostics& diags, const std::string& code) {
