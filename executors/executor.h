@@ -24,6 +24,7 @@
 #include "base/diagnostics.h"
 #include "jobs/failure_triage.h"
 #include "jobs/job_record.h"
+#include "model/executor_kind.h"
 #include "plan/plan.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
@@ -190,18 +191,13 @@ class Executor {
   }
 };
 
-// What the CLI needs to know about an executor without comparing its name.
-struct ExecutorTraits {
-  // The ranks are children of bridge-launch: submit waits for them, Ctrl-C goes to them,
-  // and stdout carries their output (schedulers print the job id there instead).
-  bool runs_here = false;
-};
-
+// The implementation of one row of model/executor_kind.h (its traits are there, named
+// `kind`: what every layer asks instead of comparing names).
 struct ExecutorInfo {
   const char* name;
   const char* description;
-  ExecutorTraits traits;
   std::unique_ptr<Executor> (*make)(const ExecutorServices& services);
+  const ExecutorKind& kind() const { return *find_executor_kind(name); }
 };
 
 // The table of executors, in the order `--executor` documents them: where it is defined. Only

@@ -47,6 +47,11 @@ std::string numa_bind_program(const NumaBinding& binding, const std::string& sys
       "unbound\" >&2; "
       "elif ! command -v numactl >/dev/null 2>&1; then echo \"$w numactl not found; running "
       "unbound instead of on NUMA node $n ($how)\" >&2; "
+      "elif ! numactl --cpunodebind=\"$n\" --membind=\"$n\" /bin/true >/dev/null 2>&1; then "
+      "a=; while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && a=$v; done 2>/dev/null "
+      "</proc/self/status; "
+      "echo \"$w numactl cannot bind to NUMA node $n ($how; this task may use CPUs "
+      "${{a:-unknown}}); running unbound\" >&2; "
       "else echo \"$w numactl --cpunodebind=$n --membind=$n ($how)\" >&2; "
       "exec numactl --cpunodebind=\"$n\" --membind=\"$n\" \"$@\"; fi; exec \"$@\"",
       nodes);

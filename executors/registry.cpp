@@ -8,14 +8,9 @@ std::unique_ptr<Executor> make_kubernetes_executor(const ExecutorServices& servi
 
 const std::vector<ExecutorInfo>& executor_registry() {
   static const std::vector<ExecutorInfo> kExecutors{
-      {"local",
-       "every rank as a process on this machine (ng must equal gn)",
-       {.runs_here = true},
-       make_local_executor},
-      {"slurm", "one sbatch script per job; srun starts the ranks", {}, make_slurm_executor},
-      {"kubernetes",
-       "manifests applied with kubectl: a JobSet (or Indexed Job + headless Service)",
-       {},
+      {"local", "every rank as a process on this machine (ng must equal gn)", make_local_executor},
+      {"slurm", "one sbatch script per job; srun starts the ranks", make_slurm_executor},
+      {"kubernetes", "manifests applied with kubectl: a JobSet (or Indexed Job + headless Service)",
        make_kubernetes_executor},
   };
   return kExecutors;

@@ -561,6 +561,14 @@ struct SbatchView {
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
+// Directories that are local to each node on the clusters our users run on (tmpfs or a local
+// disk): a multi-node job's files there are split across its nodes.
+bool on_node_local_storage(const std::string& dir) {
+  for (std::string_view local : {"/tmp", "/var/tmp", "/dev/shm", "/run"})
+    if (dir == local || (dir.rfind(local, 0) == 0 && dir[local.size()] == '/')) return true;
+  return false;
+}
+
 void check_job_dir(const Plan& plan, Checker& check, Diagnostics& diags) {
   const auto& field = plan.job.executor.slurm.job_dir;
   check.directive(plan.job_dir, "executor.slurm.job_dir", field.loc);
@@ -570,6 +578,17 @@ void check_job_dir(const Plan& plan, Checker& check, Diagnostics& diags) {
                               "directory sbatch runs in, and `logs` only finds it from there",
                               plan.job_dir),
                   "use an absolute path on a file system every node sees");
+  // The value as written (`~` and ${VAR} unexpanded): a default or a home directory that
+  // happens to expand under /tmp (a test's HOME) is the user's shared one.
+  else if (plan.topology->nodes > 1 && field.is_set() && on_node_local_storage(*field.value))
+    diags.warning("slurm-node-local-job-dir", "executor.slurm.job_dir", field.loc,
+                  fmt::format("job dir `{}` is on node-local storage on most clusters: each of "
+                              "the {} nodes writes its ranks' logs into its own copy, and "
+                              "`logs`, `why` and `status` (which read it from here) see only "
+                              "this machine's",
+                              *field.value, plan.topology->nodes),
+                  "set executor.slurm.job_dir to a shared file system (e.g. under /lustre "
+                  "or your home directory)");
 }
 
 // Step 2: who starts the ranks, and how many tasks per node.
@@ -623,7 +642,10 @@ void srun_options(const Plan& plan, SbatchView& v, Checker& check, Diagnostics& 
   const JobSpec& r = plan.job;
   const Topology& t = *plan.topology;
   std::vector<std::string>& o = v.srun_options;
-  o = {"--kill-on-bad-exit=1", "--wait=60", fmt::format("--nodes={}", t.nodes)};
+  // The script computes BRIDGE_CPUS_PER_TASK from the allocation; a template of an older
+  // release lacks it, and then a task gets srun's one CPU, as it did there.
+  o = {"--kill-on-bad-exit=1", "--wait=60", fmt::format("--nodes={}", t.nodes),
+       "--cpus-per-task=\"${BRIDGE_CPUS_PER_TASK:-1}\""};
   if (v.per_node) {
     o.insert(o.end(), {"--ntasks-per-node=1", "--cpu-bind=none", "--open-mode=append",
                        "--output=\"$BRIDGE_JOB_DIR/node%n.log\""});
@@ -730,6 +752,7 @@ TemplateData template_data(const SbatchView& v) {
   }
   for (const auto& o : v.srun_options) data.add_text_item("srun_options", o);
   data.set("layout", v.layout);
+  data.set("tasks_per_node", std::to_string(v.per_node ? 1 : v.gpus_per_node));
   data.set("task_command", v.task_command);
   data.set("retries", std::to_string(v.retries));
   data.set_bool("retry", v.retries > 0);

@@ -17,6 +17,7 @@
 #include "launcher/completion.h"
 #include "launcher/services.h"
 #include "launcher/version.h"
+#include "model/executor_kind.h"
 
 namespace bridge {
 
@@ -228,6 +229,8 @@ struct Command {
   int (*run)(ParsedOptions&, const Context&);
 };
 
+std::vector<CompletionCommand> completion_commands();
+
 const Command kCommands[] = {
     {"validate", "load and validate a recipe only",
      "Example: bridge-launch validate recipe.yaml model.tensor_model_parallel_size=4",
@@ -288,7 +291,7 @@ const Command kCommands[] = {
            ->check(CLI::IsMember({"bash", "zsh", "fish"}));
      },
      [](ParsedOptions& p, const Context& c) {
-       c.out << *completion_script(p.shell, c.services.plugins);
+       c.out << *completion_script(p.shell, completion_commands(), c.services.plugins);
        return kExitOk;
      }},
     {"schema", "print the recipe's JSON Schema (for editors and validators)",
@@ -300,6 +303,13 @@ const Command kCommands[] = {
      },
      [](ParsedOptions&, const Context& c) { return cmd_schema(c); }},
 };
+
+// The rows `completion` completes: the same table, in the same order.
+std::vector<CompletionCommand> completion_commands() {
+  std::vector<CompletionCommand> out;
+  for (const Command& cmd : kCommands) out.push_back({cmd.name, cmd.summary});
+  return out;
+}
 
 bool is_command_name(std::string_view word) {
   return std::any_of(std::begin(kCommands), std::end(kCommands),

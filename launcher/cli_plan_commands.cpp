@@ -1,29 +1,24 @@
 // validate, plan, plugins and the launch itself (submit, registry entry, --wait).
 #include <fmt/format.h>
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "executors/executor.h"
 #include "executors/job_dir.h"
 #include "jobs/job_lifecycle.h"
-#include "jobs/job_progress.h"
 #include "jobs/registry.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_support.h"
+#include "launcher/cli_wait.h"
 #include "launcher/services.h"
-#include "launcher/wait_schedule.h"
 #include "model/recipe_loader.h"
 #include "plan/plan_output.h"
 #include "plan/runtime_check.h"
@@ -31,210 +26,6 @@
 #include "system/cancel_token.h"
 
 namespace bridge {
-
-namespace {
-
-// The token `--wait`'s signal handler cancels. The one process global of the wait: a signal
-// handler gets no argument to find it by. Set by WaitInterrupts only while its handlers are
-// installed; atomic (lock-free), so that the handler reads a whole pointer.
-std::atomic<CancelToken*> g_wait_cancel{nullptr};
-static_assert(std::atomic<CancelToken*>::is_always_lock_free);
-
-// Ctrl-C or SIGTERM while a scheduler takes the job must not leave a job that runs but is
-// not recorded: the two signals are held back from before `sbatch`/`kubectl apply` until the
-// registry entry is written (bounded by the command runner's timeout), then taken. sbatch
-// runs in a process group of its own, so a terminal's Ctrl-C (sent to the whole foreground
-// group) does not cut it off half-way either.
-class DeferredInterrupts {
- public:
-  DeferredInterrupts() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-  }
-  ~DeferredInterrupts() { release(); }
-  DeferredInterrupts(const DeferredInterrupts&) = delete;
-  DeferredInterrupts& operator=(const DeferredInterrupts&) = delete;
-
-  // Consumes a held-back SIGINT/SIGTERM and restores the mask; true when one arrived.
-  bool release() {
-    if (released_) return interrupted_;
-    released_ = true;
-    timespec no_wait{0, 0};
-    while (sigtimedwait(&set_, nullptr, &no_wait) > 0) interrupted_ = true;
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    return interrupted_;
-  }
-
- private:
-  sigset_t set_{}, old_{};
-  bool released_ = false;
-  bool interrupted_ = false;
-};
-void on_wait_signal(int) {
-  if (CancelToken* token = g_wait_cancel.load()) token->cancel();  // async-signal-safe
-}
-
-// While `--wait` polls: SIGINT, SIGTERM and SIGHUP cancel `token` instead of ending the
-// process. The token is the runner's (Services::cancel), so a scheduler client that hangs is
-// killed at once instead of at its time limit; the wait loop sees the token and stops.
-class WaitInterrupts {
- public:
-  explicit WaitInterrupts(CancelToken& token) : token_(token) {
-    token_.reset();
-    g_wait_cancel = &token_;
-    struct sigaction sa {};
-    sa.sa_handler = on_wait_signal;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    sigaction(SIGHUP, &sa, &old_hup_);
-  }
-  ~WaitInterrupts() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    sigaction(SIGHUP, &old_hup_, nullptr);
-    g_wait_cancel = nullptr;
-    token_.reset();  // later scheduler commands of this process run as usual
-  }
-  WaitInterrupts(const WaitInterrupts&) = delete;
-  WaitInterrupts& operator=(const WaitInterrupts&) = delete;
-  bool interrupted() const { return token_.cancelled(); }
-
- private:
-  CancelToken& token_;
-  struct sigaction old_int_ {
-  }, old_term_{}, old_hup_{};
-};
-
-// A start or end the scheduler does not report is recorded as the time --wait saw it (at
-// most one poll late), so `status` can show a run time afterwards.
-void note_seen_times(JobStatus& st, const JobRecord& rec, const std::string& now) {
-  bool started = st.state == JobState::kRunning || is_final(st.state);
-  if (started && st.started_at.empty() && rec.started_at.empty()) st.started_at = now;
-  if (is_final(st.state) && st.ended_at.empty() && rec.ended_at.empty()) st.ended_at = now;
-}
-
-}  // namespace
-
-namespace {
-
-// One waited job: its record (kept current) and the last line printed for it.
-struct WaitedJob {
-  JobRecord* rec;
-  std::string last_line;
-  bool done = false;
-};
-
-// The states of the waited jobs that have not ended, by one scheduler query: `poll` (the
-// cheapest query for one job) when one is left, else `status` over all of them (one squeue,
-// one `kubectl get` per namespace), whatever their number.
-std::vector<JobStatus> poll_all(const Executor& executor, const std::vector<WaitedJob*>& open,
-                                Diagnostics& diags) {
-  if (open.size() == 1) return {executor.poll(*open.front()->rec, diags)};
-  std::vector<JobRecord> records;
-  for (const auto* w : open) records.push_back(*w->rec);
-  return executor.status(records, diags);
-}
-
-// "stopped waiting" for each job still open; the exit code of an interrupted wait.
-int stop_waiting(const std::vector<WaitedJob*>& open, bool tty, std::ostream& err) {
-  if (tty) err << "\n";
-  for (const auto* w : open)
-    err << fmt::format("stopped waiting; job {} keeps running (bridge-launch status {})\n",
-                       w->rec->id, w->rec->id);
-  return kExitInterrupted;
-}
-
-}  // namespace
-
-// Follows scheduler jobs until they end. SIGINT stops the waiting only: the jobs keep
-// running and `status` still finds them. A signal during a scheduler query stops the query
-// too (the runner kills the client), and what it answered is not recorded.
-int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& records,
-                  const JobRegistry& reg, const Context& c) {
-  std::optional<CancelToken> own_token;  // a runner that watches no token (test fakes)
-  CancelToken& token = c.services.cancel ? *c.services.cancel : own_token.emplace();
-  WaitInterrupts interrupts(token);
-  // One job gets one live line rewritten in place; several get a line per change.
-  bool tty = isatty(STDERR_FILENO) && &c.err == &std::cerr && records.size() == 1;
-  auto start = c.services.clock.steady_now();
-  std::vector<WaitedJob> waited;
-  for (JobRecord* r : records) waited.push_back({r, "", false});
-  int rc = kExitOk;
-  int polls = 0;
-  for (;;) {
-    std::vector<WaitedJob*> open;
-    for (auto& w : waited)
-      if (!w.done) open.push_back(&w);
-    if (open.empty()) break;
-    // Adaptive polling (launcher/wait_schedule.h): the jobs were just accepted, so the first
-    // query waits too; Ctrl-C is still noticed within 200 ms.
-    auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        c.services.clock.steady_now() - start);
-    auto next_poll = start + elapsed_ms + wait_poll_delay(elapsed_ms, polls++);
-    while (!interrupts.interrupted() && c.services.clock.steady_now() < next_poll)
-      c.services.sleeper.pause_for(std::chrono::milliseconds(200));
-    Diagnostics diags;
-    std::vector<JobStatus> states;
-    if (!interrupts.interrupted()) states = poll_all(executor, open, diags);
-    if (interrupts.interrupted()) {
-      rc = stop_waiting(open, tty, c.err);
-      break;
-    }
-    for (size_t i = 0; i < open.size() && i < states.size(); ++i) {
-      WaitedJob& w = *open[i];
-      JobRecord& rec = *w.rec;
-      JobStatus& st = states[i];
-      note_seen_times(st, rec, utc_time_text(c.services.clock.now()));
-      if (st.state == JobState::kRunning && rec.state != JobState::kRunning) {
-        Diagnostics ignored;  // the start time is recorded once; `status` retries a failed write
-        JobLifecycle(reg).observe(rec, st, ignored);
-      }
-      std::optional<JobProgress> progress;
-      if (st.state == JobState::kRunning) progress = live_progress(executor, rec);
-      std::string line = fmt::format(
-          "{} {}{}{}", rec.id, job_state_name(st.state),
-          progress ? " " + progress_text(*progress) : "",
-          st.detail.empty() || st.detail == job_state_name(st.state) ? "" : " (" + st.detail + ")");
-      auto waited_for =
-          std::chrono::duration_cast<std::chrono::seconds>(c.services.clock.steady_now() - start);
-      auto ran = job_elapsed(rec, c.services.clock.now());
-      std::string clock = ran ? "[elapsed " + duration_text(*ran) + "]"
-                              : "[waited " + duration_text(waited_for) + "]";
-      if (tty)
-        c.err << fmt::format("\r\033[K{} {}", line, clock) << std::flush;
-      else if (line != w.last_line)
-        c.err << line << " " << clock << "\n";
-      w.last_line = line;
-      if (!is_final(st.state)) continue;
-      if (tty) c.err << "\n";
-      Diagnostics ignored;  // a stale entry is refreshed by the next `status`
-      JobLifecycle(reg).observe(rec, st, ignored);
-      if (st.state != JobState::kSucceeded) rc = kExitRuntime;
-      rec.state = st.state;
-      rec.state_detail = st.detail;
-      print_failure_summary(executor, rec, c.err);
-      w.done = true;
-    }
-    // A signal while a job's progress or failure summary was being read (that query was
-    // stopped too): the wait ends as interrupted, naming the jobs still open.
-    if (interrupts.interrupted()) {
-      std::vector<WaitedJob*> left;
-      for (WaitedJob* w : open)
-        if (!w->done) left.push_back(w);
-      rc = stop_waiting(left, tty, c.err);
-      break;
-    }
-  }
-  return rc;
-}
-
-int wait_for_job(const Executor& executor, JobRecord& rec, const JobRegistry& reg,
-                 const Context& c) {
-  return wait_for_jobs(executor, {&rec}, reg, c);
-}
 
 // The registry keeps no function of a secret value (not even a hash: a dictionary recovers
 // weak secrets from an unsalted one). `env` / `env.NAME...` texts of a secret variable are
@@ -375,7 +166,7 @@ struct Launch {
   bool recorded = true;  // every registry write since acceptance succeeded
   SubmitResult sr;
 
-  bool runs_here() const { return info->traits.runs_here; }
+  bool runs_here() const { return info->kind().runs_here; }
 };
 
 // A launch that stops before submitting: the plan (JSON) or its diagnostics, and `code`.
@@ -590,16 +381,34 @@ void record_acceptance(Launch& l, const SubmitResult& accepted) {
 
 // submit: the scheduler (or the local ranks) gets the job; Ctrl-C and SIGTERM are held back
 // until the entry is written.
-std::optional<int> submit(Launch& l) {
+// A signal held back since the snapshot was copied (`deferred`) that arrived before the
+// scheduler got anything: nothing is submitted, the id, the entry and the snapshot go.
+std::optional<int> interrupted_before_submission(Launch& l, DeferredInterrupts& deferred) {
+  if (!deferred.arrived()) return std::nullopt;
+  deferred.release();
+  if (l.pending) l.lifecycle.not_accepted(*l.pending);
+  l.reg.release_id(l.rec.id);
+  if (!l.snapshot_dir.empty()) remove_code_snapshot(l.snapshot_dir);
+  print_diagnostics(l.submit_diags, l.c.err, l.c.color, false);
+  l.c.err << "interrupted before the job was submitted: nothing was submitted, and the "
+             "snapshot of runtime.code was removed\n";
+  return kExitInterrupted;
+}
+
+// `deferred`: SIGINT/SIGTERM/SIGHUP held back since the end of the snapshot's copy (empty
+// when no snapshot was copied); a scheduler's submission holds them back from here anyway.
+std::optional<int> submit(Launch& l, std::optional<DeferredInterrupts>& deferred) {
   SubmitOptions so;
   so.wait = l.o.wait || l.runs_here();
   so.verbosity = l.o.quiet ? -1 : l.o.verbose;
   so.before_submit = [&l] { return write_pending_entry(l); };
   so.while_submitting = [&l] { flush_while_submitting(l); };
+  if (!deferred && !l.runs_here()) deferred.emplace();
   if (std::optional<int> stop = write_entry_first(l)) return stop;
+  if (deferred)
+    if (std::optional<int> stop = interrupted_before_submission(l, *deferred)) return stop;
   // Local ranks take Ctrl-C themselves (the process group stops them).
-  std::optional<DeferredInterrupts> deferred;
-  if (!l.runs_here()) deferred.emplace();
+  if (l.runs_here()) deferred.reset();
   l.sr = l.job->submit(so, l.c.out, l.submit_diags,
                        [&l](const SubmitResult& accepted) { record_acceptance(l, accepted); });
   bool interrupted = deferred && deferred->release();
@@ -664,6 +473,7 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
   std::optional<int> stop =
       choose_executor(l, std::move(settings.prepared), settings.prepared_name);
   if (!stop) stop = render_preview(l);
+  std::optional<DeferredInterrupts> deferred;
   {
     // From the reserved id to the copied snapshot, SIGINT/SIGTERM/SIGHUP cancel a token the
     // copy watches instead of killing the process, so both are removed (docs/reliability.md).
@@ -674,8 +484,11 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
     if (!stop) stop = reserve_id(l);
     if (!stop) stop = render_job(l, settings.sequence);
     if (!stop) stop = ship_code(l, token);
+    // Held back before the copy's handlers go, so that no signal falls between the copy and
+    // the submission (it would end the process and leave the snapshot and the reservation).
+    if (!stop && copy_interrupts) deferred.emplace();
   }
-  if (!stop) stop = submit(l);
+  if (!stop) stop = submit(l, deferred);
   if (!stop) record_outcome(l);
   return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};
 }

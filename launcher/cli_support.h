@@ -17,6 +17,10 @@
 
 namespace bridge {
 
+// What `--window` must look like (compare, ablate).
+inline constexpr std::string_view kBadWindow =
+    "--window must be FIRST:LAST, two iterations with FIRST <= LAST, e.g. 3:8";
+
 PlanRequest make_request(const Options& o);
 
 // Whether the recipe key `dotted_key` ("env", "env.NAME", "env.NAME.value") holds a secret of

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/executor_kind.h"
 #include "model/gpu_table.h"
 #include "model/recipe_loader.h"
 #include "plan/plan.h"
@@ -14,31 +15,10 @@ namespace bridge {
 
 namespace {
 
-struct Subcommand {
-  const char* name;
-  const char* description;
-};
-
-// The subcommands, as `bridge-launch --help` lists them (tests/cli_docs_test.cpp checks that
-// every command is here).
-const std::vector<Subcommand>& subcommands() {
-  static const std::vector<Subcommand> kList{
-      {"validate", "load and validate a recipe only"},
-      {"plan", "print the resolved plan"},
-      {"plugins", "list the launch plugins"},
-      {"list", "recent jobs from the local registry"},
-      {"status", "state of one job, or of all recent jobs"},
-      {"logs", "show or follow a job's logs"},
-      {"why", "which rank of a failed job failed first, and why"},
-      {"cancel", "cancel a job"},
-      {"compare", "side-by-side step time of finished jobs"},
-      {"ablate", "submit a baseline and one job per changed value"},
-      {"advise", "which overlap knobs apply and are off"},
-      {"init", "write a commented starter recipe"},
-      {"completion", "print a shell completion script"},
-      {"schema", "print the recipe's JSON Schema"},
-  };
-  return kList;
+// A summary cut to its first clause, for the shells' one-line descriptions.
+std::string short_summary(std::string_view summary) {
+  size_t end = std::min(summary.find(": "), summary.find(" ("));
+  return std::string(summary.substr(0, end));
 }
 
 // One override the shells complete: `word` is what is inserted ("model.tp=" style keys end in
@@ -108,9 +88,9 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
     text.replace(at, from.size(), to);
 }
 
-std::string command_names() {
+std::string command_names(const std::vector<CompletionCommand>& commands) {
   std::vector<std::string> names;
-  for (const auto& c : subcommands()) names.emplace_back(c.name);
+  for (const auto& c : commands) names.emplace_back(c.name);
   return words(names);
 }
 
@@ -122,7 +102,8 @@ std::string bash_value_cases(const RecipeWords& recipe) {
   return out;
 }
 
-std::string bash_script(const std::vector<PluginInfo>& plugins) {
+std::string bash_script(const std::vector<CompletionCommand>& commands,
+                        const std::vector<PluginInfo>& plugins) {
   const RecipeWords recipe = recipe_words(plugins);
   std::vector<std::string> keys;
   for (const auto& k : recipe.keys) keys.push_back(k.first);
@@ -246,7 +227,7 @@ complete -o filenames -F _bridge_launch bridge-launch
   replace_all(script, "@KEYS@", words(keys));
   replace_all(script, "@PREFIXES@", words(prefixes));
   replace_all(script, "@VALUE_CASES@", bash_value_cases(recipe));
-  replace_all(script, "@COMMANDS@", command_names());
+  replace_all(script, "@COMMANDS@", command_names(commands));
   replace_all(script, "@EXECUTORS@", words(executor_names()));
   replace_all(script, "@GPUS@", words(gpu_names()));
   return script;
@@ -262,7 +243,8 @@ std::string fish_quote(const std::string& s) {
   return out + "'";
 }
 
-std::string fish_script(const std::vector<PluginInfo>& plugins) {
+std::string fish_script(const std::vector<CompletionCommand>& commands,
+                        const std::vector<PluginInfo>& plugins) {
   const RecipeWords recipe = recipe_words(plugins);
   std::string out = R"FISH(# fish completion for bridge-launch. Load with:
 #   bridge-launch completion fish | source
@@ -330,8 +312,9 @@ end
 
   auto line = [&](const std::string& text) { out += "complete -c bridge-launch " + text + "\n"; };
   out += "# Subcommands\n";
-  for (const auto& c : subcommands())
-    line(fmt::format("-n __fish_use_subcommand -a {} -d {}", c.name, fish_quote(c.description)));
+  for (const auto& c : commands)
+    line(fmt::format("-n __fish_use_subcommand -a {} -d {}", c.name,
+                     fish_quote(short_summary(c.summary))));
   out += "\n# Options of the launch and of validate, plan, ablate, advise\n";
   const std::string plan_cmds =
       "'not __fish_seen_subcommand_from status logs why cancel list plugins completion schema "
@@ -392,8 +375,9 @@ end
 }  // namespace
 
 std::optional<std::string> completion_script(const std::string& shell,
+                                             const std::vector<CompletionCommand>& commands,
                                              const std::vector<PluginInfo>& plugins) {
-  if (shell == "bash") return bash_script(plugins);
+  if (shell == "bash") return bash_script(commands, plugins);
   if (shell == "zsh")
     return "#compdef bridge-launch\n# zsh completion for bridge-launch. Load with:\n"
            "#   source <(bridge-launch completion zsh)\n"
@@ -401,8 +385,8 @@ std::optional<std::string> completion_script(const std::string& shell,
            "# shell has not (a plain ~/.zshrc).\n"
            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit; }\n"
            "autoload -U +X bashcompinit && bashcompinit\n" +
-           bash_script(plugins);
-  if (shell == "fish") return fish_script(plugins);
+           bash_script(commands, plugins);
+  if (shell == "fish") return fish_script(commands, plugins);
   return std::nullopt;
 }
 

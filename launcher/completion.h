@@ -8,15 +8,24 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plugins/plugin.h"
 
 namespace bridge {
 
-// The script for `shell` (bash, zsh, fish; nullopt for another), completing the plugin names
-// of `plugins` (Services::plugins).
+// A subcommand as `bridge-launch --help` lists it: the CLI passes the rows of its one
+// command table (launcher/cli.cpp), so a new command is completed without a second list.
+struct CompletionCommand {
+  std::string_view name;
+  std::string_view summary;
+};
+
+// The script for `shell` (bash, zsh, fish; nullopt for another), completing `commands` and the
+// plugin names of `plugins` (Services::plugins).
 std::optional<std::string> completion_script(const std::string& shell,
+                                             const std::vector<CompletionCommand>& commands,
                                              const std::vector<PluginInfo>& plugins);
 
 }  // namespace bridge

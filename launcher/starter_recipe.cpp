@@ -171,7 +171,11 @@ void training(Writer& w, const StarterChoices& c, const Layout& l) {
           fmt::format("run_script.py refuses -g {}: section.key=value args", c.gpu));
     w.key(1, "command: [python, pretrain.py]", "CHANGE: your training script");
   }
-  w.key(1, "container_image: nvcr.io/nvidia/nemo:25.11", "CHANGE: your container image");
+  const ExecutorKind* kind = find_executor_kind(c.executor);
+  if (kind && !kind->ranks_in_image)  // the local executor would warn that it is not applied
+    w.raw("  # container_image: nvcr.io/nvidia/nemo:25.11  # with --executor slurm/kubernetes");
+  else
+    w.key(1, "container_image: nvcr.io/nvidia/nemo:25.11", "CHANGE: your container image");
   w.key(1, "transformer_engine: \"2.9.0\"", "CHANGE: the image's TE version (quoted)");
   w.key(1, "torch: \"2.9.0\"", "CHANGE: the image's torch version (quoted)");
   w.blank();
@@ -270,7 +274,7 @@ StarterRecipe starter_recipe(const StarterChoices& c) {
     return out;
   }
   const ExecutorKind* kind = find_executor_kind(c.executor);
-  if (kind && kind->single_node && l.ng > l.gn) {
+  if (kind && kind->runs_here && l.ng > l.gn) {
     out.problem =
         fmt::format("the local executor runs on this machine only, but -ng {} is {} nodes of {}",
                     l.ng, l.ng / l.gn, l.gn);

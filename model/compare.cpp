@@ -1,6 +1,9 @@
 #include "model/compare.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <regex>
@@ -57,18 +60,40 @@ WindowStats window_stats(const std::vector<IterationSample>& samples, int first,
   return w;
 }
 
-std::vector<std::string> knob_differences(const std::map<std::string, std::string>& a,
-                                          const std::map<std::string, std::string>& b) {
+namespace {
+
+std::optional<std::string> knob_value(const KnobValues& job, const std::string& key) {
+  auto it = job.inputs.find(key);
+  if (it == job.inputs.end()) it = job.resolved.find(key);
+  if (it == job.resolved.end()) return std::nullopt;
+  std::string lower;
+  for (char ch : it->second)
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "true" || lower == "false") return lower;
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<KnobDifference> knob_differences(const KnobValues& baseline, const KnobValues& job) {
   std::set<std::string> keys;
-  for (const auto& [k, v] : a) keys.insert(k);
-  for (const auto& [k, v] : b) keys.insert(k);
-  std::vector<std::string> diff;
+  for (const auto& [k, v] : baseline.inputs) keys.insert(k);
+  for (const auto& [k, v] : job.inputs) keys.insert(k);
+  std::vector<KnobDifference> diff;
   for (const auto& k : keys) {
     if (k == "name" || k == "description") continue;  // labels of a job, not knobs
-    auto ia = a.find(k), ib = b.find(k);
-    if (ia == a.end() || ib == b.end() || ia->second != ib->second) diff.push_back(k);
+    std::optional<std::string> a = knob_value(baseline, k), b = knob_value(job, k);
+    if (a != b) diff.push_back({k, a, b});
   }
   return diff;
+}
+
+std::string describe_knob_value(const KnobDifference& d) {
+  return d.key + "=" + d.value.value_or("unset");
+}
+
+std::string describe_knob_baseline(const KnobDifference& d) {
+  return d.key + "=" + d.baseline.value_or("unset");
 }
 
 std::optional<std::pair<int, int>> parse_window(const std::string& text) {

@@ -30,10 +30,32 @@ struct WindowStats {
 
 WindowStats window_stats(const std::vector<IterationSample>& samples, int first, int last);
 
-// Keys whose values differ (or exist in only one of the two maps).
-// `name` and `description` are labels (ablate gives every variant its own name), not knobs.
-std::vector<std::string> knob_differences(const std::map<std::string, std::string>& a,
-                                          const std::map<std::string, std::string>& b);
+// A job's knobs: what its recipe and command line set (`inputs`, flattened "section.key" ->
+// value text), and what its plan resolved recipe keys to (`resolved`, the same spelling), for
+// the keys the job left unset.
+struct KnobValues {
+  std::map<std::string, std::string> inputs;
+  std::map<std::string, std::string> resolved;
+};
+
+// A key in which two jobs differ, with each job's value; nullopt: the job leaves it unset and
+// its plan does not say what it resolved to.
+struct KnobDifference {
+  std::string key;
+  std::optional<std::string> baseline;
+  std::optional<std::string> value;
+  bool operator==(const KnobDifference&) const = default;
+};
+
+// The keys either job sets whose values differ. A key one job leaves unset takes the value its
+// plan resolved it to, so a key set to what the other job resolves anyway is no difference.
+// `name` and `description` are labels (ablate gives every variant its own name), not knobs;
+// true/false are compared as booleans whatever their case.
+std::vector<KnobDifference> knob_differences(const KnobValues& baseline, const KnobValues& job);
+
+// "key=value" with the job's value, or with the baseline's; `unset` for a value nullopt.
+std::string describe_knob_value(const KnobDifference& d);
+std::string describe_knob_baseline(const KnobDifference& d);
 
 // "3:8" -> {3, 8}; nullopt when malformed or first > last.
 std::optional<std::pair<int, int>> parse_window(const std::string& text);

@@ -1,12 +1,14 @@
 #include "model/executor_kind.h"
 
+#include "model/k8s_network.h"
+
 namespace bridge {
 
 const std::vector<ExecutorKind>& executor_kinds() {
   static const std::vector<ExecutorKind> kKinds{
       {.name = "local",
        .default_job_dir = "",
-       .single_node = true,
+       .runs_here = true,
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.local.job_dir;
        }},
@@ -32,9 +34,23 @@ const std::vector<ExecutorKind>& executor_kinds() {
        },
        .retries = [](const ExecutorSpec& x) -> const Field<int64_t>* {
          return &x.kubernetes.retries;
-       }},
+       },
+       .add_network_env =
+           [](const ExecutorSpec& x, const Topology& t, LaunchEnv& env, Diagnostics& diags) {
+             if (auto network = read_k8s_network(x.kubernetes.network, t.gpus_per_node, diags))
+               add_k8s_network_env(*network, env, diags);
+           }},
   };
   return kKinds;
+}
+
+const std::vector<std::string>& executor_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& kind : executor_kinds()) names.emplace_back(kind.name);
+    return names;
+  }();
+  return kNames;
 }
 
 const ExecutorKind* find_executor_kind(std::string_view name) {

@@ -251,10 +251,7 @@ bool in_list(const Field<StringList>& f, const char* item) {
 void check_delay_wgrad_te(const Recipe& r, const OverlapResolution& resolved, Diagnostics& diags) {
   const auto& u = r.comm_overlap;
   bool grad_reduce = resolved.ddp.overlap_grad_reduce.value_or(false);
-  // Unset: Megatron-Bridge's GPTModelProvider turns the fusion on whenever Transformer
-  // Engine imports (the conformance suite checks it); Megatron-Core alone leaves it off.
-  bool ga_fusion =
-      r.model.gradient_accumulation_fusion.get_or(runtime_is_megatron_bridge(r.runtime));
+  bool ga_fusion = gradient_accumulation_fusion_on(r);
   if (!grad_reduce && !ga_fusion) return;
   const Resolved<bool>& reduce = resolved.overlap.overlap_grad_reduce;
   std::string reduce_text =
@@ -311,7 +308,7 @@ void check_delay_wgrad_cuda_graph(const Recipe& r, Diagnostics& diags) {
   n.code = "cuda-graph-scope-unsupported";
   n.help = "use Transformer Engine >= 2.12.0" + help_tail;
   report(n, diags);
-  if (!m.gradient_accumulation_fusion.get_or(false))
+  if (!gradient_accumulation_fusion_on(r))
     diags.error(
         "cuda-graph-scope-unsupported", "model.gradient_accumulation_fusion",
         m.gradient_accumulation_fusion.is_set() ? m.gradient_accumulation_fusion.loc : scope_loc,

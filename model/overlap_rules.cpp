@@ -241,7 +241,7 @@ void check_megatron_core_refusals(const Recipe& r, const Topology& t, const Over
                   "weight gradient behind the last pipeline stage",
                   "set comm_overlap.defer_embedding_wgrad_compute: false, or use "
                   "model.pipeline_model_parallel_size > 1");
-    if (!r.model.gradient_accumulation_fusion.get_or(runtime_is_megatron_bridge(r.runtime)))
+    if (!gradient_accumulation_fusion_on(r))
       diags.error("defer-wgrad-needs-ga-fusion", "model.gradient_accumulation_fusion",
                   r.model.gradient_accumulation_fusion.loc,
                   "defer_embedding_wgrad_compute=true with gradient_accumulation_fusion false: "

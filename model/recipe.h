@@ -19,14 +19,6 @@
 
 namespace bridge {
 
-// The executors a recipe can name (executor.default, the executor.<name> sections,
-// --executor): the one list. executors/registry.cpp implements exactly these, in this order
-// (a unit test checks).
-inline const std::vector<std::string>& executor_names() {
-  static const std::vector<std::string> kNames{"local", "slurm", "kubernetes"};
-  return kNames;
-}
-
 template <class T>
 struct Field {
   std::optional<T> value;

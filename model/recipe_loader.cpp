@@ -13,6 +13,7 @@
 
 #include "base/numbers.h"
 #include "base/suggest.h"
+#include "model/executor_kind.h"
 #include "model/gpu_table.h"
 #include "model/launch_env.h"
 #include "model/recipe_base.h"

@@ -17,6 +17,11 @@ bool runtime_is_megatron_bridge(const RuntimeSpec& runtime) {
   return adapter == "megatron_bridge" || adapter == "hydra";
 }
 
+bool gradient_accumulation_fusion_on(const Recipe& recipe) {
+  return recipe.model.gradient_accumulation_fusion.get_or(
+      runtime_is_megatron_bridge(recipe.runtime));
+}
+
 std::optional<bool> runtime_forced_sequence_parallel(const Recipe& recipe, int64_t tp) {
   if (effective_adapter_name(recipe.runtime) != "megatron_bridge") return std::nullopt;
   return tp > 1;

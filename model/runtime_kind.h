@@ -26,6 +26,12 @@ bool runtime_is_megatron_bridge(const RuntimeSpec& runtime);
 // them. nullopt: the recipe's value (or the runtime recipe's default) stands.
 std::optional<bool> runtime_forced_sequence_parallel(const Recipe& recipe, int64_t tp);
 
+// The gradient-accumulation fusion the runtime uses: the recipe's value, else on under the
+// Megatron-Bridge adapters (its GPTModelProvider turns it on whenever Transformer Engine
+// imports; the conformance suite checks it) and off under Megatron-Core alone. Every rule that
+// needs the fusion reads it here, so an unset key is never told to be set to what it already is.
+bool gradient_accumulation_fusion_on(const Recipe& recipe);
+
 // The model-config defaults that apply to keys a recipe leaves unset, and where they come
 // from: Megatron-Bridge 0.6.2's recipes of the model family (model.recipe) for the
 // Megatron-Bridge adapters, else Megatron-Core's TransformerConfig defaults. The conformance

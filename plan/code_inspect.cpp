@@ -140,24 +140,18 @@ class Inspector {
                               printable_text(code_.source, 200)),
                   "list them with runtime.code.include, e.g. include: [\"**/*.py\"], or "
                   "use mode: mount");
-    std::error_code ec;
-    fs::recursive_directory_iterator it(code_.source, ec), end;
-    for (; !ec && it != end; it.increment(ec)) {
-      if (it->path().filename() == ".git") {
-        it.disable_recursion_pending();
-        continue;
-      }
-      std::error_code type_ec;
-      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) continue;
-      std::string rel = fs::path(it->path()).lexically_relative(code_.source).generic_string();
-      if (matches_include(rel)) files.push_back(std::move(rel));
-    }
-    if (ec)
+    // Listed by the same walker that reads the files: a directory link is an entry, never
+    // entered.
+    StatusOr<CodeTree> tree = CodeTree::open(code_.source);
+    StatusOr<std::vector<std::string>> listed =
+        tree.ok() ? tree->list_files() : StatusOr<std::vector<std::string>>(tree.status());
+    if (!listed.ok())
       return fail("code-path-unreadable",
                   fmt::format("cannot list the files of {}: {}", printable_text(code_.source, 200),
-                              ec.message()),
+                              listed.why()),
                   "make the tree readable by this user");
-    std::sort(files.begin(), files.end());
+    for (auto& rel : *listed)
+      if (matches_include(rel)) files.push_back(std::move(rel));
     return true;
   }
 

@@ -1,5 +1,6 @@
 #include "plan/code_tree.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -67,20 +68,17 @@ CodeTree::~CodeTree() {
   if (root_ >= 0) close(root_);
 }
 
-int CodeTree::open_parent(std::string_view rel, CodeEntry& entry, std::string& error) const {
+StatusOr<int> CodeTree::open_parent(std::string_view rel, CodeEntry& entry) const {
   Fd dir(dup(root_));
-  if (dir.get() < 0) {
-    error = fmt::format("cannot open {}: {}", shown(root_path_), std::strerror(errno));
-    return -1;
-  }
+  if (dir.get() < 0)
+    return Status::failed(
+        fmt::format("cannot open {}: {}", shown(root_path_), std::strerror(errno)));
   size_t at = 0;
   for (size_t slash = rel.find('/'); slash != std::string_view::npos;
        at = slash + 1, slash = rel.find('/', at)) {
     std::string part(rel.substr(at, slash - at));
-    if (bad_component(part)) {
-      error = fmt::format("{} is no plain path inside the tree", shown(rel));
-      return -1;
-    }
+    if (bad_component(part))
+      return Status::failed(fmt::format("{} is no plain path inside the tree", shown(rel)));
     int next = openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next >= 0) {
       dir.reset(next);
@@ -94,26 +92,22 @@ int CodeTree::open_parent(std::string_view rel, CodeEntry& entry, std::string& e
     } else if (err == ENOENT || err == ENOTDIR) {
       entry.kind = CodeEntryKind::kMissing;
     } else {
-      error = fmt::format("cannot open {} in the tree: {}", shown(rel.substr(0, slash)),
-                          std::strerror(err));
+      return Status::failed(fmt::format("cannot open {} in the tree: {}",
+                                        shown(rel.substr(0, slash)), std::strerror(err)));
     }
     return -1;
   }
-  if (bad_component(rel.substr(at))) {
-    error = fmt::format("{} is no plain path inside the tree", shown(rel));
-    return -1;
-  }
+  if (bad_component(rel.substr(at)))
+    return Status::failed(fmt::format("{} is no plain path inside the tree", shown(rel)));
   return dir.release();
 }
 
 StatusOr<CodeEntry> CodeTree::look(std::string_view rel) const {
   CodeEntry entry;
-  std::string error;
-  Fd dir(open_parent(rel, entry, error));
-  if (dir.get() < 0) {
-    if (!error.empty()) return Status::failed(error);
-    return entry;
-  }
+  StatusOr<int> parent = open_parent(rel, entry);
+  if (!parent.ok()) return parent.status();
+  Fd dir(*parent);
+  if (dir.get() < 0) return entry;
   std::string name(rel.substr(rel.rfind('/') == std::string_view::npos ? 0 : rel.rfind('/') + 1));
   struct stat st {};
   if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -182,13 +176,12 @@ Status read_chunks(int fd, std::uint64_t size, std::string_view rel, Sha256& has
 Status CodeTree::stream(const CodeFile& file, Sha256& hash, const CodeChunkSink& sink,
                         const CancelToken* cancel, CodeByteBudget& budget) const {
   CodeEntry entry;
-  std::string error;
-  Fd dir(open_parent(file.path, entry, error));
+  StatusOr<int> parent = open_parent(file.path, entry);
+  if (!parent.ok()) return parent.status();
+  Fd dir(*parent);
   if (dir.get() < 0)
-    return Status::failed(!error.empty() ? error
-                                         : fmt::format("{} is gone from the tree or now lies "
-                                                       "behind a symbolic link",
-                                                       shown(file.path)));
+    return Status::failed(fmt::format("{} is gone from the tree or now lies behind a symbolic link",
+                                      shown(file.path)));
   std::string name = file.path.substr(file.path.rfind('/') + 1);
   // O_NONBLOCK: a FIFO put in the file's place is not waited on (it is refused below).
   Fd in(openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -256,6 +249,56 @@ bool looks_like_secret(std::string_view rel) {
                         [&](std::string_view t) { return ends_with(name, t); });
   return std::any_of(std::begin(kSuffixes), std::end(kSuffixes),
                      [&](std::string_view s) { return ends_with(name, s); });
+}
+
+StatusOr<std::vector<std::string>> CodeTree::list_files() const {
+  struct Open {
+    int fd;
+    std::string prefix;  // "" at the root, else "dir/sub/"
+  };
+  std::vector<std::string> out;
+  std::vector<Open> todo{{dup(root_), ""}};
+  if (todo.back().fd < 0)
+    return Status::failed(
+        fmt::format("cannot list {}: {}", shown(root_path_), std::strerror(errno)));
+  size_t seen = 0;
+  Status failure;
+  while (!todo.empty()) {
+    Open here = std::move(todo.back());
+    todo.pop_back();
+    DIR* dir = fdopendir(here.fd);  // owns here.fd from now on
+    if (dir == nullptr) {
+      close(here.fd);
+      failure = Status::failed(
+          fmt::format("cannot list {}: {}", shown(here.prefix), std::strerror(errno)));
+      break;
+    }
+    while (const dirent* e = readdir(dir)) {
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || name == ".git") continue;
+      if (++seen > kCodeListLimit) {
+        failure = Status::failed(
+            fmt::format("{} holds more than {} entries", shown(root_path_), kCodeListLimit));
+        break;
+      }
+      int sub = openat(dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        todo.push_back({sub, here.prefix + name + "/"});
+      } else if (errno == ENOTDIR || errno == ELOOP) {  // not a directory, or a link
+        out.push_back(here.prefix + name);
+      } else {
+        failure = Status::failed(
+            fmt::format("cannot open {}: {}", shown(here.prefix + name), std::strerror(errno)));
+        break;
+      }
+    }
+    closedir(dir);
+    if (!failure.ok()) break;
+  }
+  for (const Open& left : todo) close(left.fd);
+  if (!failure.ok()) return failure;
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace bridge

@@ -23,6 +23,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/sha256.h"
 #include "base/status.h"
@@ -30,6 +31,10 @@
 #include "system/cancel_token.h"
 
 namespace bridge {
+
+// The most entries list_files reads: far more than any source tree (Megatron-LM has about
+// 3,000 files), and a bound on the memory a listing of the wrong directory takes.
+inline constexpr std::size_t kCodeListLimit = 1'000'000;
 
 // 64 KiB: the memory a file's read and hash take, whatever its size.
 inline constexpr std::size_t kCodeChunkBytes = std::size_t{1} << 16;
@@ -74,6 +79,12 @@ class CodeTree {
   // What `rel` ('/'-separated, relative) is, found without following any link.
   StatusOr<CodeEntry> look(std::string_view rel) const;
 
+  // Every entry below the root that is not a directory (files, links, FIFOs, ...), as
+  // '/'-separated relative paths, for a tree git does not list. Directories are entered
+  // with openat and O_NOFOLLOW, so a directory link is listed as an entry, never entered;
+  // an entry named `.git` is skipped with all it holds. At most kCodeListLimit entries.
+  StatusOr<std::vector<std::string>> list_files() const;
+
   // Streams the regular file `file.path` into `hash` (hash_code_header, then its bytes) and
   // `sink` (may be empty), counting its bytes in `budget`. A file larger than what is left
   // is not read (budget.wanted says how much the snapshot would have been).
@@ -82,9 +93,10 @@ class CodeTree {
 
  private:
   CodeTree(int fd, std::string path) : root_(fd), root_path_(std::move(path)) {}
-  // The directory holding `rel`'s last component, opened without following a link;
-  // -1 with `entry` saying why (missing, through a link, refused).
-  int open_parent(std::string_view rel, CodeEntry& entry, std::string& error) const;
+  // The directory holding `rel`'s last component, opened without following a link: its
+  // descriptor, or -1 with `entry` saying why (missing, through a link); a failure for a path
+  // that is refused or a directory that cannot be opened.
+  StatusOr<int> open_parent(std::string_view rel, CodeEntry& entry) const;
 
   int root_ = -1;
   std::string root_path_;

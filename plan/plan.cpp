@@ -12,7 +12,6 @@
 #include "base/suggest.h"
 #include "model/executor_kind.h"
 #include "model/expand.h"
-#include "model/k8s_network.h"
 #include "model/recipe_loader.h"
 #include "plan/plan_confirm.h"
 #include "plan/runtime_adapter.h"
@@ -88,68 +87,36 @@ std::string job_dir_leaf(const std::string& name) {
 }
 
 // Settings of the executors the job does not run on: each section that has any is named,
-// key by key, in one warning (an error under --strict), so nothing a user wrote is dropped
-// without a word (e.g. executor.slurm.container_mounts on a Kubernetes run).
-void report_other_executor_settings(const ExecutorSpec& x, const std::string& executor,
+// key by key (as written, in the order written), in one warning (an error under --strict), so
+// nothing a user wrote is dropped without a word (e.g. executor.slurm.container_mounts on a
+// Kubernetes run). Read from where the recipe's inputs were written, so a key a new executor
+// section gains is covered without a list here.
+void report_other_executor_settings(const Recipe& r, const std::string& executor,
                                     Diagnostics& diags) {
-  std::map<std::string, std::pair<std::vector<std::string>, SourceLoc>> set;
-  auto add = [&](const char* section, const char* key, const auto& field) {
-    if (!field.is_set() || section == executor) return;
-    auto& [keys, loc] = set[section];
-    if (keys.empty()) loc = field.loc;
-    keys.push_back(fmt::format("executor.{}.{}", section, key));
+  struct Section {
+    std::vector<std::pair<SourceLoc, std::string>> keys;  // where written, "executor.x.key"
   };
-  add("local", "job_dir", x.local.job_dir);
-  add("local", "grace_period", x.local.grace_period);
-  add("local", "timeout", x.local.timeout);
-  const auto& s = x.slurm;
-  add("slurm", "account", s.account);
-  add("slurm", "partition", s.partition);
-  add("slurm", "time", s.time);
-  add("slurm", "qos", s.qos);
-  add("slurm", "mem", s.mem);
-  add("slurm", "container_mounts", s.container_mounts);
-  add("slurm", "container_workdir", s.container_workdir);
-  add("slurm", "exclusive", s.exclusive);
-  add("slurm", "job_dir", s.job_dir);
-  add("slurm", "dependency", s.dependency);
-  add("slurm", "sbatch_args", s.sbatch_args);
-  add("slurm", "srun_args", s.srun_args);
-  add("slurm", "retries", s.retries);
-  add("slurm", "retry_on", s.retry_on);
-  add("slurm", "exclude_failed_nodes", s.exclude_failed_nodes);
-  add("slurm", "template", s.template_path);
-  const auto& k = x.kubernetes;
-  add("kubernetes", "namespace", k.namespace_);
-  add("kubernetes", "context", k.context);
-  add("kubernetes", "api", k.api);
-  add("kubernetes", "retries", k.retries);
-  add("kubernetes", "secret_name", k.secret_name);
-  add("kubernetes", "shm_size", k.shm_size);
-  add("kubernetes", "service_account", k.service_account);
-  add("kubernetes", "image_pull_secrets", k.image_pull_secrets);
-  add("kubernetes", "job_dir", k.job_dir);
-  add("kubernetes", "volumes", k.volumes);
-  add("kubernetes", "node_selector", k.node_selector);
-  add("kubernetes", "tolerations", k.tolerations);
-  add("kubernetes", "affinity", k.affinity);
-  add("kubernetes", "resources", k.resources);
-  add("kubernetes", "labels", k.labels);
-  add("kubernetes", "annotations", k.annotations);
-  add("kubernetes", "priority_class", k.priority_class);
-  add("kubernetes", "queue", k.queue);
-  add("kubernetes", "pod_patch", k.pod_patch);
-  add("kubernetes", "node", k.node);
-  add("kubernetes", "qos", k.qos);
-  add("kubernetes", "security", k.security);
-  add("kubernetes", "network", k.network);
-  add("kubernetes", "time", k.time);
-  add("kubernetes", "ttl_after_finished", k.ttl_after_finished);
-  for (const auto& [section, found] : set) {
-    const auto& [keys, loc] = found;
+  std::map<std::string, Section> set;
+  for (const auto& [input, loc] : r.input_locations) {
+    // "executor.<section>.<key>[.deeper]": the section and its key.
+    if (input.rfind("executor.", 0) != 0) continue;
+    size_t dot = input.find('.', 9);
+    if (dot == std::string::npos) continue;  // executor.default
+    std::string section = input.substr(9, dot - 9);
+    if (section == executor || !find_executor_kind(section)) continue;
+    std::string key = input.substr(0, input.find('.', dot + 1));
+    auto& keys = set[section].keys;
+    if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.second == key; }))
+      keys.emplace_back(loc, key);
+  }
+  for (auto& [section, found] : set) {
+    auto& keys = found.keys;
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.first.line, a.first.column) < std::pair(b.first.line, b.first.column);
+    });
     std::string list;
-    for (const auto& key : keys) list += (list.empty() ? "" : ", ") + key;
-    diags.dropped("executor-setting-not-applied", "executor." + section, loc,
+    for (const auto& [loc, key] : keys) list += (list.empty() ? "" : ", ") + key;
+    diags.dropped("executor-setting-not-applied", "executor." + section, keys.front().first,
                   fmt::format("{} {} set, but the job runs on the {} executor: not applied", list,
                               keys.size() == 1 ? "is" : "are", executor),
                   fmt::format("drop {}, or run with --executor {}",
@@ -217,7 +184,16 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                             "none",
                             plan.executor),
                 "drop --template, or use --executor slurm");
-  if (!plan.executor.empty()) report_other_executor_settings(r.executor, plan.executor, diags);
+  if (!plan.executor.empty()) report_other_executor_settings(r, plan.executor, diags);
+  if (kind && !kind->ranks_in_image && r.runtime.container_image.is_set())
+    diags.dropped("executor-setting-not-applied", "runtime.container_image",
+                  r.runtime.container_image.loc,
+                  fmt::format("runtime.container_image is set, but the {} executor runs the "
+                              "ranks in this machine's environment, not in a container: not "
+                              "applied",
+                              plan.executor),
+                  "drop it, or run with an executor that starts containers (--executor slurm "
+                  "or kubernetes)");
   plan.topology = compute_topology(r, diags);
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
@@ -227,10 +203,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
   LaunchContributions launch = run_plugins(plugins, ctx, req.cli_env, diags);
   plan.env = std::move(launch.env);
-  if (plan.executor == "kubernetes")
-    if (auto network =
-            read_k8s_network(r.executor.kubernetes.network, plan.topology->gpus_per_node, diags))
-      add_k8s_network_env(*network, plan.env, diags);
+  if (kind->add_network_env) kind->add_network_env(r.executor, *plan.topology, plan.env, diags);
   add_recipe_base_env(r, *plan.topology, plan.env);
   report_recipe_base(r, diags);
   // Secrets that only the plan knows (-E for a secret name, ${VAR} of a secret entry, a

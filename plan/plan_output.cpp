@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <variant>
 
@@ -584,6 +585,61 @@ std::string plan_to_text(const Plan& p, bool color) {
     }
     out += fmt::format("job dir: {}\n", p.job_dir);
   }
+  return out;
+}
+
+namespace {
+
+// A JSON scalar as a recipe writes it; nullopt for null, objects and arrays of objects.
+std::optional<std::string> recipe_text(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean() || v.is_number()) return v.dump();
+  if (!v.is_array()) return std::nullopt;
+  std::string list = "[";
+  for (const auto& item : v) {
+    std::optional<std::string> text = recipe_text(item);
+    if (!text || item.is_array()) return std::nullopt;
+    list += (list.size() > 1 ? "," : "") + *text;
+  }
+  return list + "]";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> resolved_recipe_values(const nlohmann::ordered_json& plan) {
+  std::map<std::string, std::string> out;
+  if (!plan.is_object()) return out;
+  auto put = [&out](const std::string& key, const nlohmann::ordered_json& v) {
+    if (std::optional<std::string> text = recipe_text(v)) out[key] = *text;
+  };
+  auto section = [&plan](const char* name) -> const nlohmann::ordered_json* {
+    auto it = plan.find(name);
+    return it != plan.end() && it->is_object() ? &*it : nullptr;
+  };
+  if (const auto* base = section("recipe_base"))
+    if (auto v = base->find("values"); v != base->end() && v->is_object())
+      for (const auto& [key, value] : v->items()) put(key, value);
+  if (const auto* t = section("topology")) {
+    static const std::pair<const char*, const char*> kLayout[] = {
+        {"num_gpus", "cluster.num_gpus"},
+        {"gpus_per_node", "cluster.gpus_per_node"},
+        {"gpu", "cluster.gpu"},
+        {"tp", "model.tensor_model_parallel_size"},
+        {"pp", "model.pipeline_model_parallel_size"},
+        {"vpp", "model.virtual_pipeline_model_parallel_size"},
+        {"cp", "model.context_parallel_size"},
+        {"ep", "model.expert_model_parallel_size"},
+        {"etp", "model.expert_tensor_parallel_size"}};
+    for (const auto& [field, key] : kLayout)
+      if (auto v = t->find(field); v != t->end()) put(key, *v);
+  }
+  if (const auto* co = section("comm_overlap"))
+    for (const auto& [name, field] : co->items())
+      if (field.is_object())
+        if (auto v = field.find("value"); v != field.end()) put("comm_overlap." + name, *v);
+  for (const char* name : {"ddp", "optimizer"})
+    if (const auto* s = section(name))
+      for (const auto& [field, value] : s->items()) put(std::string(name) + "." + field, value);
   return out;
 }
 

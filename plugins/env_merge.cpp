@@ -30,6 +30,11 @@ SourceLoc recipe_env_loc(const Recipe& recipe, const std::string& name) {
   return {};
 }
 
+// "perf_env" for a value whose source is "plugin:perf_env".
+std::string plugin_name_of(const EnvVar& v) {
+  return v.source.rfind("plugin:", 0) == 0 ? v.source.substr(7) : v.source;
+}
+
 }  // namespace
 
 bool is_env_name(const std::string& name) {
@@ -117,7 +122,8 @@ void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& launch_en
   }
 }
 
-void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Diagnostics& diags) {
+void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env,
+                              const std::optional<EnvVar>& from_plugins, Diagnostics& diags) {
   const EnvVar* v = env.find("CUDA_DEVICE_MAX_CONNECTIONS");
   if (!v || v->source.rfind("plugin:", 0) == 0 || v->value == "1") return;
   if (!tp_overlap_resolved_on(ctx.overlap) || is_blackwell_or_newer(ctx.topology)) return;
@@ -131,7 +137,10 @@ void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Di
                   "communication kernel may be scheduled after the GEMM it overlaps with and the "
                   "overlap kernels serialize",
                   v->value, v->source, ctx.topology.gpu.empty() ? "this GPU" : ctx.topology.gpu),
-      "drop the explicit value (perf_env then sets 1) or set it to 1");
+      from_plugins && from_plugins->value == "1"
+          ? fmt::format("drop the explicit value ({} then sets 1) or set it to 1",
+                        plugin_name_of(*from_plugins))
+          : "set it to 1");
 }
 
 }  // namespace bridge

@@ -7,6 +7,7 @@
 // what the resolved overlap config needs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,9 @@ void apply_recipe_env(const PluginContext& ctx, LaunchEnv& env, Diagnostics& dia
 void apply_cli_env(const std::vector<std::string>& cli_env, LaunchEnv& env, Diagnostics& diags);
 
 // TP overlap resolved on + Hopper-or-older GPU + explicit CUDA_DEVICE_MAX_CONNECTIONS != 1.
-void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env, Diagnostics& diags);
+// `from_plugins`: CUDA_DEVICE_MAX_CONNECTIONS as the plugins set it, before the recipe's env and
+// -E replaced it (nullopt: no plugin sets it), so the fix says what dropping the value gives.
+void check_env_contradictions(const PluginContext& ctx, const LaunchEnv& env,
+                              const std::optional<EnvVar>& from_plugins, Diagnostics& diags);
 
 }  // namespace bridge

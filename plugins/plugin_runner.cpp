@@ -186,9 +186,11 @@ LaunchContributions run_plugins(const std::vector<PluginInfo>& registry, const P
                                 const std::vector<std::string>& cli_env, Diagnostics& diags) {
   LaunchContributions out;
   for (size_t i = 0; i < ctx.recipe.plugins.size(); ++i) run_one(registry, ctx, i, out, diags);
+  std::optional<EnvVar> from_plugins;
+  if (const EnvVar* v = out.env.find("CUDA_DEVICE_MAX_CONNECTIONS")) from_plugins = *v;
   apply_recipe_env(ctx, out.env, diags);
   apply_cli_env(cli_env, out.env, diags);
-  check_env_contradictions(ctx, out.env, diags);
+  check_env_contradictions(ctx, out.env, from_plugins, diags);
   return out;
 }
 

@@ -427,7 +427,8 @@ flags:
                          (default: BRIDGE_OVERLAP_GRAD_REDUCE=1/0, else the override
                          comm_overlap.overlap_grad_reduce, else no overlap)
   --microbatches N       micro-batches per step in the TP/PP/EP phases
-                         (default: global batch / (micro batch * dp) from the plan, else 1)
+                         (default: global batch / (micro batch * dp) from the plan, an
+                         unset micro batch being 1; else 1)
   --layers L             layers per pipeline stage in the TP/PP/EP phases
                          (default: model.num_layers / pp, at most 8, else 2)
   --layer-ms X           emulated device time of one layer's forward for one

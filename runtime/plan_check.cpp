@@ -64,24 +64,26 @@ struct Dp {
 };
 
 // One factor of the dp formula; Megatron's default (1) when absent or `null`.
-std::optional<int64_t> factor(const std::optional<std::string>& text, int64_t fallback,
-                              std::string& error) {
+ProbeResult<int64_t> factor(const std::optional<std::string>& text, int64_t fallback) {
   if (!text || *text == "null") return fallback;
   const auto value = parse_int64(*text);
-  if (value && *value > 0) return value;
-  error = "'" + *text + "' is not a positive integer";
-  return std::nullopt;
+  if (value && *value > 0) return *value;
+  return ProbeStatus(kExitUsage, "'" + *text + "' is not a positive integer");
 }
 
 // dp from one side's values; `lookup` maps a plan key to that side's value.
 template <typename Lookup>
 Dp compute_dp(const Lookup& lookup, int world_size) {
-  std::string error;
-  const auto gpus = factor(lookup(kNumGpus), world_size, error);
-  const auto tp = factor(lookup("model.tensor_model_parallel_size"), 1, error);
-  const auto pp = factor(lookup("model.pipeline_model_parallel_size"), 1, error);
-  const auto cp = factor(lookup("model.context_parallel_size"), 1, error);
-  if (!gpus || !tp || !pp || !cp) return Dp{std::nullopt, error};
+  const ProbeResult<int64_t> factors[] = {factor(lookup(kNumGpus), world_size),
+                                          factor(lookup("model.tensor_model_parallel_size"), 1),
+                                          factor(lookup("model.pipeline_model_parallel_size"), 1),
+                                          factor(lookup("model.context_parallel_size"), 1)};
+  std::string error;  // the last factor's problem, as before
+  for (const auto& f : factors)
+    if (!f.ok()) error = f.why();
+  if (!error.empty()) return Dp{std::nullopt, error};
+  const auto gpus = &factors[0].value(), tp = &factors[1].value(), pp = &factors[2].value(),
+             cp = &factors[3].value();
   const std::string formula = str_printf("%lld/(%lld*%lld*%lld)", static_cast<long long>(*gpus),
                                          static_cast<long long>(*tp), static_cast<long long>(*pp),
                                          static_cast<long long>(*cp));

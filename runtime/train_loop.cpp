@@ -245,7 +245,9 @@ int default_microbatches(const Options& options, const Layout& layout) {
   const auto gbs = override_value(options.runtime_overrides, "train.global_batch_size");
   const auto mbs = override_value(options.runtime_overrides, "train.micro_batch_size");
   const auto global = gbs ? parse_int64(*gbs) : std::nullopt;
-  const auto micro = mbs ? parse_int64(*mbs) : std::nullopt;
+  // An unset micro batch is 1, as in Megatron-Core (a global batch of 16 at dp 8 is then two
+  // micro-batches per step, not one).
+  const auto micro = mbs ? parse_int64(*mbs) : std::optional<int64_t>(1);
   if (!global || !micro || *micro < 1) return 1;
   return static_cast<int>(std::clamp<int64_t>(*global / (*micro * layout.dp), 1, 64));
 }

@@ -142,18 +142,18 @@ ProbeResult<Fd> accept_until(int listen_fd, Clock::time_point deadline) {
   }
 }
 
-// One connection attempt to host:port; returns an invalid Fd and sets `error` on failure.
-Fd try_connect(const std::string& host, int port, Clock::time_point deadline, std::string* error) {
+// One connection attempt to host:port; a failure says why the last address failed.
+ProbeResult<Fd> try_connect(const std::string& host, int port, Clock::time_point deadline) {
+  std::string why = "no address to connect to";
+  std::string* error = &why;
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
   const std::string port_text = std::to_string(port);
   const int gai = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &result);
-  if (gai != 0) {
-    *error = std::string("cannot resolve host: ") + ::gai_strerror(gai);
-    return Fd();
-  }
+  if (gai != 0)
+    return ProbeStatus(kExitComm, std::string("cannot resolve host: ") + ::gai_strerror(gai));
   Fd connected;
   for (addrinfo* ai = result; ai != nullptr && !connected.valid(); ai = ai->ai_next) {
     Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
@@ -189,6 +189,7 @@ Fd try_connect(const std::string& host, int port, Clock::time_point deadline, st
     connected = std::move(fd);
   }
   ::freeaddrinfo(result);
+  if (!connected.valid()) return ProbeStatus(kExitComm, why);
   return connected;
 }
 
@@ -198,8 +199,9 @@ ProbeResult<Fd> connect_with_retry(const std::string& host, int port, double tim
   std::string error = "not attempted";
   auto backoff = std::chrono::milliseconds(50);
   for (;;) {
-    Fd fd = try_connect(host, port, deadline, &error);
-    if (fd.valid()) return fd;
+    ProbeResult<Fd> attempt = try_connect(host, port, deadline);
+    if (attempt.ok()) return std::move(attempt.value());
+    error = attempt.why();
     const auto now = Clock::now();
     if (now >= deadline) break;
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));

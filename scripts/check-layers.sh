@@ -65,6 +65,36 @@ while IFS=: read -r file line _; do
   violations=$((violations + 1))
 done < <(grep -nE '\.recipe\b|\bRecipe *&' executors/*.h executors/*.cpp | grep -vE '^[^:]+:[0-9]+: *//')
 
+# Outside executors/, an executor is known by its row's traits (model/executor_kind.h), never
+# by comparing its name: a new executor would otherwise be missed by every such comparison.
+readonly EXECUTOR_NAMES='"(local|slurm|kubernetes)"'
+while IFS=: read -r file line _; do
+  echo "$file:$line: compares an executor's name: ask its row in model/executor_kind.h instead"
+  violations=$((violations + 1))
+done < <(grep -nE "executor[A-Za-z_.()>-]*[[:space:]]*[!=]=[[:space:]]*$EXECUTOR_NAMES|$EXECUTOR_NAMES[[:space:]]*[!=]=[[:space:]]*[A-Za-z_.()>-]*executor" \
+           base/*.cpp base/*.h system/*.cpp system/*.h model/*.cpp model/*.h plugins/*.cpp \
+           plugins/*.h plan/*.cpp plan/*.h jobs/*.cpp jobs/*.h launcher/*.cpp launcher/*.h)
+
+# One last-resort catch-all, in launcher/main.cpp. Elsewhere a `catch (...)` may only carry the
+# exception to another thread (std::current_exception), never end it.
+while IFS=: read -r file line _; do
+  next=$(sed -n "$((line + 1)),$((line + 4))p" "$file")
+  [[ "$next" == *current_exception* ]] && continue
+  echo "$file:$line: a catch-all outside launcher/main.cpp: catch what the library throws, in the one file that uses it"
+  violations=$((violations + 1))
+done < <(grep -nE 'catch[[:space:]]*\([[:space:]]*\.\.\.[[:space:]]*\)' \
+           base/*.cpp system/*.cpp model/*.cpp plugins/*.cpp plan/*.cpp jobs/*.cpp \
+           executors/*.cpp launcher/*.cpp runtime/*.cpp | grep -v '^launcher/main.cpp:')
+
+# Errors are values (base/status.h, base/diagnostics.h): no `std::string& error` out-parameter.
+while IFS=: read -r file line _; do
+  echo "$file:$line: a std::string& error out-parameter: return a Status or StatusOr instead"
+  violations=$((violations + 1))
+done < <(grep -nE '(^|[(,])[[:space:]]*std::string[[:space:]]*[&*][[:space:]]*(error|err|why|problem)[[:space:]]*([),]|$)' \
+           base/*.h system/*.h model/*.h plugins/*.h plan/*.h jobs/*.h executors/*.h launcher/*.h \
+           runtime/*.h base/*.cpp system/*.cpp model/*.cpp plugins/*.cpp plan/*.cpp jobs/*.cpp \
+           executors/*.cpp launcher/*.cpp runtime/*.cpp)
+
 if ((violations > 0)); then
   echo "check-layers: $violations violation(s) of the layering (docs/architecture.md)"
   exit 1

@@ -255,7 +255,7 @@ TEST(CliServicesTest, CommandsUseTheExecutorAndPluginTablesOfTheirServices) {
                            "executor:\n  slurm: {account: acct, partition: batch, job_dir: "
                         << tmp.path() << "/jobs}\n";
   const std::vector<ExecutorInfo> executors{
-      {"slurm", "the real Slurm executor, counted", {}, make_counted_slurm}};
+      {"slurm", "the real Slurm executor, counted", make_counted_slurm}};
   const std::vector<PluginInfo> plugins{{"table_plugin", "sets FROM_THE_TEST_TABLE=1", [] {
                                            return std::unique_ptr<LaunchPlugin>(new TablePlugin());
                                          }}};
@@ -413,6 +413,33 @@ TEST_F(CliTest, PlanShowsWhoChangedTheExecutorAndWhy) {
   EXPECT_THAT(text.out, HasSubstr("executor changes"));
   EXPECT_THAT(text.out, HasSubstr("plugin:preemption"));
   EXPECT_THAT(text.out, ContainsRegex("so\\s+the runtime can checkpoint"));
+}
+
+// A new user saw `plan` and `validate` print the same info line twice (issue 47). No example,
+// on any executor, prints one diagnostic line twice on either command (stdout and stderr).
+TEST_F(CliTest, NoDiagnosticLineIsPrintedTwice) {
+  size_t runs = 0;
+  for (const char* dir : {"examples/recipes", "examples/named"})
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(test::kSourceDir) + "/" + dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      for (const char* command : {"plan", "validate"})
+        for (const char* executor : {"local", "slurm", "kubernetes"}) {
+          CommandResult r = run({command, "--executor", executor, entry.path().string()});
+          ++runs;
+          std::map<std::string, int> seen;
+          std::istringstream lines(r.out + r.err);
+          for (std::string line; std::getline(lines, line);) {
+            if (line.find("info: ") == std::string::npos &&
+                line.find("warning: ") == std::string::npos)
+              continue;
+            EXPECT_EQ(++seen[line], 1)
+                << command << " --executor " << executor << " " << entry.path() << ":\n"
+                << line;
+          }
+        }
+    }
+  EXPECT_GE(runs, 36u);
 }
 
 // Issue 46: `plan` is read on a terminal. Every line of every example's plan fits 120 columns,

@@ -318,6 +318,35 @@ TEST(CodeRenderTest, AContainerPathHoldingMountSyntaxIsRefused) {
   }
 }
 
+// runtime.container_image on an executor that starts no container (local) is said by name,
+// as the other executors' settings are: it was silently ignored (issue 47).
+TEST(ContainerImageTest, TheLocalExecutorSaysItStartsNoContainer) {
+  const std::string text =
+      std::string(kCodeBase) + "  container_image: nvcr.io/nvidia/nemo:25.11\n";
+  for (const char* executor : {"local", "slurm", "kubernetes"}) {
+    MapEnvironment env({{"HOME", "/home/u"}, {"PWD", "/work"}});
+    PlanRequest req;
+    req.recipe_path = "recipe.yaml";
+    req.executor = executor;
+    Diagnostics diags;
+    build_plan_from_text(text, req, env, {}, diags);
+    const Diagnostic* d =
+        test::find_diag(diags, "executor-setting-not-applied", "runtime.container_image");
+    if (std::string(executor) != "local") {
+      EXPECT_EQ(d, nullptr) << executor;
+      continue;
+    }
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->severity, Severity::kWarning);
+    EXPECT_EQ(d->loc.line, 5);
+    EXPECT_THAT(d->message, HasSubstr("the local executor runs the ranks in this machine's "
+                                      "environment, not in a container"));
+    Diagnostics strict(true);
+    build_plan_from_text(text, req, env, {}, strict);
+    EXPECT_TRUE(strict.has_errors()) << "--strict refuses a setting that is not applied";
+  }
+}
+
 TEST(CodeRenderTest, MegatronBridgeAdapterDefaultsToTheNemoContainerSourcePath) {
   Plan plan = plan_with_code(
       "name: mb\ncluster: {gpu: h100, num_gpus: 8, gpus_per_node: 8}\n"

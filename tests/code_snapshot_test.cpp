@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +102,41 @@ TEST(CodeSnapshotTest, ADirectoryReplacedByALinkOutsideIsRefusedNotFollowed) {
   EXPECT_THAT(copied.why(), HasSubstr("conf/creds.yaml"));
   EXPECT_FALSE(fs::exists(root.path() + "/code/job-1")) << "the partial copy is removed";
   EXPECT_THAT(all_bytes_under(root.path() + "/code"), Not(HasSubstr("OUTSIDE-SECRET")));
+}
+
+// A tree git does not list is listed by the same walker (it was a recursive_directory_iterator
+// of its own): a directory link is an entry, never entered; `.git` is skipped; a FIFO is listed
+// and then not shipped (only regular files and links are). The snapshot holds no byte from
+// outside the tree.
+TEST(CodeSnapshotTest, ATreeWithoutGitIsListedByTheWalkerWithoutEnteringLinks) {
+  test::TempDir root;
+  std::string tree = root.path() + "/tree";
+  write(fs::path(tree) / "train.py", "print(1)\n");
+  write(fs::path(tree) / "pkg/deep/mod.py", "x = 2\n");
+  write(fs::path(tree) / ".git/config", "[core]\n");
+  write(fs::path(root.path()) / "outside/creds.yaml", "OUTSIDE-SECRET\n");
+  fs::create_directory_symlink("../outside", fs::path(tree) / "conf");
+  ASSERT_EQ(mkfifo((tree + "/pipe").c_str(), 0600), 0);
+
+  StatusOr<CodeTree> opened = CodeTree::open(tree);
+  ASSERT_TRUE(opened.ok()) << opened.why();
+  StatusOr<std::vector<std::string>> listed = opened->list_files();
+  ASSERT_TRUE(listed.ok()) << listed.why();
+  EXPECT_EQ(*listed, (std::vector<std::string>{"conf", "pipe", "pkg/deep/mod.py", "train.py"}));
+
+  SpawnCommandRunner runner;
+  Diagnostics diags;
+  CodePlan code = snapshot_of(tree);
+  code.include = {"**"};
+  ASSERT_TRUE(inspect_code(code, runner, CodeDepth::kHash, diags));
+  std::vector<std::string> shipped;
+  for (const auto& f : code.inspection->files) shipped.push_back(f.path + (f.symlink ? "@" : ""));
+  EXPECT_EQ(shipped, (std::vector<std::string>{"conf@", "pkg/deep/mod.py", "train.py"}));
+  StatusOr<CopiedCode> copied =
+      copy_code_snapshot(tree, code.inspection->files, root.path() + "/code", "job-1");
+  ASSERT_TRUE(copied.ok()) << copied.why();
+  EXPECT_THAT(all_bytes_under(root.path() + "/code"), Not(HasSubstr("OUTSIDE-SECRET")));
+  remove_code_snapshot(copied->dir);
 }
 
 // `p -> /proc`: the old walker followed it, took sizes from lstat (0) and read to EOF, so
@@ -302,6 +338,65 @@ TEST_F(CodeSnapshotSignalTest, ASignalDuringTheCopyRemovesTheCopyAndTheReservati
     EXPECT_EQ(entries_in(dir_.path() + "/state/jobs"), 0) << "the reservation is released";
     EXPECT_FALSE(fs::exists(bin() + "/ran")) << "nothing was submitted";
   }
+}
+
+// A signal at any moment of a launch that copies a snapshot leaves either nothing (no
+// registry entry or reservation, no snapshot, sbatch never ran) or a submitted and recorded
+// job with its snapshot: never a half. The copy has its handler; from the end of the copy to
+// the registry entry the signals are held back (a signal that arrived before the scheduler
+// got anything stops the launch with exit 130). Swept over the whole launch, a millisecond
+// apart, so that some signals fall between the copy and the submission.
+TEST_F(CodeSnapshotSignalTest, ASignalAtAnyMomentLeavesNothingOrARecordedJob) {
+  std::string small = dir_.path() + "/small";
+  fs::create_directories(small);
+  for (int i = 0; i < 40; ++i) dir_.write("small/f" + std::to_string(i) + ".py", "x = 1\n");
+  std::string sbatch = dir_.write("bin/sbatch",
+                                  "#!/bin/sh\necho ran >>\"$(dirname \"$0\")/ran\"\n"
+                                  "cat >/dev/null\necho 4646\n");
+  chmod(sbatch.c_str(), 0755);
+  auto sbatch_runs = [&] {
+    std::string ran = test::read_file(bin() + "/ran");
+    return static_cast<int>(std::count(ran.begin(), ran.end(), '\n'));
+  };
+  int halves = 0, stopped = 0, submissions = 0;
+  for (int delay_ms = 0; delay_ms < 60; ++delay_ms) {
+    SCOPED_TRACE("SIGTERM after " + std::to_string(delay_ms) + " ms");
+    std::string run = dir_.path() + "/run" + std::to_string(delay_ms);
+    std::string recipe =
+        dir_.write("run" + std::to_string(delay_ms) + ".yaml",
+                   "name: copied\ncluster: {num_gpus: 4, gpus_per_node: 2}\n"
+                   "runtime:\n  command: [/bin/true]\n  pass_overrides: false\n  code: {path: " +
+                       small +
+                       ", include: ['**']}\nexecutor:\n  default: slurm\n  slurm: {account: a, "
+                       "partition: b, job_dir: " +
+                       run + "/jobs}\n");
+    std::map<std::string, std::string> environment = env();
+    environment["BRIDGE_LAUNCH_STATE_DIR"] = run + "/state";
+    const int sbatch_before = sbatch_runs();
+    fs::path out = run + ".txt";
+    pid_t launcher = test::start_background({BRIDGE_LAUNCH_BIN, recipe}, environment, out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(launcher, SIGTERM);
+    int code = test::wait_exit(launcher, 60);
+    std::string said = test::read_file(out);
+    const bool submitted = sbatch_runs() > sbatch_before;
+    const int entries = entries_in(run + "/state/jobs");
+    const int snapshots = entries_in(run + "/jobs/copied/code");
+    if (submitted) {
+      EXPECT_EQ(entries, 1) << said;
+      EXPECT_EQ(snapshots, 1) << said;
+      EXPECT_TRUE(code == 0 || code == 130) << code << said;
+    } else {
+      EXPECT_EQ(entries, 0) << "exit " << code << ": " << said;
+      EXPECT_EQ(snapshots, 0) << "exit " << code << ": " << said;
+    }
+    halves += (!submitted && (entries != 0 || snapshots != 0)) ? 1 : 0;
+    (submitted ? submissions : stopped) += 1;
+  }
+  EXPECT_EQ(halves, 0);
+  // The sweep spans the launch: early signals stop it, late ones find the job submitted.
+  EXPECT_GT(stopped, 0);
+  EXPECT_GT(submissions, 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/starter_recipe.h"
+#include "model/executor_kind.h"
 #include "model/recipe.h"
 #include "tests/support/build_paths.h"
 #include "tests/test_util.h"

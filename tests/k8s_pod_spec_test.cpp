@@ -190,7 +190,8 @@ executor:
   auto p = testing::k8s_plan(text);
   ASSERT_TRUE(p->plan->complete) << codes(p->diags);
   std::string all = codes(p->diags);
-  EXPECT_THAT(all, HasSubstr("executor.slurm.partition, executor.slurm.container_mounts are set, "
+  // In the order written (container_mounts is on the line above partition).
+  EXPECT_THAT(all, HasSubstr("executor.slurm.container_mounts, executor.slurm.partition are set, "
                              "but the job runs on the kubernetes executor: not applied"));
   EXPECT_THAT(all, HasSubstr("executor.local.timeout is set"));
 

@@ -669,6 +669,22 @@ TEST(OverlapDelayWgrad, GraphedAttentionWithoutGaFusionRejected) {
               ElementsAre("model.gradient_accumulation_fusion"));
 }
 
+// Under the Megatron-Bridge adapters an unset gradient_accumulation_fusion means true (the
+// provider turns it on when Transformer Engine imports): the graphed-attention check does not
+// tell the user to set what the runtime already uses (a new user's report, issue 47).
+TEST(OverlapDelayWgrad, GraphedAttentionUnderMegatronBridgeTakesTheUnsetFusionAsOn) {
+  Outcome run = resolve(graphed_attn(
+      {"runtime.transformer_engine=\"2.12.0\"", "runtime.command=[python, pretrain.py]"}));
+  EXPECT_EQ(run.first("cuda-graph-scope-unsupported", "model.gradient_accumulation_fusion"),
+            nullptr)
+      << run.dump();
+  Outcome off = resolve(graphed_attn({"runtime.transformer_engine=\"2.12.0\"",
+                                      "runtime.command=[python, pretrain.py]",
+                                      "model.gradient_accumulation_fusion=false"}));
+  EXPECT_THAT(off.paths("cuda-graph-scope-unsupported"),
+              ElementsAre("model.gradient_accumulation_fusion"));
+}
+
 TEST(OverlapDelayWgrad, GraphedAttentionWithBiasRejected) {
   Outcome run = resolve(graphed_attn({"runtime.transformer_engine=\"2.12.0\"",
                                       "model.gradient_accumulation_fusion=true",

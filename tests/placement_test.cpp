@@ -188,6 +188,15 @@ class SysfsFixture {
     executable(bin() + "/numactl", "#!/bin/sh\necho \"numactl $1 $2\"\nshift 2\nexec \"$@\"\n");
   }
 
+  // A numactl that refuses NUMA node `node` as sched_setaffinity does for CPUs outside the
+  // task's cpuset.
+  void install_refusing_numactl(const std::string& node) const {
+    executable(bin() + "/numactl",
+               "#!/bin/sh\nif [ \"$1\" = \"--cpunodebind=" + node +
+                   "\" ]; then echo 'sched_setaffinity: Invalid argument' >&2; exit 1; fi\n"
+                   "echo \"numactl $1 $2\"\nshift 2\nexec \"$@\"\n");
+  }
+
   // Runs the binding program as local rank `local_rank`; stdout and stderr.
   test::CommandResult run(const NumaBinding& b, int local_rank, const std::string& cvd = "") const {
     return run_command({"/bin/bash", "-c", numa_bind_program(b, root()), "bridge-rank",
@@ -306,6 +315,19 @@ TEST(BindingProgram, FallsBackUnboundWithAWarning) {
     EXPECT_THAT(r.out, HasSubstr("ran train"));
     EXPECT_THAT(r.err, HasSubstr("NUMA node 1 (local rank 6 / 4) is not on this host; running "
                                  "unbound"));
+  }
+  {  // numactl refuses the node (a step whose cgroup holds no CPU of it): the rank still runs
+    SysfsFixture sys(2, kTwoNodes);
+    sys.install_refusing_numactl("1");
+    auto r = sys.run(table_rule(4), 5);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(bound_to(r), "unbound") << r.out;
+    EXPECT_THAT(r.out, HasSubstr("ran train"));
+    EXPECT_THAT(r.err, HasSubstr("bridge-launch: rank 105: numactl cannot bind to NUMA node 1 "
+                                 "(local rank 5 / 4; this task may use CPUs "));
+    EXPECT_THAT(r.err, HasSubstr("); running unbound"));
+    auto other = sys.run(table_rule(4), 1);  // node 0 binds as before
+    EXPECT_EQ(bound_to(other), "numactl --cpunodebind=0 --membind=0") << other.err;
   }
   {  // two NUMA nodes and no GPU in sysfs: nothing to go by
     SysfsFixture sys(2, {});

@@ -132,7 +132,20 @@ TEST(PluginEnvPrecedence, CliEnvBeatsPluginAndWarnsWhenItContradictsTpOverlapOnH
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->severity, Severity::kWarning);
   EXPECT_NE(d->message.find("serialize"), std::string::npos);
+  EXPECT_EQ(d->help, "drop the explicit value (perf_env then sets 1) or set it to 1");
   EXPECT_FALSE(h.diags.has_errors());
+}
+
+// The fix says what dropping the value gives only where a plugin would then set 1: without
+// perf_env nothing sets it (a new user was told "perf_env then sets 1"; issue 47).
+TEST(PluginEnvPrecedence, TheContradictionsFixPromisesOnlyWhatAPluginWouldSet) {
+  PluginHarness h("env:\n  CUDA_DEVICE_MAX_CONNECTIONS: \"8\"\n");
+  h.topo = make_topology("h100", 8, /*tp=*/4);
+  h.set_tp_overlap(true);
+  h.run();
+  const Diagnostic* d = h.diag("env-contradicts-overlap");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->help, "set it to 1");
 }
 
 TEST(PluginEnvPrecedence, RecipeEnvContradictionPointsAtTheEntry) {

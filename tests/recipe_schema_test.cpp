@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/executor_kind.h"
 #include "model/gpu_table.h"
 #include "model/recipe.h"
 #include "model/recipe_loader.h"

@@ -18,6 +18,7 @@
 #include "jobs/job_record.h"
 #include "jobs/registry.h"
 #include "model/compare.h"
+#include "plan/plan_output.h"
 #include "test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
@@ -518,13 +519,52 @@ TEST(CompareTest, SteadyStateWindowStatisticsAreExact) {
 }
 
 TEST(CompareTest, KnobDifferencesAndWindows) {
-  std::map<std::string, std::string> a{{"x", "1"}, {"y", "2"}}, b{{"x", "1"}, {"y", "3"}};
-  EXPECT_EQ(knob_differences(a, b), std::vector<std::string>{"y"});
-  b["z"] = "new";
-  EXPECT_EQ(knob_differences(a, b), (std::vector<std::string>{"y", "z"}));
+  KnobValues a{{{"x", "1"}, {"y", "2"}}, {}}, b{{{"x", "1"}, {"y", "3"}}, {}};
+  EXPECT_EQ(knob_differences(a, b), (std::vector<KnobDifference>{{"y", "2", "3"}}));
+  b.inputs["z"] = "new";
+  EXPECT_EQ(knob_differences(a, b),
+            (std::vector<KnobDifference>{{"y", "2", "3"}, {"z", std::nullopt, "new"}}));
+  EXPECT_EQ(describe_knob_value(knob_differences(a, b)[1]), "z=new");
+  EXPECT_EQ(describe_knob_baseline(knob_differences(a, b)[1]), "z=unset");
   EXPECT_EQ(parse_window("3:8"), (std::pair<int, int>{3, 8}));
   EXPECT_FALSE(parse_window("8:3"));
   EXPECT_FALSE(parse_window("x"));
+}
+
+// A key one job sets to the value the other job's plan resolves it to anyway is no difference
+// (compare listed it, and listed keys without their values; issue 47). The resolved values come
+// from the recorded plan, spelled as recipe keys.
+TEST(CompareTest, AKeySetToWhatTheOtherJobResolvesIsNoDifference) {
+  nlohmann::ordered_json plan = {
+      {"topology", {{"num_gpus", 16}, {"tp", 2}, {"vpp", nullptr}, {"gpu", "h100"}}},
+      {"comm_overlap",
+       {{"tp_comm_overlap", {{"value", true}, {"source", "rule"}}},
+        {"bucket_size", {{"value", nullptr}, {"source", "default"}}}}},
+      {"ddp", {{"overlap_grad_reduce", true}}},
+      {"recipe_base", {{"values", {{"train.global_batch_size", "256"}}}}}};
+  std::map<std::string, std::string> resolved = resolved_recipe_values(plan);
+  EXPECT_EQ(resolved.at("model.tensor_model_parallel_size"), "2");
+  EXPECT_EQ(resolved.at("cluster.gpu"), "h100");
+  EXPECT_EQ(resolved.at("comm_overlap.tp_comm_overlap"), "true");
+  EXPECT_EQ(resolved.at("ddp.overlap_grad_reduce"), "true");
+  EXPECT_EQ(resolved.at("train.global_batch_size"), "256");
+  EXPECT_EQ(resolved.count("comm_overlap.bucket_size"), 0u) << "null: not known, not a value";
+  EXPECT_EQ(resolved.count("model.virtual_pipeline_model_parallel_size"), 0u);
+  EXPECT_TRUE(resolved_recipe_values(nlohmann::ordered_json("not a plan")).empty());
+
+  KnobValues baseline{{{"cluster.num_gpus", "16"}}, resolved};
+  KnobValues same{{{"cluster.num_gpus", "16"},
+                   {"comm_overlap.tp_comm_overlap", "True"},
+                   {"train.global_batch_size", "256"}},
+                  resolved};
+  EXPECT_TRUE(knob_differences(baseline, same).empty());
+  KnobValues changed{{{"cluster.num_gpus", "16"},
+                      {"comm_overlap.tp_comm_overlap", "false"},
+                      {"comm_overlap.bucket_size", "40000000"}},
+                     resolved};
+  EXPECT_EQ(knob_differences(baseline, changed),
+            (std::vector<KnobDifference>{{"comm_overlap.bucket_size", std::nullopt, "40000000"},
+                                         {"comm_overlap.tp_comm_overlap", "true", "false"}}));
 }
 
 TEST(CompareCliTest, ComparesLogFilesWithRatiosAndFlagsSmallWindows) {

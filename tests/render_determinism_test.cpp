@@ -68,9 +68,9 @@ TEST(RenderDeterminism, TheExecutorTableMatchesTheNamesRecipesUse) {
   for (const auto& info : executor_registry()) table.emplace_back(info.name);
   EXPECT_EQ(table, executor_names());
   ASSERT_NE(find_executor(executor_registry(), "local"), nullptr);
-  EXPECT_TRUE(find_executor(executor_registry(), "local")->traits.runs_here);
-  EXPECT_FALSE(find_executor(executor_registry(), "slurm")->traits.runs_here);
-  EXPECT_FALSE(find_executor(executor_registry(), "kubernetes")->traits.runs_here);
+  EXPECT_TRUE(find_executor(executor_registry(), "local")->kind().runs_here);
+  EXPECT_FALSE(find_executor(executor_registry(), "slurm")->kind().runs_here);
+  EXPECT_FALSE(find_executor(executor_registry(), "kubernetes")->kind().runs_here);
   EXPECT_EQ(find_executor(executor_registry(), "slurmm"), nullptr);
 }
 
@@ -86,8 +86,7 @@ TEST(RenderDeterminism, TheExecutorKindsMatchTheNamesAndTheExecutors) {
     ASSERT_NE(kind.job_dir, nullptr);
     const ExecutorInfo* info = find_executor(executor_registry(), std::string(kind.name));
     ASSERT_NE(info, nullptr);
-    // One node, on this machine: the executor whose ranks are bridge-launch's children.
-    EXPECT_EQ(kind.single_node, info->traits.runs_here);
+    EXPECT_EQ(&info->kind(), &kind);
   }
   ExecutorSpec x;
   x.slurm.retries.value = 3;

@@ -451,6 +451,34 @@ TEST_F(SlurmRender, AnSrunArgsEntryHoldingASecondOptionIsRefused) {
   }
 }
 
+// A multi-node job dir on node-local storage splits the job's logs across its nodes: a warning
+// that names the dir and the fix (it was accepted silently; issue 47). A single node, a shared
+// path, and a path that only starts with the same letters are fine.
+TEST_F(SlurmRender, AMultiNodeJobDirOnNodeLocalStorageIsWarned) {
+  auto warned = [](const std::string& dir, int case_index) {
+    Diagnostics d;
+    const GoldenCase c = golden_cases()[static_cast<size_t>(case_index)];
+    Plan p = make_plan(recipe(c.recipe, golden_tail(c.name)), d, c.host, {},
+                       {"executor.slurm.job_dir=" + dir});
+    EXPECT_TRUE(p.complete) << diag_text(d);
+    EXPECT_NE(render(p, d), "") << diag_text(d);
+    const Diagnostic* w = test::find_diag(d, "slurm-node-local-job-dir", "executor.slurm.job_dir");
+    if (w) {
+      EXPECT_EQ(w->severity, Severity::kWarning);
+      EXPECT_THAT(w->message, ::testing::HasSubstr("`" + dir + "`"));
+      EXPECT_THAT(w->message, ::testing::HasSubstr("2 nodes"));
+      EXPECT_THAT(w->help, ::testing::HasSubstr("shared file system"));
+    }
+    return w != nullptr;
+  };
+  EXPECT_TRUE(warned("/tmp/jobs", 0));  // 16 GPUs on 2 nodes
+  EXPECT_TRUE(warned("/dev/shm/jobs", 0));
+  EXPECT_TRUE(warned("/var/tmp", 0));
+  EXPECT_FALSE(warned("/lustre/jobs", 0));
+  EXPECT_FALSE(warned("/tmpfs-shared/jobs", 0));
+  EXPECT_FALSE(warned("/tmp/jobs", 4));  // 8 GPUs on one node
+}
+
 TEST_F(SlurmRender, BadValuesAreDiagnosed) {
   Plan plan = make_plan(recipe(golden_cases()[0].recipe, golden_tail("srun")), diags, {}, {},
                         {"executor.slurm.sbatch_args=[constraint]"});

@@ -493,6 +493,10 @@ TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
       R"(\n\s+ablate-\S+\s+SUCCEEDED\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+comm_overlap\.overlap_grad_reduce)");
   ASSERT_TRUE(std::regex_search(r.out, m, ratio)) << r.out;
   EXPECT_GT(std::stod(m[1]), 1.15) << "no-overlap variant should be slower than the baseline";
+  // Each difference with its values: the variant's in its row, the baseline's (as its plan
+  // resolved it, the recipe leaving it unset) in one line under the table.
+  EXPECT_THAT(r.out, HasSubstr("comm_overlap.overlap_grad_reduce=false\n"));
+  EXPECT_THAT(r.out, HasSubstr("baseline: comm_overlap.overlap_grad_reduce=true\n"));
   // One launcher ran both jobs: each still has its own scheduler id, "<launcher pid>.<n>".
   CommandResult list = launch({"list", "--format", "json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;

@@ -390,5 +390,20 @@ TEST_F(ProbeOverlap, EveryForwardedFieldSaysWhatItChanges) {
   EXPECT_THAT(run.rank0(), HasSubstr("cannot show its effect"));
 }
 
+// Without --microbatches the probe runs global batch / (micro batch x dp) micro-batches per
+// step, an unset micro batch being 1 as in Megatron-Core: a global batch of 4 at dp 2 is two
+// (it printed one before, as if the global batch were unset; issue 47).
+TEST_F(ProbeOverlap, AnUnsetMicroBatchIsOneWhenCountingMicroBatches) {
+  const std::vector<std::string> args{"--steps",   "1",  "--compute-ms", "1", "--params",   "1024",
+                                      "--timeout", "30", "--layers",     "1", "--layer-ms", "1"};
+  const RankRuns unset = RunRanks(2, With(args, {"train.global_batch_size=4"}));
+  ASSERT_TRUE(unset.all_exited(0)) << unset.rank0();
+  EXPECT_THAT(unset.rank0(), HasSubstr("phases: 2 micro-batches x 1 layers")) << unset.rank0();
+  const RankRuns two =
+      RunRanks(2, With(args, {"train.global_batch_size=4", "train.micro_batch_size=2"}));
+  ASSERT_TRUE(two.all_exited(0)) << two.rank0();
+  EXPECT_THAT(two.rank0(), HasSubstr("phases: 1 micro-batches x 1 layers")) << two.rank0();
+}
+
 }  // namespace
 }  // namespace bridge
