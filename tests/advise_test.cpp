@@ -17,8 +17,9 @@
 #include "base/shell_quote.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -220,7 +221,7 @@ TEST_F(AdviseTest, EpOverlapAlreadyOnIsReportedOn) {
 TEST_F(AdviseTest, EpOverlapDoesNotApplyWithoutExpertParallelismOrExperts) {
   const Advice ep1 = family_advice("ep-overlap", kMoe, {"model.expert_model_parallel_size=1"});
   EXPECT_EQ(ep1.state, AdviceState::kNotApplicable);
-  EXPECT_THAT(ep1.why, HasSubstr("ep is 1"));
+  EXPECT_THAT(ep1.why, HasSubstr("model.expert_model_parallel_size is 1"));
   const Advice dense = family_advice("ep-overlap", kDense, {});
   EXPECT_EQ(dense.state, AdviceState::kNotApplicable);
   EXPECT_THAT(dense.why, HasSubstr("not an MoE model"));
@@ -487,7 +488,7 @@ TEST_F(AdviseTest, OneAdvicePerFamilyInAFixedOrderAndTheGuidesCaveats) {
 
 class AdviseCliTest : public ::testing::Test {
  protected:
-  test::CommandResult run(const std::vector<std::string>& args) {
+  test::ChildResult run(const std::vector<std::string>& args) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return test::run_command(argv, {{"HOME", home_.path()}});
@@ -495,7 +496,7 @@ class AdviseCliTest : public ::testing::Test {
 
   // Runs a printed command exactly as printed (through the shell), with --dry-run in front
   // of the subcommand so that nothing is submitted.
-  test::CommandResult run_printed(const std::string& line) {
+  test::ChildResult run_printed(const std::string& line) {
     const std::string program = "bridge-launch ";
     EXPECT_EQ(line.rfind(program, 0), 0u) << line;
     std::string command =

@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
 
 namespace fs = std::filesystem;
-using test::CommandResult;
+using test::ChildResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -148,7 +148,7 @@ TEST_P(BadInputCorpusTest, IsRejectedCleanly) {
     argv.push_back(a);
   }
   // A clean environment for everything bridge-launch could write to.
-  CommandResult r = test::run_command(argv, {{"HOME", home.string()},
+  ChildResult r = test::run_command(argv, {{"HOME", home.string()},
                                              {"BRIDGE_LAUNCH_STATE_DIR", state.string()},
                                              {"XDG_STATE_HOME", ""},
                                              {"ASAN_OPTIONS", "detect_leaks=1"}});
@@ -214,7 +214,7 @@ TEST(BadInputCorpusShapeTest, CrlfAndByteOrderMarkAreAccepted) {
        std::map<std::string, std::string>{{"crlf.yaml", crlf},
                                           {"bom.yaml", "\xEF\xBB\xBF" + body},
                                           {"bom-crlf.yaml", "\xEF\xBB\xBF" + crlf}}) {
-    CommandResult r =
+    ChildResult r =
         test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json", tmp.write(name, text)},
                           {{"HOME", tmp.path()}});
     EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.err;
@@ -229,7 +229,7 @@ TEST(BadInputCorpusShapeTest, CrlfAndByteOrderMarkAreAccepted) {
 TEST(BadInputCorpusShapeTest, NonUtf8HostVariableInEnvDoesNotBreakJsonOutput) {
   test::TempDir tmp;
   std::string recipe = tmp.write("env.yaml", "name: e\nenv:\n  A: \"${BRIDGE_CORPUS_BYTES}/x\"\n");
-  CommandResult r = test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json", recipe},
+  ChildResult r = test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json", recipe},
                                       {{"HOME", tmp.path()}, {"BRIDGE_CORPUS_BYTES", "\xff\xfe"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"ok\": true"));
@@ -243,7 +243,7 @@ TEST(BadInputCorpusShapeTest, NonUtf8HostVariableInEnvDoesNotBreakJsonOutput) {
 TEST(BadInputCorpusShapeTest, AbsurdLocalRankCountIsRefused) {
   test::TempDir tmp;
   std::string recipe = tmp.write("many.yaml", "name: many\n");
-  CommandResult r =
+  ChildResult r =
       test::run_command({BRIDGE_LAUNCH_BIN, "--dry-run", "-ng", "100000", "-gn", "100000", recipe},
                         {{"HOME", tmp.path()}, {"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -264,7 +264,7 @@ TEST(BadInputCorpusShapeTest, HugeValidValuesRenderForEveryExecutor) {
                                                   "env:\n  HUGE: " +
                                                   big + "\n");
   for (const char* executor : {"local", "slurm", "kubernetes"}) {
-    CommandResult r = test::run_command(
+    ChildResult r = test::run_command(
         {BRIDGE_LAUNCH_BIN, "--dry-run", "--executor", executor, recipe},
         {{"HOME", tmp.path()}, {"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}});
     EXPECT_THAT(r.exit_code, ::testing::AnyOf(0, 2)) << executor << "\n" << r.err.substr(0, 2000);

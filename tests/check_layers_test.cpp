@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {
@@ -24,7 +24,7 @@ class CheckLayersTest : public ::testing::Test {
     fs::create_directories(dir_.path() + "/scripts");
     fs::copy_file(std::string(test::kSourceDir) + "/scripts/check-layers.sh",
                   dir_.path() + "/scripts/check-layers.sh");
-    for (const char* layer : {"runtime", "base", "system", "model", "plugins", "plan", "jobs",
+    for (const char* layer : {"probe", "base", "system", "model", "plugins", "plan", "jobs",
                               "executors", "launcher"}) {
       fs::create_directories(dir_.path() + "/" + layer);
       dir_.write(std::string(layer) + "/ok.h", "#pragma once\n");
@@ -36,14 +36,14 @@ class CheckLayersTest : public ::testing::Test {
     dir_.write("executors/registry.cpp",
                "bool is_k8s(const X& x) { return x.executor == \"kubernetes\"; }\n");
   }
-  test::CommandResult check() const {
+  test::ChildResult check() const {
     return test::run_command({"/bin/bash", dir_.path() + "/scripts/check-layers.sh"});
   }
   test::TempDir dir_;
 };
 
 TEST_F(CheckLayersTest, ACleanTreePasses) {
-  test::CommandResult r = check();
+  test::ChildResult r = check();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("check-layers: 12 files, 0 includes, all point down a layer"));
 }
@@ -55,15 +55,15 @@ TEST_F(CheckLayersTest, EachClaimOfTheArchitectureIsCheckedByFileAndLine) {
   dir_.write("jobs/swallow.cpp", "void f() {\n  try {\n    g();\n  } catch (...) {\n  }\n}\n");
   dir_.write("system/out.h",
              "bool read(const std::string& path,\n          std::string& error);\n");
-  dir_.write("runtime/out.cpp", "bool connect(int port, std::string* why) { return false; }\n");
-  test::CommandResult r = check();
+  dir_.write("probe/out.cpp", "bool connect(int port, std::string* why) { return false; }\n");
+  test::ChildResult r = check();
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("model/up.cpp:1: includes \"plan/plan.h\""));
   EXPECT_THAT(r.out, HasSubstr("plan/plan.cpp:2: compares an executor's name"));
   EXPECT_THAT(r.out, HasSubstr("launcher/names.cpp:1: compares an executor's name"));
   EXPECT_THAT(r.out, HasSubstr("jobs/swallow.cpp:4: a catch-all outside launcher/main.cpp"));
   EXPECT_THAT(r.out, HasSubstr("system/out.h:2: a std::string& error out-parameter"));
-  EXPECT_THAT(r.out, HasSubstr("runtime/out.cpp:1: a std::string& error out-parameter"));
+  EXPECT_THAT(r.out, HasSubstr("probe/out.cpp:1: a std::string& error out-parameter"));
   EXPECT_THAT(r.out, HasSubstr("6 violation(s)"));
   // What is allowed: main's catch-all, one that carries the exception to another thread, and
   // an executor comparing names inside executors/.
@@ -74,7 +74,7 @@ TEST_F(CheckLayersTest, EachClaimOfTheArchitectureIsCheckedByFileAndLine) {
 }
 
 TEST(CheckLayers, TheRepositoryPasses) {
-  test::CommandResult r =
+  test::ChildResult r =
       test::run_command({"/bin/bash", std::string(test::kSourceDir) + "/scripts/check-layers.sh"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "model/recipe_loader.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -32,7 +32,7 @@ TEST(CliEmptyValueTest, AnEmptyValueAfterTheEqualsSignTakesNoOtherArgument) {
         {"--runtime-check=", recipe}}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
-    test::CommandResult r =
+    test::ChildResult r =
         test::run_command(argv, {{"HOME", home.path()}, {"BRIDGE_LAUNCH_STATE_DIR", state}});
     std::string shown = ::testing::PrintToString(args);
     EXPECT_EQ(r.exit_code, 2) << shown << "\n" << r.err;
@@ -50,12 +50,12 @@ TEST(CliEmptyValueTest, SubcommandOptionsAndFlagsToo) {
   test::TempDir home;
   std::map<std::string, std::string> env{{"HOME", home.path()},
                                          {"BRIDGE_LAUNCH_STATE_DIR", home.path() + "/state"}};
-  test::CommandResult logs =
+  test::ChildResult logs =
       test::run_command({BRIDGE_LAUNCH_BIN, "logs", "--grep=", "nojob"}, env);
   EXPECT_THAT(logs.err, Not(HasSubstr("job is required"))) << logs.err;
   EXPECT_THAT(logs.err, HasSubstr("nojob")) << logs.err;
   std::string recipe = std::string(BRIDGE_TEST_DATA) + "/recipes/full.yaml";
-  test::CommandResult dry =
+  test::ChildResult dry =
       test::run_command({BRIDGE_LAUNCH_BIN, "--dry-run=", recipe, "-e", "slurm"}, env);
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_THAT(dry.out, HasSubstr("#SBATCH"));

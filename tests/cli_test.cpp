@@ -23,13 +23,13 @@
 #include "system/command_runner.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
 
 using nlohmann::json;
-using test::CommandResult;
+using test::ChildResult;
 using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -45,7 +45,7 @@ class CliTest : public ::testing::Test {
  protected:
   // Runs bridge-launch with `args`, HOME pointing at a scratch directory so that nothing
   // the planner expands depends on the machine running the tests.
-  CommandResult run(const std::vector<std::string>& args,
+  ChildResult run(const std::vector<std::string>& args,
                     std::map<std::string, std::string> env = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -56,7 +56,7 @@ class CliTest : public ::testing::Test {
   static json parse(const std::string& out) { return json::parse(out, nullptr, false); }
 
   // The bad-input contract: exit 2, nothing on stdout, the message on stderr, no crash.
-  static void expect_rejected(const CommandResult& r, const std::vector<std::string>& fragments) {
+  static void expect_rejected(const ChildResult& r, const std::vector<std::string>& fragments) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(r.out, "") << "stdout must hold results only";
     for (const auto& f : fragments) EXPECT_THAT(r.err, HasSubstr(f));
@@ -82,6 +82,16 @@ TEST(CliTranslateTest, TwoLetterOptionsBecomeLongForms) {
   EXPECT_THAT(translate_short_options({"r.yaml", "--", "-ng", "16"}),
               ElementsAre("r.yaml", "--", "-ng", "16"));
   EXPECT_THAT(translate_short_options({}), IsEmpty());
+}
+
+// The early scans skip an option's value by takes_value's names; those are the names the
+// parser defines its valued options with, every one of them, and no flag.
+TEST(CliTranslateTest, TakesValueKnowsEveryValuedPlanOption) {
+  std::vector<std::string> names = plan_option_names_taking_a_value();
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"-e", "--executor", "--num-gpus", "--runtime-check"}));
+  for (const std::string& name : names) EXPECT_TRUE(takes_value(name)) << name;
+  for (const char* flag : {"--strict", "--dry-run", "--wait", "--help", "-v", "r.yaml"})
+    EXPECT_FALSE(takes_value(flag)) << flag;
 }
 
 // The executor a launch names, read before the parser exists (run_cli starts its submission
@@ -113,7 +123,7 @@ TEST(CliEarlySubmissionTest, OnlyAPlainLaunchNamesItsExecutorEarly) {
 // Every subcommand the parser has (as --help lists them) stops the early start: the pre-scan's
 // own list of names must not fall behind the parser's.
 TEST(CliEarlySubmissionTest, EverySubcommandOfTheParserStopsTheEarlyStart) {
-  CommandResult help = test::run_command({BRIDGE_LAUNCH_BIN, "--help"});
+  ChildResult help = test::run_command({BRIDGE_LAUNCH_BIN, "--help"});
   ASSERT_EQ(help.exit_code, 0) << help.err;
   std::istringstream lines(help.out.substr(help.out.find("Subcommands:")));
   std::vector<std::string> names;
@@ -294,7 +304,7 @@ TEST(CliServicesTest, CommandsUseTheExecutorAndPluginTablesOfTheirServices) {
 // Help and version.
 
 TEST_F(CliTest, HelpShowsTwoLetterOptions) {
-  CommandResult r = run({"--help"});
+  ChildResult r = run({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("-ng, --num-gpus"));
   EXPECT_THAT(r.out, HasSubstr("-gn, --gpus-per-node"));
@@ -302,7 +312,7 @@ TEST_F(CliTest, HelpShowsTwoLetterOptions) {
   EXPECT_THAT(r.out, HasSubstr("plan"));
   EXPECT_THAT(r.out, HasSubstr("Exit codes"));
 
-  CommandResult plan = run({"plan", "--help"});
+  ChildResult plan = run({"plan", "--help"});
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_THAT(plan.out, HasSubstr("-ng, --num-gpus"));
   EXPECT_THAT(plan.out, HasSubstr("--format"));
@@ -311,7 +321,7 @@ TEST_F(CliTest, HelpShowsTwoLetterOptions) {
 // The exit codes `--help` states are the ones the process ends with: ok, a usage error, a
 // runtime failure (`compare` of a log with no step time has nothing to compare).
 TEST_F(CliTest, ExitCodesAreTheOnesTheHelpStates) {
-  CommandResult help = run({"--help"});
+  ChildResult help = run({"--help"});
   ASSERT_EQ(help.exit_code, 0) << help.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(help.out, m,
@@ -321,17 +331,17 @@ TEST_F(CliTest, ExitCodesAreTheOnesTheHelpStates) {
   EXPECT_EQ(run({"--version"}).exit_code, std::stoi(m[1]));
   std::string empty_log = home_.path() + "/empty.log";
   std::ofstream(empty_log) << "no iteration lines here\n";
-  CommandResult nothing = run({"compare", empty_log});
+  ChildResult nothing = run({"compare", empty_log});
   EXPECT_EQ(nothing.exit_code, std::stoi(m[2])) << nothing.err;
   EXPECT_THAT(nothing.out, HasSubstr("nothing to compare"));
-  CommandResult usage = run({"--no-such-option"});
+  ChildResult usage = run({"--no-such-option"});
   EXPECT_EQ(usage.exit_code, std::stoi(m[3])) << usage.err;
   EXPECT_THAT(usage.err, HasSubstr("bridge-launch: error: "));
   EXPECT_EQ(std::stoi(m[4]), 128 + SIGINT) << "what a shell reports for Ctrl-C";
 }
 
 TEST_F(CliTest, VersionPrintsVersionAndCommit) {
-  CommandResult r = run({"--version"});
+  ChildResult r = run({"--version"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // The version and commit come from CMake (project version, `git rev-parse`); the test
   // checks the shape so that it does not have to be rebuilt for each commit.
@@ -344,8 +354,8 @@ TEST_F(CliTest, DryRunIsByteIdenticalAcrossRunsForLocalAndSlurm) {
   for (const char* executor : {"local", "slurm"}) {
     std::vector<std::string> args{"--dry-run", "--executor", executor,
                                   std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml"};
-    CommandResult first = run(args);
-    CommandResult second = run(args);
+    ChildResult first = run(args);
+    ChildResult second = run(args);
     ASSERT_EQ(first.exit_code, 0) << executor << ": " << first.err;
     EXPECT_FALSE(first.out.empty());
     EXPECT_EQ(first.out, second.out) << executor;
@@ -365,7 +375,7 @@ TEST_F(CliTest, TwoLetterOptionsParseAsWritten) {
             fixture("moe.yaml")},
            {"plan", "-e", "slurm", fixture("moe.yaml"), "-ng", "16", "--format", "json", "-gn",
             "8"}}) {
-    CommandResult r = run(args);
+    ChildResult r = run(args);
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     json j = parse(r.out);
     ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -385,7 +395,7 @@ TEST_F(CliTest, TwoLetterOptionsParseAsWritten) {
 }
 
 TEST_F(CliTest, OptionsOverrideTheRecipe) {
-  CommandResult r = run({"plan", "--format", "json", "-ng", "32", "-gn", "4", "-g", "B200",
+  ChildResult r = run({"plan", "--format", "json", "-ng", "32", "-gn", "4", "-g", "B200",
                          fixture("full.yaml"), "model.expert_model_parallel_size=8"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = parse(r.out);
@@ -400,7 +410,7 @@ TEST_F(CliTest, OptionsOverrideTheRecipe) {
 
 // Executor settings from plugins carry their source and a one-line reason, like env.
 TEST_F(CliTest, PlanShowsWhoChangedTheExecutorAndWhy) {
-  CommandResult r = run({"plan", "--format", "json", "--executor", "slurm", fixture("full.yaml")});
+  ChildResult r = run({"plan", "--format", "json", "--executor", "slurm", fixture("full.yaml")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -408,7 +418,7 @@ TEST_F(CliTest, PlanShowsWhoChangedTheExecutorAndWhy) {
   const json& change = j["executor"]["changes"]["preempt_signal_seconds"];
   EXPECT_EQ(change["source"], "plugin:preemption");
   EXPECT_THAT(change["reason"].get<std::string>(), HasSubstr("checkpoint"));
-  CommandResult text = run({"plan", "--executor", "slurm", fixture("full.yaml")});
+  ChildResult text = run({"plan", "--executor", "slurm", fixture("full.yaml")});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("executor changes"));
   EXPECT_THAT(text.out, HasSubstr("plugin:preemption"));
@@ -425,7 +435,7 @@ TEST_F(CliTest, NoDiagnosticLineIsPrintedTwice) {
       if (entry.path().extension() != ".yaml") continue;
       for (const char* command : {"plan", "validate"})
         for (const char* executor : {"local", "slurm", "kubernetes"}) {
-          CommandResult r = run({command, "--executor", executor, entry.path().string()});
+          ChildResult r = run({command, "--executor", executor, entry.path().string()});
           ++runs;
           std::map<std::string, int> seen;
           std::istringstream lines(r.out + r.err);
@@ -451,7 +461,7 @@ TEST_F(CliTest, EveryExamplesPlanFitsOneHundredTwentyColumns) {
     for (const auto& entry :
          std::filesystem::directory_iterator(std::string(test::kSourceDir) + "/" + dir)) {
       if (entry.path().extension() != ".yaml") continue;
-      CommandResult r = run({"plan", "--executor", "slurm", entry.path().string()});
+      ChildResult r = run({"plan", "--executor", "slurm", entry.path().string()});
       if (r.exit_code != 0) continue;  // a recipe for another executor
       ++plans;
       std::istringstream lines(r.out);
@@ -459,7 +469,7 @@ TEST_F(CliTest, EveryExamplesPlanFitsOneHundredTwentyColumns) {
         EXPECT_LE(line.size(), 120u) << entry.path() << ":\n" << line;
     }
   EXPECT_GE(plans, 6u);
-  CommandResult wide =
+  ChildResult wide =
       run({"plan", "--executor", "slurm",
            std::string(test::kSourceDir) + "/examples/recipes/gpt-175b-tp-pp-dp.yaml"});
   ASSERT_EQ(wide.exit_code, 0) << wide.err;
@@ -478,7 +488,7 @@ TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {
   std::string tmpl = home_.write("my.mustache", "#!/bin/bash\necho {{job_name}}\n");
   std::string state = home_.path() + "/state";
   for (const char* executor : {"local", "kubernetes"}) {
-    CommandResult r = run({"--executor", executor, "--template", tmpl, fixture("full.yaml"),
+    ChildResult r = run({"--executor", executor, "--template", tmpl, fixture("full.yaml"),
                            "runtime.container_image=nvcr.io/nvidia/nemo:25.11",
                            "cluster.num_gpus=8", "cluster.gpus_per_node=8"},
                           {{"BRIDGE_LAUNCH_STATE_DIR", state}});
@@ -486,7 +496,7 @@ TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {
                         "use --executor slurm"});
     EXPECT_FALSE(std::filesystem::exists(state)) << executor;
   }
-  CommandResult slurm =
+  ChildResult slurm =
       run({"--dry-run", "--executor", "slurm", "--template", tmpl, fixture("full.yaml")});
   EXPECT_EQ(slurm.exit_code, 0) << slurm.err;
   EXPECT_THAT(slurm.out, HasSubstr("#!/bin/bash\necho "));
@@ -501,7 +511,7 @@ TEST_F(CliTest, AnEmptyRuntimeCheckIsAnErrorNotASilentNoCheck) {
         {"plan", fixture("full.yaml"), "--runtime-check", ""},
         {"--dry-run", "--runtime-check", "", fixture("full.yaml")},
         {"validate", fixture("full.yaml"), "runtime.check.python=\"\""}}) {
-    CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    ChildResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
     expect_rejected(r, {"runtime.check.python", "is empty", "help:"});
     EXPECT_FALSE(std::filesystem::exists(state));
   }
@@ -511,7 +521,7 @@ TEST_F(CliTest, AnEmptyRuntimeCheckIsAnErrorNotASilentNoCheck) {
 // The JSON contract.
 
 TEST_F(CliTest, PlanJsonForAValidRecipe) {
-  CommandResult r = run({"plan", "--format", "json", fixture("full.yaml")});
+  ChildResult r = run({"plan", "--format", "json", fixture("full.yaml")});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -529,7 +539,7 @@ TEST_F(CliTest, PlanJsonForAValidRecipe) {
 }
 
 TEST_F(CliTest, PlanJsonForAnInvalidRecipe) {
-  CommandResult r = run({"plan", "--format", "json", fixture("wrong_type.yaml")});
+  ChildResult r = run({"plan", "--format", "json", fixture("wrong_type.yaml")});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -546,7 +556,7 @@ TEST_F(CliTest, PlanJsonForAnInvalidRecipe) {
 }
 
 TEST_F(CliTest, PlanJsonOverrideDiagnosticsHaveNoPosition) {
-  CommandResult r = run({"plan", "--format", "json", fixture("minimal.yaml"), "model.tp=4"});
+  ChildResult r = run({"plan", "--format", "json", fixture("minimal.yaml"), "model.tp=4"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -558,7 +568,7 @@ TEST_F(CliTest, PlanJsonOverrideDiagnosticsHaveNoPosition) {
 }
 
 TEST_F(CliTest, PlanJsonForAMissingFileIsStillJson) {
-  CommandResult r = run({"plan", "--format", "json", fixture("nope.yaml")});
+  ChildResult r = run({"plan", "--format", "json", fixture("nope.yaml")});
   EXPECT_EQ(r.exit_code, 2);
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -567,7 +577,7 @@ TEST_F(CliTest, PlanJsonForAMissingFileIsStillJson) {
 }
 
 TEST_F(CliTest, ValidateJson) {
-  CommandResult ok = run({"validate", "--format", "json", fixture("sp_warning.yaml")});
+  ChildResult ok = run({"validate", "--format", "json", fixture("sp_warning.yaml")});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   json j = parse(ok.out);
   ASSERT_FALSE(j.is_discarded()) << ok.out;
@@ -577,7 +587,7 @@ TEST_F(CliTest, ValidateJson) {
   EXPECT_EQ(j["diagnostics"][0]["code"], "sequence-parallel-without-tp");
   EXPECT_EQ(j["diagnostics"][0]["line"], 8);
 
-  CommandResult bad = run({"validate", "--format", "json", fixture("multiple_errors.yaml")});
+  ChildResult bad = run({"validate", "--format", "json", fixture("multiple_errors.yaml")});
   EXPECT_EQ(bad.exit_code, 2);
   json b = parse(bad.out);
   ASSERT_FALSE(b.is_discarded()) << bad.out;
@@ -589,14 +599,14 @@ TEST_F(CliTest, ValidateJson) {
 // Text mode: results on stdout, diagnostics on stderr.
 
 TEST_F(CliTest, TextModeKeepsDiagnosticsOffStdout) {
-  CommandResult v = run({"validate", fixture("sp_warning.yaml")});
+  ChildResult v = run({"validate", fixture("sp_warning.yaml")});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_THAT(v.out, HasSubstr("ok (1 warning)"));
   EXPECT_THAT(v.out, Not(HasSubstr("warning:")));
   EXPECT_THAT(v.err, HasSubstr("sp_warning.yaml:8:22: warning: "));
   EXPECT_THAT(v.err, HasSubstr("[sequence-parallel-without-tp]"));
 
-  CommandResult p = run({"plan", fixture("sp_warning.yaml")});
+  ChildResult p = run({"plan", fixture("sp_warning.yaml")});
   EXPECT_EQ(p.exit_code, 0) << p.err;
   EXPECT_FALSE(p.out.empty());
   EXPECT_THAT(p.out, Not(HasSubstr("warning:")));
@@ -605,7 +615,7 @@ TEST_F(CliTest, TextModeKeepsDiagnosticsOffStdout) {
 }
 
 TEST_F(CliTest, ValidateCleanRecipe) {
-  CommandResult r = run({"validate", fixture("minimal.yaml")});
+  ChildResult r = run({"validate", fixture("minimal.yaml")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, fixture("minimal.yaml") + ": ok (0 warnings)\n");
   EXPECT_THAT(r.err, Not(HasSubstr("error")));
@@ -629,7 +639,7 @@ TEST_F(CliTest, NonYamlBytes) {
   std::string png = dir.write("image.yaml", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
   expect_rejected(run({"validate", png}), {png + ":1:1: error: ", "NUL"});
   std::string binary = dir.write("binary.yaml", "\xff\xfe\xfd\xfc\n");
-  CommandResult r = run({"validate", binary});
+  ChildResult r = run({"validate", binary});
   expect_rejected(r, {binary + ":1:1: error: "});
 }
 
@@ -654,7 +664,7 @@ TEST_F(CliTest, WrongType) {
 }
 
 TEST_F(CliTest, MultipleErrorsAllReported) {
-  CommandResult r = run({"validate", fixture("multiple_errors.yaml")});
+  ChildResult r = run({"validate", fixture("multiple_errors.yaml")});
   expect_rejected(r, {"multiple_errors.yaml:4:15: error: ", "multiple_errors.yaml:5:3: error: ",
                       "multiple_errors.yaml:7:14: error: ", "3 errors"});
 }
@@ -670,7 +680,7 @@ TEST_F(CliTest, PluginTyposAndSchemaErrorsComeTogetherInFileOrder) {
                          "plugins:\n"
                          "  perf_envv: {}\n"
                          "train: {max_stepz: 3}\n";
-  CommandResult r = run({"validate", path});
+  ChildResult r = run({"validate", path});
   expect_rejected(r, {"typos.yaml:4:15: error: ",
                       "typos.yaml:6:3: error: unknown plugin `perf_envv` "
                       "(did you mean `perf_env`?)",
@@ -722,7 +732,7 @@ TEST_F(CliTest, LaunchFormRejectsInvalidRecipesBeforeSubmitting) {
 // Huge parallel sizes must be an error, not an integer overflow (tp=2^32 and pp=2^32 would
 // wrap tp*pp*cp to 0 and divide by zero).
 TEST_F(CliTest, HugeParallelSizesDoNotCrash) {
-  CommandResult r = run({"validate", "-ng", "8", fixture("minimal.yaml"),
+  ChildResult r = run({"validate", "-ng", "8", fixture("minimal.yaml"),
                          "model.tensor_model_parallel_size=4294967296",
                          "model.pipeline_model_parallel_size=4294967296"});
   expect_rejected(r, {"tp*pp*cp", "4294967296"});
@@ -732,7 +742,7 @@ TEST_F(CliTest, HugeParallelSizesDoNotCrash) {
 // Usage errors.
 
 TEST_F(CliTest, UsageErrorsExitTwo) {
-  CommandResult unknown = run({"--bogus", fixture("minimal.yaml")});
+  ChildResult unknown = run({"--bogus", fixture("minimal.yaml")});
   expect_rejected(unknown, {"--bogus", "--help"});
   expect_rejected(run({"plan", "--no-such-flag", fixture("minimal.yaml")}), {"--no-such-flag"});
   expect_rejected(run({"plan", "--format", "xml", fixture("minimal.yaml")}), {"xml"});
@@ -744,11 +754,11 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 // Other subcommands.
 
 TEST_F(CliTest, PluginsListsTheRegistry) {
-  CommandResult r = run({"plugins"});
+  ChildResult r = run({"plugins"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("perf_env"));
   EXPECT_THAT(r.out, HasSubstr("preemption"));
-  CommandResult as_json = run({"plugins", "--format", "json"});
+  ChildResult as_json = run({"plugins", "--format", "json"});
   EXPECT_EQ(as_json.exit_code, 0) << as_json.err;
   auto list = nlohmann::json::parse(as_json.out);
   ASSERT_TRUE(list.is_array());
@@ -758,10 +768,10 @@ TEST_F(CliTest, PluginsListsTheRegistry) {
 }
 
 TEST_F(CliTest, EmptyListSaysSoAndHelpTypesGpuCountsAsNumbers) {
-  CommandResult list = run({"list"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/empty-state"}});
+  ChildResult list = run({"list"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/empty-state"}});
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_THAT(list.out, HasSubstr("no jobs in the registry yet"));
-  CommandResult help = run({"--help"});
+  ChildResult help = run({"--help"});
   EXPECT_THAT(help.out, HasSubstr("-ng, --num-gpus N"));
   EXPECT_THAT(help.out, HasSubstr("-gn, --gpus-per-node N"));
 }
@@ -785,7 +795,7 @@ TEST_F(CliTest, ListShowsAMultiLineDetailOnOneEscapedLine) {
       << diags.items().size();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"list"}, {"status", rec.id}}) {
-    CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+    ChildResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
     EXPECT_THAT(r.out, HasSubstr("pod failed\\x0asecond line\\x1b[2J")) << r.out << r.err;
     EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("\nsecond line"), std::string::npos) << r.out;
@@ -819,7 +829,7 @@ TEST_F(CliTest, AVerdictIsShownOnlyForAJobThatConfirmedItsPlanAndEscaped) {
     ASSERT_TRUE(registry.put(rec, diags, /*create=*/true)) << diags.items().size();
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"status", rec.id}, {"why", rec.id}}) {
-      CommandResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+      ChildResult r = run(args, {{"BRIDGE_LAUNCH_STATE_DIR", state}});
       EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
       EXPECT_THAT(r.out, Not(HasSubstr("1215752191"))) << r.out;
       if (confirms)
@@ -841,7 +851,7 @@ TEST_F(CliTest, ExamplesValidate) {
     if (e.path().extension() == ".yaml") examples.push_back(e.path().string());
   if (examples.empty()) GTEST_SKIP() << "no examples in " << dir.string() << " yet";
   for (const auto& path : examples) {
-    CommandResult r = run({"validate", path});
+    ChildResult r = run({"validate", path});
     EXPECT_EQ(r.exit_code, 0) << path << "\n" << r.err;
     EXPECT_THAT(r.out, HasSubstr(": ok ("));
   }
@@ -867,7 +877,7 @@ TEST(CliOrderTest, OptionsBeforeASubcommandMoveBehindIt) {
 }
 
 TEST_F(CliTest, DryRunBeforeAblateDoesNotLaunch) {
-  CommandResult r =
+  ChildResult r =
       run({"--dry-run", "ablate", fixture("minimal.yaml"), "--vary", "train.max_steps=5,6"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("ablate: 3 jobs"));
@@ -880,7 +890,7 @@ TEST_F(CliTest, DryRunBeforeAblateDoesNotLaunch) {
 // demo) differs from the baseline only in its provenance and must not be a second job.
 TEST_F(CliTest, AblateSkipsAValueThatAnOverlapRuleAlreadyChose) {
   const std::string demo = std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml";
-  CommandResult r =
+  ChildResult r =
       run({"--dry-run", "ablate", demo, "--vary", "comm_overlap.overlap_grad_reduce=false",
            "--vary", "comm_overlap.overlap_param_gather=false,true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -888,12 +898,12 @@ TEST_F(CliTest, AblateSkipsAValueThatAnOverlapRuleAlreadyChose) {
                                "same plan as [baseline]"));
   EXPECT_THAT(r.err, HasSubstr("ablate: 3 jobs (baseline + 2 variants)"));
   // Nothing but the baseline left: nothing to compare, nothing submitted, exit 2.
-  CommandResult only =
+  ChildResult only =
       run({"--dry-run", "ablate", demo, "--vary", "comm_overlap.overlap_param_gather=true"});
   EXPECT_EQ(only.exit_code, 2) << only.err;
   EXPECT_THAT(only.err, HasSubstr("ablate has nothing to compare"));
   EXPECT_EQ(only.out, "");
-  CommandResult grid = run(
+  ChildResult grid = run(
       {"--dry-run", "ablate", fixture("minimal.yaml"), "--grid", "--vary", "train.max_steps=5,6"});
   EXPECT_EQ(grid.exit_code, 0) << grid.err;
   EXPECT_THAT(grid.err, HasSubstr("ablate: 2 jobs (every combination of the --vary values)"));
@@ -901,17 +911,17 @@ TEST_F(CliTest, AblateSkipsAValueThatAnOverlapRuleAlreadyChose) {
 
 // Numeric flags say their rule plainly (CLI11's own check printed DBL_MAX's 300 digits).
 TEST_F(CliTest, ANumericFlagOutOfRangeSaysTheRulePlainly) {
-  CommandResult r = run({"init", "-ng", "0"});
+  ChildResult r = run({"init", "-ng", "0"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("must be a whole number >= 1, got `0`"));
   EXPECT_LT(r.err.size(), 300u) << r.err;
-  CommandResult tail = run({"logs", "some-job", "--tail", "-1"});
+  ChildResult tail = run({"logs", "some-job", "--tail", "-1"});
   EXPECT_EQ(tail.exit_code, 2);
   EXPECT_THAT(tail.err, HasSubstr("must be a whole number >= 0, got `-1`"));
 }
 
 TEST_F(CliTest, ExecutorBeforeAblateAppliesToIt) {
-  CommandResult r = run({"-e", "slurm", "ablate", "--dry-run", fixture("minimal.yaml"), "--vary",
+  ChildResult r = run({"-e", "slurm", "ablate", "--dry-run", fixture("minimal.yaml"), "--vary",
                          "train.max_steps=5,6"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("#SBATCH --nodes"));
@@ -920,13 +930,13 @@ TEST_F(CliTest, ExecutorBeforeAblateAppliesToIt) {
 TEST_F(CliTest, StrictBeforeValidateIsStrict) {
   // TP overlap requested with tp == 1 is dropped: a warning, an error under --strict.
   const std::string dropped = "comm_overlap.tp_comm_overlap=true";
-  CommandResult plain = run({"validate", fixture("minimal.yaml"), dropped});
-  CommandResult after = run({"validate", "--strict", fixture("minimal.yaml"), dropped});
-  CommandResult before = run({"--strict", "validate", fixture("minimal.yaml"), dropped});
+  ChildResult plain = run({"validate", fixture("minimal.yaml"), dropped});
+  ChildResult after = run({"validate", "--strict", fixture("minimal.yaml"), dropped});
+  ChildResult before = run({"--strict", "validate", fixture("minimal.yaml"), dropped});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(after.exit_code, 2) << after.err;
   EXPECT_EQ(before.exit_code, 2) << before.err;
-  CommandResult with_json_before = run({"--format", "json", "validate", fixture("minimal.yaml")});
+  ChildResult with_json_before = run({"--format", "json", "validate", fixture("minimal.yaml")});
   EXPECT_EQ(with_json_before.exit_code, 0) << with_json_before.err;
   EXPECT_TRUE(parse(with_json_before.out).is_object()) << with_json_before.out;
 }
@@ -949,11 +959,11 @@ std::string example(const std::string& name) {
 
 TEST_F(CliTest, NumGpusFromTheCommandLineReachesSchedulerAndRuntime) {
   const std::string qwen = example("qwen3-30b-a3b-ep-overlap.yaml");
-  CommandResult dry = run({"--dry-run", "-e", "slurm", "-ng", "128", qwen});
+  ChildResult dry = run({"--dry-run", "-e", "slurm", "-ng", "128", qwen});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_THAT(dry.out, HasSubstr("#SBATCH --nodes=16"));
   EXPECT_THAT(dry.out, HasSubstr("-ng 128"));
-  CommandResult plan = run({"plan", "--format", "json", "-ng", "128", qwen});
+  ChildResult plan = run({"plan", "--format", "json", "-ng", "128", qwen});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   json argv = parse(plan.out)["argv"];
   auto ng = std::find(argv.begin(), argv.end(), "-ng");
@@ -964,8 +974,8 @@ TEST_F(CliTest, NumGpusFromTheCommandLineReachesSchedulerAndRuntime) {
 TEST_F(CliTest, TwoLayoutsGiveDifferentScriptsAndManifests) {
   const std::string qwen = example("qwen3-30b-a3b-ep-overlap.yaml");
   for (const char* executor : {"slurm", "kubernetes"}) {
-    CommandResult a = run({"--dry-run", "-e", executor, qwen});
-    CommandResult b = run({"--dry-run", "-e", executor, qwen, "model.expert_model_parallel_size=8",
+    ChildResult a = run({"--dry-run", "-e", executor, qwen});
+    ChildResult b = run({"--dry-run", "-e", executor, qwen, "model.expert_model_parallel_size=8",
                            "model.tensor_model_parallel_size=2", "model.sequence_parallel=true"});
     ASSERT_EQ(a.exit_code, 0) << a.err;
     ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -979,7 +989,7 @@ TEST_F(CliTest, TwoLayoutsGiveDifferentScriptsAndManifests) {
 }
 
 TEST_F(CliTest, PlanTextShowsTheCommandLineAndImage) {
-  CommandResult r = run({"plan", example("qwen3-30b-a3b-ep-overlap.yaml")});
+  ChildResult r = run({"plan", example("qwen3-30b-a3b-ep-overlap.yaml")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("runtime command line (adapter megatron_bridge; every rank)"));
   EXPECT_THAT(r.out, HasSubstr("run_script.py -m qwen -mr qwen3_30b_a3b -g h100"));
@@ -991,7 +1001,7 @@ TEST_F(CliTest, PlanTextShowsTheCommandLineAndImage) {
 TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
   const std::string override_secret = "S3CRET-M4RKER-override";
   const std::string flag_secret = "T0KEN-M4RKER-flag";
-  CommandResult r = run({fixture("minimal.yaml"), "runtime.command=[/bin/true]", "-E",
+  ChildResult r = run({fixture("minimal.yaml"), "runtime.command=[/bin/true]", "-E",
                          "WANDB_API_KEY=" + flag_secret,
                          "env.OVR={value: " + override_secret + ", secret: true}"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -1016,20 +1026,20 @@ TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
 // `secret: true` (file or override), also when the recipe fails to load.
 TEST_F(CliTest, NoMessageQuotesASecretValue) {
   const std::string secret = "SEKRIT-M4RKER";
-  auto expect_scrubbed = [&](const CommandResult& r, const std::string& what) {
+  auto expect_scrubbed = [&](const ChildResult& r, const std::string& what) {
     EXPECT_NE(r.exit_code, 0) << what;
     EXPECT_THAT(r.out + r.err, Not(HasSubstr(secret))) << what << "\n" << r.out << r.err;
     EXPECT_THAT(r.out + r.err, Not(HasSubstr("SEKRIT"))) << what;
   };
   // An override diagnostic quoting the whole override (text and JSON).
   std::string override_arg = "env.N={value: " + secret + ", secret: true, bogus: 1}";
-  CommandResult quoted = run({"validate", fixture("minimal.yaml"), override_arg});
+  ChildResult quoted = run({"validate", fixture("minimal.yaml"), override_arg});
   expect_scrubbed(quoted, "override");
   EXPECT_THAT(quoted.err, HasSubstr("override 'env.N={value: <secret>, secret: true"));
   expect_scrubbed(run({"validate", "--format", "json", fixture("minimal.yaml"), override_arg}),
                   "override, json");
   // An env override that cannot be read: its value is not shown at all.
-  CommandResult unread =
+  ChildResult unread =
       run({"validate", fixture("minimal.yaml"), "env.N={value: " + secret + ", secret: true"});
   expect_scrubbed(unread, "unreadable override");
   EXPECT_THAT(unread.err, HasSubstr("override 'env.N=<value not shown>'"));
@@ -1037,7 +1047,7 @@ TEST_F(CliTest, NoMessageQuotesASecretValue) {
   // spelling does not contain: such an env override is quoted without its value.
   for (const char* spelled : {"env.N={value: \"SEK\\x52IT-M4RKER\", secret: true, bogus: 1}",
                               "env.N={value: 'SEK''RIT-M4RKER', secret: true, bogus: 1}"}) {
-    CommandResult escaped = run({"validate", fixture("minimal.yaml"), spelled});
+    ChildResult escaped = run({"validate", fixture("minimal.yaml"), spelled});
     expect_scrubbed(escaped, spelled);
     EXPECT_THAT(escaped.out + escaped.err, Not(HasSubstr("SEK"))) << spelled;
     EXPECT_THAT(escaped.err, HasSubstr("override 'env.N=<value not shown>'")) << escaped.err;
@@ -1045,21 +1055,21 @@ TEST_F(CliTest, NoMessageQuotesASecretValue) {
   // The source excerpt of a flow-style secret line, the caret still under `bogus`.
   std::string flow = home_.path() + "/flow.yaml";
   std::ofstream(flow) << "name: t\nenv: {S: {value: " << secret << ", secret: true, bogus: 1}}\n";
-  CommandResult excerpt = run({"validate", flow});
+  ChildResult excerpt = run({"validate", flow});
   expect_scrubbed(excerpt, "excerpt");
   EXPECT_THAT(excerpt.err, HasSubstr("| env: {S: {value: <secret>, secret: true, bogus: 1}}\n"
                                      "       |                                          ^"));
   // A secret that is not UTF-8 (yaml-not-utf8, reported before `secret: true` is read).
   std::string bytes = home_.path() + "/bytes.yaml";
   std::ofstream(bytes) << "name: t\nenv:\n  S: {value: \"SEKRIT-M4\xffRKER\", secret: true}\n";
-  CommandResult utf8 = run({"validate", bytes});
+  ChildResult utf8 = run({"validate", bytes});
   expect_scrubbed(utf8, "yaml-not-utf8");
   EXPECT_THAT(utf8.err, HasSubstr("yaml-not-utf8"));
   expect_scrubbed(run({"validate", "--format", "json", bytes}), "yaml-not-utf8, json");
   // ablate's variant labels (and the job names made from them).
   std::string base = home_.path() + "/ablate.yaml";
   std::ofstream(base) << "name: t\nenv: {S: {value: X, secret: true}}\n";
-  CommandResult ablate =
+  ChildResult ablate =
       run({"ablate", base, "--vary", "env.S.value=" + secret + "1," + secret + "2", "--dry-run"});
   expect_scrubbed(ablate, "ablate");
   EXPECT_THAT(ablate.err, HasSubstr("env.S.value=<secret"));
@@ -1079,7 +1089,7 @@ TEST_F(CliTest, NoExcerptShowsASecretWrittenWithEscapes) {
         "escaped.yaml", "name: t\nenv: {S: {value: " + spelling + ", secret: true, bogus: 1}}\n");
     for (const auto& args :
          std::vector<std::vector<std::string>>{{"validate", recipe}, {"--dry-run", recipe}}) {
-      CommandResult r = run(args);
+      ChildResult r = run(args);
       EXPECT_EQ(r.exit_code, 2) << r.err;
       EXPECT_THAT(r.out + r.err, Not(HasSubstr("SEKRIT"))) << r.err;
       EXPECT_THAT(r.err, Not(HasSubstr(spelling.substr(1, spelling.size() - 2)))) << r.err;
@@ -1091,7 +1101,7 @@ TEST_F(CliTest, NoExcerptShowsASecretWrittenWithEscapes) {
 }
 
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
-  CommandResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
+  ChildResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
                          "executor.slurm.retries=2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(parse(r.out)["executor"]["retries"], 2);
@@ -1115,8 +1125,8 @@ TEST_F(CliTest, ValidateRunsTheExecutorPreflight) {
     dry.insert(dry.end(), c.args.begin(), c.args.end());
     std::vector<std::string> val{"validate"};
     val.insert(val.end(), c.args.begin(), c.args.end());
-    CommandResult d = run(dry);
-    CommandResult v = run(val);
+    ChildResult d = run(dry);
+    ChildResult v = run(val);
     EXPECT_EQ(d.exit_code, 2) << ::testing::PrintToString(c.args) << d.err;
     EXPECT_EQ(v.exit_code, 2) << ::testing::PrintToString(c.args) << v.err;
     if (!c.code.empty()) {
@@ -1155,11 +1165,11 @@ executor:
   local: {grace_period: 5}
 )");
   std::map<std::string, std::string> env{{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/state"}};
-  CommandResult launch =
+  ChildResult launch =
       run({"-q", recipe, "executor.local.job_dir=" + home_.path() + "/jobs"}, env);
   EXPECT_EQ(launch.exit_code, 1) << launch.err;
 
-  CommandResult why = run({"why", "why-local"}, env);
+  ChildResult why = run({"why", "why-local"}, env);
   EXPECT_EQ(why.exit_code, 1) << "the job failed\n" << why.err;
   EXPECT_THAT(why.out, HasSubstr("first failure: rank 2 on "));
   EXPECT_THAT(why.out, HasSubstr(", exit code 17"));
@@ -1174,7 +1184,7 @@ executor:
   EXPECT_EQ(j["first_failure"]["signature"], "cuda-error");
   EXPECT_EQ(j["consequences"][0]["count"], 3);
 
-  CommandResult status = run({"status", "why-local"}, env);
+  ChildResult status = run({"status", "why-local"}, env);
   EXPECT_THAT(status.out, HasSubstr("first failure: rank 2 on "));
   EXPECT_THAT(status.out, HasSubstr("CUDA error: RuntimeError: CUDA error"));
   EXPECT_THAT(status.out, Not(HasSubstr("| Traceback")));  // the excerpt is `why`'s
@@ -1182,7 +1192,7 @@ executor:
 
 // A job id that is not in the registry is a usage error, like every job command.
 TEST_F(CliTest, WhyOfAnUnknownJobIsAUsageError) {
-  CommandResult r = run({"why", "no-such-job"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path()}});
+  ChildResult r = run({"why", "no-such-job"}, {{"BRIDGE_LAUNCH_STATE_DIR", home_.path()}});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.out, "");
 }

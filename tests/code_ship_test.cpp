@@ -22,7 +22,7 @@
 #include "tests/support/build_paths.h"
 #include "tests/support/code_testing.h"
 #include "tests/support/fake_services.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -395,7 +395,7 @@ TEST(CodeRenderTest, KubernetesGetsTheTreeAsAHostPathVolume) {
 
 class CodeCliTest : public ::testing::Test {
  protected:
-  test::CommandResult run(const std::vector<std::string>& args) {
+  test::ChildResult run(const std::vector<std::string>& args) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return test::run_command(argv, {{"HOME", home_.path()}});
@@ -425,7 +425,7 @@ class CodeCliTest : public ::testing::Test {
 
 TEST_F(CodeCliTest, MissingPathStopsTheLaunchWithExit2AndNothingSubmitted) {
   std::string r = recipe("    path: " + scratch_.path() + "/no-such-tree\n");
-  test::CommandResult out = run({r});
+  test::ChildResult out = run({r});
   EXPECT_EQ(out.exit_code, 2) << out.err;
   EXPECT_THAT(out.err, HasSubstr("recipe.yaml:8:11"));
   EXPECT_THAT(out.err, HasSubstr("code-path-missing"));
@@ -438,7 +438,7 @@ TEST_F(CodeCliTest, MissingPathStopsTheLaunchWithExit2AndNothingSubmitted) {
 TEST_F(CodeCliTest, HugeTreeIsRefusedBeforeAnythingIsWritten) {
   test::TempDir tree;
   write(fs::path(tree.path()) / "big.bin", std::string(2 << 20, 'x'));
-  test::CommandResult out =
+  test::ChildResult out =
       run({recipe("    path: " + tree.path() + "\n    include: ['**']\n    max_size_mb: 1\n")});
   EXPECT_EQ(out.exit_code, 2) << out.err;
   EXPECT_THAT(out.err, HasSubstr("2.0 MiB in 1 files"));
@@ -449,7 +449,7 @@ TEST_F(CodeCliTest, HugeTreeIsRefusedBeforeAnythingIsWritten) {
 TEST_F(CodeCliTest, DryRunShowsWhatWouldBeCopiedAndWritesNothing) {
   GitTree tree;
   std::string r = recipe("    path: " + tree.dir.path() + "\n");
-  test::CommandResult out = run({"--dry-run", r, "--executor", "slurm"});
+  test::ChildResult out = run({"--dry-run", r, "--executor", "slurm"});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_THAT(out.out, HasSubstr("# runtime.code: snapshot of " + tree.dir.path()));
   EXPECT_THAT(out.out, HasSubstr("git commit " + tree.commit + ", clean"));
@@ -462,7 +462,7 @@ TEST_F(CodeCliTest, DryRunShowsWhatWouldBeCopiedAndWritesNothing) {
 TEST_F(CodeCliTest, PlanShowsCommitDirtyStateAndHash) {
   GitTree tree;
   write(fs::path(tree.dir.path()) / "README.md", "changed\n");
-  test::CommandResult out =
+  test::ChildResult out =
       run({"plan", recipe("    path: " + tree.dir.path() + "\n"), "--format", "json"});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   auto j = nlohmann::json::parse(out.out);
@@ -470,7 +470,7 @@ TEST_F(CodeCliTest, PlanShowsCommitDirtyStateAndHash) {
   EXPECT_EQ(j["code"]["dirty"], true);
   EXPECT_EQ(j["code"]["files"], 2);
   EXPECT_THAT(j["code"]["hash"].get<std::string>(), ::testing::StartsWith("sha256:"));
-  test::CommandResult text = run({"plan", recipe("    path: " + tree.dir.path() + "\n")});
+  test::ChildResult text = run({"plan", recipe("    path: " + tree.dir.path() + "\n")});
   EXPECT_THAT(text.out, HasSubstr("git commit " + tree.commit.substr(0, 12) + ", dirty"));
 }
 
@@ -478,15 +478,15 @@ TEST_F(CodeCliTest, PlanShowsCommitDirtyStateAndHash) {
 // registry records the commit, the dirty state and the hash of what was copied.
 TEST_F(CodeCliTest, LocalJobRunsTheSnapshotAndTheRegistryRecordsIt) {
   GitTree tree;
-  test::CommandResult out = run({recipe("    path: " + tree.dir.path() + "\n")});
+  test::ChildResult out = run({recipe("    path: " + tree.dir.path() + "\n")});
   ASSERT_EQ(out.exit_code, 0) << out.err << out.out;
   EXPECT_THAT(out.out, HasSubstr("file check: rank 1: "));
   EXPECT_THAT(out.out, HasSubstr("src/pkg/marker.txt ok (5 bytes)"));
-  test::CommandResult list = run({"list", "--format", "json"});
+  test::ChildResult list = run({"list", "--format", "json"});
   auto jobs = nlohmann::json::parse(list.out);
   ASSERT_EQ(jobs.size(), 1u);
   std::string id = jobs[0]["id"];
-  test::CommandResult status = run({"status", id, "--format", "json"});
+  test::ChildResult status = run({"status", id, "--format", "json"});
   auto code = nlohmann::json::parse(status.out)[0]["code"];
   EXPECT_EQ(code["commit"], tree.commit);
   EXPECT_EQ(code["dirty"], false);
@@ -494,7 +494,7 @@ TEST_F(CodeCliTest, LocalJobRunsTheSnapshotAndTheRegistryRecordsIt) {
   EXPECT_THAT(code["hash"].get<std::string>(), ::testing::StartsWith("sha256:"));
   std::string dir = code["dir"];
   EXPECT_EQ(test::read_file(dir + "/src/pkg/marker.txt"), "hello\n");
-  test::CommandResult text = run({"status", id});
+  test::ChildResult text = run({"status", id});
   EXPECT_THAT(text.out, HasSubstr("code       snapshot of " + tree.dir.path() + ": git " +
                                   tree.commit.substr(0, 12) + " (clean), 2 files"));
   remove_code_snapshot(dir);  // read-only: TempDir alone cannot remove it as a user

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge {
 namespace {

@@ -26,7 +26,7 @@
 #include "executors/slurm_retry.h"
 #include "plan/plan_confirm.h"
 #include "system/log_tail.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/fake_services.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -16,7 +16,7 @@
 #include "model/executor_kind.h"
 #include "model/recipe.h"
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -26,7 +26,7 @@ using ::testing::Not;
 
 class InitTest : public ::testing::Test {
  protected:
-  test::CommandResult run(const std::vector<std::string>& args) {
+  test::ChildResult run(const std::vector<std::string>& args) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return test::run_command(argv, {{"HOME", home_.path()}});

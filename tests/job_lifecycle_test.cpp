@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

@@ -16,14 +16,14 @@
 #include "tests/integration/process_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::CommandResult;
+using test::ChildResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -78,7 +78,7 @@ class K8sCli : public ::testing::Test {
     return extra;
   }
 
-  CommandResult run(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
+  ChildResult run(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return test::run_command(argv, env(std::move(extra)));
@@ -113,7 +113,7 @@ class K8sCli : public ::testing::Test {
 
   // Submits the recipe; returns the job id printed on stdout.
   std::string submit_ok() {
-    CommandResult r = run({"--executor", "kubernetes", recipe_});
+    ChildResult r = run({"--executor", "kubernetes", recipe_});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::string id = r.out.substr(0, r.out.find('\n'));
     EXPECT_FALSE(id.empty()) << r.out;
@@ -134,7 +134,7 @@ class K8sCli : public ::testing::Test {
 };
 
 TEST_F(K8sCli, DryRunPrintsValidManifestsAndCallsNothing) {
-  CommandResult r =
+  ChildResult r =
       run({"--executor", "kubernetes", "--dry-run", "-ng", "16", "-gn", "8", recipe_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("kind: JobSet"));
@@ -155,8 +155,8 @@ TEST_F(K8sCli, DryRunPrintsValidManifestsAndCallsNothing) {
 TEST_F(K8sCli, DryRunIsByteIdenticalAcrossRuns) {
   std::vector<std::string> args{"--executor", "kubernetes", "--dry-run", "-ng",
                                 "16",         "-gn",        "8",         recipe_};
-  CommandResult first = run(args);
-  CommandResult second = run(args);
+  ChildResult first = run(args);
+  ChildResult second = run(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(first.out, second.out);
 }
@@ -184,7 +184,7 @@ TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
 }
 
 TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
-  CommandResult r = run({"--executor", "kubernetes", recipe_});
+  ChildResult r = run({"--executor", "kubernetes", recipe_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_no_marker(r.out + r.err, "submit output");
   auto cs = calls();
@@ -202,7 +202,7 @@ TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
 }
 
 TEST_F(K8sCli, RegistryHoldsNoSecretValue) {
-  CommandResult r = run({"--executor", "kubernetes", recipe_});
+  ChildResult r = run({"--executor", "kubernetes", recipe_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string reg = registry_text();
   ASSERT_THAT(reg, HasSubstr("kind: JobSet"));
@@ -210,7 +210,7 @@ TEST_F(K8sCli, RegistryHoldsNoSecretValue) {
 }
 
 TEST_F(K8sCli, FailureMidApplyCleansUpAndExits1WithKubectlsMessage) {
-  CommandResult r = run({"--executor", "kubernetes", recipe_}, {{"FAKE_KUBECTL_FAIL_AT", "2"}});
+  ChildResult r = run({"--executor", "kubernetes", recipe_}, {{"FAKE_KUBECTL_FAIL_AT", "2"}});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("exceeded quota: gpu-quota"));
   EXPECT_THAT(r.err, HasSubstr("deleted what it had created"));
@@ -234,7 +234,7 @@ TEST_F(K8sCli, UnreachableApiServerIsAClearFailureWithNoRegistryEntry) {
   const std::string refused =
       "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
       "or port?";
-  CommandResult r =
+  ChildResult r =
       run({"--executor", "kubernetes", recipe_}, {{"FAKE_KUBECTL_FAIL_APPLY", refused}});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(refused));
@@ -247,7 +247,7 @@ TEST_F(K8sCli, UnreachableApiServerIsAClearFailureWithNoRegistryEntry) {
 // A registry that cannot be written stops a Kubernetes launch before kubectl is called.
 TEST_F(K8sCli, UnwritableRegistryCallsNoKubectl) {
   std::string not_a_dir = dir_.write("registry-file", "a file where the registry should be\n");
-  CommandResult r = run({"--executor", "kubernetes", recipe_},
+  ChildResult r = run({"--executor", "kubernetes", recipe_},
                         {{"BRIDGE_LAUNCH_STATE_DIR", not_a_dir + "/state"}});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("is not writable"));
@@ -259,7 +259,7 @@ TEST_F(K8sCli, UnwritableRegistryCallsNoKubectl) {
 // entry keeps its last known state (it is not marked failed or lost).
 TEST_F(K8sCli, StatusWithTheApiServerDownKeepsTheEntry) {
   std::string id = submit_ok();
-  CommandResult st =
+  ChildResult st =
       run({"status", id, "--format", "json"}, {{"FAKE_KUBECTL_FAIL_GET",
                                                 "Unable to connect to the server: dial tcp "
                                                 "10.0.0.1:6443: connect: no route to host"}});
@@ -269,7 +269,7 @@ TEST_F(K8sCli, StatusWithTheApiServerDownKeepsTheEntry) {
   ASSERT_TRUE(sj.is_array()) << st.out << st.err;
   EXPECT_NE(sj[0]["state"], "FAILED") << st.out;
   EXPECT_NE(sj[0]["state"], "SUCCEEDED") << st.out;
-  CommandResult list = run({"list", "--format", "json"});
+  ChildResult list = run({"list", "--format", "json"});
   json lj = json::parse(list.out, nullptr, false);
   ASSERT_TRUE(lj.is_array() && lj.size() == 1u) << list.out;
   EXPECT_EQ(lj[0]["state"], "PENDING") << "the unknown answer must not overwrite the entry";
@@ -292,7 +292,7 @@ TEST_F(K8sCli, InterruptedWaitDeletesNothing) {
 }
 
 TEST_F(K8sCli, JobApiSubmitsServicesAndJobs) {
-  CommandResult r = run({"--executor", "kubernetes", recipe_, "executor.kubernetes.api=job"});
+  ChildResult r = run({"--executor", "kubernetes", recipe_, "executor.kubernetes.api=job"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto docs = testing::parse_yaml_docs(calls().at(0).stdin_text);
   std::vector<std::string> kinds;
@@ -315,7 +315,7 @@ TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
                  {"status",
                   {{"replicatedJobsStatus", {{{"name", "node"}, {"ready", 1}, {"active", 1}}}}}}}}}}
              .dump();
-  CommandResult st = run({"status", id, "--format", "json"});
+  ChildResult st = run({"status", id, "--format", "json"});
   ASSERT_EQ(st.exit_code, 0) << st.err;
   json sj = json::parse(st.out, nullptr, false);
   ASSERT_TRUE(sj.is_array()) << st.out;
@@ -338,11 +338,11 @@ TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
           {{"name", name + "-node-0-1-x2"},
            {"annotations", {{"batch.kubernetes.io/job-completion-index", "1"}}}}},
          {"status", {{"phase", "Running"}}}}}}}.dump();
-  CommandResult lg = run({"logs", id, "--rank", "9"});
+  ChildResult lg = run({"logs", id, "--rank", "9"});
   EXPECT_EQ(lg.exit_code, 0) << lg.err;
   EXPECT_EQ(lg.out, "log line of " + name + "-node-0-1-x2\n");
   // cancel: delete by label, and the registry says CANCELLED.
-  CommandResult c = run({"cancel", id});
+  ChildResult c = run({"cancel", id});
   EXPECT_EQ(c.exit_code, 0) << c.err;
   EXPECT_TRUE(has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets", "-l",
                                             "bridge-launch/job=" + name, "--ignore-not-found"}));
@@ -354,7 +354,7 @@ TEST_F(K8sCli, MissingContainerImageIsAUsageError) {
   text.erase(text.find("  container_image"),
              std::string("  container_image: nvcr.io/nvidia/nemo:25.11\n").size());
   std::string path = dir_.write("noimage.yaml", text);
-  CommandResult r = run({"--executor", "kubernetes", "--dry-run", path});
+  ChildResult r = run({"--executor", "kubernetes", "--dry-run", path});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("k8s-container-image-required"));
   EXPECT_TRUE(calls().empty());

@@ -16,7 +16,7 @@
 #include "jobs/failure_triage.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -292,7 +292,7 @@ std::map<std::string, std::string> pod_environment(const json& container) {
 }
 
 // The entrypoint run locally, torchrun replaced by echo.
-test::CommandResult run_entrypoint(const json& container,
+test::ChildResult run_entrypoint(const json& container,
                                    const std::map<std::string, std::string>& env) {
   std::string local = kubelet_expand(container["command"][2], {});
   local.replace(local.find("exec torchrun"), 13, "exec echo torchrun");

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/k8s_testing.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

@@ -16,6 +16,7 @@
 #include "plan/plan.h"
 #include "plan/plan_output.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge {
 namespace {

@@ -16,7 +16,7 @@
 #include "model/topology.h"
 #include "plan/plan_output.h"
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "model/recipe_loader.h"
 #include "model/topology.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

@@ -17,9 +17,10 @@
 #include "executors/slurm_script.h"
 #include "model/gpu_table.h"
 #include "plan/plan.h"
-#include "runtime/binding_report.h"
+#include "probe/binding_report.h"
 #include "system/host_env.h"
-#include "test_util.h"
+#include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -198,7 +199,7 @@ class SysfsFixture {
   }
 
   // Runs the binding program as local rank `local_rank`; stdout and stderr.
-  test::CommandResult run(const NumaBinding& b, int local_rank, const std::string& cvd = "") const {
+  test::ChildResult run(const NumaBinding& b, int local_rank, const std::string& cvd = "") const {
     return run_command({"/bin/bash", "-c", numa_bind_program(b, root()), "bridge-rank",
                         bin() + "/report", "train"},
                        {{"LOCAL_RANK", std::to_string(local_rank)},
@@ -242,7 +243,7 @@ const std::vector<std::pair<std::string, int>> kFourNodes{
     {"0000:07:00.0", 3}, {"0000:0f:00.0", 3}, {"0000:47:00.0", 1}, {"0000:4e:00.0", 1},
     {"0000:87:00.0", 2}, {"0000:90:00.0", 2}, {"0000:b7:00.0", 0}, {"0000:bd:00.0", 0}};
 
-std::string bound_to(const test::CommandResult& r) {
+std::string bound_to(const test::ChildResult& r) {
   auto at = r.out.find("numactl --cpunodebind=");
   return at == std::string::npos ? "unbound" : r.out.substr(at, r.out.find('\n', at) - at);
 }

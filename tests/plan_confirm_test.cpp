@@ -21,8 +21,9 @@
 #include "jobs/failure_triage.h"
 #include "plugins/plugin.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 #include "system/templates.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {
@@ -33,12 +33,12 @@ class PluginSecretsEndToEnd : public ::testing::Test {
     recipe_ = dir_.write("secrets.yaml", text);
   }
 
-  test::CommandResult run(std::vector<std::string> args) {
+  test::ChildResult run(std::vector<std::string> args) {
     args.insert(args.begin(), BRIDGE_LAUNCH_BIN);
     return test::run_command(args, {{"WANDB_API_KEY", kKeyMarker}, {"MY_TOKEN", kTokenMarker}});
   }
 
-  static void expect_no_secret(const test::CommandResult& r) {
+  static void expect_no_secret(const test::ChildResult& r) {
     for (const auto* marker : {kKeyMarker, kTokenMarker}) {
       EXPECT_EQ(r.out.find(marker), std::string::npos) << r.out;
       EXPECT_EQ(r.err.find(marker), std::string::npos) << r.err;

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "model/overlap.h"
-#include "runtime/env_check.h"
-#include "runtime/knobs.h"
-#include "runtime/layout.h"
-#include "runtime/options.h"
-#include "runtime/overlap_engine.h"
-#include "runtime/probe_error.h"
-#include "runtime/transport.h"
+#include "probe/env_check.h"
+#include "probe/knobs.h"
+#include "probe/layout.h"
+#include "probe/options.h"
+#include "probe/overlap_engine.h"
+#include "probe/probe_error.h"
+#include "probe/transport.h"
 
 namespace bridge::probe {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "base/yaml_tree.h"
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

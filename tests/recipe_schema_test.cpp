@@ -13,7 +13,7 @@
 #include "model/gpu_table.h"
 #include "model/recipe.h"
 #include "model/recipe_loader.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

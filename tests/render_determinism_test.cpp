@@ -13,6 +13,7 @@
 #include "model/executor_kind.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 #include "tests/support/fake_services.h"
 
 namespace bridge {

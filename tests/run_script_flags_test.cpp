@@ -14,7 +14,8 @@
 #include "plan/plan.h"
 #include "plugins/plugin.h"
 #include "system/host_env.h"
-#include "test_util.h"
+#include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

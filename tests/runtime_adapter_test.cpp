@@ -13,6 +13,7 @@
 #include "model/gpu_table.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge {
 namespace {

@@ -16,7 +16,8 @@
 #include "model/retry_policy.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
-#include "test_util.h"
+#include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

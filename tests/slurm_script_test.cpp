@@ -20,7 +20,8 @@
 #include "executors/slurm_template.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
-#include "test_util.h"
+#include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

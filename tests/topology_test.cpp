@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/recipe_loader.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

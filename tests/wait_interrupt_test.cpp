@@ -19,7 +19,7 @@
 #include "executors/executor.h"
 #include "tests/integration/process_util.h"
 #include "tests/support/build_paths.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

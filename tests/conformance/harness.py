@@ -23,7 +23,7 @@ For every case (JSON, see CASE below) the harness
    WORLD_SIZE, the GPU's capability/properties and the TE stub version set for the case;
 5. reports what landed where, the exception at finalisation, and the resolved overlap values.
 
-Steps 1-5 are bridge-launch's own runtime check (``templates/bridge_config_check.py``, the
+Steps 1-5 are bridge-launch's own runtime check (``python/bridge_config_check.py``, the
 program `--runtime-check` runs in the user's Python), imported from there: the suite proves
 the check's config path on the pinned release. This file adds what only the suite needs: the
 offline Hub cache, the TE stub, the forked workers and the --perf-env survey.
@@ -66,9 +66,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STUBS = os.path.join(HERE, "stubs")
-# The config path itself is bridge-launch's runtime check (templates/bridge_config_check.py):
+# The config path itself is bridge-launch's runtime check (python/bridge_config_check.py):
 # the suite runs the very code `--runtime-check` runs, on the pinned release.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "templates"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 import bridge_config_check as core  # noqa: E402
 from bridge_config_check import (  # noqa: E402
     UPSTREAM_SCRIPTS, _run_case, case_context, env_text, error_text, find_perf_recipe, jsonable,

@@ -57,7 +57,7 @@ OVERLAP_FIELDS = [
 ]
 
 # run_script.py's flags as bridge-launch's runtime check parses them (the same table).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "templates"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 from bridge_config_check import CONFIG_FLAGS, parse_mb_argv  # noqa: E402
 
 

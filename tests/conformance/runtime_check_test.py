@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`--runtime-check` against the released Megatron-Bridge (the conformance venv).
 
-Runs bridge-launch's runtime check (plan/runtime_check.h, templates/bridge_config_check.py)
+Runs bridge-launch's runtime check (plan/runtime_check.h, python/bridge_config_check.py)
 with the conformance suite's cached release as the user's Python, and asserts what the user
 sees:
 
@@ -80,14 +80,14 @@ _ou.create_omegaconf_dict_config = create_omegaconf_dict_config
 
 
 # A runtime for the confirmation at start: rank 0 builds the config from exactly its argv as
-# run_script.py does (the config path of templates/bridge_config_check.py, which calls the
+# run_script.py does (the config path of python/bridge_config_check.py, which calls the
 # release's runtime_config_update) and stops before training; the other ranks have nothing to
 # build here.
 RUNTIME = '''
 import os, sys
 if os.environ.get("RANK", "0") != "0":
     sys.exit(0)
-sys.path.insert(0, {templates!r})
+sys.path.insert(0, {python_dir!r})
 import bridge_config_check as b
 argv = sys.argv[1:]
 flags, _, _ = b.parse_mb_argv(argv)
@@ -237,7 +237,7 @@ def run_cases(s, python, scratch):
     print("at start (a real local launch; rank 0 builds the config with the release):")
     runtime = os.path.join(scratch, "runtime.py")
     with open(runtime, "w") as f:
-        f.write(RUNTIME.format(templates=os.path.join(s.source, "templates")))
+        f.write(RUNTIME.format(python_dir=os.path.join(s.source, "python")))
     local = ["--executor", "local", "-ng", "16", "-gn", "16", qwen, "cluster.gpus_per_node_max=16",
              f"runtime.command=[{python}, {runtime}]",
              "executor.local.job_dir=" + os.path.join(scratch, "jobs")]

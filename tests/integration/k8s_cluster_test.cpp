@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {
@@ -82,14 +82,14 @@ class K8sCluster : public ::testing::Test {
   }
 
   // The registry id: the last line bridge-launch prints on stdout.
-  static std::string job_id(const test::CommandResult& r) {
+  static std::string job_id(const test::ChildResult& r) {
     std::string out = r.out;
     while (!out.empty() && out.back() == '\n') out.pop_back();
     return out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
   }
 
   // The Kubernetes object name (`jobset/<name>` in the submit message).
-  static std::string object_name(const test::CommandResult& r) {
+  static std::string object_name(const test::ChildResult& r) {
     for (const char* kind : {"jobset/", "job/"}) {
       size_t at = r.err.find(std::string("(kubernetes id ") + kind);
       if (at == std::string::npos) continue;

@@ -16,15 +16,15 @@
 #include <thread>
 
 #include "process_util.h"
-#include "runtime/env_hash.h"
-#include "test_util.h"
+#include "probe/env_hash.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {
 
 namespace fs = std::filesystem;
-using test::CommandResult;
+using test::ChildResult;
 using test::run_command;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
@@ -68,7 +68,7 @@ class LocalExecutorTest : public ::testing::Test {
     return p.string();
   }
 
-  CommandResult launch(const std::vector<std::string>& args) {
+  ChildResult launch(const std::vector<std::string>& args) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv, env_);
@@ -86,7 +86,7 @@ double steady_step_ms(const std::string& out) {
 }
 
 TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
-  CommandResult r = launch({std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml",
+  ChildResult r = launch({std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml",
                             "executor.local.job_dir=" + (dir_ / "jobs").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0]  ["));
@@ -135,7 +135,7 @@ TEST_F(LocalExecutorTest, DaemonHoldingARanksOutputDoesNotHangTheLauncher) {
   fs::path p = dir_ / "daemon.yaml";
   std::ofstream(p) << text;
   auto start = std::chrono::steady_clock::now();
-  CommandResult r = launch({p.string()});
+  ChildResult r = launch({p.string()});
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<pid_t> survivors = processes_with(marker);
   for (pid_t pid : survivors) kill(pid, SIGKILL);
@@ -161,21 +161,21 @@ TEST_F(LocalExecutorTest, SymlinkPlantedInASharedJobDirIsNotFollowed) {
       (dir_ / "jobs").string() + "}\n";
   fs::path p = dir_ / "planted.yaml";
   std::ofstream(p) << text;
-  CommandResult r = launch({p.string()});
+  ChildResult r = launch({p.string()});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("is a symbolic link"));
   EXPECT_THAT(r.out, Not(HasSubstr("rank output")));
   EXPECT_TRUE(fs::is_empty(dir_ / "other-user")) << "the job wrote through the planted link";
   // The same recipe without the link runs, and its files are new ones of this user.
   fs::remove(dir_ / "jobs" / "planted");
-  CommandResult ok = launch({p.string()});
+  ChildResult ok = launch({p.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   // A <name> directory of another user is refused too (only root can make one here).
   if (geteuid() != 0) return;
   fs::remove_all(dir_ / "jobs" / "planted");
   fs::create_directories(dir_ / "jobs" / "planted");
   ASSERT_EQ(chown((dir_ / "jobs" / "planted").c_str(), 65534, 65534), 0);
-  CommandResult theirs = launch({p.string()});
+  ChildResult theirs = launch({p.string()});
   EXPECT_EQ(theirs.exit_code, 1) << theirs.out << theirs.err;
   EXPECT_THAT(theirs.err, HasSubstr("belongs to uid 65534"));
   EXPECT_TRUE(fs::is_empty(dir_ / "jobs" / "planted"));
@@ -195,7 +195,7 @@ TEST_F(LocalExecutorTest, TermIgnoringDaemonOfAFailedJobIsStopped) {
       (dir_ / "jobs").string() + ", grace_period: 1, timeout: 60}\n";
   fs::path p = dir_ / "stubborn.yaml";
   std::ofstream(p) << text;
-  CommandResult r = launch({p.string()});
+  ChildResult r = launch({p.string()});
   std::vector<pid_t> survivors = processes_with(marker);
   for (pid_t pid : survivors) kill(pid, SIGKILL);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -210,7 +210,7 @@ TEST_F(LocalExecutorTest, RunsAsPidOneOfAPidNamespace) {
     GTEST_SKIP() << "needs root and unshare (util-linux) for a PID namespace";
   std::string path = recipe("pid1", ", --steps, '2'");
   for (int run = 0; run < 3; ++run) {
-    CommandResult r = run_command(
+    ChildResult r = run_command(
         {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", BRIDGE_LAUNCH_BIN, path}, env_);
     ASSERT_EQ(r.exit_code, 0) << "run " << run << "\n" << r.out << r.err;
     EXPECT_THAT(r.out, HasSubstr("bridge-probe: OK"));
@@ -222,9 +222,9 @@ TEST_F(LocalExecutorTest, RunsAsPidOneOfAPidNamespace) {
 TEST_F(LocalExecutorTest, ClosedStdoutPipeDoesNotKillTheLauncherOrTheJob) {
   std::string path = recipe("piped", "");
   std::string cmd = std::string(BRIDGE_LAUNCH_BIN) + " " + path + " | head -c 1 >/dev/null";
-  CommandResult piped = run_command({"/bin/bash", "-c", cmd}, env_);
+  ChildResult piped = run_command({"/bin/bash", "-c", cmd}, env_);
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_THAT(list.out, HasSubstr("\"SUCCEEDED\"")) << list.out;
 }
@@ -243,7 +243,7 @@ TEST_F(LocalExecutorTest, RuntimeThatReceivesAnotherLayoutFailsThePlanCheck) {
       (dir_ / "jobs").string() + ", grace_period: 2, timeout: 60}\n";
   fs::path p = dir_ / "wrapped.yaml";
   std::ofstream(p) << text;
-  CommandResult r = launch({p.string()});
+  ChildResult r = launch({p.string()});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string all = r.out + r.err;
   EXPECT_THAT(all, HasSubstr("plan mismatch: rank 0: model.tensor_model_parallel_size: planned 1, "
@@ -259,8 +259,8 @@ TEST_F(LocalExecutorTest, OverlapIsClearlyFasterThanNoOverlapOnTheSameLink) {
   double best_ratio = 1e9;
   std::string report;
   for (int attempt = 0; attempt < 3 && best_ratio > 0.85; ++attempt) {
-    CommandResult off = launch({recipe("ovl-off", "", false)});
-    CommandResult on = launch({recipe("ovl-on", "", true)});
+    ChildResult off = launch({recipe("ovl-off", "", false)});
+    ChildResult on = launch({recipe("ovl-on", "", true)});
     ASSERT_EQ(off.exit_code, 0) << off.err;
     ASSERT_EQ(on.exit_code, 0) << on.err;
     EXPECT_THAT(on.out, HasSubstr("overlap on (BRIDGE_OVERLAP_GRAD_REDUCE=1)"));
@@ -276,7 +276,7 @@ TEST_F(LocalExecutorTest, OverlapIsClearlyFasterThanNoOverlapOnTheSameLink) {
 
 TEST_F(LocalExecutorTest, FailingRankStopsTheJobPromptlyAndIsNamed) {
   auto start = std::chrono::steady_clock::now();
-  CommandResult r = launch({recipe("fail", ", --fail-rank, '2', --fail-at-step, '2'")});
+  ChildResult r = launch({recipe("fail", ", --fail-rank, '2', --fail-at-step, '2'")});
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("rank 2 exited with code 17"));
@@ -286,7 +286,7 @@ TEST_F(LocalExecutorTest, FailingRankStopsTheJobPromptlyAndIsNamed) {
 
 TEST_F(LocalExecutorTest, HungRankIsCaughtByTheStepTimeout) {
   auto start = std::chrono::steady_clock::now();
-  CommandResult r = launch({recipe("hang", ", --hang-rank, '1', --timeout, '3'")});
+  ChildResult r = launch({recipe("hang", ", --hang-rank, '1', --timeout, '3'")});
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.out + r.err, HasSubstr("timed out"));
@@ -294,7 +294,7 @@ TEST_F(LocalExecutorTest, HungRankIsCaughtByTheStepTimeout) {
 }
 
 TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
-  CommandResult r = launch({recipe("corrupt", ", --corrupt-rank, '1'")});
+  ChildResult r = launch({recipe("corrupt", ", --corrupt-rank, '1'")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("exited with code 4"));
 }
@@ -317,7 +317,7 @@ TEST_F(LocalExecutorTest, HostileEnvValuesArriveByteForByteOnEveryRank) {
   fs::create_directories(dump);
   std::string path =
       recipe("hostile", ", --steps, '1', --dump-env-dir, '" + dump.string() + "'", true, yaml);
-  CommandResult r = launch({path, "-E", "FROM_CLI=a'b\"c $(x) `y`\n\t✓"});
+  ChildResult r = launch({path, "-E", "FROM_CLI=a'b\"c $(x) `y`\n\t✓"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("env check: all ranks match"));
   auto all = values;
@@ -331,7 +331,7 @@ TEST_F(LocalExecutorTest, HostileEnvValuesArriveByteForByteOnEveryRank) {
 }
 
 TEST_F(LocalExecutorTest, DryRunStartsNothingAndWritesNothing) {
-  CommandResult r = launch({"--dry-run", recipe("dry", "")});
+  ChildResult r = launch({"--dry-run", recipe("dry", "")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("rank 3: RANK=3"));
   EXPECT_THAT(r.out, HasSubstr("BRIDGE_EXPECTED_ENV="));
@@ -367,7 +367,7 @@ TEST_F(LocalExecutorTest, SigkillOfTheLauncherLeavesNoRankBehind) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(gone) << "ranks survived the launcher";
-  CommandResult st = launch({"status", "--format", "json"});
+  ChildResult st = launch({"status", "--format", "json"});
   ASSERT_EQ(st.exit_code, 0) << st.err;
   EXPECT_THAT(st.out, HasSubstr("\"state\": \"FAILED\""));
   EXPECT_THAT(st.out, HasSubstr("is gone"));
@@ -378,7 +378,7 @@ TEST_F(LocalExecutorTest, SigkillOfTheLauncherLeavesNoRankBehind) {
 // "bridge-launch", is refused and that process is left alone.
 TEST_F(LocalExecutorTest, CancelNeverSignalsAProcessThatIsNotTheJobsLauncher) {
   std::string path = recipe("finished", "");
-  CommandResult done = launch({path});
+  ChildResult done = launch({path});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   fs::path imposter = dir_ / "bridge-launch-imposter";
   fs::copy_file("/bin/sleep", imposter);
@@ -392,7 +392,7 @@ TEST_F(LocalExecutorTest, CancelNeverSignalsAProcessThatIsNotTheJobsLauncher) {
   json = std::regex_replace(json, std::regex(R"("scheduler_id": "[0-9.]+")"),
                             "\"scheduler_id\": \"" + std::to_string(other) + "\"");
   std::ofstream(entry) << json;
-  CommandResult cancel = launch({"cancel", "finished"});
+  ChildResult cancel = launch({"cancel", "finished"});
   EXPECT_NE(cancel.exit_code, 0) << cancel.out;
   EXPECT_THAT(cancel.err, HasSubstr("is not running"));
   EXPECT_EQ(kill(other, 0), 0) << "cancel signalled a process that is not the job's launcher";
@@ -409,14 +409,14 @@ TEST_F(LocalExecutorTest, RelativeJobDirIsRecordedAbsoluteAndABadRankIsAUsageErr
                                 "runtime: {command: [/bin/echo, hello-from-rank], adapter: none}\n"
                                 "executor: {local: {job_dir: relative-jobs}}\n";
   std::string cmd = "cd '" + dir_.string() + "' && exec '" + BRIDGE_LAUNCH_BIN + "' rel.yaml";
-  CommandResult r = run_command({"/bin/sh", "-c", cmd}, env_);
+  ChildResult r = run_command({"/bin/sh", "-c", cmd}, env_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"job_dir\": \"" + (dir_ / "relative-jobs/rel/").string()));
-  CommandResult logs = launch({"logs", "rel"});  // from the test's cwd, not dir_
+  ChildResult logs = launch({"logs", "rel"});  // from the test's cwd, not dir_
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("hello-from-rank"));
-  CommandResult bad = launch({"logs", "--rank", "5", "rel"});
+  ChildResult bad = launch({"logs", "--rank", "5", "rel"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_THAT(bad.err, HasSubstr("there is no rank 5"));
 }
@@ -428,50 +428,50 @@ TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
   pid_t pid = start_background({BRIDGE_LAUNCH_BIN, path}, env_, out);
   ASSERT_TRUE(wait_for_text(out, "iteration        2/", 60)) << read_file(out);
 
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   nlohmann::json jobs = nlohmann::json::parse(list.out);
   ASSERT_EQ(jobs.size(), 1u);
   std::string id = jobs[0]["id"];
   EXPECT_EQ(jobs[0]["state"], "RUNNING");
 
-  CommandResult status = launch({"status", id.substr(0, 10)});
+  ChildResult status = launch({"status", id.substr(0, 10)});
   EXPECT_EQ(status.exit_code, 0);
   EXPECT_THAT(status.out, HasSubstr("RUNNING"));
   // One job: its times, run time and size, one field a line.
   EXPECT_THAT(status.out, ContainsRegex("started +20[0-9-]+T[0-9:]+Z"));
   EXPECT_THAT(status.out, ContainsRegex("elapsed +[0-9][0-9ms ]*s \\(running\\)"));
   EXPECT_THAT(status.out, ContainsRegex("nodes +1 \\([0-9]+ ranks?\\)"));
-  CommandResult logs = launch({"logs", id, "--rank", "0"});
+  ChildResult logs = launch({"logs", id, "--rank", "0"});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("iteration        1/    1000"));
   // Filters: --grep, --tail, --node; a bad pattern or node is a usage error.
-  CommandResult grep = launch({"logs", id, "--rank", "0", "--grep", "iteration +1/"});
+  ChildResult grep = launch({"logs", id, "--rank", "0", "--grep", "iteration +1/"});
   EXPECT_EQ(grep.exit_code, 0) << grep.err;
   EXPECT_THAT(grep.out, HasSubstr("iteration        1/    1000"));
   EXPECT_THAT(grep.out, Not(HasSubstr("iteration        2/")));
   EXPECT_THAT(grep.err, Not(HasSubstr("no line matched")));
   // Nothing matched: stdout stays empty, and stderr says the pattern was looked for.
-  CommandResult none = launch({"logs", id, "--rank", "0", "--tail", "3", "--grep", "no-such-x"});
+  ChildResult none = launch({"logs", id, "--rank", "0", "--tail", "3", "--grep", "no-such-x"});
   EXPECT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(none.out, "");
   EXPECT_THAT(none.err, HasSubstr("no line matched `no-such-x` in the last 3 lines of each log"));
-  CommandResult tail = launch({"logs", id, "--rank", "0", "--tail", "1"});
+  ChildResult tail = launch({"logs", id, "--rank", "0", "--tail", "1"});
   EXPECT_EQ(tail.exit_code, 0) << tail.err;
   EXPECT_EQ(std::count(tail.out.begin(), tail.out.end(), '\n'), 1) << tail.out;
-  CommandResult node = launch({"logs", id, "--node", "0", "--grep", "iteration +1/"});
+  ChildResult node = launch({"logs", id, "--node", "0", "--grep", "iteration +1/"});
   EXPECT_EQ(node.exit_code, 0) << node.err;
   EXPECT_THAT(node.out, ContainsRegex("^\\[rank 0 [^]]+\\] "));  // rank and host
-  CommandResult bad_grep = launch({"logs", id, "--grep", "(unclosed"});
+  ChildResult bad_grep = launch({"logs", id, "--grep", "(unclosed"});
   EXPECT_EQ(bad_grep.exit_code, 2);
   EXPECT_THAT(bad_grep.err, HasSubstr("unbalanced parenthesis"));
   EXPECT_EQ(launch({"logs", id, "--node", "1"}).exit_code, 2);
   EXPECT_EQ(launch({"logs", id, "--node", "0", "--rank", "0"}).exit_code, 2);
 
-  CommandResult cancel = launch({"cancel", id});
+  ChildResult cancel = launch({"cancel", id});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(wait_exit(pid, 30), 130);
-  CommandResult after = launch({"status", id, "--format", "json"});
+  ChildResult after = launch({"status", id, "--format", "json"});
   EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
   nlohmann::json after_json = nlohmann::json::parse(after.out, nullptr, false);
   ASSERT_TRUE(after_json.is_array() && after_json.size() == 1u) << after.out;
@@ -483,7 +483,7 @@ TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
 
 TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
   std::string path = recipe("ablate", "", true);
-  CommandResult r = launch({"ablate", path, "--vary", "comm_overlap.overlap_grad_reduce=false",
+  ChildResult r = launch({"ablate", path, "--vary", "comm_overlap.overlap_grad_reduce=false",
                             "--window", "2:8", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("ablate: 2 jobs (baseline + 1 variant)"));
@@ -498,7 +498,7 @@ TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
   EXPECT_THAT(r.out, HasSubstr("comm_overlap.overlap_grad_reduce=false\n"));
   EXPECT_THAT(r.out, HasSubstr("baseline: comm_overlap.overlap_grad_reduce=true\n"));
   // One launcher ran both jobs: each still has its own scheduler id, "<launcher pid>.<n>".
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   std::set<std::string> ids;
   std::set<std::string> launchers;
@@ -522,9 +522,9 @@ TEST_F(LocalExecutorTest, RegistryAndLocalLogsLiveInSeparateDirectoriesOfTheStat
     // An empty BRIDGE_LAUNCH_STATE_DIR counts as unset (the XDG round must not inherit one).
     env_ = {{"BRIDGE_LAUNCH_STATE_DIR", ""}, {"HOME", (dir_ / "home").string()}};
     env_[var] = var == std::string("XDG_STATE_HOME") ? (dir_ / "xdg").string() : root.string();
-    CommandResult r = launch({p.string()});
+    ChildResult r = launch({p.string()});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    CommandResult st = launch({"status", "where", "--format", "json"});
+    ChildResult st = launch({"status", "where", "--format", "json"});
     ASSERT_EQ(st.exit_code, 0) << st.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(st.out, m, std::regex(R"re("job_dir": "([^"]+)")re"))) << st.out;
@@ -542,7 +542,7 @@ TEST_F(LocalExecutorTest, RegistryAndLocalLogsLiveInSeparateDirectoriesOfTheStat
 
 TEST_F(LocalExecutorTest, AblateRefusesToSubmitWhenAnyVariantIsInvalid) {
   std::string path = recipe("ablate-bad", "", true);
-  CommandResult r = launch({"ablate", path, "--vary", "model.tensor_model_parallel_size=1,3"});
+  ChildResult r = launch({"ablate", path, "--vary", "model.tensor_model_parallel_size=1,3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("no variant was submitted"));
   EXPECT_FALSE(fs::exists(dir_ / "jobs"));
@@ -573,10 +573,10 @@ executor:
 )";
     return p.string();
   };
-  CommandResult clean = launch({recipe_for("confirm-clean", "run_script.py")});
+  ChildResult clean = launch({recipe_for("confirm-clean", "run_script.py")});
   ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
   EXPECT_THAT(clean.out, HasSubstr("fake run_script: iteration 3/8"));
-  CommandResult status = launch({"status", "confirm-clean"});
+  ChildResult status = launch({"status", "confirm-clean"});
   // The keys the recipe base decides are not sent; the confirmation compares them with what
   // the runtime built, and every rank compares its env (docs/runtime-check.md).
   EXPECT_THAT(status.out, ContainsRegex("plan +plan confirmed by rank 0 \\([0-9]+ values, "
@@ -586,17 +586,17 @@ executor:
       << status.out;
 
   auto start = std::chrono::steady_clock::now();
-  CommandResult changed = launch({recipe_for("confirm-changed", "change_one_value.py")});
+  ChildResult changed = launch({recipe_for("confirm-changed", "change_one_value.py")});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(changed.exit_code, 0) << changed.out;
   EXPECT_LT(seconds, 10) << "the job stops before training";
   EXPECT_THAT(changed.out, Not(HasSubstr("fake run_script: iteration")));
-  CommandResult why = launch({"why", "confirm-changed"});
+  ChildResult why = launch({"why", "confirm-changed"});
   EXPECT_EQ(why.exit_code, 1) << why.out << why.err;
   EXPECT_THAT(why.out, ContainsRegex("plan differs on rank [01]: train.train_iters is 9, "
                                      "planned 8 \\(train.max_steps\\)"));
   EXPECT_THAT(why.out, HasSubstr("the runtime built a config that differs from the plan"));
-  CommandResult json = launch({"why", "confirm-changed", "--format", "json"});
+  ChildResult json = launch({"why", "confirm-changed", "--format", "json"});
   EXPECT_THAT(json.out, HasSubstr("\"plan_confirmation\""));
   EXPECT_THAT(json.out, HasSubstr("\"field\": \"train.train_iters\""));
 }

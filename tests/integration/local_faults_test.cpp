@@ -35,7 +35,7 @@
 #include "executors/executor.h"
 #include "jobs/registry.h"
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 
@@ -43,7 +43,7 @@ namespace bridge {
 namespace {
 
 namespace fs = std::filesystem;
-using test::CommandResult;
+using test::ChildResult;
 using test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -137,7 +137,7 @@ class LocalFaultsTest : public ::testing::Test {
     return p.string();
   }
 
-  CommandResult launch(const std::vector<std::string>& args,
+  ChildResult launch(const std::vector<std::string>& args,
                        std::map<std::string, std::string> extra = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -147,7 +147,7 @@ class LocalFaultsTest : public ::testing::Test {
 
   // Records one finished job so that the registry has an entry that must survive the fault.
   void record_one_job() {
-    CommandResult first = launch({local_recipe("before")});
+    ChildResult first = launch({local_recipe("before")});
     ASSERT_EQ(first.exit_code, 0) << first.err;
     ASSERT_EQ(registry_entries(state_), 1u);
   }
@@ -158,7 +158,7 @@ class LocalFaultsTest : public ::testing::Test {
     EXPECT_TRUE(gone_within(marker, 5)) << "a rank was started";
     EXPECT_FALSE(fs::exists(dir_ / "jobs" / "refused")) << "a job dir was created";
     EXPECT_EQ(snapshot(state_), before) << "the registry changed";
-    CommandResult list = launch({"list", "--format", "json"});
+    ChildResult list = launch({"list", "--format", "json"});
     EXPECT_EQ(list.exit_code, 0) << list.err;
     nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
     ASSERT_TRUE(jobs.is_array()) << list.out;
@@ -190,7 +190,7 @@ TEST_F(LocalFaultsTest, StatusReadersNeverRecordAFinishedJobAsFailed) {
   for (int i = 0; i < 3; ++i)
     readers.emplace_back([&] {
       while (!done) {
-        CommandResult r = run_command({BRIDGE_LAUNCH_BIN, "status"}, env_);
+        ChildResult r = run_command({BRIDGE_LAUNCH_BIN, "status"}, env_);
         ++reads;
         // A reader may see a job pending or running, never one that failed.
         if (r.out.find("FAILED") != std::string::npos) ++failed_reads;
@@ -233,7 +233,7 @@ TEST_F(LocalFaultsTest, ReadOnlyRegistryRefusesTheLaunchAndStartsNothing) {
     ASSERT_TRUE(mnt.make_read_only()) << std::strerror(errno);
   }
   std::string marker = "ro-marker-" + std::to_string(getpid());
-  CommandResult r = launch({local_recipe("refused", marker)});
+  ChildResult r = launch({local_recipe("refused", marker)});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("is not writable"));
   EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));
@@ -256,7 +256,7 @@ TEST_F(LocalFaultsTest, FullDiskUnderTheRegistryRefusesTheLaunchAndRecovers) {
   }
   before["filler"] = slurp(state_ / "filler");
   std::string marker = "full-marker-" + std::to_string(getpid());
-  CommandResult r = launch({local_recipe("refused", marker)});
+  ChildResult r = launch({local_recipe("refused", marker)});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("No space left on device"));
   EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));
@@ -265,7 +265,7 @@ TEST_F(LocalFaultsTest, FullDiskUnderTheRegistryRefusesTheLaunchAndRecovers) {
 
   // Once space is freed, the next launch works and both entries are listed.
   fs::remove(state_ / "filler");
-  CommandResult again = launch({local_recipe("after")});
+  ChildResult again = launch({local_recipe("after")});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(registry_entries(state_), 2u);
 }
@@ -299,7 +299,7 @@ TEST_F(LocalFaultsTest, DiskFillingDuringTheRunIsAFailureThatNamesTheJob) {
   EXPECT_THAT(said, Not(HasSubstr("internal error")));
   // The entry written on acceptance is intact (still RUNNING), not truncated.
   fs::remove(state_ / "filler");
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
   ASSERT_TRUE(jobs.is_array() && jobs.size() == 1u) << list.out << list.err;
 }
@@ -315,11 +315,11 @@ TEST_F(LocalFaultsTest, FullJobDirIsAFailureNotATruncatedSuccess) {
                              "runtime:\n  command: [/bin/sh, -c, 'seq 1 20000']\n"
                              "  adapter: none\nexecutor:\n  local: {job_dir: " +
                                  jobs.string() + "}\n");
-  CommandResult r = launch({"-q", recipe});
+  ChildResult r = launch({"-q", recipe});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("rank-log-incomplete"));
   EXPECT_THAT(r.err, HasSubstr("rank0.log (No space left on device)"));
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"FAILED\"")) << list.out;
   EXPECT_THAT(list.out, HasSubstr("logs are incomplete")) << list.out;
 }
@@ -341,7 +341,7 @@ TEST_F(LocalFaultsTest, DiskWithRoomForAProbeButNotTheEntryRefusesTheLaunch) {
   std::string marker = "nearly-full-marker-" + std::to_string(getpid());
   std::string path = local_recipe("refused", marker);
   std::ofstream(path, std::ios::app) << "env:\n  PADDING: \"" << std::string(3000, 'p') << "\"\n";
-  CommandResult r = launch({path});
+  ChildResult r = launch({path});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("No space left on device"));
   EXPECT_THAT(r.err, Not(HasSubstr("submitted job"))) << "the job was started";
@@ -363,7 +363,7 @@ TEST_F(LocalFaultsTest, SigtermOrSighupStopsEveryRankExits130AndRecordsTheCancel
     kill(pid, sig);
     EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
     EXPECT_TRUE(gone_within(marker, 10)) << "ranks survived the signal";
-    CommandResult st = launch({"status", "--format", "json"});
+    ChildResult st = launch({"status", "--format", "json"});
     ASSERT_EQ(st.exit_code, 0) << st.err;
     EXPECT_THAT(st.out, HasSubstr("\"state\": \"CANCELLED\"")) << st.out;
   }
@@ -399,7 +399,7 @@ class FakeSlurmTest : public LocalFaultsTest {
                                      (dir_ / "slurm-jobs").string() + "}\n");
   }
 
-  void expect_no_entry_and_no_dir(const CommandResult& r) {
+  void expect_no_entry_and_no_dir(const ChildResult& r) {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_EQ(r.out, "") << "no job id may be printed";
     EXPECT_THAT(r.err, Not(HasSubstr("internal error")));
@@ -411,7 +411,7 @@ class FakeSlurmTest : public LocalFaultsTest {
 
 TEST_F(FakeSlurmTest, SbatchPrintingGarbageIsAFailureWithNoRegistryEntry) {
   fake("sbatch", "cat >/dev/null\necho '<html><body>502 Bad Gateway</body></html>'\nexit 0\n");
-  CommandResult r = launch({slurm_recipe("garbage")});
+  ChildResult r = launch({slurm_recipe("garbage")});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("sbatch printed no job id"));
   EXPECT_THAT(r.err, HasSubstr("502 Bad Gateway"));
@@ -419,7 +419,7 @@ TEST_F(FakeSlurmTest, SbatchPrintingGarbageIsAFailureWithNoRegistryEntry) {
 
 TEST_F(FakeSlurmTest, SbatchPrintingBinaryGarbageIsAFailureWithNoRegistryEntry) {
   fake("sbatch", "cat >/dev/null\nprintf 'job\\377\\376\\000id: \\033[31mx\\n'\nexit 0\n");
-  CommandResult r = launch({slurm_recipe("binary")});
+  ChildResult r = launch({slurm_recipe("binary")});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("no job id"));
   // Control bytes are shown escaped, never sent to the terminal.
@@ -429,7 +429,7 @@ TEST_F(FakeSlurmTest, SbatchPrintingBinaryGarbageIsAFailureWithNoRegistryEntry) 
 
 TEST_F(FakeSlurmTest, SbatchErrorWithTerminalEscapesIsShownEscaped) {
   fake("sbatch", "cat >/dev/null\nprintf 'sbatch: error: \\033]0;pwned\\007bad\\n' >&2\nexit 1\n");
-  CommandResult r = launch({slurm_recipe("escapes")});
+  ChildResult r = launch({slurm_recipe("escapes")});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("sbatch: error: \\x1b]0;pwned\\x07bad"));
   EXPECT_THAT(r.err, Not(HasSubstr("\033")));
@@ -440,7 +440,7 @@ TEST_F(FakeSlurmTest, ControllerDownIsAClearFailureWithNoRegistryEntry) {
   fake("sbatch",
        "cat >/dev/null\necho 'sbatch: error: Batch job submission failed: Unable to contact "
        "slurm controller (connect failure)' >&2\nexit 1\n");
-  CommandResult r = launch({slurm_recipe("down")});
+  ChildResult r = launch({slurm_recipe("down")});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("Unable to contact slurm controller"));
   EXPECT_THAT(r.err, HasSubstr("scontrol ping"));
@@ -448,7 +448,7 @@ TEST_F(FakeSlurmTest, ControllerDownIsAClearFailureWithNoRegistryEntry) {
 
 TEST_F(FakeSlurmTest, MissingSbatchIsAClearFailureWithNoRegistryEntry) {
   env_["PATH"] = (dir_ / "bin").string();  // an empty directory: no Slurm client at all
-  CommandResult r = launch({slurm_recipe("nosbatch")}, {});
+  ChildResult r = launch({slurm_recipe("nosbatch")}, {});
   expect_no_entry_and_no_dir(r);
   EXPECT_THAT(r.err, HasSubstr("sbatch"));
 }
@@ -466,7 +466,7 @@ TEST_F(FakeSlurmTest, SignalDuringSbatchEndsWithTheJobRecorded) {
     kill(pid, sig);
     EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
     EXPECT_THAT(slurp(out), HasSubstr("was submitted and recorded"));
-    CommandResult list = launch({"list", "--format", "json"});
+    ChildResult list = launch({"list", "--format", "json"});
     EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"5151\"")) << list.out << slurp(out);
   }
 }
@@ -485,7 +485,7 @@ TEST_F(FakeSlurmTest, CtrlCToTheProcessGroupDoesNotCutTheEarlySbatchOff) {
   kill(-pid, SIGINT);
   EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
   EXPECT_THAT(slurp(out), HasSubstr("was submitted and recorded"));
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"5252\"")) << list.out << slurp(out);
 }
 
@@ -506,23 +506,23 @@ TEST_F(FakeSlurmTest, TheSbatchStartedBeforeParsingSubmitsOnlyForALaunch) {
     fs::remove(runs);
     return v;
   };
-  CommandResult plan = launch({"--executor", "slurm", "plan", recipe});
+  ChildResult plan = launch({"--executor", "slurm", "plan", recipe});
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
-  CommandResult dry = launch({"--executor", "slurm", "--dry-run", recipe});
+  ChildResult dry = launch({"--executor", "slurm", "--dry-run", recipe});
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_THAT(lines(), ::testing::IsEmpty()) << "a plan or a dry-run started sbatch";
 
-  CommandResult bad = launch({"--executor", "slurm", "--no-such-option", recipe});
+  ChildResult bad = launch({"--executor", "slurm", "--no-such-option", recipe});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  CommandResult invalid = launch({"--executor", "slurm", recipe, "cluster.num_gpus=-3"});
+  ChildResult invalid = launch({"--executor", "slurm", recipe, "cluster.num_gpus=-3"});
   EXPECT_EQ(invalid.exit_code, 2) << invalid.err;
   EXPECT_THAT(lines(), Not(::testing::Contains("submitted"))) << "a refused launch submitted";
   EXPECT_EQ(registry_entries(state_), 0u);
 
-  CommandResult ok = launch({"--executor", "slurm", recipe});
+  ChildResult ok = launch({"--executor", "slurm", recipe});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(lines(), ::testing::ElementsAre("started", "submitted"));
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"7171\"")) << list.out;
 }
 
@@ -541,7 +541,7 @@ TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
            "  i=$((i+1)); if [ $i -gt 1000 ]; then echo late > " +
            seen.string() + "; exit 0; fi\n  sleep 0.01\ndone\necho recorded > " + seen.string() +
            "\n");
-  CommandResult r = launch({slurm_recipe("early-id")});
+  ChildResult r = launch({slurm_recipe("early-id")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("(slurm id 8181)"));
   EXPECT_THAT(r.out, ::testing::MatchesRegex("early-id-[-0-9a-z]+\n")) << "the id, flushed";
@@ -551,10 +551,10 @@ TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
 // sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
 TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
   fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
-  CommandResult r = launch({slurm_recipe("idthenfail")});
+  ChildResult r = launch({slurm_recipe("idthenfail")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("after printing job id 6161"));
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"6161\"")) << list.out;
 }
 
@@ -572,7 +572,7 @@ class SubmitKillTest : public FakeSlurmTest {
     fs::path trace = dir_ / "trace.txt";
     std::vector<std::string> argv{"strace", "-qq", "-o", trace.string(), BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
-    CommandResult first = run_command(argv, env_);
+    ChildResult first = run_command(argv, env_);
     if (first.exit_code != 0 && first.err.find("ptrace") != std::string::npos)
       GTEST_SKIP() << "strace cannot trace here: " << first.err;
     ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -645,7 +645,7 @@ class SubmitKillTest : public FakeSlurmTest {
     std::ifstream in(dir_ / "bin" / "accepted");
     for (std::string slurm_id, comment; in >> slurm_id >> comment;)
       accepted[comment.substr(comment.find(':') + 1)] = slurm_id;
-    CommandResult list = launch({"list", "--format", "json"});
+    ChildResult list = launch({"list", "--format", "json"});
     ASSERT_EQ(list.exit_code, 0) << what << list.err;
     EXPECT_THAT(list.err, Not(HasSubstr("unreadable"))) << what;
     nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
@@ -674,7 +674,7 @@ class SubmitKillTest : public FakeSlurmTest {
 
 TEST_F(SubmitKillTest, KilledWhileSbatchRunsNeverLosesAnAcceptedJob) {
   for (const char* at : {"before-script", "before-accept", "before-answer", "after-answer"}) {
-    CommandResult r = launch({slurm_recipe("killsb")}, {{"KILL_AT", at}});
+    ChildResult r = launch({slurm_recipe("killsb")}, {{"KILL_AT", at}});
     EXPECT_NE(r.exit_code, 0) << at << r.err;
     expect_no_accepted_job_lost(at);
   }
@@ -722,7 +722,7 @@ TEST_F(FakeSlurmTest, InterruptedWaitLeavesTheJobRunningAndStatusFindsIt) {
     kill(pid, sig);
     EXPECT_EQ(wait_exit(pid, 30), 130) << slurp(out);
     EXPECT_THAT(slurp(out), HasSubstr("keeps running"));
-    CommandResult st = launch({"status", "--format", "json"});
+    ChildResult st = launch({"status", "--format", "json"});
     ASSERT_EQ(st.exit_code, 0) << st.err;
     EXPECT_THAT(st.out, HasSubstr("\"scheduler_id\": \"4242\""));
     EXPECT_THAT(st.out, HasSubstr("\"state\": \"RUNNING\""));
@@ -743,10 +743,10 @@ TEST_F(FakeSlurmTest, KilledWaitIsRecoveredByTheNextStatus) {
   wait_exit(pid, 10);
   // The job finishes while nobody is watching; `status` catches up and records it.
   std::ofstream(dir_ / "bin" / "state") << "4343|COMPLETED|None\n";
-  CommandResult st = launch({"status", "--format", "json"});
+  ChildResult st = launch({"status", "--format", "json"});
   ASSERT_EQ(st.exit_code, 0) << st.err;
   EXPECT_THAT(st.out, HasSubstr("\"state\": \"SUCCEEDED\"")) << st.out;
-  CommandResult list = launch({"list", "--format", "json"});
+  ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"state\": \"SUCCEEDED\"")) << "status did not save the state";
 }
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {
 
 namespace fs = std::filesystem;
-using test::CommandResult;
+using test::ChildResult;
 using test::read_file;
 using test::run_command;
 using test::start_background;
@@ -41,7 +41,7 @@ class ProbePlanCheckTest : public ::testing::Test {
   }
 
   // One rank (RANK=0, WORLD_SIZE=1) with a short, cheap training loop; `plan` unset when empty.
-  static CommandResult probe(const std::vector<std::string>& args, const std::string& plan) {
+  static ChildResult probe(const std::vector<std::string>& args, const std::string& plan) {
     std::vector<std::string> argv{BRIDGE_PROBE_BIN, "--compute-ms", "1", "--params",
                                   "4096",           "--buckets",    "2"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -78,7 +78,7 @@ TEST_F(ProbePlanCheckTest, MatchingPlanPrintsOkRowsAndRuns) {
   const std::string plan =
       "cluster.gpu=h100;cluster.num_gpus=1;model.tensor_model_parallel_size=1;"
       "model.virtual_pipeline_model_parallel_size=null;model.precision=bf16;train.max_steps=2";
-  CommandResult r =
+  ChildResult r =
       probe({"cluster.gpu=h100", "cluster.num_gpus=1", "model.tensor_model_parallel_size=1",
              "model.virtual_pipeline_model_parallel_size=null", "model.precision=bf16",
              "train.max_steps=2", "comm_overlap.overlap_grad_reduce=true"},
@@ -97,7 +97,7 @@ TEST_F(ProbePlanCheckTest, MatchingPlanPrintsOkRowsAndRuns) {
 }
 
 TEST_F(ProbePlanCheckTest, LaterConflictingOverrideWinsAndFails) {
-  CommandResult r =
+  ChildResult r =
       probe({"model.tensor_model_parallel_size=1", "model.tensor_model_parallel_size=2"},
             "model.tensor_model_parallel_size=1");
   EXPECT_EQ(r.exit_code, kExitMismatch) << r.out << r.err;
@@ -110,14 +110,14 @@ TEST_F(ProbePlanCheckTest, LaterConflictingOverrideWinsAndFails) {
 }
 
 TEST_F(ProbePlanCheckTest, MissingOverrideIsAMismatch) {
-  CommandResult r = probe({}, "model.precision=bf16");
+  ChildResult r = probe({}, "model.precision=bf16");
   EXPECT_EQ(r.exit_code, kExitMismatch) << r.out << r.err;
   EXPECT_THAT(
       r.err, HasSubstr("plan mismatch: rank 0: model.precision: planned bf16, received (missing)"));
 }
 
 TEST_F(ProbePlanCheckTest, NumGpusThatIsNotTheWorldSizeIsAMismatch) {
-  CommandResult r = probe({"cluster.num_gpus=4"}, "cluster.num_gpus=4");
+  ChildResult r = probe({"cluster.num_gpus=4"}, "cluster.num_gpus=4");
   EXPECT_EQ(r.exit_code, kExitMismatch) << r.out << r.err;
   EXPECT_TRUE(HasRow(r.out, "cluster.num_gpus", "4", "4", "ok"));
   EXPECT_TRUE(HasRow(r.out, "world size (WORLD_SIZE)", "4", "1", "MISMATCH"));
@@ -127,7 +127,7 @@ TEST_F(ProbePlanCheckTest, NumGpusThatIsNotTheWorldSizeIsAMismatch) {
 
 TEST_F(ProbePlanCheckTest, ParallelSizesThatDoNotDivideNumGpusAreAMismatch) {
   const std::string plan = "cluster.num_gpus=1;model.pipeline_model_parallel_size=2";
-  CommandResult r = probe({"cluster.num_gpus=1", "model.pipeline_model_parallel_size=2"}, plan);
+  ChildResult r = probe({"cluster.num_gpus=1", "model.pipeline_model_parallel_size=2"}, plan);
   EXPECT_EQ(r.exit_code, kExitMismatch) << r.out << r.err;
   EXPECT_TRUE(HasRow(r.out, "model.pipeline_model_parallel_size", "2", "2", "ok"));
   EXPECT_TRUE(HasRow(r.out, "dp = num_gpus/(tp*pp*cp)", "1/(1*2*1) not divisible",
@@ -135,14 +135,14 @@ TEST_F(ProbePlanCheckTest, ParallelSizesThatDoNotDivideNumGpusAreAMismatch) {
 }
 
 TEST_F(ProbePlanCheckTest, StepsFlagThatDiffersFromThePlanIsAMismatch) {
-  CommandResult r = probe({"--steps", "5", "train.max_steps=8"}, "train.max_steps=8");
+  ChildResult r = probe({"--steps", "5", "train.max_steps=8"}, "train.max_steps=8");
   EXPECT_EQ(r.exit_code, kExitMismatch) << r.out << r.err;
   EXPECT_TRUE(HasRow(r.out, "train.max_steps", "8", "8", "ok"));
   EXPECT_THAT(r.err, HasSubstr("plan mismatch: rank 0: steps: planned 8, received 5 (--steps)"));
 }
 
 TEST_F(ProbePlanCheckTest, StepsAndGlobalBatchDefaultToThePlannedOverrides) {
-  CommandResult r = probe({"train.max_steps=3", "train.global_batch_size=16"},
+  ChildResult r = probe({"train.max_steps=3", "train.global_batch_size=16"},
                           "train.max_steps=3;train.global_batch_size=16");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(HasRow(r.out, "steps", "3", "3 (train.max_steps)", "ok"));
@@ -154,7 +154,7 @@ TEST_F(ProbePlanCheckTest, StepsAndGlobalBatchDefaultToThePlannedOverrides) {
 }
 
 TEST_F(ProbePlanCheckTest, WithoutAPlanTheCheckIsSkippedAndOverridesStillSetTheSteps) {
-  CommandResult r = probe({"train.max_steps=2", "model.precision=fp8"}, "");
+  ChildResult r = probe({"train.max_steps=2", "model.precision=fp8"}, "");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("plan check: skipped (no BRIDGE_EXPECTED_PLAN)\n"));
   EXPECT_THAT(r.out, Not(HasSubstr("plan check: MISMATCH")));
@@ -164,7 +164,7 @@ TEST_F(ProbePlanCheckTest, WithoutAPlanTheCheckIsSkippedAndOverridesStillSetTheS
 // Without a plan nothing checks the layout before training, but the probe builds its groups
 // from it, so a layout that cannot fit the world stops it before the first step.
 TEST_F(ProbePlanCheckTest, WithoutAPlanALayoutThatDoesNotFitTheWorldIsAUsageError) {
-  CommandResult r = probe({"train.max_steps=2", "model.tensor_model_parallel_size=7"}, "");
+  ChildResult r = probe({"train.max_steps=2", "model.tensor_model_parallel_size=7"}, "");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("layout from the plan: tp*pp*cp = 7 does not divide the world "
                                "size 1"));
@@ -172,7 +172,7 @@ TEST_F(ProbePlanCheckTest, WithoutAPlanALayoutThatDoesNotFitTheWorldIsAUsageErro
 }
 
 TEST_F(ProbePlanCheckTest, MalformedPlanIsAUsageError) {
-  CommandResult r = probe({}, "model.precision");
+  ChildResult r = probe({}, "model.precision");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("BRIDGE_EXPECTED_PLAN: entry 'model.precision' is not key=value"));
 }

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "test_util.h"
+#include "tests/support/test_util.h"
 
 namespace bridge::test {
 

@@ -20,7 +20,7 @@
 
 #include "executors/executor.h"
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
 
@@ -93,7 +93,7 @@ void expect_binding_reported(const std::string& log, int rank, int node, const s
 }
 
 struct Launched {
-  test::CommandResult result;
+  test::ChildResult result;
   std::string job_id;        // the registry id
   std::string scheduler_id;  // the Slurm job id
   std::chrono::steady_clock::time_point submitted;

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "process_util.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 
 namespace bridge {

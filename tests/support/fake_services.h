@@ -25,6 +25,7 @@
 #include "system/clock.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge::testing {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Numbers in templates/bridge_config_check.py are compared exactly, never as floats.
+"""Numbers in python/bridge_config_check.py are compared exactly, never as floats.
 
 The runtime check and the plan confirmation at start (docs/runtime-check.md) compare each
 planned value with the one the runtime holds. They compared numbers through float(), so a
@@ -20,7 +20,7 @@ import unittest
 from types import SimpleNamespace
 
 SOURCE = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
-PROGRAM = os.path.join(SOURCE, "templates", "bridge_config_check.py")
+PROGRAM = os.path.join(SOURCE, "python", "bridge_config_check.py")
 FAKE_RUNTIME = os.path.join(SOURCE, "tests", "data", "fake-megatron-runtime")
 
 spec = importlib.util.spec_from_file_location("bridge_config_check", PROGRAM)

@@ -2,7 +2,7 @@
 """What the plan confirmation at start compares beyond the argv: every rank's environment
 against the plan's launch env, and the recipe base's values against the finalised config.
 
-The plan confirmation at start (templates/bridge_config_check.py, `--confirm`) reads the
+The plan confirmation at start (python/bridge_config_check.py, `--confirm`) reads the
 planned launch env from its request (`planned_env`: each value as the hex of its bytes, a
 secret or rank-expanded value by name only) and compares it with the rank's own environment,
 byte for byte, before the script runs: a value a wrapper, a prolog or the container changed
@@ -27,7 +27,7 @@ import unittest
 from types import SimpleNamespace
 
 SOURCE = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
-PROGRAM = os.path.join(SOURCE, "templates", "bridge_config_check.py")
+PROGRAM = os.path.join(SOURCE, "python", "bridge_config_check.py")
 FAKE_RUNTIME = os.path.join(SOURCE, "tests", "data", "fake-megatron-runtime")
 
 spec = importlib.util.spec_from_file_location("bridge_config_check", PROGRAM)
