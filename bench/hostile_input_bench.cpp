@@ -15,6 +15,7 @@
 #include "plan/code_plan.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace {
 

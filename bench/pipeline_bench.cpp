@@ -15,6 +15,7 @@
 #include "plugins/plugin.h"
 #include "system/host_env.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge {
 namespace {

@@ -19,6 +19,7 @@
 #include "model/topology.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/map_environment.h"
 
 namespace {
 

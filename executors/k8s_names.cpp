@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "runtime/env_hash.h"
+#include "probe/env_hash.h"
 
 namespace bridge {
 

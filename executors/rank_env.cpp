@@ -1,7 +1,7 @@
 #include "executors/rank_env.h"
 
 #include "plan/plan_confirm.h"
-#include "runtime/env_hash.h"
+#include "probe/env_hash.h"
 
 namespace bridge {
 

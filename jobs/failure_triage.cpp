@@ -24,7 +24,7 @@ using K = SignatureKind;
 // process exited" counts as a consequence, not as a second cause.
 const std::vector<ErrorSignature> kSignatures = {
     // The plan confirmation at start (plan/plan_confirm.h; the line is CONFIRM_LINE of
-    // templates/bridge_config_check.py).
+    // python/bridge_config_check.py).
     {"plan-differs",
      K::kCause,
      "the runtime built a config that differs from the plan",

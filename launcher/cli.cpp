@@ -34,25 +34,45 @@ class HelpFormatter : public CLI::Formatter {
   }
 };
 
+// The names of the plan options that take a value, as CLI11 spells them: add_plan_options
+// defines its options with these strings and takes_value reads them, so that the early
+// argument scans (which run before CLI11 has an App to ask) skip exactly the values the parser
+// will take. CliTest.TakesValueKnowsEveryValuedPlanOption checks the list against the App.
+namespace plan_option {
+constexpr const char* kExecutor = "-e,--executor";
+constexpr const char* kNumGpus = "--num-gpus";
+constexpr const char* kGpusPerNode = "--gpus-per-node";
+constexpr const char* kGpu = "-g,--gpu";
+constexpr const char* kEnv = "-E,--env";
+constexpr const char* kFormat = "--format";
+constexpr const char* kTemplate = "--template";
+constexpr const char* kRuntimeCheck = "--runtime-check";
+constexpr const char* kValued[] = {kExecutor, kNumGpus, kGpusPerNode, kGpu,
+                                   kEnv,      kFormat,  kTemplate,    kRuntimeCheck};
+}  // namespace plan_option
+
 void add_plan_options(CLI::App* app, Options& o, bool launch) {
-  app->add_option("-e,--executor", o.executor,
+  app->add_option(plan_option::kExecutor, o.executor,
                   fmt::format("{} (default: the recipe's executor.default, else local)",
                               fmt::join(executor_names(), ", ")));
   // Kept as text (the planner reports a bad number with its position), shown as numbers.
-  app->add_option("--num-gpus", o.num_gpus, "total GPUs (overrides cluster.num_gpus)")
+  app->add_option(plan_option::kNumGpus, o.num_gpus, "total GPUs (overrides cluster.num_gpus)")
       ->type_name("N");
-  app->add_option("--gpus-per-node", o.gpus_per_node,
+  app->add_option(plan_option::kGpusPerNode, o.gpus_per_node,
                   "GPUs per node (overrides cluster.gpus_per_node; at most what a node of "
                   "the GPU type holds, docs/recipe.md)")
       ->type_name("N");
-  app->add_option("-g,--gpu", o.gpu,
+  app->add_option(plan_option::kGpu, o.gpu,
                   "GPU type (h100, h200, b200, gb200, ...; sets the default -gn)");
-  app->add_option("-E,--env", o.env, "extra launch env KEY=VALUE (repeatable; wins over plugins)")
+  app->add_option(plan_option::kEnv, o.env,
+                  "extra launch env KEY=VALUE (repeatable; wins over plugins)")
       ->allow_extra_args(false);
   app->add_flag("--strict", o.strict, "warnings that mean 'your request was dropped' are errors");
-  app->add_option("--format", o.format, "output format")->check(CLI::IsMember({"text", "json"}));
-  app->add_option("--template", o.template_path, "use this sbatch template file (slurm only)");
-  app->add_option("--runtime-check", o.runtime_check_python,
+  app->add_option(plan_option::kFormat, o.format, "output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  app->add_option(plan_option::kTemplate, o.template_path,
+                  "use this sbatch template file (slurm only)");
+  app->add_option(plan_option::kRuntimeCheck, o.runtime_check_python,
                   "also run the plan through the Megatron-Bridge installed in this Python "
                   "(sets runtime.check.python)")
       ->type_name("PYTHON")
@@ -124,13 +144,35 @@ bool mentioned(const std::vector<std::string>& args, std::string_view name) {
   return std::find(args.begin(), args.end(), name) != args.end();
 }
 
-// Top-level options that take a value in the next argument (after translate_short_options).
+}  // namespace
+
+// Top-level options that take a value in the next argument (after translate_short_options):
+// one of the names of plan_option::kValued.
 bool takes_value(std::string_view arg) {
-  static constexpr std::string_view kValued[] = {
-      "-e",    "--executor", "--num-gpus", "--gpus-per-node", "-g", "--gpu", "-E",
-      "--env", "--format",   "--template", "--runtime-check"};
-  return std::find(std::begin(kValued), std::end(kValued), arg) != std::end(kValued);
+  for (std::string_view names : plan_option::kValued) {
+    while (!names.empty()) {
+      size_t comma = names.find(',');
+      if (names.substr(0, comma) == arg) return true;
+      names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+    }
+  }
+  return false;
 }
+
+std::vector<std::string> plan_option_names_taking_a_value() {
+  CLI::App app;
+  Options o;
+  add_plan_options(&app, o, true);
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_positional() || option->get_items_expected_min() == 0) continue;
+    for (const std::string& n : option->get_snames()) names.push_back("-" + n);
+    for (const std::string& n : option->get_lnames()) names.push_back("--" + n);
+  }
+  return names;
+}
+
+namespace {
 
 // Index of the subcommand name among the options that precede it, or npos when the first
 // word that is not an option (or an option's value) is no subcommand.

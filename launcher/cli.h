@@ -8,6 +8,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bridge {
@@ -28,6 +29,14 @@ std::vector<std::string> move_options_behind_subcommand(
 // repeated --executor, for one) drops the early start unless it is that same launch.
 // Conservative by design: a wrong guess costs a started and stopped sbatch, nothing else.
 std::string executor_of_a_plain_launch(const std::vector<std::string>& args);
+
+// Whether `arg` (after translate_short_options) is a plan option that takes its value in the
+// next argument, read from the names add_plan_options defines its options with.
+bool takes_value(std::string_view arg);
+
+// Every name of every plan option that takes a value, as the CLI11 parser built by
+// add_plan_options reports it (what CliTest checks takes_value against).
+std::vector<std::string> plan_option_names_taking_a_value();
 
 struct Services;
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -110,6 +110,10 @@ struct UserbuffersPresetTarget {
 };
 std::optional<UserbuffersPresetTarget> userbuffers_preset_target(std::string_view name);
 
+// The 14 CommOverlapConfig fields in the order overlap_runtime_args sends them (the Python
+// program's OVERLAP_FIELDS holds the same list; tests/python_tables_test.cpp compares them).
+const std::vector<std::string>& overlap_field_names();
+
 // The resolved model-level fields forwarded to the runtime as KEY=VALUE arguments
 // (runtime.pass_overrides), e.g. "comm_overlap.overlap_moe_expert_parallel_comm=true".
 std::vector<std::string> overlap_runtime_args(const OverlapResolution& r);

@@ -1,4 +1,5 @@
-// Checks that only produce diagnostics: the expert-parallel overlap prerequisites (M3, E6),
+// Checks that only produce diagnostics: the expert-parallel overlap prerequisites (M3, E6;
+// rows of overlap_prerequisites.cpp),
 // and the delay_wgrad_compute requirements (M4). Versions are compared in PEP 440 order by
 // overlap_version.cpp, as the runtime compares them.
 //
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "model/overlap.h"
+#include "model/overlap_prerequisites.h"
 #include "model/runtime_kind.h"
 
 namespace bridge {
@@ -73,18 +75,6 @@ VersionNeed te_need(const Recipe& r, std::string min, const SourceLoc& fallback)
   return n;
 }
 
-VersionNeed torch_need(const Recipe& r, std::string min, const SourceLoc& fallback) {
-  const auto& torch = r.runtime.torch;
-  VersionNeed n;
-  n.component = "torch";
-  n.path = "runtime.torch";
-  n.min = std::move(min);
-  n.loc = torch.is_set() ? torch.loc : fallback;
-  n.declared = torch.get_or("");
-  n.result = at_least(n.declared, n.min);
-  return n;
-}
-
 // Unknown version: a warning, since the runtime may well satisfy it. Too old / absent: error.
 void report(const VersionNeed& n, Diagnostics& diags) {
   std::string leaf = std::string(n.path).substr(std::string(n.path).find('.') + 1);
@@ -117,128 +107,42 @@ void report(const VersionNeed& n, Diagnostics& diags) {
   }
 }
 
-std::string shown(const Field<std::string>& f, const char* unset) {
-  return f.is_set() ? "`" + *f.value + "`" : unset;
+// Where the user wrote a prerequisite's field (the recipe line or the override), else where
+// they asked for the feature.
+SourceLoc field_location(const Recipe& r, const char* field, const SourceLoc& fallback) {
+  auto it = r.input_locations.find(field);
+  return it != r.input_locations.end() ? it->second : fallback;
 }
 
-// M3: every failing prerequisite is an error of its own, naming its field, so that one run
-// of `validate` lists everything to fix.
-class EpPrerequisites {
- public:
-  EpPrerequisites(const Recipe& r, const Topology& t, Diagnostics& diags)
-      : r_(r),
-        m_(r.model),
-        t_(t),
-        diags_(diags),
-        fallback_(r.comm_overlap.overlap_moe_expert_parallel_comm.loc) {}
-
-  void run() {
-    check_sizes();
-    check_dispatcher_and_precision();
-    check_torch();
-    check_recompute();
-    check_misc();
+// M3 (E6 for recompute), from the prerequisite table: every failing row is an error of its
+// own, naming its field, so that one run of `validate` lists everything to fix.
+void check_prerequisites(const Recipe& r, const Topology& t, const OverlapFeature& feature,
+                         const char* code, const SourceLoc& fallback, Diagnostics& diags) {
+  for (const OverlapPrerequisite* row : prerequisites_of(feature)) {
+    PrerequisiteState state = prerequisite_state(*row, r, t);
+    if (state == PrerequisiteState::kHolds) continue;
+    const std::string help = fmt::format("{}, or {}", row->help, feature.turn_off);
+    SourceLoc loc = field_location(r, row->field, fallback);
+    if (row->kind == PrerequisiteKind::kVersion) {
+      VersionNeed n;
+      n.component = row->component;
+      n.path = row->field;
+      n.min = row->min_version;
+      n.what = feature.name;
+      n.code = code;
+      n.help = fmt::format("{}: {}", row->reason, help);
+      n.loc = loc;
+      n.declared = row->shown(r, t) == kVersionNotDeclared ? "" : row->shown(r, t);
+      n.result =
+          state == PrerequisiteState::kFails ? VersionCheck::kTooOld : VersionCheck::kUnknown;
+      report(n, diags);
+      continue;
+    }
+    diags.error(code, row->field, loc,
+                fmt::format("{} requires {}", feature.name, prerequisite_shortfall(*row, r, t)),
+                help);
   }
-
- private:
-  template <class T>
-  void fail(const char* field, const Field<T>& f, const std::string& why, const std::string& help) {
-    diags_.error("ep-overlap-prerequisite", std::string("model.") + field,
-                 f.is_set() ? f.loc : fallback_,
-                 fmt::format("expert-parallel overlap (comm_overlap."
-                             "overlap_moe_expert_parallel_comm) requires {}",
-                             why),
-                 help + ", or turn off comm_overlap.overlap_moe_expert_parallel_comm");
-  }
-
-  void check_sizes() {
-    if (t_.ep <= 1)
-      fail("expert_model_parallel_size", m_.expert_model_parallel_size,
-           fmt::format("model.expert_model_parallel_size > 1, got {}", t_.ep),
-           "set model.expert_model_parallel_size to 2 or more");
-    if (m_.num_moe_experts.get_or(0) <= 1)
-      fail("num_moe_experts", m_.num_moe_experts,
-           fmt::format("model.num_moe_experts > 1, got {}",
-                       m_.num_moe_experts.is_set() ? std::to_string(*m_.num_moe_experts.value)
-                                                   : "null (not an MoE model)"),
-           "set model.num_moe_experts to the model's expert count");
-    if (t_.pp > 1 && !t_.vpp)
-      fail("virtual_pipeline_model_parallel_size", m_.virtual_pipeline_model_parallel_size,
-           fmt::format("model.virtual_pipeline_model_parallel_size to be set when "
-                       "pipeline_model_parallel_size is {} (> 1)",
-                       t_.pp),
-           "set virtual_pipeline_model_parallel_size (e.g. 2; num_layers must divide by "
-           "pp * vpp) or use pipeline_model_parallel_size 1");
-  }
-
-  void check_dispatcher_and_precision() {
-    std::string dispatcher = m_.moe_token_dispatcher_type.get_or("allgather");
-    if (dispatcher != "alltoall" && dispatcher != "flex")
-      fail("moe_token_dispatcher_type", m_.moe_token_dispatcher_type,
-           fmt::format("model.moe_token_dispatcher_type alltoall or flex, got {}",
-                       shown(m_.moe_token_dispatcher_type, "null (allgather by default)")),
-           "set model.moe_token_dispatcher_type: alltoall");
-    std::string precision = m_.precision.get_or("fp32");
-    if (precision != "bf16" && precision != "fp16")
-      fail("precision", m_.precision,
-           fmt::format("model.precision bf16 or fp16, got {}",
-                       shown(m_.precision, "null (fp32 by default)")),
-           "set model.precision: bf16");
-  }
-
-  void check_torch() {
-    VersionNeed n = torch_need(r_, "2.6.0", fallback_);
-    n.what = "expert-parallel overlap (comm_overlap.overlap_moe_expert_parallel_comm)";
-    n.code = "ep-overlap-prerequisite";
-    // The runtime's reason: the overlapped all-to-all hangs with older torch. NGC builds such
-    // as 2.6.0a0+... are pre-releases and count as older (PEP 440).
-    n.help =
-        "the overlapped all-to-all hangs with torch < 2.6.0: use a container with torch >= "
-        "2.6.0 (a released 2.6.0 or later, not a 2.6.0 pre-release) and declare it in "
-        "runtime.torch, or turn off comm_overlap.overlap_moe_expert_parallel_comm";
-    report(n, diags_);
-  }
-
-  // E6: full recompute is the usual reason these fail; selective recompute is the way out.
-  void check_recompute() {
-    const std::string selective =
-        "use selective recompute instead (recompute_granularity: selective, recompute_modules "
-        "without `moe`, e.g. [core_attn]) and leave recompute_method/recompute_num_layers unset";
-    if (m_.recompute_granularity.get_or("") == "full")
-      fail("recompute_granularity", m_.recompute_granularity,
-           "model.recompute_granularity other than full, got `full`", selective);
-    if (m_.recompute_method.is_set())
-      fail("recompute_method", m_.recompute_method,
-           fmt::format("model.recompute_method to be null, got `{}`", *m_.recompute_method.value),
-           "remove model.recompute_method (it only applies to full recompute)");
-    if (m_.recompute_num_layers.is_set())
-      fail("recompute_num_layers", m_.recompute_num_layers,
-           fmt::format("model.recompute_num_layers to be null, got {}",
-                       *m_.recompute_num_layers.value),
-           "remove model.recompute_num_layers (it only applies to full recompute)");
-    const StringList modules = m_.recompute_modules.get_or({});
-    if (std::find(modules.begin(), modules.end(), "moe") != modules.end())
-      fail("recompute_modules", m_.recompute_modules, "`moe` not to be in model.recompute_modules",
-           "remove `moe` from model.recompute_modules (e.g. [core_attn])");
-  }
-
-  void check_misc() {
-    if (m_.moe_shared_expert_overlap.get_or(false))
-      fail("moe_shared_expert_overlap", m_.moe_shared_expert_overlap,
-           "model.moe_shared_expert_overlap to be false, got true",
-           "set model.moe_shared_expert_overlap: false (the two overlaps are exclusive)");
-    if (m_.mtp_num_layers.get_or(0) > 1)
-      fail("mtp_num_layers", m_.mtp_num_layers,
-           fmt::format("model.mtp_num_layers to be null, 0 or 1, got {}", *m_.mtp_num_layers.value),
-           "set model.mtp_num_layers to 1 or less");
-  }
-
-  const Recipe& r_;
-  const ModelSpec& m_;
-  const Topology& t_;
-  Diagnostics& diags_;
-  SourceLoc fallback_;
-};
+}
 
 bool in_list(const Field<StringList>& f, const char* item) {
   const StringList& l = f.value ? *f.value : StringList{};
@@ -362,8 +266,9 @@ namespace overlap_detail {
 
 void check_ep_overlap_prerequisites(const Recipe& r, const Topology& t, Diagnostics& diags) {
   // Only the user's comm_overlap request triggers M3; the model-level flag alone does not.
-  if (!r.comm_overlap.overlap_moe_expert_parallel_comm.get_or(false)) return;
-  EpPrerequisites(r, t, diags).run();
+  const auto& request = r.comm_overlap.overlap_moe_expert_parallel_comm;
+  if (!request.get_or(false)) return;
+  check_prerequisites(r, t, kEpOverlapFeature, "ep-overlap-prerequisite", request.loc, diags);
 }
 
 void check_delay_wgrad_compute(const Recipe& r, const OverlapResolution& resolved,

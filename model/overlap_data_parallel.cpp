@@ -12,6 +12,7 @@
 
 #include "model/megatron_bridge_perf_recipes.h"
 #include "model/overlap.h"
+#include "model/overlap_prerequisites.h"
 #include "model/runtime_kind.h"
 
 namespace bridge {
@@ -193,8 +194,10 @@ void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution
   // Unset: Megatron-Bridge's recipes turn the distributed optimizer on (0.6.2: every
   // pretrain recipe, GPT-175B and Qwen3 MoE among them; the conformance suite checks it),
   // Megatron-Core's DistributedDataParallelConfig leaves it off (the probe emulates that).
+  // The D1 row of the prerequisite table decides, as advice reads it.
   out.ddp.use_distributed_optimizer =
-      r.ddp.use_distributed_optimizer.get_or(runtime_is_megatron_bridge(r.runtime));
+      prerequisite_state(*prerequisites_of(kDpGradReduceFeature).front(), r, t) ==
+      PrerequisiteState::kHolds;
   if (out.ddp.use_distributed_optimizer)
     apply_distributed_optimizer(r, t, out, diags);
   else

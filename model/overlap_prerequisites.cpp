@@ -17,12 +17,12 @@ const OverlapFeature kEpOverlapFeature{
     "comm_overlap.overlap_moe_expert_parallel_comm",
     "expert-parallel overlap (comm_overlap.overlap_moe_expert_parallel_comm)",
     "turn off comm_overlap.overlap_moe_expert_parallel_comm"};
-const OverlapFeature kDpGradReduceFeature{
-    "comm_overlap.overlap_grad_reduce", "data-parallel gradient reduce-scatter overlap",
-    "remove comm_overlap.overlap_grad_reduce"};
-const OverlapFeature kDpParamGatherFeature{
-    "comm_overlap.overlap_param_gather", "data-parallel parameter all-gather overlap",
-    "remove comm_overlap.overlap_param_gather"};
+const OverlapFeature kDpGradReduceFeature{"comm_overlap.overlap_grad_reduce",
+                                          "data-parallel gradient reduce-scatter overlap",
+                                          "remove comm_overlap.overlap_grad_reduce"};
+const OverlapFeature kDpParamGatherFeature{"comm_overlap.overlap_param_gather",
+                                           "data-parallel parameter all-gather overlap",
+                                           "remove comm_overlap.overlap_param_gather"};
 
 namespace {
 
@@ -46,7 +46,8 @@ bool contains(const StringList& l, const char* item) {
 // --- tensor-parallel overlap: the M1 gate, in the runtime's order ---
 
 bool sequence_parallel_on(const Recipe& r, const Topology& t) {
-  return runtime_forced_sequence_parallel(r, t.tp).value_or(r.model.sequence_parallel.get_or(false));
+  return runtime_forced_sequence_parallel(r, t.tp).value_or(
+      r.model.sequence_parallel.get_or(false));
 }
 std::string shown_sequence_parallel(const Recipe& r, const Topology& t) {
   if (auto forced = runtime_forced_sequence_parallel(r, t.tp))
@@ -118,7 +119,8 @@ bool distributed_optimizer_on(const Recipe& r, const Topology&) {
   return r.ddp.use_distributed_optimizer.get_or(runtime_is_megatron_bridge(r.runtime));
 }
 std::string shown_distributed_optimizer(const Recipe& r, const Topology& t) {
-  if (r.ddp.use_distributed_optimizer.is_set()) return shown_bool(r.ddp.use_distributed_optimizer, "");
+  if (r.ddp.use_distributed_optimizer.is_set())
+    return shown_bool(r.ddp.use_distributed_optimizer, "");
   return distributed_optimizer_on(r, t) ? "null (true: Megatron-Bridge's recipes turn it on)"
                                         : "null (false)";
 }
@@ -173,10 +175,14 @@ std::vector<OverlapPrerequisite> build_rows() {
        [](const Recipe& r, const Topology&) {
          return precision(r) == "bf16" || precision(r) == "fp16";
        },
-       [](const Recipe& r, const Topology&) { return shown_string(r.model.precision, "null (fp32)"); },
+       [](const Recipe& r, const Topology&) {
+         return shown_string(r.model.precision, "null (fp32)");
+       },
        "EP overlap needs bf16 or fp16 training", "set model.precision: bf16", "bf16"},
       {"M3", ep, "runtime.torch", ">= 2.6.0", K::kVersion, nullptr,
-       [](const Recipe& r, const Topology&) { return shown_string(r.runtime.torch, kVersionNotDeclared); },
+       [](const Recipe& r, const Topology&) {
+         return shown_string(r.runtime.torch, kVersionNotDeclared);
+       },
        "the overlapped all-to-all hangs with torch < 2.6.0 (a 2.6.0 pre-release counts as older)",
        "use a container with torch >= 2.6.0 (a released 2.6.0 or later, not a 2.6.0 "
        "pre-release) and declare it in runtime.torch",
@@ -204,7 +210,9 @@ std::vector<OverlapPrerequisite> build_rows() {
        "", selective_recompute},
       {"M3", ep, "model.recompute_method", "null", K::kSetting,
        [](const Recipe& r, const Topology&) { return !r.model.recompute_method.is_set(); },
-       [](const Recipe& r, const Topology&) { return shown_string(r.model.recompute_method, "null"); },
+       [](const Recipe& r, const Topology&) {
+         return shown_string(r.model.recompute_method, "null");
+       },
        "it only applies to full recompute",
        "remove model.recompute_method (it only applies to full recompute)", "null"},
       {"M3", ep, "model.recompute_num_layers", "null", K::kSetting,
@@ -218,7 +226,9 @@ std::vector<OverlapPrerequisite> build_rows() {
        [](const Recipe& r, const Topology&) {
          return !contains(r.model.recompute_modules.get_or({}), "moe");
        },
-       [](const Recipe& r, const Topology&) { return shown_list(r.model.recompute_modules, "null"); },
+       [](const Recipe& r, const Topology&) {
+         return shown_list(r.model.recompute_modules, "null");
+       },
        "recomputing the MoE layer would repeat the overlapped all-to-all",
        "remove `moe` from model.recompute_modules (e.g. [core_attn])", "", modules_without_moe},
       {"M3", ep, "model.moe_shared_expert_overlap", "false (exclusive with EP overlap)",

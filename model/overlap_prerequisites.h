@@ -67,8 +67,8 @@ struct OverlapPrerequisite {
   bool (*holds)(const Recipe&, const Topology&);
   // The plan's value as a reader sees it ("null (fp32)", "2.6.0a0+...").
   std::string (*shown)(const Recipe&, const Topology&);
-  const char* reason;  // why the feature needs it
-  const char* help;    // how to fix it (validation's help, before "or <turn_off>")
+  const char* reason;    // why the feature needs it
+  const char* help;      // how to fix it (validation's help, before "or <turn_off>")
   const char* fix = "";  // kSetting: the value that makes it hold, when one value does
   // kSetting: a remedy that needs the plan (several keys, a computed value); else `fix`.
   PrerequisiteRemedy (*remedy)(const Recipe&, const Topology&) = nullptr;

@@ -11,6 +11,7 @@
 
 #include "base/suggest.h"
 #include "model/overlap.h"
+#include "model/overlap_prerequisites.h"
 #include "model/runtime_kind.h"
 
 namespace bridge {
@@ -64,21 +65,15 @@ struct GateFailure {
   std::string help;
 };
 
-// M1: the first failing case wins, in the runtime's order (tp, sequence_parallel, TE).
+// M1: the first failing row of the prerequisite table wins, in the runtime's order (tp,
+// sequence_parallel, TE).
 std::optional<GateFailure> tp_gate_failure(const Recipe& r, const Topology& t) {
-  if (t.tp < 2)
-    return GateFailure{fmt::format("tensor_model_parallel_size is {} (< 2)", t.tp),
-                       "set model.tensor_model_parallel_size >= 2 with "
-                       "model.sequence_parallel: true, or remove comm_overlap.tp_comm_overlap"};
-  if (!runtime_forced_sequence_parallel(r, t.tp).value_or(r.model.sequence_parallel.get_or(false)))
-    return GateFailure{"model.sequence_parallel is false",
-                       "set model.sequence_parallel: true (TP overlap hides the sequence-parallel "
-                       "all-gather/reduce-scatter), or remove comm_overlap.tp_comm_overlap"};
-  const auto& te = r.runtime.transformer_engine;
-  if (te.is_set() && !te.value->present)
-    return GateFailure{"runtime.transformer_engine is false (Transformer Engine absent)",
-                       "use a container with Transformer Engine and declare its version in "
-                       "runtime.transformer_engine, or remove comm_overlap.tp_comm_overlap"};
+  for (const OverlapPrerequisite* row : prerequisites_of(kTpOverlapFeature)) {
+    if (prerequisite_state(*row, r, t) != PrerequisiteState::kFails) continue;
+    return GateFailure{
+        fmt::format("{} is {} (needs {})", row->field, row->shown(r, t), row->requirement),
+        fmt::format("{}, or {}", row->help, kTpOverlapFeature.turn_off)};
+  }
   return std::nullopt;
 }
 

@@ -63,6 +63,16 @@ void for_each_scalar_field(const ResolvedOverlap& o, Fn&& fn) {
 
 }  // namespace
 
+const std::vector<std::string>& overlap_field_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names{"tp_comm_overlap", "tp_comm_overlap_cfg"};
+    for_each_scalar_field(ResolvedOverlap{},
+                          [&](const char* name, const auto&) { names.emplace_back(name); });
+    return names;
+  }();
+  return kNames;
+}
+
 std::vector<std::string> overlap_runtime_args(const OverlapResolution& r) {
   const ResolvedOverlap& o = r.overlap;
   std::vector<std::string> out;

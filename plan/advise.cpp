@@ -1,10 +1,9 @@
 // advise_overlap: the overlap rules of docs/overlap.md applied to one plan (advise.h).
 //
-// Each family's prerequisites mirror the checks the overlap validation enforces
-// (model/overlap_rules.cpp: M1, M2, E5; overlap_checks.cpp: M3; overlap_data_parallel.cpp:
-// D), and every suggestion is planned once more through the caller's check with the knob on,
-// so a mismatch between these rules and the validation shows up as a blocked advice, never as
-// a command that `validate` refuses.
+// The M1, M3 and D1 prerequisites are the rows of model/overlap_prerequisites.h, the table
+// validation reads; the pipeline schedule's (M2, E5) are written here. Every suggestion is
+// planned once more through the caller's check with the knob on, so a mismatch between these
+// and the validation shows up as a blocked advice, never as a command `validate` refuses.
 #include "plan/advise.h"
 
 #include <fmt/format.h>
@@ -16,6 +15,7 @@
 
 #include "base/shell_quote.h"
 #include "model/overlap.h"
+#include "model/overlap_prerequisites.h"
 
 namespace bridge {
 
@@ -66,14 +66,6 @@ const std::vector<std::string>& advice_caveats() {
   return kCaveats;
 }
 
-int64_t advised_vpp(const Recipe& recipe, const Topology& topo) {
-  if (!recipe.model.num_layers.is_set()) return 2;
-  int64_t layers = *recipe.model.num_layers.value;
-  for (int64_t v = 2; topo.pp * v <= layers; ++v)
-    if (layers % (topo.pp * v) == 0) return v;
-  return 0;
-}
-
 namespace {
 
 std::string text(const Field<bool>& f, const char* unset) {
@@ -81,17 +73,6 @@ std::string text(const Field<bool>& f, const char* unset) {
 }
 std::string text(const Field<int64_t>& f, const char* unset) {
   return f.is_set() ? std::to_string(*f.value) : unset;
-}
-std::string text(const Field<std::string>& f, const char* unset) {
-  return f.is_set() ? *f.value : unset;
-}
-std::string yaml_list(const StringList& l) { return fmt::format("[{}]", fmt::join(l, ",")); }
-std::string text(const Field<StringList>& f, const char* unset) {
-  return f.is_set() ? yaml_list(*f.value) : unset;
-}
-
-bool contains(const StringList& l, const std::string& item) {
-  return std::find(l.begin(), l.end(), item) != l.end();
 }
 
 // The size of the NVLink domain a collective can stay inside: the GPU table's, else a node.
@@ -208,32 +189,60 @@ void require_vpp(Builder& b, const Recipe& r, const Topology& t, const char* rul
                          v)}});
 }
 
-enum class VersionState { kOk, kOld, kUnknown };
-
-VersionState torch_at_least(const Recipe& r, std::string_view min) {
-  auto have = parse_version(r.runtime.torch.get_or(""));
-  auto need = parse_version(min);
-  if (!have || !need) return VersionState::kUnknown;
-  return compare_versions(*have, *need) >= 0 ? VersionState::kOk : VersionState::kOld;
+// The feature's scope rows (overlap_prerequisites.h): the first that fails says why the
+// advice does not apply.
+std::optional<std::string> out_of_scope(const OverlapFeature& f, const Recipe& r,
+                                        const Topology& t) {
+  for (const OverlapPrerequisite* row : prerequisites_of(f))
+    if (row->kind == PrerequisiteKind::kScope &&
+        prerequisite_state(*row, r, t) == PrerequisiteState::kFails)
+      return fmt::format("{} is {}: {}", row->field, row->shown(r, t), row->reason);
+  return std::nullopt;
 }
 
-// MoE expert-parallel overlap: the M3 prerequisites (E6 for recompute).
+// One condition per row of the table, as validation evaluates it: met, the changes that make
+// it hold, a blocker no override fixes, or a warning for a version nobody declared.
+void add_prerequisites(Builder& b, const OverlapFeature& f, const Recipe& r, const Topology& t) {
+  for (const OverlapPrerequisite* row : prerequisites_of(f)) {
+    std::string value = row->shown(r, t);
+    switch (prerequisite_state(*row, r, t)) {
+      case PrerequisiteState::kHolds:
+        b.met(row->field, row->requirement, value, row->rule);
+        break;
+      case PrerequisiteState::kUnverified:
+        b.warn(row->field, row->requirement, value, row->rule,
+               fmt::format("{} does not declare a PEP 440 version, so `validate` cannot check {} "
+                           "{} ({}) and warns `unverified-version`: declare the container's "
+                           "version, e.g. {}: \"{}\"",
+                           row->field, row->component, row->requirement, row->reason, row->field,
+                           row->min_version));
+        break;
+      case PrerequisiteState::kFails: {
+        PrerequisiteRemedy remedy = prerequisite_remedy(*row, r, t);
+        if (remedy.changes.empty()) {
+          b.blocker(row->field, row->requirement, value, row->rule, remedy.blocked_because);
+          break;
+        }
+        std::vector<AdviceChange> changes;
+        for (PrerequisiteChange& c : remedy.changes)
+          changes.push_back({std::move(c.key), std::move(c.value), std::move(c.why)});
+        b.change(row->field, row->requirement, value, row->rule, std::move(changes));
+        break;
+      }
+    }
+  }
+}
+
+// MoE expert-parallel overlap: the M3 rows (E6 for recompute).
 Advice ep_advice(const Plan& p) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
-  const ModelSpec& m = r.model;
   Advice a = advice_for(kEpOverlap);
-  if (m.num_moe_experts.get_or(0) <= 1) {
-    a.why = "not an MoE model (model.num_moe_experts is " + text(m.num_moe_experts, "null") + ")";
+  if (auto why = out_of_scope(kEpOverlapFeature, r, t)) {
+    a.why = *why;
     return a;
   }
-  if (t.ep <= 1) {
-    a.why =
-        "ep is 1: every GPU holds all experts, so there is no expert-parallel all-to-all to "
-        "hide (it applies with model.expert_model_parallel_size > 1)";
-    return a;
-  }
-  std::string dispatcher = m.moe_token_dispatcher_type.get_or("allgather");
+  std::string dispatcher = r.model.moe_token_dispatcher_type.get_or("allgather");
   if (p.overlap->overlap.overlap_moe_expert_parallel_comm.value.value_or(false)) {
     a.state = AdviceState::kOn;
     a.why = fmt::format("on: ep {} with the {} dispatcher", t.ep, dispatcher);
@@ -241,73 +250,8 @@ Advice ep_advice(const Plan& p) {
   }
   Builder b(a, fmt::format("ep {} > 1 ({} experts): the expert-parallel all-to-all (token "
                            "dispatch and combine) can run while another micro-batch computes",
-                           t.ep, *m.num_moe_experts.value));
-  b.met("model.expert_model_parallel_size", "> 1", std::to_string(t.ep), "M3");
-  b.met("model.num_moe_experts", "> 1", std::to_string(*m.num_moe_experts.value), "M3");
-  b.require(dispatcher == "alltoall" || dispatcher == "flex", "model.moe_token_dispatcher_type",
-            "alltoall or flex", text(m.moe_token_dispatcher_type, "null (allgather)"), "M3",
-            "alltoall", "EP overlap works with the all-to-all dispatchers (alltoall, flex) only");
-  const std::string precision = m.precision.get_or("fp32");
-  b.require(precision == "bf16" || precision == "fp16", "model.precision", "bf16 or fp16",
-            text(m.precision, "null (fp32)"), "M3", "bf16",
-            "EP overlap needs bf16 or fp16 training");
-  std::string torch_have = text(r.runtime.torch, "not declared");
-  switch (torch_at_least(r, "2.6.0")) {
-    case VersionState::kOk:
-      b.met("runtime.torch", ">= 2.6.0", torch_have, "M3");
-      break;
-    case VersionState::kOld:
-      b.blocker("runtime.torch", ">= 2.6.0", torch_have, "M3",
-                fmt::format("runtime.torch is {}: the overlapped all-to-all hangs with torch < "
-                            "2.6.0 (a 2.6.0 pre-release counts as older); use a container with "
-                            "torch >= 2.6.0 and declare it in runtime.torch",
-                            torch_have));
-      break;
-    case VersionState::kUnknown:
-      b.warn("runtime.torch", ">= 2.6.0", torch_have, "M3",
-             "runtime.torch does not declare a PEP 440 version, so `validate` cannot check "
-             "torch >= 2.6.0 (the overlapped all-to-all hangs with older torch) and warns "
-             "`unverified-version`: declare the container's version, e.g. runtime.torch: "
-             "\"2.9.0\"");
-      break;
-  }
-  require_vpp(b, r, t, "M3",
-              "EP overlap with pp > 1 needs the interleaved schedule (a virtual pipeline)");
-  // E6: full recompute is the usual obstacle; selective recompute is the way out.
-  StringList modules = m.recompute_modules.get_or({});
-  modules.erase(std::remove(modules.begin(), modules.end(), "moe"), modules.end());
-  const bool full = m.recompute_granularity.get_or("") == "full";
-  if (full) {
-    if (modules.empty()) modules = {"core_attn"};
-    b.change("model.recompute_granularity", "not full (selective or null)", "full", "M3",
-             {{"model.recompute_granularity", "selective",
-               "EP overlap refuses full activation recompute; selective recompute of the "
-               "attention core saves most of the memory at a fraction of the cost"},
-              {"model.recompute_modules", yaml_list(modules),
-               "selective recompute of these modules (never `moe` with EP overlap)"}});
-  } else {
-    b.met("model.recompute_granularity", "not full (selective or null)",
-          text(m.recompute_granularity, "null"), "M3");
-  }
-  b.require(!m.recompute_method.is_set(), "model.recompute_method", "null",
-            text(m.recompute_method, "null"), "M3", "null", "it only applies to full recompute");
-  b.require(!m.recompute_num_layers.is_set(), "model.recompute_num_layers", "null",
-            text(m.recompute_num_layers, "null"), "M3", "null",
-            "it only applies to full recompute");
-  b.require(!contains(m.recompute_modules.get_or({}), "moe"), "model.recompute_modules",
-            "without moe", text(m.recompute_modules, "null"), "M3",
-            yaml_list(modules.empty() ? StringList{"core_attn"} : modules),
-            "recomputing the MoE layer would repeat the overlapped all-to-all");
-  b.require(!m.moe_shared_expert_overlap.get_or(false), "model.moe_shared_expert_overlap",
-            "false (exclusive with EP overlap)", text(m.moe_shared_expert_overlap, "null (false)"),
-            "M3", "false", "the shared-expert overlap and the EP overlap are exclusive");
-  if (m.mtp_num_layers.get_or(0) > 1)
-    b.blocker("model.mtp_num_layers", "null, 0 or 1", std::to_string(*m.mtp_num_layers.value), "M3",
-              fmt::format("the model has {} multi-token-prediction layers and EP overlap allows "
-                          "at most 1; changing that changes the model",
-                          *m.mtp_num_layers.value));
-  else
-    b.met("model.mtp_num_layers", "null, 0 or 1", text(m.mtp_num_layers, "null"), "M3");
+                           t.ep, *r.model.num_moe_experts.value));
+  add_prerequisites(b, kEpOverlapFeature, r, t);
   int64_t span = t.ep * t.etp;
   int64_t domain = nvlink_domain(t);
   a.notes.push_back(
@@ -326,13 +270,13 @@ Advice ep_advice(const Plan& p) {
   return a;
 }
 
-// Tensor-parallel overlap: the M1 gate and the M6 userbuffers config.
+// Tensor-parallel overlap: the M1 rows, then the M6 userbuffers config.
 Advice tp_advice(const Plan& p) {
   const Recipe& r = *p.recipe;
   const Topology& t = *p.topology;
   Advice a = advice_for(kTpOverlap);
-  if (t.tp < 2) {
-    a.why = fmt::format("tp is {}: there is no tensor-parallel communication to hide", t.tp);
+  if (auto why = out_of_scope(kTpOverlapFeature, r, t)) {
+    a.why = *why;
     return a;
   }
   const ResolvedOverlap& o = p.overlap->overlap;
@@ -348,21 +292,7 @@ Advice tp_advice(const Plan& p) {
                            "around each layer's GEMMs can be split into chunks that overlap "
                            "with the GEMMs",
                            t.tp));
-  b.met("model.tensor_model_parallel_size", ">= 2", std::to_string(t.tp), "M1");
-  b.require(r.model.sequence_parallel.get_or(false), "model.sequence_parallel", "true",
-            text(r.model.sequence_parallel, "null (false)"), "M1", "true",
-            "TP overlap hides the sequence-parallel collectives; without sequence parallel the "
-            "M1 gate turns it off");
-  const auto& te = r.runtime.transformer_engine;
-  if (te.is_set() && !te.value->present)
-    b.blocker("runtime.transformer_engine", "present", "false", "M1",
-              "runtime.transformer_engine is false: TP overlap is Transformer Engine's "
-              "userbuffers; use a container with Transformer Engine");
-  else
-    b.met("runtime.transformer_engine", "present",
-          te.is_set() && !te.value->version.empty() ? te.value->version
-                                                    : "present (version not declared)",
-          "M1");
+  add_prerequisites(b, kTpOverlapFeature, r, t);
   const std::string cfg_field = "comm_overlap.tp_comm_overlap_cfg";
   if (r.comm_overlap.tp_comm_overlap_cfg.is_set()) {
     const YamlNode& cfg = *r.comm_overlap.tp_comm_overlap_cfg.value;
@@ -420,10 +350,7 @@ Advice dp_advice(const Plan& p, bool grad_reduce) {
                                  "can run during the next forward pass",
                                  t.dp));
   b.met("data_parallel_size", "> 1", std::to_string(t.dp), "D1");
-  b.require(r.ddp.use_distributed_optimizer.get_or(false), "ddp.use_distributed_optimizer", "true",
-            text(r.ddp.use_distributed_optimizer, "null (false)"), "D1", "true",
-            "the runtime applies data-parallel overlap only through the distributed optimizer "
-            "(rule D); it also shards the optimizer state, so the baseline gets it too");
+  add_prerequisites(b, grad_reduce ? kDpGradReduceFeature : kDpParamGatherFeature, r, t);
   a.notes.push_back(
       t.nodes > 1
           ? fmt::format("visibility: the data-parallel group spans {} nodes: the collectives "

@@ -7,9 +7,10 @@
 //   overlap, tensor-parallel overlap, data-parallel grad-reduce overlap, data-parallel
 //   param-gather overlap, pipeline P2P overlap. Each is `suggested`, `blocked`, `on` or
 //   `not-applicable`, with the reason.
-// - A suggestion lists the prerequisites the overlap validation enforces (rules M1, M2, M3, D1,
-//   E5; model/overlap_rules.cpp and overlap_checks.cpp), each with the plan's value and
-//   whether it is met, and the overrides that make the unmet ones hold (`changes`).
+// - A suggestion lists the prerequisites the overlap validation enforces, each with the plan's
+//   value and whether it is met, and the overrides that make the unmet ones hold (`changes`):
+//   M1, M3 and D1 are the rows of model/overlap_prerequisites.h, which validation reads too;
+//   the pipeline schedule's (M2, E5) are advice's own, checked by the planning below.
 // - Advice never suggests something `validate` would refuse: every suggestion is checked by
 //   planning it through `check` twice, as the ablate command's baseline (changes applied, the
 //   knob false) and as its variant (the knob true). If either has an error, the advice is
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "base/diagnostics.h"
+#include "model/overlap_prerequisites.h"  // advised_vpp
 #include "plan/plan.h"
 
 namespace bridge {
@@ -91,9 +93,5 @@ std::vector<Advice> advise_overlap(const Plan& plan, const AdviceInvocation& inv
 // The caveats printed with every advice (docs/advise.md, "The caveats"): when to enable
 // overlap, what decides the gain, how to measure it.
 const std::vector<std::string>& advice_caveats();
-
-// The smallest virtual pipeline size >= 2 for which num_layers divides by pp * vpp (rule T5);
-// 2 when num_layers is unset; 0 when none exists.
-int64_t advised_vpp(const Recipe& recipe, const Topology& topo);
 
 }  // namespace bridge

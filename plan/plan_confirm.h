@@ -4,7 +4,7 @@
 // The runtime check (plan/runtime_check.h) asks a Megatron-Bridge on the login node; the job
 // may run another one (its container's), or a wrapper may change a value on the way. So,
 // with the megatron_bridge and hydra adapters, the executor ships two files into the job's
-// directory: kConfirmProgramFile (the program embedded from templates/bridge_config_check.py)
+// directory: kConfirmProgramFile (the program embedded from python/bridge_config_check.py)
 // and kConfirmRequestFile (the planned values: the runtime check's request). Every rank's
 // runtime starts through the program (`python PROGRAM --confirm REQUEST -- SCRIPT ARGS`),
 // which runs SCRIPT unchanged except for one hook: when the runtime has finalised its config

@@ -3,7 +3,7 @@
 //
 // bridge-launch's own rules describe one Megatron-Bridge release; a user's container often
 // holds a newer or a patched one. When asked, validate, plan and a launch run the program
-// embedded from templates/bridge_config_check.py in that Python, on this machine: no GPU, no
+// embedded from python/bridge_config_check.py in that Python, on this machine: no GPU, no
 // distributed start, no training. It builds the config from exactly the job's argv (the words
 // of runtime.command after the script, runtime.args and the adapter's words: a recipe named in
 // the command is the one checked), finalises it at the plan's world size and the GPU's
@@ -37,7 +37,7 @@ inline constexpr int kDefaultRuntimeCheckSeconds = 180;
 
 bool runtime_check_asked(const Plan& plan);
 
-// The request the check program reads on stdin (see templates/bridge_config_check.py).
+// The request the check program reads on stdin (see python/bridge_config_check.py).
 std::string runtime_check_request(const Plan& plan);
 
 // Whether `argv` is `python SCRIPT ...`: the shape whose words after the script are the

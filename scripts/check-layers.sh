@@ -4,7 +4,7 @@
 # never one above. The table is the whole rule:
 #
 #   layer  folder      what it holds
-#   0      runtime     bridge-probe, standing alone (only runtime/env_hash.h is shared)
+#   0      probe       bridge-probe, standing alone (only probe/env_hash.h is shared)
 #   1      base        diagnostics and text utilities (UTF-8, quoting, numbers, YAML tree)
 #   2      system      processes, clock, random, host environment, templates, log files
 #   3      model       recipe, loader, schema, topology, GPU table, overlap rules, launch env
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 quiet=0
 [[ "${1:-}" == "--quiet" ]] && quiet=1
 
-readonly LAYERS=(runtime base system model plugins plan jobs executors launcher)
+readonly LAYERS=(probe base system model plugins plan jobs executors launcher)
 declare -A layer_of=()
 for i in "${!LAYERS[@]}"; do layer_of[${LAYERS[$i]}]=$i; done
 
@@ -45,10 +45,10 @@ for dir in "${LAYERS[@]}"; do
         why="$tdir/ is not a layer (production code never includes tests/ or tools)"
       elif ((tl > own)); then
         why="layer $own ($dir/) -> layer $tl ($tdir/): includes point down only"
-      elif [[ "$tdir" == runtime && "$dir" != runtime && "$target" != runtime/env_hash.h ]]; then
-        why="only runtime/env_hash.h is shared between bridge-probe and the launcher"
-      elif [[ "$dir" == runtime && "$tdir" != runtime ]]; then
-        why="bridge-probe stands alone: runtime/ includes only runtime/"
+      elif [[ "$tdir" == probe && "$dir" != probe && "$target" != probe/env_hash.h ]]; then
+        why="only probe/env_hash.h is shared between bridge-probe and the launcher"
+      elif [[ "$dir" == probe && "$tdir" != probe ]]; then
+        why="bridge-probe stands alone: probe/ includes only probe/"
       fi
       if [[ -n "$why" ]]; then
         echo "$file:$line: includes \"$target\": $why"
@@ -84,7 +84,7 @@ while IFS=: read -r file line _; do
   violations=$((violations + 1))
 done < <(grep -nE 'catch[[:space:]]*\([[:space:]]*\.\.\.[[:space:]]*\)' \
            base/*.cpp system/*.cpp model/*.cpp plugins/*.cpp plan/*.cpp jobs/*.cpp \
-           executors/*.cpp launcher/*.cpp runtime/*.cpp | grep -v '^launcher/main.cpp:')
+           executors/*.cpp launcher/*.cpp probe/*.cpp | grep -v '^launcher/main.cpp:')
 
 # Errors are values (base/status.h, base/diagnostics.h): no `std::string& error` out-parameter.
 while IFS=: read -r file line _; do
@@ -92,8 +92,8 @@ while IFS=: read -r file line _; do
   violations=$((violations + 1))
 done < <(grep -nE '(^|[(,])[[:space:]]*std::string[[:space:]]*[&*][[:space:]]*(error|err|why|problem)[[:space:]]*([),]|$)' \
            base/*.h system/*.h model/*.h plugins/*.h plan/*.h jobs/*.h executors/*.h launcher/*.h \
-           runtime/*.h base/*.cpp system/*.cpp model/*.cpp plugins/*.cpp plan/*.cpp jobs/*.cpp \
-           executors/*.cpp launcher/*.cpp runtime/*.cpp)
+           probe/*.h base/*.cpp system/*.cpp model/*.cpp plugins/*.cpp plan/*.cpp jobs/*.cpp \
+           executors/*.cpp launcher/*.cpp probe/*.cpp)
 
 if ((violations > 0)); then
   echo "check-layers: $violations violation(s) of the layering (docs/architecture.md)"

@@ -95,8 +95,9 @@ readonly KUEUE_FLAVOR=default-flavor
 readonly KUEUE_CLUSTER_QUEUE=gpu-cluster-queue
 readonly KUEUE_LOCAL_QUEUE=gpu-queue
 
-log() { printf '%s: %s\n' "${PROG}" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# log, die, pid_running, stop_pids, take_state_lock: shared with the other test cluster.
+# shellcheck source=scripts/lib/cluster-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster-common.sh"
 
 usage() {
   cat >&2 <<EOF
@@ -297,13 +298,6 @@ ensure_kueue_built() {
 # ---------------------------------------------------------------------------
 # process helpers
 
-# pid_running PID: exists and is not a zombie.
-pid_running() {
-  local state
-  state=$(awk '/^State:/ { print $2; exit }' "/proc/$1/status" 2>/dev/null) || return 1
-  [[ -n ${state} && ${state} != Z ]]
-}
-
 # ours PID: a process of this cluster: a binary from the cache root whose command line
 # names the state dir (every daemon's flags do).
 ours() {
@@ -334,27 +328,6 @@ all_our_pids() {
     pid=${p#/proc/}
     if ours "${pid}"; then printf '%s\n' "${pid}"; fi
   done
-}
-
-# stop_pids WHAT PID...: SIGTERM, bounded wait, then SIGKILL.
-stop_pids() {
-  local what=$1 pid deadline alive
-  shift
-  [[ $# -gt 0 ]] || return 0
-  log "stopping ${what} (pid $*)"
-  kill -TERM "$@" 2>/dev/null || true
-  deadline=$((SECONDS + STOP_TIMEOUT))
-  while ((SECONDS < deadline)); do
-    alive=0
-    for pid in "$@"; do
-      if pid_running "${pid}"; then alive=1; fi
-    done
-    ((alive)) || return 0
-    sleep 0.2
-  done
-  log "${what} did not exit within ${STOP_TIMEOUT}s; sending SIGKILL"
-  kill -KILL "$@" 2>/dev/null || true
-  sleep 0.5
 }
 
 stop_all() {
@@ -1073,10 +1046,8 @@ cmd_env() {
 
 # lock: serialize mutating commands (parallel CI jobs may all call `up`).
 lock() {
-  mkdir -p "${STATE_DIR}"
+  take_state_lock "${STATE_DIR}" 300
   chmod 0700 "${STATE_DIR}"
-  exec 9>"${STATE_DIR}/.lock"
-  if ! flock -w 300 9; then die "another $0 is still running (lock ${STATE_DIR}/.lock)"; fi
 }
 
 main() {

@@ -21,7 +21,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_DIRS = ["base", "system", "model", "plugins", "plan", "jobs", "executors", "launcher",
-                "runtime"]
+                "probe"]
 CONTROL = re.compile(r"^(if|for|while|switch|catch|do|else|return)\b")
 QUALIFIERS = re.compile(r"(\s|const|override|final|noexcept|mutable|->\s*[\w:<>,*&\s]+)*$")
 

@@ -70,7 +70,7 @@ format_check() {
 }
 
 tidy_check() {
-  local files headers checked=0 unchecked="" folders=(base system model plugins plan jobs executors launcher runtime)
+  local files headers checked=0 unchecked="" folders=(base system model plugins plan jobs executors launcher probe)
   files=$(git ls-files "${folders[@]/%//*.cpp}")
   # Headers are checked through the sources that include them (.clang-tidy's
   # HeaderFilterRegex); one that no source includes would be skipped, so it is named.

@@ -34,8 +34,9 @@ readonly GPUS_PER_NODE=8
 
 export SLURM_CONF
 
-log() { printf '%s: %s\n' "${PROG}" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# log, die, pid_running, stop_pids, take_state_lock: shared with the other test cluster.
+# shellcheck source=scripts/lib/cluster-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster-common.sh"
 
 usage() {
   cat >&2 <<EOF
@@ -67,13 +68,6 @@ pid_alive() {
   printf '%s\n' "${pid}"
 }
 
-# pid_running PID: exists and is not a zombie.
-pid_running() {
-  local state
-  state=$(awk '/^State:/ { print $2; exit }' "/proc/$1/status" 2>/dev/null) || return 1
-  [[ -n ${state} && ${state} != Z ]]
-}
-
 # live_pids PGREP_ARGS...: like pgrep, minus zombies (a reaped-late dead daemon still
 # matches pgrep here, PID 1 of a container may not reap).
 live_pids() {
@@ -99,27 +93,6 @@ ctld_pids() {
 slurmd_pids() {
   local node=$1
   { pid_alive "${RUN_DIR}/slurmd-${node}.pid" slurmd || true; find_slurmd_pids "${node}"; } | sort -u
-}
-
-# stop_pids WHAT PID...: SIGTERM, bounded wait, then SIGKILL.
-stop_pids() {
-  local what=$1 pid deadline alive
-  shift
-  [[ $# -gt 0 ]] || return 0
-  log "stopping ${what} (pid $*)"
-  kill -TERM "$@" 2>/dev/null || true
-  deadline=$((SECONDS + STOP_TIMEOUT))
-  while ((SECONDS < deadline)); do
-    alive=0
-    for pid in "$@"; do
-      if pid_running "${pid}"; then alive=1; fi
-    done
-    ((alive)) || return 0
-    sleep 0.2
-  done
-  log "${what} did not exit within ${STOP_TIMEOUT}s; sending SIGKILL"
-  kill -KILL "$@" 2>/dev/null || true
-  sleep 0.5
 }
 
 stop_ctld() {
@@ -572,9 +545,7 @@ cmd_start_controller() {
 # lock: serialize mutating commands (parallel CI jobs may all call `up`).
 lock() {
   require_root
-  mkdir -p "${STATE_DIR}"
-  exec 9>"${STATE_DIR}/.lock"
-  if ! flock -w 120 9; then die "another $0 is still running (lock ${STATE_DIR}/.lock)"; fi
+  take_state_lock "${STATE_DIR}" 120
 }
 
 main() {

@@ -38,10 +38,4 @@ std::string state_root(const HostEnvironment& env) {
   return env.get("HOME").value_or("/tmp") + "/.local/state/bridge-launch";
 }
 
-std::optional<std::string> MapEnvironment::get(const std::string& name) const {
-  auto it = vars_.find(name);
-  if (it == vars_.end()) return std::nullopt;
-  return it->second;
-}
-
 }  // namespace bridge

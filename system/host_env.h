@@ -2,7 +2,8 @@
 // environment (`${VAR}` expansion, API keys that activate trackers, $HOME for job dirs, and
 // the environment local ranks inherit). Built once in main (launcher/services.h) and passed down.
 //
-// ProcessEnvironment reads the real process environment; MapEnvironment is the test double.
+// ProcessEnvironment reads the real process environment; the tests' double is MapEnvironment
+// (tests/support/map_environment.h).
 #pragma once
 
 #include <map>
@@ -34,25 +35,6 @@ class ProcessEnvironment : public HostEnvironment {
   std::optional<std::string> get(const std::string& name) const override;
   std::vector<std::pair<std::string, std::string>> all() const override;
   std::string current_directory() const override;
-};
-
-class MapEnvironment : public HostEnvironment {
- public:
-  MapEnvironment() = default;
-  explicit MapEnvironment(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {}
-  std::optional<std::string> get(const std::string& name) const override;
-  std::vector<std::pair<std::string, std::string>> all() const override {
-    return {vars_.begin(), vars_.end()};
-  }
-  // $PWD of the map, else "/".
-  std::string current_directory() const override {
-    auto it = vars_.find("PWD");
-    return it == vars_.end() ? "/" : it->second;
-  }
-  void set(const std::string& name, const std::string& value) { vars_[name] = value; }
-
- private:
-  std::map<std::string, std::string> vars_;
 };
 
 }  // namespace bridge

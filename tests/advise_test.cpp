@@ -17,8 +17,8 @@
 #include "base/shell_quote.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/map_environment.h"
 #include "tests/support/test_util.h"
 
 namespace bridge {

@@ -149,9 +149,9 @@ TEST_P(BadInputCorpusTest, IsRejectedCleanly) {
   }
   // A clean environment for everything bridge-launch could write to.
   ChildResult r = test::run_command(argv, {{"HOME", home.string()},
-                                             {"BRIDGE_LAUNCH_STATE_DIR", state.string()},
-                                             {"XDG_STATE_HOME", ""},
-                                             {"ASAN_OPTIONS", "detect_leaks=1"}});
+                                           {"BRIDGE_LAUNCH_STATE_DIR", state.string()},
+                                           {"XDG_STATE_HOME", ""},
+                                           {"ASAN_OPTIONS", "detect_leaks=1"}});
   std::string shown = "\n--- stdout (" + std::to_string(r.out.size()) + " bytes) ---\n" +
                       r.out.substr(0, 4000) + "\n--- stderr (" + std::to_string(r.err.size()) +
                       " bytes) ---\n" + r.err.substr(0, 4000);
@@ -230,7 +230,7 @@ TEST(BadInputCorpusShapeTest, NonUtf8HostVariableInEnvDoesNotBreakJsonOutput) {
   test::TempDir tmp;
   std::string recipe = tmp.write("env.yaml", "name: e\nenv:\n  A: \"${BRIDGE_CORPUS_BYTES}/x\"\n");
   ChildResult r = test::run_command({BRIDGE_LAUNCH_BIN, "plan", "--format", "json", recipe},
-                                      {{"HOME", tmp.path()}, {"BRIDGE_CORPUS_BYTES", "\xff\xfe"}});
+                                    {{"HOME", tmp.path()}, {"BRIDGE_CORPUS_BYTES", "\xff\xfe"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"ok\": true"));
   EXPECT_THAT(r.out, HasSubstr("\ufffd\ufffd/x"));

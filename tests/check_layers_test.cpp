@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -24,8 +24,8 @@ class CheckLayersTest : public ::testing::Test {
     fs::create_directories(dir_.path() + "/scripts");
     fs::copy_file(std::string(test::kSourceDir) + "/scripts/check-layers.sh",
                   dir_.path() + "/scripts/check-layers.sh");
-    for (const char* layer : {"probe", "base", "system", "model", "plugins", "plan", "jobs",
-                              "executors", "launcher"}) {
+    for (const char* layer :
+         {"probe", "base", "system", "model", "plugins", "plan", "jobs", "executors", "launcher"}) {
       fs::create_directories(dir_.path() + "/" + layer);
       dir_.write(std::string(layer) + "/ok.h", "#pragma once\n");
     }

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "model/recipe_loader.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

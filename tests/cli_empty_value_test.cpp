@@ -50,8 +50,7 @@ TEST(CliEmptyValueTest, SubcommandOptionsAndFlagsToo) {
   test::TempDir home;
   std::map<std::string, std::string> env{{"HOME", home.path()},
                                          {"BRIDGE_LAUNCH_STATE_DIR", home.path() + "/state"}};
-  test::ChildResult logs =
-      test::run_command({BRIDGE_LAUNCH_BIN, "logs", "--grep=", "nojob"}, env);
+  test::ChildResult logs = test::run_command({BRIDGE_LAUNCH_BIN, "logs", "--grep=", "nojob"}, env);
   EXPECT_THAT(logs.err, Not(HasSubstr("job is required"))) << logs.err;
   EXPECT_THAT(logs.err, HasSubstr("nojob")) << logs.err;
   std::string recipe = std::string(BRIDGE_TEST_DATA) + "/recipes/full.yaml";

@@ -46,7 +46,7 @@ class CliTest : public ::testing::Test {
   // Runs bridge-launch with `args`, HOME pointing at a scratch directory so that nothing
   // the planner expands depends on the machine running the tests.
   ChildResult run(const std::vector<std::string>& args,
-                    std::map<std::string, std::string> env = {}) {
+                  std::map<std::string, std::string> env = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     env.emplace("HOME", home_.path());
@@ -88,7 +88,8 @@ TEST(CliTranslateTest, TwoLetterOptionsBecomeLongForms) {
 // parser defines its valued options with, every one of them, and no flag.
 TEST(CliTranslateTest, TakesValueKnowsEveryValuedPlanOption) {
   std::vector<std::string> names = plan_option_names_taking_a_value();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"-e", "--executor", "--num-gpus", "--runtime-check"}));
+  EXPECT_THAT(names,
+              ::testing::IsSupersetOf({"-e", "--executor", "--num-gpus", "--runtime-check"}));
   for (const std::string& name : names) EXPECT_TRUE(takes_value(name)) << name;
   for (const char* flag : {"--strict", "--dry-run", "--wait", "--help", "-v", "r.yaml"})
     EXPECT_FALSE(takes_value(flag)) << flag;
@@ -396,7 +397,7 @@ TEST_F(CliTest, TwoLetterOptionsParseAsWritten) {
 
 TEST_F(CliTest, OptionsOverrideTheRecipe) {
   ChildResult r = run({"plan", "--format", "json", "-ng", "32", "-gn", "4", "-g", "B200",
-                         fixture("full.yaml"), "model.expert_model_parallel_size=8"});
+                       fixture("full.yaml"), "model.expert_model_parallel_size=8"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = parse(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -489,9 +490,9 @@ TEST_F(CliTest, TemplateWithAnExecutorThatHasNoneIsRefused) {
   std::string state = home_.path() + "/state";
   for (const char* executor : {"local", "kubernetes"}) {
     ChildResult r = run({"--executor", executor, "--template", tmpl, fixture("full.yaml"),
-                           "runtime.container_image=nvcr.io/nvidia/nemo:25.11",
-                           "cluster.num_gpus=8", "cluster.gpus_per_node=8"},
-                          {{"BRIDGE_LAUNCH_STATE_DIR", state}});
+                         "runtime.container_image=nvcr.io/nvidia/nemo:25.11", "cluster.num_gpus=8",
+                         "cluster.gpus_per_node=8"},
+                        {{"BRIDGE_LAUNCH_STATE_DIR", state}});
     expect_rejected(r, {"template-not-used", std::string("the ") + executor + " executor",
                         "use --executor slurm"});
     EXPECT_FALSE(std::filesystem::exists(state)) << executor;
@@ -733,8 +734,8 @@ TEST_F(CliTest, LaunchFormRejectsInvalidRecipesBeforeSubmitting) {
 // wrap tp*pp*cp to 0 and divide by zero).
 TEST_F(CliTest, HugeParallelSizesDoNotCrash) {
   ChildResult r = run({"validate", "-ng", "8", fixture("minimal.yaml"),
-                         "model.tensor_model_parallel_size=4294967296",
-                         "model.pipeline_model_parallel_size=4294967296"});
+                       "model.tensor_model_parallel_size=4294967296",
+                       "model.pipeline_model_parallel_size=4294967296"});
   expect_rejected(r, {"tp*pp*cp", "4294967296"});
 }
 
@@ -922,7 +923,7 @@ TEST_F(CliTest, ANumericFlagOutOfRangeSaysTheRulePlainly) {
 
 TEST_F(CliTest, ExecutorBeforeAblateAppliesToIt) {
   ChildResult r = run({"-e", "slurm", "ablate", "--dry-run", fixture("minimal.yaml"), "--vary",
-                         "train.max_steps=5,6"});
+                       "train.max_steps=5,6"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("#SBATCH --nodes"));
 }
@@ -976,7 +977,7 @@ TEST_F(CliTest, TwoLayoutsGiveDifferentScriptsAndManifests) {
   for (const char* executor : {"slurm", "kubernetes"}) {
     ChildResult a = run({"--dry-run", "-e", executor, qwen});
     ChildResult b = run({"--dry-run", "-e", executor, qwen, "model.expert_model_parallel_size=8",
-                           "model.tensor_model_parallel_size=2", "model.sequence_parallel=true"});
+                         "model.tensor_model_parallel_size=2", "model.sequence_parallel=true"});
     ASSERT_EQ(a.exit_code, 0) << a.err;
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_NE(a.out, b.out) << executor;
@@ -1002,8 +1003,8 @@ TEST_F(CliTest, SecretsGivenOnTheCommandLineNeverReachTheRegistry) {
   const std::string override_secret = "S3CRET-M4RKER-override";
   const std::string flag_secret = "T0KEN-M4RKER-flag";
   ChildResult r = run({fixture("minimal.yaml"), "runtime.command=[/bin/true]", "-E",
-                         "WANDB_API_KEY=" + flag_secret,
-                         "env.OVR={value: " + override_secret + ", secret: true}"});
+                       "WANDB_API_KEY=" + flag_secret,
+                       "env.OVR={value: " + override_secret + ", secret: true}"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::filesystem::path state = home_.path() + "/.local/state/bridge-launch";
   int entries = 0;
@@ -1102,7 +1103,7 @@ TEST_F(CliTest, NoExcerptShowsASecretWrittenWithEscapes) {
 
 TEST_F(CliTest, PlanJsonReportsEffectiveRetries) {
   ChildResult r = run({"plan", "--format", "json", "-e", "slurm", fixture("minimal.yaml"),
-                         "executor.slurm.retries=2"});
+                       "executor.slurm.retries=2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(parse(r.out)["executor"]["retries"], 2);
 }
@@ -1165,8 +1166,7 @@ executor:
   local: {grace_period: 5}
 )");
   std::map<std::string, std::string> env{{"BRIDGE_LAUNCH_STATE_DIR", home_.path() + "/state"}};
-  ChildResult launch =
-      run({"-q", recipe, "executor.local.job_dir=" + home_.path() + "/jobs"}, env);
+  ChildResult launch = run({"-q", recipe, "executor.local.job_dir=" + home_.path() + "/jobs"}, env);
   EXPECT_EQ(launch.exit_code, 1) << launch.err;
 
   ChildResult why = run({"why", "why-local"}, env);

@@ -26,8 +26,8 @@
 #include "executors/slurm_retry.h"
 #include "plan/plan_confirm.h"
 #include "system/log_tail.h"
-#include "tests/support/test_util.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define BRIDGE_TEST_ASAN 1

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "tests/support/test_util.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

@@ -134,8 +134,7 @@ class K8sCli : public ::testing::Test {
 };
 
 TEST_F(K8sCli, DryRunPrintsValidManifestsAndCallsNothing) {
-  ChildResult r =
-      run({"--executor", "kubernetes", "--dry-run", "-ng", "16", "-gn", "8", recipe_});
+  ChildResult r = run({"--executor", "kubernetes", "--dry-run", "-ng", "16", "-gn", "8", recipe_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("kind: JobSet"));
   EXPECT_THAT(r.out, HasSubstr("\n---\n"));
@@ -248,7 +247,7 @@ TEST_F(K8sCli, UnreachableApiServerIsAClearFailureWithNoRegistryEntry) {
 TEST_F(K8sCli, UnwritableRegistryCallsNoKubectl) {
   std::string not_a_dir = dir_.write("registry-file", "a file where the registry should be\n");
   ChildResult r = run({"--executor", "kubernetes", recipe_},
-                        {{"BRIDGE_LAUNCH_STATE_DIR", not_a_dir + "/state"}});
+                      {{"BRIDGE_LAUNCH_STATE_DIR", not_a_dir + "/state"}});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("is not writable"));
   EXPECT_THAT(r.err, HasSubstr("nothing was submitted"));

@@ -293,7 +293,7 @@ std::map<std::string, std::string> pod_environment(const json& container) {
 
 // The entrypoint run locally, torchrun replaced by echo.
 test::ChildResult run_entrypoint(const json& container,
-                                   const std::map<std::string, std::string>& env) {
+                                 const std::map<std::string, std::string>& env) {
   std::string local = kubelet_expand(container["command"][2], {});
   local.replace(local.find("exec torchrun"), 13, "exec echo torchrun");
   local.replace(local.find("mkdir -p"), 8, "true");

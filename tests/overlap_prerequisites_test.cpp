@@ -50,8 +50,7 @@ const std::map<std::string, std::vector<std::string>>& failing_cases() {
       {"model.sequence_parallel", {"model.sequence_parallel=false"}},
       {"runtime.transformer_engine", {"runtime.transformer_engine=false"}},
       // Fewer experts than ep is refused on its own (experts-not-multiple-of-ep): ep 1 too.
-      {"model.num_moe_experts",
-       {"model.num_moe_experts=1", "model.expert_model_parallel_size=1"}},
+      {"model.num_moe_experts", {"model.num_moe_experts=1", "model.expert_model_parallel_size=1"}},
       {"model.expert_model_parallel_size", {"model.expert_model_parallel_size=1"}},
       {"model.moe_token_dispatcher_type", {"model.moe_token_dispatcher_type=allgather"}},
       {"model.precision", {"model.precision=fp32"}},
@@ -153,8 +152,8 @@ TEST(OverlapPrerequisites, ARowThatFailsIsNamedByValidationAndByAdvice) {
     SCOPED_TRACE(row.field);
     const std::vector<std::string>& failing = failing_cases().at(row.field);
     Planned off = plan_of(failing);
-    ASSERT_FALSE(off.diags.has_errors()) << "the case must plan with the knob off: "
-                                         << dump(off.diags);
+    ASSERT_FALSE(off.diags.has_errors())
+        << "the case must plan with the knob off: " << dump(off.diags);
     EXPECT_EQ(prerequisite_state(row, *off.plan.recipe, *off.plan.topology),
               PrerequisiteState::kFails);
     std::vector<std::string> on_overrides = failing;

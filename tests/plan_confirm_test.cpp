@@ -21,10 +21,10 @@
 #include "jobs/failure_triage.h"
 #include "plugins/plugin.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "system/templates.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

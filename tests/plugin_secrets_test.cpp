@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

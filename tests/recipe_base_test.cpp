@@ -19,8 +19,8 @@
 #include "plan/plan.h"
 #include "plan/plan_output.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/map_environment.h"
 #include "tests/support/test_util.h"
 
 namespace bridge {

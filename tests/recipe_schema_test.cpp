@@ -13,8 +13,8 @@
 #include "model/gpu_table.h"
 #include "model/recipe.h"
 #include "model/recipe_loader.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

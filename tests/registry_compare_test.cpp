@@ -19,9 +19,9 @@
 #include "jobs/registry.h"
 #include "model/compare.h"
 #include "plan/plan_output.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

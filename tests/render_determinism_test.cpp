@@ -13,8 +13,8 @@
 #include "model/executor_kind.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge {
 namespace {

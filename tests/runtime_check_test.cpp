@@ -18,9 +18,9 @@
 
 #include "plugins/plugin.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/map_environment.h"
 #include "tests/support/test_util.h"
 
 namespace bridge {

@@ -22,9 +22,9 @@
 #include "plan/plan.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
+#include "tests/support/fake_services.h"
 #include "tests/support/map_environment.h"
 #include "tests/support/test_util.h"
-#include "tests/support/fake_services.h"
 
 namespace bridge {
 namespace {

@@ -20,9 +20,9 @@
 #include "executors/slurm_template.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/map_environment.h"
 #include "tests/support/test_util.h"
-#include "tests/support/build_paths.h"
 
 namespace bridge {
 namespace {

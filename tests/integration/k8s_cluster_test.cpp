@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "process_util.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

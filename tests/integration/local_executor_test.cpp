@@ -15,10 +15,10 @@
 #include <sstream>
 #include <thread>
 
-#include "process_util.h"
 #include "probe/env_hash.h"
-#include "tests/support/test_util.h"
+#include "process_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -87,7 +87,7 @@ double steady_step_ms(const std::string& out) {
 
 TEST_F(LocalExecutorTest, DemoRecipeRunsWithEnvCheckAndOverlapEfficiency) {
   ChildResult r = launch({std::string(BRIDGE_SOURCE_DIR) + "/examples/recipes/demo.yaml",
-                            "executor.local.job_dir=" + (dir_ / "jobs").string()});
+                          "executor.local.job_dir=" + (dir_ / "jobs").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0]  ["));
   EXPECT_THAT(r.out, HasSubstr("iteration        8/       8"));
@@ -484,7 +484,7 @@ TEST_F(LocalExecutorTest, ListStatusLogsAndCancelFollowALocalJob) {
 TEST_F(LocalExecutorTest, AblateRunsOneKnobVariantsAndComparesThem) {
   std::string path = recipe("ablate", "", true);
   ChildResult r = launch({"ablate", path, "--vary", "comm_overlap.overlap_grad_reduce=false",
-                            "--window", "2:8", "-q"});
+                          "--window", "2:8", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("ablate: 2 jobs (baseline + 1 variant)"));
   EXPECT_THAT(r.out, HasSubstr("steady-state step time, iterations 2-8"));

@@ -35,9 +35,9 @@
 #include "executors/executor.h"
 #include "jobs/registry.h"
 #include "process_util.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -138,7 +138,7 @@ class LocalFaultsTest : public ::testing::Test {
   }
 
   ChildResult launch(const std::vector<std::string>& args,
-                       std::map<std::string, std::string> extra = {}) {
+                     std::map<std::string, std::string> extra = {}) {
     std::vector<std::string> argv{BRIDGE_LAUNCH_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     for (const auto& [k, v] : env_) extra.emplace(k, v);

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "process_util.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -143,7 +143,7 @@ TEST_F(ProbePlanCheckTest, StepsFlagThatDiffersFromThePlanIsAMismatch) {
 
 TEST_F(ProbePlanCheckTest, StepsAndGlobalBatchDefaultToThePlannedOverrides) {
   ChildResult r = probe({"train.max_steps=3", "train.global_batch_size=16"},
-                          "train.max_steps=3;train.global_batch_size=16");
+                        "train.max_steps=3;train.global_batch_size=16");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(HasRow(r.out, "steps", "3", "3 (train.max_steps)", "ok"));
   EXPECT_TRUE(HasRow(r.out, "global batch", "16", "16 (train.global_batch_size)", "ok"));

@@ -20,9 +20,9 @@
 
 #include "executors/executor.h"
 #include "process_util.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "process_util.h"
-#include "tests/support/test_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {

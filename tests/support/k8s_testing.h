@@ -23,9 +23,9 @@
 #include "plan/plan.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
-#include "tests/support/map_environment.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge::testing {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/map_environment.h"
 #include "model/gpu_table.h"
 #include "model/recipe_loader.h"
 #include "plugins/plugin.h"
+#include "tests/support/map_environment.h"
 
 namespace bridge::testing {
 

@@ -37,8 +37,8 @@ struct ChildResult {
 };
 
 inline ChildResult run_command(const std::vector<std::string>& argv,
-                                 const std::map<std::string, std::string>& extra_env = {},
-                                 const std::string& stdin_text = "") {
+                               const std::map<std::string, std::string>& extra_env = {},
+                               const std::string& stdin_text = "") {
   // The production runner (system/command_runner.h), so the tests exercise the one
   // process runner bridge-launch itself uses.
   bridge::CommandSpec spec;
