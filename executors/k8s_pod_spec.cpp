@@ -180,10 +180,9 @@ void read_volumes(const Field<YamlNode>& f, const std::string& job_dir, Checker&
     ordered_json m{{"name", name->scalar}, {"mountPath", mount->scalar}};
     if (read_only) m["readOnly"] = true;
     s.mounts.push_back(m);
-    const std::string& mp = mount->scalar;
-    if (!read_only && (job_dir == mp || job_dir.rfind(mp == "/" ? mp : mp + "/", 0) == 0))
-      s.job_dir_on_volume = true;
+    if (!read_only) s.writable_mounts.push_back(mount->scalar);
   }
+  s.job_dir_on_volume = on_writable_volume(s, job_dir);
 }
 
 void read_tolerations(const Field<YamlNode>& f, Checker& c, K8sPodSettings& s) {
@@ -350,6 +349,12 @@ ordered_json yaml_to_json(const YamlNode& node) {
   if (s == "null" || s == "~") return nullptr;
   if (auto i = parse_decimal<int64_t>(s); i && (s.size() == 1 || s[0] != '0')) return *i;
   return s;
+}
+
+bool on_writable_volume(const K8sPodSettings& s, const std::string& dir) {
+  return std::any_of(s.writable_mounts.begin(), s.writable_mounts.end(), [&](const auto& mp) {
+    return dir == mp || dir.rfind(mp == "/" ? mp : mp + "/", 0) == 0;
+  });
 }
 
 std::optional<K8sPodSettings> read_pod_settings(const KubernetesExecutorSpec& kx,

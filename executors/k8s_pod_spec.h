@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/diagnostics.h"
 #include "model/recipe.h"
@@ -43,9 +44,13 @@ struct K8sPodSettings {
   nlohmann::ordered_json annotations = nlohmann::ordered_json::object();
   std::string priority_class;
   std::string queue;
-  nlohmann::ordered_json pod_patch;  // null when unset
-  bool job_dir_on_volume = false;    // a volume is mounted at or above the job dir
+  nlohmann::ordered_json pod_patch;          // null when unset
+  bool job_dir_on_volume = false;            // a volume is mounted at or above the job dir
+  std::vector<std::string> writable_mounts;  // mount paths of the volumes not read_only
 };
+
+// Whether `dir` is at or below the mount path of a writable volume (it outlives the pods).
+bool on_writable_volume(const K8sPodSettings& s, const std::string& dir);
 
 std::optional<K8sPodSettings> read_pod_settings(const KubernetesExecutorSpec& kx,
                                                 const std::string& job_dir, Diagnostics& diags);

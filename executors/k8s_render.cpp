@@ -418,6 +418,17 @@ bool prepare_pod(const Plan& plan, Inputs& in, std::optional<K8sPodSettings>& se
   const ordered_json extra_labels = object_labels(*settings);
   for (const auto& [k, v] : extra_labels.items()) in.object_labels[k] = v;
   for (const auto& [k, v] : settings->annotations.items()) in.annotations[k] = v;
+  const CheckpointSpec& checkpoint = plan.job.checkpoint;
+  if (checkpoint.is_set() && !on_writable_volume(*settings, *checkpoint.dir.value))
+    diags.error("checkpoint-dir-not-mounted", "checkpoint.dir", checkpoint.dir.loc,
+                fmt::format("checkpoint.dir `{}` is not on a writable volume of the pods: the "
+                            "checkpoints would go away with each pod, and a retry would resume "
+                            "from nothing",
+                            *checkpoint.dir.value),
+                fmt::format("add a writable volume mounted at or above it, e.g. "
+                            "`executor.kubernetes.volumes: [{{name: ckpt, mount_path: {}, pvc: "
+                            "my-claim}}]`",
+                            *checkpoint.dir.value));
   if (!settings->job_dir_on_volume)
     diags.info("k8s-job-dir-not-persistent", "executor.kubernetes.job_dir", kx.job_dir.loc,
                fmt::format("the job dir {} is inside the container: its logs and profiles go "

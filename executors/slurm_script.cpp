@@ -132,6 +132,33 @@ class Checker {
                  "write one `SRC:DST[:FLAGS]` entry per list item, without commas");
   }
 
+  // checkpoint.dir inside the container: at or below the destination of a writable mount
+  // (`SRC:DST[:FLAGS]`, FLAGS without `ro`), else the checkpoints stay in the container.
+  void checkpoint_mounted(const CheckpointSpec& checkpoint,
+                          const std::vector<std::string>& mounts) {
+    if (!checkpoint.is_set()) return;
+    const std::string& dir = *checkpoint.dir.value;
+    for (const std::string& m : mounts) {
+      size_t first = m.find(':');
+      if (first == std::string::npos) continue;
+      size_t second = m.find(':', first + 1);
+      std::string dst =
+          m.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+      std::string flags = second == std::string::npos ? "" : m.substr(second + 1);
+      bool read_only = flags == "ro" || flags.rfind("ro,", 0) == 0;
+      if (!read_only && (dir == dst || dir.rfind(dst == "/" ? dst : dst + "/", 0) == 0)) return;
+    }
+    ok_ = false;
+    diags_.error("checkpoint-dir-not-mounted", "checkpoint.dir", checkpoint.dir.loc,
+                 fmt::format("checkpoint.dir `{}` is not under a writable container mount: the "
+                             "ranks would save inside the container, and the next attempt "
+                             "would resume from nothing",
+                             dir),
+                 fmt::format("mount it, e.g. `executor.slurm.container_mounts: [{}:{}]`, or put "
+                             "it under the job dir (mounted at the same path)",
+                             dir, dir));
+  }
+
   void sbatch_arg(const std::string& arg, const SourceLoc& loc) {
     if (has_control_chars(arg)) {
       ok_ = false;
@@ -471,6 +498,7 @@ std::vector<std::string> container_options(const Plan& plan, Checker& check,
     check.mount(code_mount, plan.code->loc);
     mounts.push_back(code_mount);
   }
+  check.checkpoint_mounted(r.checkpoint, mounts);
   o.push_back("--container-mounts=" + shell_word(join(mounts, ",")));
   std::string workdir = s.container_workdir.get_or(r.runtime.workdir.get_or(""));
   if (!workdir.empty()) o.push_back("--container-workdir=" + shell_word(workdir));
@@ -561,14 +589,6 @@ struct SbatchView {
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
-// Directories that are local to each node on the clusters our users run on (tmpfs or a local
-// disk): a multi-node job's files there are split across its nodes.
-bool on_node_local_storage(const std::string& dir) {
-  for (std::string_view local : {"/tmp", "/var/tmp", "/dev/shm", "/run"})
-    if (dir == local || (dir.rfind(local, 0) == 0 && dir[local.size()] == '/')) return true;
-  return false;
-}
-
 void check_job_dir(const Plan& plan, Checker& check, Diagnostics& diags) {
   const auto& field = plan.job.executor.slurm.job_dir;
   check.directive(plan.job_dir, "executor.slurm.job_dir", field.loc);

@@ -11,6 +11,7 @@
 #include "base/utf8.h"
 #include "executors/executor.h"
 #include "jobs/failure_triage.h"
+#include "jobs/job_checkpoint.h"
 #include "jobs/job_lifecycle.h"
 #include "jobs/job_progress.h"
 #include "jobs/registry.h"
@@ -50,6 +51,7 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
       {"ranks", r.ranks},
       {"job_dir", r.job_dir}};
   if (r.code) j["code"] = shipped_code_to_json(*r.code);
+  if (auto checkpoint = newest_checkpoint(r)) j["checkpoint"] = checkpoint_to_json(*checkpoint);
   return j;
 }
 
@@ -97,6 +99,8 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
       {"elapsed", elapsed_cell(r, now) + (r.state == JobState::kRunning ? " (running)" : "")},
       {"job dir", or_dash(r.job_dir)}};
   if (r.code) rows.push_back({"code", shipped_code_text(*r.code)});
+  if (auto checkpoint = newest_checkpoint(r))
+    rows.push_back({"checkpoint", checkpoint_text(*checkpoint)});
   if (auto verdict = confirmation_verdict(r))
     rows.push_back({"plan", plan_confirmation_line(*verdict)});
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);

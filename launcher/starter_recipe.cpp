@@ -187,7 +187,7 @@ void training(Writer& w, const StarterChoices& c, const Layout& l) {
   w.blank();
 }
 
-// The starter's executor.<name> section: one row per executor (starter_recipe_test checks
+// The starter's executor.<name> section: one row per executor (tests/init_test.cpp checks
 // that every executor has one).
 struct StarterKey {
   int indent;

@@ -123,6 +123,17 @@ struct TrainSpec {
   Field<std::string> tokenizer_model;
 };
 
+// checkpoint: where the job saves and resumes (docs/long-jobs.md). The runtime adapters plan it
+// into the runtime's own keys (Megatron-Bridge's checkpoint.save/load/save_interval/
+// most_recent_k/async_save); every attempt of the job loads the newest complete checkpoint.
+struct CheckpointSpec {
+  Field<std::string> dir;   // absolute, on storage every node of the job shares
+  Field<int64_t> interval;  // iterations between saves
+  Field<int64_t> keep;      // how many of the newest checkpoints to keep; unset = all
+  Field<bool> async_save;   // the runtime writes in the background
+  bool is_set() const { return dir.is_set(); }
+};
+
 // runtime.transformer_engine: a version string, `false` (TE absent) or absent (unknown).
 struct TeSpec {
   bool present = true;
@@ -282,6 +293,7 @@ struct Recipe {
   OptimizerSpec optimizer;
   MixedPrecisionSpec mixed_precision;
   TrainSpec train;
+  CheckpointSpec checkpoint;
   RuntimeSpec runtime;
   std::vector<PluginEntry> plugins;  // in recipe order
   std::vector<EnvEntry> env;         // recipe env:, in order

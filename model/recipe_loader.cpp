@@ -476,6 +476,15 @@ void read_small_sections(MapReader& top, Recipe& rec) {
     r.read("tokenizer_model", rec.train.tokenizer_model);
     r.finish();
   }
+  {
+    MapReader r =
+        top.child(top.section("checkpoint", "where the job saves and resumes"), "checkpoint");
+    r.read("dir", rec.checkpoint.dir);
+    r.read("interval", rec.checkpoint.interval, 1);
+    r.read("keep", rec.checkpoint.keep, 1);
+    r.read("async", rec.checkpoint.async_save);
+    r.finish();
+  }
 }
 
 // The largest snapshot limit accepted: 64 GiB, in MiB (a limit, not a default; the
@@ -769,9 +778,9 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
 
 const std::vector<std::string>& recipe_sections() {
   static const std::vector<std::string> kSections{
-      "name",    "description", "cluster",         "model", "comm_overlap",
-      "ddp",     "optimizer",   "mixed_precision", "train", "runtime",
-      "plugins", "env",         "executor"};
+      "name",      "description",     "cluster", "model",      "comm_overlap", "ddp",
+      "optimizer", "mixed_precision", "train",   "checkpoint", "runtime",      "plugins",
+      "env",       "executor"};
   return kSections;
 }
 

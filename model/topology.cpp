@@ -287,4 +287,12 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   return t;
 }
 
+bool on_node_local_storage(std::string_view dir) {
+  for (std::string_view local : {"/tmp", "/var/tmp", "/dev/shm", "/run"})
+    if (dir == local ||
+        (dir.rfind(local, 0) == 0 && dir.size() > local.size() && dir[local.size()] == '/'))
+      return true;
+  return false;
+}
+
 }  // namespace bridge

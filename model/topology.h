@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/diagnostics.h"
 #include "model/gpu_table.h"
@@ -39,5 +40,10 @@ struct Topology {
 };
 
 std::optional<Topology> compute_topology(const Recipe& recipe, Diagnostics& diags);
+
+// Directories that are local to each node on the clusters our users run on (tmpfs or a local
+// disk: /tmp, /var/tmp, /dev/shm, /run and below): what a multi-node job writes there is
+// split across its nodes.
+bool on_node_local_storage(std::string_view dir);
 
 }  // namespace bridge

@@ -165,6 +165,44 @@ void report_recipe_base(const Recipe& r, Diagnostics& diags) {
                          b.release, b.function, b.filled.size(), b.filled.size() == 1 ? "" : "s"));
 }
 
+// checkpoint: (docs/long-jobs.md): a directory every rank of every attempt finds, saved often
+// enough that an attempt has something to resume from. Where the executor's ranks see it (a
+// container mount, a pod volume) the executor checks.
+void check_checkpoint(const Recipe& r, const Topology& t, Diagnostics& diags) {
+  const CheckpointSpec& c = r.checkpoint;
+  if (!c.is_set()) {
+    for (const SourceLoc* loc : {&c.interval.loc, &c.keep.loc, &c.async_save.loc})
+      if (loc->has_position() || loc->from_override()) {
+        diags.error("checkpoint-dir-missing", "checkpoint.dir", *loc,
+                    "the checkpoint section sets how to save but not where: checkpoint.dir is "
+                    "not set",
+                    "set checkpoint.dir to a directory on storage every node shares");
+        return;
+      }
+    return;
+  }
+  const std::string& dir = *c.dir.value;
+  if (dir.empty() || dir[0] != '/')
+    diags.error("checkpoint-dir-relative", "checkpoint.dir", c.dir.loc,
+                fmt::format("checkpoint.dir `{}` is not an absolute path: each rank would "
+                            "resolve it against its own working directory",
+                            dir),
+                "write an absolute path on storage every node shares (e.g. under /lustre)");
+  else if (t.nodes > 1 && on_node_local_storage(dir))
+    diags.error("checkpoint-dir-node-local", "checkpoint.dir", c.dir.loc,
+                fmt::format("checkpoint.dir `{}` is on node-local storage on most clusters: "
+                            "each of the job's {} nodes would hold part of every checkpoint, "
+                            "and an attempt on other nodes would find none to resume from",
+                            dir, t.nodes),
+                "set checkpoint.dir to a shared file system (e.g. under /lustre or your home "
+                "directory)");
+  if (!c.interval.is_set())
+    diags.error("checkpoint-interval-missing", "checkpoint.interval", c.dir.loc,
+                "checkpoint.dir is set without checkpoint.interval: the runtime would save only "
+                "when training ends, and an attempt that fails before then resumes from nothing",
+                "set checkpoint.interval to the iterations between saves (e.g. 500)");
+}
+
 Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                   const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
                   Diagnostics& diags) {
@@ -172,7 +210,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   if (!recipe) return plan;
   plan.recipe = std::move(recipe);
   const Recipe& r = *plan.recipe;
-  plan.job = JobSpec{r.file, r.name, r.cluster, r.runtime, r.executor, {}};
+  plan.job = JobSpec{r.file, r.name, r.cluster, r.runtime, r.executor, {}, r.checkpoint};
   for (const auto& e : r.env) plan.job.env_locations.emplace(e.name, e.loc);
   plan.executor = choose_executor(req, r, diags);
   // --template replaces the sbatch script; other executors have nothing it could replace,
@@ -197,6 +235,7 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.topology = compute_topology(r, diags);
   if (!plan.topology) return plan;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
+  check_checkpoint(r, *plan.topology, diags);
   if (!kind) return plan;  // no executor to plan for (reported by choose_executor)
   plan.job_dir = job_base_dir(r, *kind, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
 

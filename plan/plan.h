@@ -61,6 +61,7 @@ struct JobSpec {
   RuntimeSpec runtime;
   ExecutorSpec executor;
   std::map<std::string, SourceLoc> env_locations;  // where the recipe's env: sets each name
+  CheckpointSpec checkpoint;  // where the ranks save (an executor checks its ranks see it)
 };
 
 struct Plan {

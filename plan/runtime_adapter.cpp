@@ -414,6 +414,24 @@ std::vector<std::pair<std::string, std::string>> user_hydra_values(
   return out;
 }
 
+void add_checkpoint_args(const Recipe& r, AdapterOutput& out) {
+  const CheckpointSpec& c = r.checkpoint;
+  if (!c.is_set()) return;
+  const std::string& dir = *c.dir.value;
+  out.args.push_back({"checkpoint.save", "", dir, "checkpoint.dir: where the job saves"});
+  out.args.push_back({"checkpoint.load", "", dir,
+                      "checkpoint.dir: every attempt resumes from the newest checkpoint there"});
+  if (c.interval.is_set())
+    out.args.push_back(
+        {"checkpoint.save_interval", "", std::to_string(*c.interval.value), "checkpoint.interval"});
+  if (c.keep.is_set())
+    out.args.push_back(
+        {"checkpoint.most_recent_k", "", std::to_string(*c.keep.value), "checkpoint.keep"});
+  if (c.async_save.is_set())
+    out.args.push_back(
+        {"checkpoint.async_save", "", *c.async_save.value ? "true" : "false", "checkpoint.async"});
+}
+
 void add_overlap_args(const AdapterInput& in, AdapterOutput& out) {
   for (const auto& text : overlap_runtime_args(in.overlap)) {
     size_t eq = text.find('=');

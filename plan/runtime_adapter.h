@@ -135,6 +135,11 @@ void add_overlap_args(const AdapterInput& in, AdapterOutput& out);
 // values: the runtime's own recipe (the recipe base) decides the others.
 void add_user_overlap_args(const AdapterInput& in, AdapterOutput& out);
 
+// checkpoint: (docs/long-jobs.md) as the runtime's own keys: checkpoint.save and
+// checkpoint.load both the directory, so that every attempt resumes from the newest complete
+// checkpoint, then save_interval, most_recent_k and async_save where the recipe sets them.
+void add_checkpoint_args(const Recipe& r, AdapterOutput& out);
+
 // Adapters (one file each).
 void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags);
 void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags);

@@ -115,6 +115,7 @@ void emit_hydra(const AdapterInput& in, AdapterOutput& out, Diagnostics& diags) 
     add_user_overlap_args(in, out);
   else
     add_overlap_args(in, out);
+  add_checkpoint_args(in.recipe, out);
 }
 
 }  // namespace bridge

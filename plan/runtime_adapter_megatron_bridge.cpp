@@ -262,6 +262,7 @@ void emit_megatron_bridge(const AdapterInput& in, AdapterOutput& out, Diagnostic
   for (auto& [key, value] : user_hydra_values(r, carried))
     out.args.push_back({key, "", value, key + " set in the recipe"});
   add_user_overlap_args(in, out);
+  add_checkpoint_args(in.recipe, out);
 }
 
 }  // namespace bridge

@@ -12,8 +12,9 @@
 namespace bridge {
 
 void emit_none(const AdapterInput& in, AdapterOutput&, Diagnostics& diags) {
-  static const std::vector<std::string> kSections{
-      "cluster", "model", "train", "ddp", "optimizer", "mixed_precision", "comm_overlap"};
+  static const std::vector<std::string> kSections{"cluster",      "model",     "train",
+                                                  "ddp",          "optimizer", "mixed_precision",
+                                                  "comm_overlap", "checkpoint"};
   std::map<std::string, std::vector<std::string>> keys_by_section;
   for (const auto& [key, value] : in.recipe.inputs) {
     size_t dot = key.find('.');

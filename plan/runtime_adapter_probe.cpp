@@ -16,6 +16,7 @@ void emit_probe(const AdapterInput& in, AdapterOutput& out, Diagnostics&) {
   for (auto& [key, value] : user_hydra_values(in.recipe, emitted))
     out.args.push_back({key, "", value, key + " set in the recipe"});
   add_overlap_args(in, out);
+  add_checkpoint_args(in.recipe, out);
 }
 
 }  // namespace bridge

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "probe/allreduce.h"
+#include "probe/checkpoint.h"
 #include "probe/group_comm.h"
 #include "probe/knobs.h"
 #include "probe/layout.h"
@@ -549,14 +550,15 @@ void record_step(const Options& options, int rank, int step, double elapsed,
   }
 }
 
-// The steady-state means (all steps but the first when there are several).
-TrainingReport make_report(const Options& options, int world_size,
-                           const std::vector<KindSeries>& kinds, const StepSeries& series) {
+// The steady-state means (all steps this run made but its first, when there are several).
+TrainingReport make_report(int first_step, int world_size, const std::vector<KindSeries>& kinds,
+                           const StepSeries& series) {
   TrainingReport report;
   report.world_size = world_size;
-  const size_t first = options.steps > 1 ? 1 : 0;
-  report.first_steady_step = static_cast<int>(first) + 1;
-  report.steady_steps = options.steps - static_cast<int>(first);
+  const int ran = static_cast<int>(series.step_ms.size());
+  const size_t first = ran > 1 ? 1 : 0;
+  report.first_steady_step = first_step + static_cast<int>(first);
+  report.steady_steps = ran - static_cast<int>(first);
   report.compute_ms = mean(series.compute_ms, first);
   report.comm_ms = mean(series.comm_ms, first);
   report.step_ms = mean(series.step_ms, first);
@@ -609,7 +611,17 @@ ProbeResult<TrainingReport> run_training(const Options& options, Cluster& cluste
                           worker);
   CommStream stream;
   StepSeries series;
-  for (int step = 1; step <= options.steps; ++step) {
+  ProbeResult<CheckpointSettings> checkpoints = checkpoint_settings(options);
+  if (!checkpoints.ok()) return checkpoints.status();
+  ProbeResult<int> resumed = newest_checkpoint(checkpoints->load, cluster.world_size);
+  if (!resumed.ok()) return resumed.status();
+  if (*resumed > 0) {
+    std::printf("bridge-probe: rank %d resumes from checkpoint iteration %d (%s)\n", rank, *resumed,
+                checkpoint_dir(checkpoints->load, *resumed).c_str());
+    std::fflush(stdout);
+  }
+  const int first_step = *resumed + 1;
+  for (int step = first_step; step <= options.steps; ++step) {
     if (rank == options.fail_rank && step == options.fail_at_step) {
       fatal(kExitInjectedFault,
             str_printf("injected failure at the start of step %d (--fail-rank %d)", step, rank));
@@ -626,8 +638,14 @@ ProbeResult<TrainingReport> run_training(const Options& options, Cluster& cluste
     if (!checked.ok()) return checked;
     kinds.back().steps.push_back(grad);
     record_step(options, rank, step, elapsed, kinds, series);
+    // Megatron saves every save_interval iterations and once more when training ends.
+    const bool due = checkpoints->interval > 0 && step % checkpoints->interval == 0;
+    if (!checkpoints->save.empty() && (due || step == options.steps)) {
+      ProbeStatus saved = save_checkpoint(*checkpoints, step, cluster);
+      if (!saved.ok()) return saved;
+    }
   }
-  return make_report(options, cluster.world_size, kinds, series);
+  return make_report(first_step, cluster.world_size, kinds, series);
 }
 
 namespace {

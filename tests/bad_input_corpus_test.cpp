@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "model/executor_kind.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/test_util.h"
 
@@ -263,7 +264,7 @@ TEST(BadInputCorpusShapeTest, HugeValidValuesRenderForEveryExecutor) {
                                                   "]\n"
                                                   "env:\n  HUGE: " +
                                                   big + "\n");
-  for (const char* executor : {"local", "slurm", "kubernetes"}) {
+  for (const std::string& executor : executor_names()) {
     ChildResult r = test::run_command(
         {BRIDGE_LAUNCH_BIN, "--dry-run", "--executor", executor, recipe},
         {{"HOME", tmp.path()}, {"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}});

@@ -1,4 +1,6 @@
 // The man page and the completion scripts stay in sync with the CLI.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/executor_kind.h"
 #include "model/recipe_loader.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/test_util.h"
@@ -190,7 +193,8 @@ TEST(CliDocsTest, FishCompletionCompletesCommandsKeysAndValues) {
   EXPECT_THAT(text, ::testing::HasSubstr("model.tensor_model_parallel_size= 'integer >= 1'"));
   EXPECT_THAT(text, ::testing::HasSubstr("case model.moe_token_dispatcher_type\n"
                                          "            printf '%s\\n' allgather alltoall flex\n"));
-  EXPECT_THAT(text, ::testing::HasSubstr("-l executor -x -a 'local slurm kubernetes'"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        fmt::format("-l executor -x -a '{}'", fmt::join(executor_names(), " "))));
   EXPECT_EQ(text, run_command({BRIDGE_LAUNCH_BIN, "completion", "fish"}).out);  // deterministic
   if (!have_shell("fish")) GTEST_SKIP() << "fish is not installed; the script was not run";
   EXPECT_EQ(run_command({"fish", "--no-config", "-n", script}).exit_code, 0);

@@ -19,6 +19,7 @@
 
 #include "jobs/registry.h"
 #include "launcher/services.h"
+#include "model/executor_kind.h"
 #include "plugins/plugin.h"
 #include "system/command_runner.h"
 #include "tests/support/build_paths.h"
@@ -435,7 +436,7 @@ TEST_F(CliTest, NoDiagnosticLineIsPrintedTwice) {
          std::filesystem::directory_iterator(std::string(test::kSourceDir) + "/" + dir)) {
       if (entry.path().extension() != ".yaml") continue;
       for (const char* command : {"plan", "validate"})
-        for (const char* executor : {"local", "slurm", "kubernetes"}) {
+        for (const std::string& executor : executor_names()) {
           ChildResult r = run({command, "--executor", executor, entry.path().string()});
           ++runs;
           std::map<std::string, int> seen;

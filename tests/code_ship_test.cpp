@@ -15,6 +15,7 @@
 #include "executors/job_dir.h"
 #include "executors/k8s_render.h"
 #include "executors/slurm_script.h"
+#include "model/executor_kind.h"
 #include "plan/code_plan.h"
 #include "plan/plan.h"
 #include "plugins/plugin.h"
@@ -323,7 +324,7 @@ TEST(CodeRenderTest, AContainerPathHoldingMountSyntaxIsRefused) {
 TEST(ContainerImageTest, TheLocalExecutorSaysItStartsNoContainer) {
   const std::string text =
       std::string(kCodeBase) + "  container_image: nvcr.io/nvidia/nemo:25.11\n";
-  for (const char* executor : {"local", "slurm", "kubernetes"}) {
+  for (const std::string& executor : executor_names()) {
     MapEnvironment env({{"HOME", "/home/u"}, {"PWD", "/work"}});
     PlanRequest req;
     req.recipe_path = "recipe.yaml";
@@ -332,7 +333,7 @@ TEST(ContainerImageTest, TheLocalExecutorSaysItStartsNoContainer) {
     build_plan_from_text(text, req, env, {}, diags);
     const Diagnostic* d =
         test::find_diag(diags, "executor-setting-not-applied", "runtime.container_image");
-    if (std::string(executor) != "local") {
+    if (find_executor_kind(executor)->ranks_in_image) {
       EXPECT_EQ(d, nullptr) << executor;
       continue;
     }

@@ -16,7 +16,9 @@
 #include "plan/advise.h"
 #include "plan/plan.h"
 #include "system/host_env.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/map_environment.h"
+#include "tests/support/test_util.h"
 
 namespace bridge {
 namespace {
@@ -128,6 +130,16 @@ std::string dump(const Diagnostics& diags) {
 TEST(OverlapPrerequisites, FailingCasesCoverEveryRow) {
   for (const OverlapPrerequisite& row : overlap_prerequisites())
     EXPECT_TRUE(failing_cases().count(row.field)) << "no failing case for " << row.field;
+}
+
+// docs/overlap.md explains every prerequisite: a row's field is named there.
+TEST(OverlapPrerequisites, DocsNameEveryRowsField) {
+  const std::string docs = test::read_file(std::string(BRIDGE_SOURCE_DIR) + "/docs/overlap.md");
+  ASSERT_FALSE(docs.empty());
+  for (const OverlapPrerequisite& row : overlap_prerequisites()) {
+    std::string leaf = std::string(row.field).substr(std::string(row.field).find('.') + 1);
+    EXPECT_NE(docs.find(leaf), std::string::npos) << row.field << " is not in docs/overlap.md";
+  }
 }
 
 TEST(OverlapPrerequisites, WithEveryRowHoldingValidationIsQuietAndAdviceFindsThemMet) {

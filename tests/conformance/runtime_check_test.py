@@ -181,6 +181,14 @@ def run_cases(s, python, scratch):
              and got.get("recipe") == "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
              and passed and "megatron.bridge 0.6.2" in passed[0],
              f"exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    # checkpoint: (docs/long-jobs.md) goes as the release's own keys; the check compares
+    # each override with the value the finalised config holds.
+    s.case("a checkpoint section lands as the release's checkpoint.save/load/save_interval/"
+           "most_recent_k/async_save",
+           ["validate", qwen, "checkpoint.dir=/lustre/ckpt", "checkpoint.interval=100",
+            "checkpoint.keep=2", "checkpoint.async=true",
+            "executor.slurm.container_mounts=[/lustre:/lustre]"] + rc, 0,
+           ["runtime-check-passed"])
     print("refused (bridge-launch's rules accept each; the release does not):")
     env = s.patched_release("older", OLDER)
     s.case("an override the release does not have (a release without moe_permute_fusion)",

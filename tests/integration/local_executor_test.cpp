@@ -293,6 +293,56 @@ TEST_F(LocalExecutorTest, HungRankIsCaughtByTheStepTimeout) {
   EXPECT_LT(seconds, 60);
 }
 
+// checkpoint: (docs/long-jobs.md): a job that fails after its checkpoints is launched again,
+// and every rank of the new job resumes from the newest complete checkpoint, runs only the
+// remaining steps and ends; `status` shows the checkpoint.
+TEST_F(LocalExecutorTest, ALaunchAfterAFailureResumesFromTheNewestCheckpoint) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  auto write = [&](const std::string& name, const std::string& extra_args) {
+    fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << "name: " << name << "\n"
+                     << "cluster: {num_gpus: 2, gpus_per_node: 2}\n"
+                        "train: {global_batch_size: 2, micro_batch_size: 1, max_steps: 6}\n"
+                        "checkpoint: {dir: "
+                     << ckpt
+                     << ", interval: 2}\n"
+                        "runtime: {launcher: direct, command: [bridge-probe], args: [--compute-ms, "
+                        "'20', --timeout, '20'"
+                     << extra_args << "]}\nexecutor: {local: {job_dir: " << (dir_ / "jobs").string()
+                     << ", grace_period: 2, timeout: 120}}\n";
+    return p.string();
+  };
+  ChildResult failed = launch({write("resume", ", --fail-rank, '1', --fail-at-step, '5'")});
+  ASSERT_EQ(failed.exit_code, 1) << failed.err;
+  // Iteration 4 was saved before rank 1 failed, unless the stop of rank 0 came while it wrote
+  // the tracker: then the newest complete one is 2. Either is what a restart resumes from.
+  std::string tracked = read_file(ckpt + "/latest_checkpointed_iteration.txt");
+  ASSERT_TRUE(tracked == "4\n" || tracked == "2\n") << tracked;
+  const std::string from = tracked.substr(0, 1);
+
+  ChildResult resumed = launch({write("resume", "")});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("rank 0 resumes from checkpoint iteration " + from));
+  EXPECT_THAT(resumed.out, Not(HasSubstr("iteration        1/")));
+  EXPECT_THAT(resumed.out, HasSubstr("saved checkpoint iteration 6"));
+  EXPECT_EQ(read_file(ckpt + "/latest_checkpointed_iteration.txt"), "6\n");
+  // Every rank says so, in its own log.
+  ChildResult list = launch({"list", "--format", "json"});
+  auto jobs = nlohmann::json::parse(list.out);
+  ASSERT_EQ(jobs.size(), 2u) << list.out;
+  auto second = std::find_if(jobs.begin(), jobs.end(),
+                             [](const auto& j) { return j["state"] == "SUCCEEDED"; });
+  ASSERT_NE(second, jobs.end()) << list.out;
+  const std::string id = (*second)["id"].get<std::string>();
+  const std::string job_dir = (*second)["job_dir"].get<std::string>();
+  for (int rank : {0, 1})
+    EXPECT_THAT(
+        read_file(job_dir + "/rank" + std::to_string(rank) + ".log"),
+        HasSubstr("rank " + std::to_string(rank) + " resumes from checkpoint iteration " + from));
+  ChildResult status = launch({"status", id});
+  EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 6, saved "));
+}
+
 TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
   ChildResult r = launch({recipe("corrupt", ", --corrupt-rank, '1'")});
   EXPECT_EQ(r.exit_code, 1);
