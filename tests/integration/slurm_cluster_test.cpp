@@ -499,6 +499,77 @@ executor:
   EXPECT_THAT(why.out, Not(HasSubstr("NCCL timeout")));
 }
 
+// checkpoint: (docs/long-jobs.md) on two nodes: 16 probe ranks save every 4 iterations of 12;
+// on attempt 1 rank 3 fails at iteration 10 with an NCCL timeout, the batch script retries it
+// on the other node, and attempt 2 resumes from the newest complete checkpoint (every rank
+// says so), runs only the iterations after it and succeeds; `status` shows both attempts and
+// the checkpoint. The directory is not under /tmp: the plan refuses node-local storage for a
+// multi-node job.
+TEST_F(SlurmCluster, ARetriedAttemptResumesFromTheNewestCheckpoint) {
+  const fs::path ckpt = fs::current_path() / ("slurm-ckpt-" + std::to_string(getpid()));
+  fs::remove_all(ckpt);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() { fs::remove_all(dir); }
+  } cleanup{ckpt};
+  const std::string probe = BRIDGE_PROBE_BIN;
+  std::string recipe = tmp.write("resume.yaml", R"(name: resume-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+train: {global_batch_size: 16, micro_batch_size: 1, max_steps: 12}
+checkpoint: {dir: )" + ckpt.string() + R"(, interval: 4}
+runtime:
+  adapter: probe
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$BRIDGE_ATTEMPT" = 1 ] && [ "$RANK" = 3 ]; then
+        echo "[rank3]: NCCL timeout: allreduce on the data-parallel group did not finish"
+        exec )" + probe + R"( "$@" --fail-rank 3 --fail-at-step 10
+      fi
+      exec )" + probe + R"( "$@"
+    - probe
+  args: [--compute-ms, '20', --timeout, '30']
+executor:
+  slurm: {retries: 1}
+)");
+  auto launched = run_command({BRIDGE_LAUNCH_BIN, "--executor", "slurm", "-gn", "8", recipe,
+                               "executor.slurm.job_dir=" + jobs_dir},
+                              env());
+  ASSERT_EQ(launched.exit_code, 0) << launched.err;
+  std::string job_id = launched.out.substr(0, launched.out.find('\n'));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(launched.err, m, std::regex(R"(slurm id (\d+))"))) << launched.err;
+  JobRecord rec;
+  rec.id = job_id;
+  rec.executor = "slurm";
+  rec.scheduler_id = m[1];
+  rec.job_dir = jobs_dir + "/resume-it/" + job_id;
+  rec.ranks = 16;
+  JobStatus st = wait_final(rec, 180s);
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n"
+                                            << read_file(rec.job_dir + "/attempts");
+  EXPECT_THAT(read_file(rec.job_dir + "/attempts"), HasSubstr("start attempt=2 of=2"));
+  // Iteration 8 was saved before rank 3 failed, unless the others were stopped while rank 0
+  // wrote the tracker: then the newest complete one is 4.
+  std::smatch resumed;
+  const std::string rank0 = read_file(rec.job_dir + "/rank0.log");
+  ASSERT_TRUE(std::regex_search(rank0, resumed,
+                                std::regex(R"(rank 0 resumes from checkpoint iteration (4|8))")))
+      << rank0;
+  const std::string from = resumed[1];
+  for (int rank = 0; rank < 16; ++rank)
+    EXPECT_THAT(
+        read_file(rec.job_dir + "/rank" + std::to_string(rank) + ".log"),
+        HasSubstr("rank " + std::to_string(rank) + " resumes from checkpoint iteration " + from))
+        << rank;
+  EXPECT_THAT(rank0, Not(HasSubstr("iteration        1/")));
+  EXPECT_EQ(read_file((ckpt / "latest_checkpointed_iteration.txt").string()), "12\n");
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
+  EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 12, saved "));
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED (attempt 2 of 2"));
+}
+
 // Seconds between two of Slurm's ISO 8601 times ("2026-12-02T13:05:07"); -1 when unreadable.
 long seconds_between(const std::string& from, const std::string& to) {
   auto parse = [](const std::string& t) {
