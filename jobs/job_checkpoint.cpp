@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <regex>
 #include <system_error>
 
 #include "base/numbers.h"
@@ -84,6 +85,24 @@ std::optional<CheckpointState> newest_checkpoint(const JobRecord& record) {
   c.found = true;
   c.saved_at = modified_at(iteration_dir(c.dir, c.iteration));
   return c;
+}
+
+std::optional<int64_t> resumed_iteration_in(const std::string& text) {
+  static const std::regex kResumed(
+      R"((?:successfully loaded checkpoint from .* at iteration|rank 0 resumes from checkpoint iteration) ([0-9]{1,12}))");
+  std::smatch m;
+  if (!std::regex_search(text, m, kResumed)) return std::nullopt;
+  return parse_decimal<int64_t>(m[1].str());
+}
+
+std::optional<int64_t> resumed_iteration(const JobRecord& record) {
+  if (!newest_checkpoint(record) || record.job_dir.empty()) return std::nullopt;
+  constexpr size_t kHead = size_t{256} * 1024;
+  StatusOr<RegularFile> log = open_regular_file(record.job_dir + "/rank0.log");
+  if (!log.ok()) return std::nullopt;
+  StatusOr<std::string> head = log->read_at(0, kHead);
+  if (!head.ok()) return std::nullopt;
+  return resumed_iteration_in(*head);
 }
 
 std::string checkpoint_text(const CheckpointState& c) {

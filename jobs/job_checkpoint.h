@@ -30,6 +30,16 @@ struct CheckpointState {
 
 std::optional<CheckpointState> newest_checkpoint(const JobRecord& record);
 
+// The iteration the job's (latest) attempt resumed from, as its rank 0 said it at start:
+// Megatron-Bridge's "successfully loaded checkpoint from DIR [ ... ] at iteration N" or
+// bridge-probe's "rank 0 resumes from checkpoint iteration N"; nullopt when it started from
+// scratch, has no checkpoint section, or its log is not readable here. Reads the first 256 KiB
+// of the log (the line is printed before training starts).
+std::optional<int64_t> resumed_iteration(const JobRecord& record);
+
+// Finds the resume line in `text` (what resumed_iteration reads).
+std::optional<int64_t> resumed_iteration_in(const std::string& text);
+
 // "iteration 30, saved 2026-12-04T14:20:01Z (/shared/ckpt/iter_0000030)" or why there is none.
 std::string checkpoint_text(const CheckpointState& c);
 nlohmann::ordered_json checkpoint_to_json(const CheckpointState& c);

@@ -275,12 +275,18 @@ int cmd_why(const JobOptions& o, const Context& c) {
   print_diagnostics(diags, c.err, c.color, false);
   // What the plan confirmation at start found (plan/plan_confirm.h), before the triage.
   std::optional<PlanConfirmationVerdict> verdict = confirmation_verdict(one[0]);
+  // Which checkpoint the attempt started from (docs/long-jobs.md).
+  std::optional<int64_t> resumed = resumed_iteration(one[0]);
   if (o.format == "json") {
     nlohmann::ordered_json j = triage_to_json(one[0], t);
     if (verdict) j["plan_confirmation"] = plan_confirmation_to_json(*verdict);
+    if (resumed) j["resumed_from_iteration"] = *resumed;
     c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     if (verdict) c.out << plan_confirmation_line(*verdict) << "\n";
+    if (resumed)
+      c.out << fmt::format("resumed: the attempt started from the checkpoint of iteration {}\n",
+                           *resumed);
     c.out << triage_to_text(one[0], t, /*excerpt=*/true);
   }
   // A script can branch on it: 1 when the job failed (the summary is printed either way).

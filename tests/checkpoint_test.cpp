@@ -231,5 +231,17 @@ TEST(JobCheckpoint, StatusShowsTheNewestCheckpointOfTheJobsDirectory) {
   EXPECT_EQ(checkpoint_to_json(*tracked)["iteration"], 200);
 }
 
+// `why`: the iteration an attempt resumed from, in Megatron-Bridge's words or bridge-probe's.
+TEST(JobCheckpoint, TheResumeLineOfMegatronBridgeAndOfTheProbeIsFound) {
+  EXPECT_EQ(
+      resumed_iteration_in("  successfully loaded checkpoint from /lustre/ckpt [ t 0/2, p 0/1 ] "
+                           "at iteration 3000\n"),
+      3000);
+  EXPECT_EQ(resumed_iteration_in("bridge-probe: rank 0 resumes from checkpoint iteration 8 "
+                                 "(/c/iter_0000008)\n"),
+            8);
+  EXPECT_EQ(resumed_iteration_in("bridge-probe: training: 12 steps\n"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace bridge

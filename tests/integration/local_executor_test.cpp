@@ -341,6 +341,9 @@ TEST_F(LocalExecutorTest, ALaunchAfterAFailureResumesFromTheNewestCheckpoint) {
         HasSubstr("rank " + std::to_string(rank) + " resumes from checkpoint iteration " + from));
   ChildResult status = launch({"status", id});
   EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 6, saved "));
+  ChildResult why = launch({"why", id});
+  EXPECT_THAT(why.out,
+              HasSubstr("resumed: the attempt started from the checkpoint of iteration " + from));
 }
 
 TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
