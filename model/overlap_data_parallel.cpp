@@ -194,11 +194,17 @@ void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution
   // Unset: Megatron-Bridge's recipes turn the distributed optimizer on (0.6.2: every
   // pretrain recipe, GPT-175B and Qwen3 MoE among them; the conformance suite checks it),
   // Megatron-Core's DistributedDataParallelConfig leaves it off (the probe emulates that).
-  // The D1 row of the prerequisite table decides, as advice reads it.
-  out.ddp.use_distributed_optimizer =
-      prerequisite_state(*prerequisites_of(kDpGradReduceFeature).front(), r, t) ==
-      PrerequisiteState::kHolds;
-  if (out.ddp.use_distributed_optimizer)
+  // The D1 rows of the prerequisite table decide, as advice reads them: the distributed
+  // optimizer is its row's value, and data-parallel overlap is applied when every row holds.
+  bool every_row_holds = true;
+  for (const OverlapFeature* feature : {&kDpGradReduceFeature, &kDpParamGatherFeature})
+    for (const OverlapPrerequisite* row : prerequisites_of(*feature)) {
+      const bool holds = prerequisite_state(*row, r, t) == PrerequisiteState::kHolds;
+      if (std::string_view(row->field) == "ddp.use_distributed_optimizer")
+        out.ddp.use_distributed_optimizer = holds;
+      every_row_holds = every_row_holds && holds;
+    }
+  if (every_row_holds)
     apply_distributed_optimizer(r, t, out, diags);
   else
     pass_through(r, out, diags);

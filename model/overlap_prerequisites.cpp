@@ -247,12 +247,13 @@ std::vector<OverlapPrerequisite> build_rows() {
        "EP overlap allows at most one multi-token-prediction layer, and changing that changes "
        "the model",
        "set model.mtp_num_layers to 1 or less"},
+      {"D1", &kDpGradReduceFeature, "ddp.use_distributed_optimizer", "true", K::kSetting,
+       distributed_optimizer_on, shown_distributed_optimizer, kDistributedOptimizerReason,
+       "set `ddp.use_distributed_optimizer: true`", "true"},
+      {"D1", &kDpParamGatherFeature, "ddp.use_distributed_optimizer", "true", K::kSetting,
+       distributed_optimizer_on, shown_distributed_optimizer, kDistributedOptimizerReason,
+       "set `ddp.use_distributed_optimizer: true`", "true"},
   };
-  for (const OverlapFeature* dp : {&kDpGradReduceFeature, &kDpParamGatherFeature})
-    rows.push_back({"D1", dp, "ddp.use_distributed_optimizer", "true", K::kSetting,
-                    distributed_optimizer_on, shown_distributed_optimizer,
-                    kDistributedOptimizerReason, "set `ddp.use_distributed_optimizer: true`",
-                    "true"});
   return rows;
 }
 

@@ -340,7 +340,8 @@ TEST(ContainerImageTest, TheLocalExecutorSaysItStartsNoContainer) {
     ASSERT_NE(d, nullptr);
     EXPECT_EQ(d->severity, Severity::kWarning);
     EXPECT_EQ(d->loc.line, 5);
-    EXPECT_THAT(d->message, HasSubstr("the local executor runs the ranks in this machine's "
+    EXPECT_THAT(d->message, HasSubstr("the " + executor +
+                                      " executor runs the ranks in this machine's "
                                       "environment, not in a container"));
     Diagnostics strict(true);
     build_plan_from_text(text, req, env, {}, strict);

@@ -49,7 +49,7 @@ TEST_F(InitTest, EveryShapeAndExecutorValidatesUnchanged) {
     for (const std::string& executor : executor_names())
       for (const char* gpu : {"h100", "gb200", "h200"})
         cases.push_back({"init", "--shape", shape, "-g", gpu, "--executor", executor, "-ng",
-                         executor == "local" ? "4" : "16"});
+                         find_executor_kind(executor)->runs_here ? "4" : "16"});
   cases.push_back({"init"});
   int n = 0;
   for (const auto& args : cases) {

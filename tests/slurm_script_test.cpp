@@ -3,7 +3,7 @@
 // that every env value reaches every task byte-for-byte.
 //
 // Regenerate the goldens after an intended change:
-//   UPDATE_GOLDENS=1 build/tests/unit_tests --gtest_filter='SlurmGolden*'
+//   UPDATE_GOLDENS=1 build/tests/unit_tests --gtest_filter='All/SlurmGolden*'
 #include "executors/slurm_script.h"
 
 #include <gmock/gmock.h>
