@@ -352,9 +352,8 @@ ordered_json yaml_to_json(const YamlNode& node) {
 }
 
 bool on_writable_volume(const K8sPodSettings& s, const std::string& dir) {
-  return std::any_of(s.writable_mounts.begin(), s.writable_mounts.end(), [&](const auto& mp) {
-    return dir == mp || dir.rfind(mp == "/" ? mp : mp + "/", 0) == 0;
-  });
+  return std::any_of(s.writable_mounts.begin(), s.writable_mounts.end(),
+                     [&](const auto& mp) { return path_at_or_below(dir, mp); });
 }
 
 std::optional<K8sPodSettings> read_pod_settings(const KubernetesExecutorSpec& kx,

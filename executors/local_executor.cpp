@@ -24,6 +24,8 @@
 #include "executors/job_dir.h"
 #include "executors/rank_env.h"
 #include "executors/rank_logs.h"
+#include "jobs/job_progress.h"
+#include "jobs/job_watchdog.h"
 #include "plan/plan_confirm.h"
 #include "system/file_read.h"
 #include "system/process_group.h"
@@ -333,7 +335,10 @@ class LocalExecutor : public Executor {
                        *plan.job.name.value, specs.size(), specs.size() == 1 ? "" : "es",
                        dir.string());
     bool quiet = options.verbosity < 0;
+    ProgressWatch watch(plan.watchdog, std::chrono::steady_clock::now());
+    std::optional<WatchdogEvent> verdict;
     LineSink sink = [&](int rank, const std::string& line) {
+      if (rank == plan.progress_rank) watch.on_line(line, std::chrono::steady_clock::now());
       RankLog& log = logs[rank];
       if (log.fd >= 0 && !log.write_line(line)) log_errors.emplace(rank, std::strerror(errno));
       auto& tail = tails[rank];
@@ -344,13 +349,21 @@ class LocalExecutor : public Executor {
     GroupOptions go;
     go.grace = std::chrono::seconds(plan.job.executor.local.grace_period.get_or(5));
     go.timeout = std::chrono::seconds(plan.job.executor.local.timeout.get_or(0));
+    go.stop_requested = [&] {
+      verdict = watch.due(std::chrono::steady_clock::now());
+      return verdict.has_value();
+    };
     GroupResult result = run_process_group(specs, go, sink);
+    if (result.stopped_on_request && verdict) record_watchdog(dir, *verdict);
     if (result.leftovers_stopped > 0)
       services_.log.warn(
           "stopped {} process{} the ranks had left running outside the job (daemons)",
           result.leftovers_stopped, result.leftovers_stopped == 1 ? "" : "es");
     write_exits(dir, result);
-    report(plan, result, tails, dir, diags, sr);
+    if (result.stopped_on_request && verdict && !result.first_failure && !result.interrupted)
+      report_watchdog(*verdict, diags, sr);
+    else
+      report(plan, result, tails, dir, diags, sr);
     report_log_errors(log_errors, dir, diags, sr);
     return sr;
   }
@@ -423,6 +436,8 @@ class LocalExecutor : public Executor {
       if (u.failed()) u.failure_order = order++;
     }
     if (order > 0) e.order_source = "the order in which the launcher saw the ranks exit";
+    if (auto watchdog = watchdog_verdict_line(job.job_dir, 1))
+      e.scheduler_lines.push_back(std::move(*watchdog));
     return e;
   }
 
@@ -453,6 +468,38 @@ class LocalExecutor : public Executor {
       // `why` then names ranks by their logs only; the job's result is unaffected
       services_.log.warn("could not write {}: {}; `why` will not know the order the ranks ended in",
                          (dir / kExitsFile).string(), std::strerror(errno));
+  }
+
+  // The verdict in <job dir>/watchdog, where `why` and `status` read it (jobs/job_watchdog.h).
+  void record_watchdog(const fs::path& dir, WatchdogEvent& verdict) const {
+    verdict.at = utc_time_text(std::chrono::system_clock::now());
+    RankLog out;
+    out.fd = create_job_file((dir / kWatchdogFile).string());
+    if (out.fd < 0 || !out.write_all(watchdog_event_line(verdict) + "\n"))
+      services_.log.warn("could not write {}: {}", (dir / kWatchdogFile).string(),
+                         std::strerror(errno));
+  }
+
+  // A hang fails the job with the watchdog's words; a teardown hang after the last iteration
+  // is a success with a note (the ranks' SIGTERM exits are the watchdog's doing, not theirs).
+  void report_watchdog(const WatchdogEvent& verdict, Diagnostics& diags, SubmitResult& sr) const {
+    const std::string text = watchdog_event_text(verdict);
+    if (verdict.kind == "teardown") {
+      services_.log.warn("{}", text);
+      sr.exit_code = kExitOk;
+      sr.final_state = JobState::kSucceeded;
+      sr.state_detail =
+          "the watchdog ended the processes after training reached its last "
+          "iteration (teardown hang)";
+      sr.exit_code_of_rank.reset();
+      return;
+    }
+    sr.exit_code = kExitRuntime;
+    sr.final_state = JobState::kFailed;
+    sr.state_detail = "hang: the watchdog ended the ranks";
+    diags.error("hang", "runtime.watchdog", {}, text,
+                "`bridge-launch why` names the rank that stopped first; raise "
+                "runtime.watchdog's timeouts if the job only needed longer");
   }
 
   static fs::path make_run_dir(const Plan& plan, const std::string& job_id, Diagnostics& diags) {

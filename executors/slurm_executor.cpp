@@ -20,6 +20,7 @@
 #include "executors/slurm_retry.h"
 #include "executors/slurm_scheduler.h"
 #include "executors/slurm_script.h"
+#include "jobs/job_watchdog.h"
 #include "plan/plan_confirm.h"
 #include "system/log_tail.h"
 
@@ -623,6 +624,10 @@ class SlurmExecutor : public Executor {
       e.order_source = fmt::format("srun's task reports in slurm-{}.err", job.scheduler_id);
     for (auto& line : err)
       if (line.rfind("srun: error: ", 0) != 0) e.scheduler_lines.push_back(std::move(line));
+    std::vector<SlurmAttempt> attempts = read_slurm_attempts(job.job_dir);
+    if (auto watchdog =
+            watchdog_verdict_line(job.job_dir, attempts.empty() ? 1 : attempts.back().number))
+      e.scheduler_lines.push_back(std::move(*watchdog));
     return e;
   }
 

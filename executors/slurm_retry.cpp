@@ -85,9 +85,44 @@ function out(s, host, unit,   c) {
   done = 1
   exit
 }
+# The hang watchdog ended this attempt (<job dir>/watchdog, jobs/job_watchdog.h): blame the
+# rank at the end of the chain of waits the ranks name ("... waiting for rank 5"; in a ring,
+# each rank waits for the one before it), as `why` does, and its node (block layout: rank /
+# (ranks / hosts)).
+function hang_verdict(   attempt, line, t, n, r, first, cur, hops, nh, host) {
+  attempt = ENVIRON["BRIDGE_ATTEMPT"] == "" ? 1 : ENVIRON["BRIDGE_ATTEMPT"]
+  found = 0
+  while ((getline line < (dir "/watchdog")) > 0)
+    if (line ~ /^hang / && index(line " ", " attempt=" attempt " ")) found = 1
+  close(dir "/watchdog")
+  if (!found) return
+  for (i = 1; i <= ns; i++) if (sid[i] == "hang") hs = i
+  if (UNIT != "rank") out(hs, "", "")
+  first = -1
+  for (t = 0; t < 4096; t++) {
+    f = dir "/rank" t ".log"; n = 0
+    while ((getline line < f) > 0) {
+      n++
+      if (match(line, /waiting for rank [0-9]+/)) waits[t] = substr(line, RSTART + 17, RLENGTH - 17) + 0
+    }
+    close(f)
+    if (n == 0) { r = (getline line < f); close(f); if (r < 0) break }
+    if (first < 0 && (t in waits)) first = t
+  }
+  if (first < 0) out(hs, "", "")
+  cur = waits[first]
+  for (hops = 0; (cur in waits) && hops < t; hops++) cur = waits[cur]
+  if (cur in waits) out(hs, "", "")  # a cycle: nobody to blame
+  nh = 0
+  while ((getline line < (dir "/hosts")) > 0) hosts[nh++] = line
+  close(dir "/hosts")
+  host = nh > 0 && t >= nh ? hosts[int(cur / int(t / nh))] : ""
+  out(hs, host, "rank_" cur)
+}
 BEGIN {
   for (k in cls) for (i = 1; i <= ns; i++) if (sid[i] == k) cls_by_index[i] = cls[k]
   dir = ENVIRON["BRIDGE_JOB_DIR"]
+  hang_verdict()
   err = dir "/slurm-" ENVIRON["SLURM_JOB_ID"] ".err"
   nr = 0; nj = 0
   # srun's task reports of this attempt, in its order ("srun: error: node1: task 3: ..."); a
@@ -153,6 +188,8 @@ SlurmRetry slurm_retry(const Plan& plan) {
   r.retries = effective_retries(plan);
   r.retry_on = s.retry_on.get_or(default_retry_on());
   r.exclude_failed_nodes = s.exclude_failed_nodes.get_or(true);
+  r.max_attempts =
+      plan.job.checkpoint.is_set() ? kProgressAttemptFactor * (r.retries + 1) : r.retries + 1;
   return r;
 }
 
@@ -180,6 +217,7 @@ std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {
       a.slurm_job = value(kv, "slurm_job");
       a.nodes = value(kv, "nodes");
       a.started_at = value(kv, "at");
+      a.checkpoint_at_start = parse_decimal<long long>(value(kv, "ckpt"));
       continue;
     }
     a.ended = true;
@@ -194,6 +232,8 @@ std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {
     a.excluded = value(kv, "excluded");
     a.not_retried = value(kv, "reason");
     a.next_slurm_job = value(kv, "next_slurm_job");
+    a.checkpoint_at_end = parse_decimal<long long>(value(kv, "ckpt"));
+    a.progress = value(kv, "progress");
     if (event == "retry" && !a.next_slurm_job.empty()) {
       SlurmAttempt& next = by_number[*number + 1];
       next.number = *number + 1;
@@ -264,9 +304,23 @@ std::vector<std::string> attempt_lines(const std::vector<SlurmAttempt>& attempts
       line += ", not started yet";
     else if (!a.ended)
       line += ", started " + a.started_at;
+    if (a.checkpoint_at_start && *a.checkpoint_at_start >= 0)
+      line += fmt::format(", from checkpoint {}", *a.checkpoint_at_start);
+    if (a.ended && a.not_retried == "requeued") {
+      line += ", requeued";
+      if (a.checkpoint_at_end && *a.checkpoint_at_end >= 0)
+        line += a.progress == "yes"
+                    ? fmt::format(" after checkpoint {} landed", *a.checkpoint_at_end)
+                    : " with no newer checkpoint";
+      out.push_back(std::move(line));
+      continue;
+    }
     if (a.ended) {
       line += a.rc ? fmt::format(", failed (srun exit {}): ", *a.rc) : ", failed: ";
       line += failure_text(a);
+      if (a.progress == "yes" && a.checkpoint_at_end)
+        line += fmt::format(" (saved up to checkpoint {}: not counted against retries)",
+                            *a.checkpoint_at_end);
       if (!a.next_slurm_job.empty())
         line += fmt::format("; attempt {} is Slurm job {}{}", a.number + 1, a.next_slurm_job,
                             a.excluded.empty() ? "" : ", " + a.excluded + " excluded");

@@ -32,7 +32,14 @@ struct SlurmRetry {
   int64_t retries = 0;                // attempts after the first
   std::vector<std::string> retry_on;  // class ids, or {"any"}
   bool exclude_failed_nodes = true;
+  // The hard cap on attempts: retries + 1 without checkpoints (every failure counts); with
+  // them, attempts that moved the newest checkpoint do not count against `retries`, and
+  // kProgressAttemptFactor x (retries + 1) attempts in all still end a job that never stops
+  // failing.
+  int64_t max_attempts = 1;
 };
+
+inline constexpr int64_t kProgressAttemptFactor = 4;
 
 SlurmRetry slurm_retry(const Plan& plan);
 
@@ -58,6 +65,9 @@ struct SlurmAttempt {
   std::string excluded;        // node(s) the next attempt excludes because of it, "" none
   std::string next_slurm_job;  // the attempt submitted after it, "" none
   std::string not_retried;     // why not ("not-retried", "no-attempts-left", ...), "" none
+  std::optional<long long> checkpoint_at_start;  // newest checkpoint's iteration, -1 none
+  std::optional<long long> checkpoint_at_end;
+  std::string progress;  // "yes": it moved the newest checkpoint (not counted), "no", "" unknown
 };
 
 // The attempts in order of their number; {} for a job dir without the file, or whose

@@ -146,7 +146,7 @@ class Checker {
           m.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
       std::string flags = second == std::string::npos ? "" : m.substr(second + 1);
       bool read_only = flags == "ro" || flags.rfind("ro,", 0) == 0;
-      if (!read_only && (dir == dst || dir.rfind(dst == "/" ? dst : dst + "/", 0) == 0)) return;
+      if (!read_only && path_at_or_below(dir, dst)) return;
     }
     ok_ = false;
     diags_.error("checkpoint-dir-not-mounted", "checkpoint.dir", checkpoint.dir.loc,
@@ -586,6 +586,9 @@ struct SbatchView {
   int64_t retries = 0;
   SlurmRetry retry;     // what the script does after a failure (executors/slurm_retry.h)
   std::string code_id;  // the submission id runtime.code's snapshot is named by
+  WatchdogSettings watchdog;
+  std::string watchdog_log;    // the job-dir file with the progress rank's lines
+  std::string checkpoint_dir;  // checkpoint.dir, "" without checkpoints
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
@@ -721,6 +724,10 @@ std::optional<SbatchView> sbatch_view(const Plan& plan, const SlurmRenderOptions
   v.code_id = submission_id_or_dry_run(plan, options.submission_id);
   srun_options(plan, v, check, diags);
   v.task_command = task_command(plan, options);
+  v.watchdog = plan.watchdog;
+  v.checkpoint_dir = plan.job.checkpoint.dir.get_or("");
+  v.watchdog_log = v.per_node ? fmt::format("node{}.log", plan.progress_rank / t.gpus_per_node)
+                              : fmt::format("rank{}.log", plan.progress_rank);
   if (!check.ok()) return std::nullopt;
   return v;
 }
@@ -777,9 +784,19 @@ TemplateData template_data(const SbatchView& v) {
   data.set("retries", std::to_string(v.retries));
   data.set_bool("retry", v.retries > 0);
   data.set("attempts", std::to_string(v.retries + 1));
+  data.set("max_attempts", std::to_string(v.retry.max_attempts));
+  data.set("checkpoint_dir_q", shell_quote(v.checkpoint_dir));
   data.set("retry_on", fmt::format("{}", fmt::join(v.retry.retry_on, ", ")));
   data.set("exclude_failed_nodes", v.retry.exclude_failed_nodes ? "true" : "false");
   data.set("retry_triage_q", shell_quote(retry_triage_program(v.retry, v.per_node)));
+  data.set_bool("watchdog", v.watchdog.enabled);
+  data.set("watchdog_log", v.watchdog_log);
+  data.set("watchdog_ere_q", shell_quote(kIterationLineEre));
+  data.set("watchdog_startup", std::to_string(v.watchdog.startup_timeout));
+  data.set("watchdog_progress", std::to_string(v.watchdog.progress_timeout));
+  data.set("watchdog_grace", std::to_string(v.watchdog.teardown_grace));
+  data.set("watchdog_poll", std::to_string(v.watchdog.poll_seconds()));
+  data.set("watchdog_kill_after", std::to_string(kWatchdogKillAfter));
   return data;
 }
 

@@ -65,6 +65,11 @@ const std::vector<ErrorSignature> kSignatures = {
      "aborted",
      {"terminate called after throwing", "SIGABRT", "Aborted (core dumped)", "Fatal Python error"}},
     {"preempted", K::kCause, "preempted by the scheduler", {"DUE TO PREEMPTION", "Preempted"}},
+    // The hang watchdog's verdict (jobs/job_watchdog.h watchdog_event_text), a job-level line.
+    {"hang",
+     K::kCause,
+     "no progress: the watchdog ended the ranks",
+     {"bridge-launch watchdog: hang"}},
     {"time-limit", K::kCause, "ran past its time limit", {"DUE TO TIME LIMIT", "DeadlineExceeded"}},
     {"node-failure", K::kCause, "a node failed", {"DUE TO NODE FAILURE", "NODE_FAIL", "NodeLost"}},
     // A rank that says itself that NCCL timed out: a cause (the transient failure retries are

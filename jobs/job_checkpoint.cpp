@@ -59,14 +59,21 @@ int64_t newest_iteration_dir(const std::string& root) {
   return newest;
 }
 
-}  // namespace
-
-std::optional<CheckpointState> newest_checkpoint(const JobRecord& record) {
+// The recipe's checkpoint.dir as the job recorded it; nullopt for a job without checkpoints.
+std::optional<std::string> recorded_checkpoint_dir(const JobRecord& record) {
   auto dir = record.knobs.find("checkpoint.dir");
   if (dir == record.knobs.end() || dir->second.empty() || dir->second == "null")
     return std::nullopt;
+  return dir->second;
+}
+
+}  // namespace
+
+std::optional<CheckpointState> newest_checkpoint(const JobRecord& record) {
+  std::optional<std::string> dir = recorded_checkpoint_dir(record);
+  if (!dir) return std::nullopt;
   CheckpointState c;
-  c.dir = dir->second;
+  c.dir = *dir;
   std::error_code ec;
   if (!fs::is_directory(c.dir, ec)) {
     c.why_none = "the directory is not there (yet), or not on a file system this machine sees";
@@ -96,7 +103,9 @@ std::optional<int64_t> resumed_iteration_in(const std::string& text) {
 }
 
 std::optional<int64_t> resumed_iteration(const JobRecord& record) {
-  if (!newest_checkpoint(record) || record.job_dir.empty()) return std::nullopt;
+  // Only a job that has checkpoints resumes; the recorded knob says so without listing the
+  // checkpoint directory.
+  if (!recorded_checkpoint_dir(record) || record.job_dir.empty()) return std::nullopt;
   constexpr size_t kHead = size_t{256} * 1024;
   StatusOr<RegularFile> log = open_regular_file(record.job_dir + "/rank0.log");
   if (!log.ok()) return std::nullopt;

@@ -198,6 +198,7 @@ struct ParsedOptions {
   AblateOptions ablate;
   InitOptions init;
   JobOptions list, status, logs, why, cancel, compare;
+  ResumeOptions resume;
   std::string plugins_format = "text";
   std::string shell;
   std::string schema_format = "json";
@@ -308,6 +309,19 @@ const Command kCommands[] = {
     {"cancel", "cancel a job", "Example: bridge-launch cancel demo-2026",
      [](CLI::App* app, ParsedOptions& p) { add_job_option(app, p.cancel); },
      [](ParsedOptions& p, const Context& c) { return cmd_cancel(p.cancel, c); }},
+    {"resume", "launch a finished job's recipe again; it loads the newest checkpoint",
+     "Example: bridge-launch resume pretrain-2026 --wait",
+     [](CLI::App* app, ParsedOptions& p) {
+       app->add_option("job", p.resume.job, "job id or unique prefix")->required();
+       app->add_option(plan_option::kEnv, p.resume.launch.env,
+                       "launch env KEY=VALUE again (-E values are not recorded)")
+           ->allow_extra_args(false);
+       app->add_flag("--dry-run", p.resume.launch.dry_run,
+                     "print what would be submitted; change nothing");
+       app->add_flag("--wait", p.resume.launch.wait, "follow the job until it ends");
+       add_format_option(app, p.resume.launch.format);
+     },
+     [](ParsedOptions& p, const Context& c) { return cmd_resume(p.resume, c); }},
     {"compare", "side-by-side steady-state step time of finished jobs",
      "Example: bridge-launch compare JOB_A JOB_B --window 3:8", add_compare_options,
      [](ParsedOptions& p, const Context& c) { return cmd_compare(p.compare, c); }},
@@ -521,7 +535,8 @@ std::optional<int> parse(CLI::App& app, const std::vector<std::string>& raw_args
 
 // -v and -q apply to every command that plans.
 void share_logging_options(ParsedOptions& p) {
-  for (Options* o : {&p.launch, &p.validate, &p.plan, &p.advise, &p.ablate.launch}) {
+  for (Options* o :
+       {&p.launch, &p.validate, &p.plan, &p.advise, &p.ablate.launch, &p.resume.launch}) {
     o->verbose = p.verbose;
     o->quiet = p.quiet;
   }

@@ -50,6 +50,12 @@ struct AblateOptions {
   std::string window = "3:8";
 };
 
+// `resume JOB`: the recorded job's recipe and overrides, launched again.
+struct ResumeOptions {
+  std::string job;
+  Options launch;  // env, dry_run, wait, format; the rest comes from the record
+};
+
 struct Services;
 
 struct Context {
@@ -70,6 +76,7 @@ struct EarlySubmission {
 };
 int cmd_launch(const Options& o, const Context& c, EarlySubmission early = {});
 int cmd_plugins(const std::string& format, const Context& c);
+int cmd_resume(const ResumeOptions& o, const Context& c);
 int cmd_list(const JobOptions& o, const Context& c);
 int cmd_status(const JobOptions& o, const Context& c);
 int cmd_logs(const JobOptions& o, const Context& c);

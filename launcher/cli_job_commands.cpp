@@ -1,6 +1,7 @@
 // list, status, why, logs, cancel and compare: following jobs and comparing their step times
 // (ablate, which submits the jobs it compares, is in cli_ablate.cpp).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "jobs/job_checkpoint.h"
 #include "jobs/job_lifecycle.h"
 #include "jobs/job_progress.h"
+#include "jobs/job_watchdog.h"
 #include "jobs/registry.h"
 #include "jobs/triage_output.h"
 #include "launcher/cli_commands.h"
@@ -30,7 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
+// `with_job_files`: also what the job dir and the checkpoint dir say (the newest checkpoint,
+// the watchdog's verdicts): for the jobs `status` names, not for every job `list` shows.
+nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now, bool with_job_files) {
   auto elapsed = job_elapsed(r, now);
   auto text_or_null = [](const std::string& t) {
     return t.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t);
@@ -51,7 +55,16 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now) {
       {"ranks", r.ranks},
       {"job_dir", r.job_dir}};
   if (r.code) j["code"] = shipped_code_to_json(*r.code);
+  if (!with_job_files) return j;
   if (auto checkpoint = newest_checkpoint(r)) j["checkpoint"] = checkpoint_to_json(*checkpoint);
+  nlohmann::ordered_json watchdog = nlohmann::ordered_json::array();
+  for (const WatchdogEvent& e : read_watchdog_events(r.job_dir))
+    watchdog.push_back({{"attempt", e.attempt},
+                        {"kind", e.kind},
+                        {"iteration", e.iteration},
+                        {"at", e.at},
+                        {"text", watchdog_event_text(e)}});
+  if (!watchdog.empty()) j["watchdog"] = watchdog;
   return j;
 }
 
@@ -103,6 +116,8 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
     rows.push_back({"checkpoint", checkpoint_text(*checkpoint)});
   if (auto verdict = confirmation_verdict(r))
     rows.push_back({"plan", plan_confirmation_line(*verdict)});
+  for (const WatchdogEvent& e : read_watchdog_events(r.job_dir))
+    rows.push_back({"watchdog", fmt::format("attempt {}: {}", e.attempt, watchdog_event_text(e))});
   for (const auto& row : rows) c.out << fmt::format("{:<10} {}\n", row[0], row[1]);
 }
 
@@ -113,11 +128,11 @@ void print_attempts(const std::vector<std::string>& lines, const Context& c) {
 }
 
 void print_records(const std::vector<JobRecord>& recs, const std::string& format,
-                   const Context& c) {
+                   bool with_job_files, const Context& c) {
   SystemTime now = c.services.clock.now();
   if (format == "json") {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
-    for (const auto& r : recs) a.push_back(record_summary(r, now));
+    for (const auto& r : recs) a.push_back(record_summary(r, now, with_job_files));
     c.out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -229,7 +244,7 @@ int cmd_list(const JobOptions& o, const Context& c) {
   Diagnostics diags;
   auto recs = c.services.registry.list(diags);
   print_diagnostics(diags, c.err, c.color, false);
-  print_records(recs, o.format, c);
+  print_records(recs, o.format, /*with_job_files=*/false, c);
   return kExitOk;
 }
 
@@ -256,11 +271,80 @@ int cmd_status(const JobOptions& o, const Context& c) {
     if (auto ex = c.services.executor(recs[0].executor))
       print_attempts(ex->attempt_history(recs[0]), c);
   } else
-    print_records(recs, o.format, c);
+    print_records(recs, o.format, /*with_job_files=*/!o.jobs.empty(), c);
   // One job asked for by name and it failed: say why, in one screen.
   if (o.jobs.size() == 1 && recs.size() == 1 && o.format == "text")
     if (auto ex = c.services.executor(recs[0].executor)) print_failure_summary(*ex, recs[0], c.out);
   return kExitOk;
+}
+
+namespace {
+
+// Why `resume` cannot launch `rec` again, or "" when it can.
+std::string resume_refusal(const JobRecord& rec, std::string& fix) {
+  if (!is_final(rec.state)) {
+    fix = fmt::format("wait for it to end, or `bridge-launch cancel {}` first", rec.id);
+    return fmt::format("job {} is {}: two attempts would write the same checkpoints", rec.id,
+                       job_state_name(rec.state));
+  }
+  auto dir = rec.knobs.find("checkpoint.dir");
+  if (dir == rec.knobs.end() || dir->second.empty() || dir->second == "null") {
+    fix = "add `checkpoint: {dir: /shared/path, interval: N}` to the recipe and launch it";
+    return fmt::format("job {} has no checkpoint.dir: a new launch would start from iteration 0",
+                       rec.id);
+  }
+  for (const std::string& o : rec.overrides)
+    if (o.size() > 9 && o.compare(o.size() - 9, 9, "=<secret>") == 0) {
+      fix = "launch the recipe again yourself, passing the secret as you did the first time";
+      return fmt::format(
+          "job {} was launched with a secret override ({}), which the registry "
+          "does not keep",
+          rec.id, o.substr(0, o.size() - 9));
+    }
+  std::error_code ec;
+  if (!fs::is_regular_file(rec.recipe_path, ec)) {
+    fix =
+        "run `bridge-launch resume` from the directory the job was launched from, or launch "
+        "the recipe again";
+    return fmt::format(
+        "the job's recipe {} is not there any more (a relative path is read from "
+        "the current directory)",
+        printable_text(rec.recipe_path, 200));
+  }
+  return "";
+}
+
+}  // namespace
+
+// `resume JOB`: the recipe and overrides the job was launched with, on the same executor,
+// launched again. Its checkpoint.load is the save directory, so every rank loads the newest
+// complete checkpoint there (docs/long-jobs.md).
+int cmd_resume(const ResumeOptions& o, const Context& c) {
+  auto rec = find_job(o.job, c);
+  if (!rec) return kExitUsage;
+  Diagnostics diags;
+  std::vector<JobRecord> recs{*rec};
+  refresh(recs, c, diags);
+  std::string fix;
+  if (std::string why = resume_refusal(recs[0], fix); !why.empty()) {
+    diags.error("resume-refused", "", {}, why, fix);
+    print_diagnostics(diags, c.err, c.color, false);
+    return kExitUsage;
+  }
+  print_diagnostics(diags, c.err, c.color, false);
+  Options launch = o.launch;
+  launch.executor = recs[0].executor;
+  launch.recipe = recs[0].recipe_path;
+  launch.overrides = recs[0].overrides;
+  std::string from = "no checkpoint yet: it starts from iteration 0";
+  if (auto checkpoint = newest_checkpoint(recs[0]))
+    from = checkpoint->found ? fmt::format("it loads iteration {}", checkpoint->iteration)
+                             : "no checkpoint there yet: it starts from iteration 0";
+  c.services.log.info("resuming {}: {} {} on {}; {}", recs[0].id,
+                      printable_text(launch.recipe, 200),
+                      printable_text(fmt::format("{}", fmt::join(launch.overrides, " ")), 400),
+                      launch.executor, from);
+  return cmd_launch(launch, c);
 }
 
 int cmd_why(const JobOptions& o, const Context& c) {

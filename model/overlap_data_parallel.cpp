@@ -194,16 +194,14 @@ void resolve_data_parallel(const Recipe& r, const Topology& t, OverlapResolution
   // Unset: Megatron-Bridge's recipes turn the distributed optimizer on (0.6.2: every
   // pretrain recipe, GPT-175B and Qwen3 MoE among them; the conformance suite checks it),
   // Megatron-Core's DistributedDataParallelConfig leaves it off (the probe emulates that).
-  // The D1 rows of the prerequisite table decide, as advice reads them: the distributed
-  // optimizer is its row's value, and data-parallel overlap is applied when every row holds.
+  // The D1 rows of the prerequisite table decide, as advice reads them: data-parallel overlap
+  // is applied when every row holds.
+  out.ddp.use_distributed_optimizer = distributed_optimizer_on(r, t);
   bool every_row_holds = true;
   for (const OverlapFeature* feature : {&kDpGradReduceFeature, &kDpParamGatherFeature})
-    for (const OverlapPrerequisite* row : prerequisites_of(*feature)) {
-      const bool holds = prerequisite_state(*row, r, t) == PrerequisiteState::kHolds;
-      if (std::string_view(row->field) == "ddp.use_distributed_optimizer")
-        out.ddp.use_distributed_optimizer = holds;
-      every_row_holds = every_row_holds && holds;
-    }
+    for (const OverlapPrerequisite* row : prerequisites_of(*feature))
+      every_row_holds =
+          every_row_holds && prerequisite_state(*row, r, t) == PrerequisiteState::kHolds;
   if (every_row_holds)
     apply_distributed_optimizer(r, t, out, diags);
   else

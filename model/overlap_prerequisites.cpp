@@ -113,11 +113,6 @@ PrerequisiteRemedy smallest_vpp(const Recipe& r, const Topology& t) {
 
 // --- data-parallel overlap: D1 ---
 
-// Unset, Megatron-Bridge's recipes turn the distributed optimizer on and Megatron-Core leaves
-// it off (overlap_data_parallel.cpp resolves it the same way, from this row).
-bool distributed_optimizer_on(const Recipe& r, const Topology&) {
-  return r.ddp.use_distributed_optimizer.get_or(runtime_is_megatron_bridge(r.runtime));
-}
 std::string shown_distributed_optimizer(const Recipe& r, const Topology& t) {
   if (r.ddp.use_distributed_optimizer.is_set())
     return shown_bool(r.ddp.use_distributed_optimizer, "");
@@ -301,6 +296,12 @@ int64_t advised_vpp(const Recipe& recipe, const Topology& topo) {
   for (int64_t v = 2; topo.pp * v <= layers; ++v)
     if (layers % (topo.pp * v) == 0) return v;
   return 0;
+}
+
+// Unset, Megatron-Bridge's recipes turn the distributed optimizer on and Megatron-Core leaves
+// it off: the D1 rows' predicate, and the value overlap_data_parallel.cpp plans.
+bool distributed_optimizer_on(const Recipe& r, const Topology&) {
+  return r.ddp.use_distributed_optimizer.get_or(runtime_is_megatron_bridge(r.runtime));
 }
 
 }  // namespace bridge

@@ -77,6 +77,10 @@ struct OverlapPrerequisite {
 };
 
 const std::vector<OverlapPrerequisite>& overlap_prerequisites();
+
+// Whether the job runs the distributed optimizer: the recipe's ddp.use_distributed_optimizer,
+// unset on under Megatron-Bridge (its recipes turn it on), off elsewhere (Megatron-Core).
+bool distributed_optimizer_on(const Recipe& r, const Topology& t);
 std::vector<const OverlapPrerequisite*> prerequisites_of(const OverlapFeature& feature);
 
 PrerequisiteState prerequisite_state(const OverlapPrerequisite& row, const Recipe& r,

@@ -147,6 +147,15 @@ struct RuntimeCheckSpec {
   Field<int64_t> timeout;  // seconds
 };
 
+// runtime.watchdog: when a job that stopped printing iteration lines is ended
+// (model/watchdog.h); every field in seconds, unset = the default shown in `plan`.
+struct WatchdogSpec {
+  Field<bool> enabled;
+  Field<int64_t> startup_timeout;   // launch -> first iteration line
+  Field<int64_t> progress_timeout;  // one iteration line -> the next
+  Field<int64_t> teardown_grace;    // last iteration line (train_iters reached) -> exit
+};
+
 // runtime.code: a local source tree shipped into the job (plan/code_plan.h). `section` is
 // where the section was written; unset when the recipe has none.
 struct CodeSpec {
@@ -174,6 +183,7 @@ struct RuntimeSpec {
   // Whose log carries the iteration lines --wait follows: "last", "first" or a rank number.
   Field<std::string> progress_rank;
   RuntimeCheckSpec check;
+  WatchdogSpec watchdog;
   // The job's runtime confirms at start that it built the planned config (plan/plan_confirm.h);
   // unset = on where the adapter and executor allow it.
   Field<bool> confirm;

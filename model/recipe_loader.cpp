@@ -19,6 +19,7 @@
 #include "model/recipe_base.h"
 #include "model/retry_policy.h"
 #include "model/run_script_flags.h"
+#include "model/watchdog.h"
 
 namespace bridge {
 
@@ -565,6 +566,16 @@ void read_runtime(MapReader& top, RuntimeSpec& rt) {
     c.read("python", rt.check.python);
     c.read("timeout", rt.check.timeout, 1, 3600);
     c.finish();
+  }
+  {
+    MapReader w =
+        top.child(r.section("watchdog", "ends a job whose ranks stopped printing iteration lines"),
+                  "runtime.watchdog");
+    w.read("enabled", rt.watchdog.enabled);
+    w.read("startup_timeout", rt.watchdog.startup_timeout, 1, kMaxWatchdogSeconds);
+    w.read("progress_timeout", rt.watchdog.progress_timeout, 1, kMaxWatchdogSeconds);
+    w.read("teardown_grace", rt.watchdog.teardown_grace, 1, kMaxWatchdogSeconds);
+    w.finish();
   }
   if (rt.command.is_set() && rt.command.value->empty())
     r.diags().error("bad-value", "runtime.command", rt.command.loc,

@@ -21,6 +21,12 @@ const std::vector<RetryClass>& retry_classes() {
       {"cuda-oom", "GPU out of memory (a retry usually fails the same way)", {"cuda-oom"}, false},
       {"host-oom", "host out of memory", {"host-oom"}, false},
       {"segfault", "a segmentation fault", {"segfault"}, false},
+      // Not by default: a hang that repeats (rank 0 building an index the others time out on)
+      // would spend every attempt the same way.
+      {"hang",
+       "no progress: the hang watchdog (runtime.watchdog) ended the ranks",
+       {"hang"},
+       false},
   };
   return kClasses;
 }

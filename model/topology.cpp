@@ -287,11 +287,14 @@ std::optional<Topology> compute_topology(const Recipe& r, Diagnostics& diags) {
   return t;
 }
 
+bool path_at_or_below(std::string_view dir, std::string_view root) {
+  if (dir == root || root == "/") return dir == root || (!dir.empty() && dir.front() == '/');
+  return dir.size() > root.size() && dir.substr(0, root.size()) == root && dir[root.size()] == '/';
+}
+
 bool on_node_local_storage(std::string_view dir) {
   for (std::string_view local : {"/tmp", "/var/tmp", "/dev/shm", "/run"})
-    if (dir == local ||
-        (dir.rfind(local, 0) == 0 && dir.size() > local.size() && dir[local.size()] == '/'))
-      return true;
+    if (path_at_or_below(dir, local)) return true;
   return false;
 }
 

@@ -46,4 +46,8 @@ std::optional<Topology> compute_topology(const Recipe& recipe, Diagnostics& diag
 // split across its nodes.
 bool on_node_local_storage(std::string_view dir);
 
+// `dir` is `root` or a path below it ("/lustre/a" is below "/lustre", "/lustre2" is not). Both
+// absolute and without a trailing slash, as the recipe checks leave them; "/" holds all.
+bool path_at_or_below(std::string_view dir, std::string_view root);
+
 }  // namespace bridge

@@ -20,6 +20,7 @@
 #include "model/placement.h"
 #include "model/recipe.h"
 #include "model/topology.h"
+#include "model/watchdog.h"
 #include "plan/code_plan.h"
 #include "plan/runtime_env_defaults.h"
 #include "plugins/plugin.h"
@@ -87,6 +88,8 @@ struct Plan {
   RuntimeCheckOutcome runtime_check;
   // Every rank's runtime starts through the plan confirmation (plan/plan_confirm.h).
   bool confirm = false;
+  // When the executor ends a job that stopped making progress (model/watchdog.h).
+  WatchdogSettings watchdog;
   // How each rank is bound to its GPU's NUMA node (runtime.binding, model/placement.h).
   NumaBinding binding;
   // runtime.code: the source tree shipped into the job (plan/code_plan.h); its inspection

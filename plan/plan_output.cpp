@@ -340,6 +340,12 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                                 {"source", p.binding.source}};
     j["argv"] = runtime_argv(p);
     j["confirm_at_start"] = p.confirm;
+    j["watchdog"] = ordered_json{{"enabled", p.watchdog.enabled},
+                                 {"startup_timeout_s", p.watchdog.startup_timeout},
+                                 {"progress_timeout_s", p.watchdog.progress_timeout},
+                                 {"teardown_grace_s", p.watchdog.teardown_grace},
+                                 {"progress_rank", p.progress_rank},
+                                 {"source", p.watchdog.source}};
     const Field<std::string>& image = p.recipe->runtime.container_image;
     j["container_image"] = image.is_set() ? ordered_json(*image.value) : ordered_json(nullptr);
     ordered_json setup = ordered_json::array();
@@ -547,6 +553,11 @@ std::string plan_to_text(const Plan& p, bool color) {
                  "(runtime.confirm)",
                  2, 4) +
              "\n";
+    out += "  " +
+           wrap_words(fmt::format("watchdog: {}; iteration lines from rank {} ({})",
+                                  watchdog_text(p.watchdog), p.progress_rank, p.watchdog.source),
+                      2, 4) +
+           "\n";
     heading("placement");
     out += format_table({{"setting", "value", "source", "rule"},
                          {"binding", std::string(binding_mode_name(p.binding.mode)),

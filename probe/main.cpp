@@ -107,6 +107,7 @@ ProbeResult<Inputs> read_inputs(const Options& options) {
 // The collective part: both checks, the training loop and the final barrier.
 ProbeStatus run_checks_and_training(const Options& options, const Inputs& inputs,
                                     Cluster& cluster) {
+  watch_for_termination();
   const ProbeResult<bool> env_ok = run_env_check(inputs.expected, cluster);
   if (!env_ok.ok()) return env_ok.status();
   if (!*env_ok) {
@@ -142,6 +143,10 @@ ProbeStatus run(int argc, char** argv) {
   if (cluster->rank == 0) {
     std::printf("bridge-probe: OK\n");
     std::fflush(stdout);
+  }
+  if (cluster->rank == options->hang_at_exit_rank) {
+    log_warning("--hang-at-exit-rank: training is done; sleeping instead of exiting");
+    sleep_until_terminated();
   }
   return {};
 }

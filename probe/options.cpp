@@ -190,6 +190,8 @@ constexpr IntFlagSpec kIntFlags[] = {
      [](Options& o, FlagsSeen&, int64_t v) { o.hang_rank = static_cast<int>(v); }},
     {"--hang-at-step", 1, kMaxInt,
      [](Options& o, FlagsSeen&, int64_t v) { o.hang_at_step = static_cast<int>(v); }},
+    {"--hang-at-exit-rank", 0, kMaxInt,
+     [](Options& o, FlagsSeen&, int64_t v) { o.hang_at_exit_rank = static_cast<int>(v); }},
     {"--corrupt-rank", 0, kMaxInt,
      [](Options& o, FlagsSeen&, int64_t v) { o.corrupt_rank = static_cast<int>(v); }},
     {"--corrupt-at-step", 1, kMaxInt,
@@ -447,6 +449,7 @@ flags:
   --fail-at-step S       ... at the start of step S (default 1)
   --hang-rank R          fault injection: rank R sleeps forever instead of all-reducing ...
   --hang-at-step S       ... in step S (default 1)
+  --hang-at-exit-rank R  fault injection: rank R sleeps after training instead of exiting
   --corrupt-rank R       fault injection: rank R contributes a wrong value ...
   --corrupt-at-step S    ... in step S (default 1)
   --corrupt-in PHASE     ... in the dp all-reduce (default), or the ep all-to-all, the tp
@@ -539,6 +542,7 @@ ProbeResult<Identity> read_identity() {
 ProbeStatus validate_options_for_world(const Options& options, const Identity& identity) {
   for (const auto& [rank, what] :
        {std::pair{options.fail_rank, "--fail-rank"}, std::pair{options.hang_rank, "--hang-rank"},
+        std::pair{options.hang_at_exit_rank, "--hang-at-exit-rank"},
         std::pair{options.corrupt_rank, "--corrupt-rank"}}) {
     if (rank >= identity.world_size) {
       return ProbeStatus(kExitUsage, str_printf("%s %d is outside the world (WORLD_SIZE=%d)", what,

@@ -60,6 +60,7 @@ struct Options {
   int fail_at_step = 1;
   int hang_rank = -1;
   int hang_at_step = 1;
+  int hang_at_exit_rank = -1;
   int corrupt_rank = -1;
   int corrupt_at_step = 1;
   bool help = false;

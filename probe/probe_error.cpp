@@ -1,6 +1,10 @@
 #include "probe/probe_error.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +14,9 @@ namespace bridge::probe {
 namespace {
 
 std::atomic<int> g_log_rank{-1};
+volatile std::sig_atomic_t g_terminated = 0;
+
+extern "C" void on_sigterm(int) { g_terminated = 1; }
 
 std::mutex& fatal_mutex() {
   static std::mutex mu;
@@ -48,6 +55,32 @@ std::string str_printf(const char* format, ...) {
 }
 
 void set_log_rank(int rank) { g_log_rank.store(rank); }
+
+void watch_for_termination() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool termination_requested() { return g_terminated != 0; }
+
+void end_if_terminated() {
+  if (!termination_requested()) return;
+  std::fflush(stdout);
+  std::signal(SIGTERM, SIG_DFL);
+  std::raise(SIGTERM);
+  std::_Exit(128 + SIGTERM);  // not reached: SIGTERM's default action ends the process
+}
+
+void sleep_until_terminated() {
+  std::fflush(stdout);
+  watch_for_termination();
+  for (;;) {
+    end_if_terminated();
+    ::usleep(100 * 1000);
+  }
+}
 
 void fatal(int exit_code, std::string_view message) {
   fatal_mutex().lock();  // Never released: the process ends below.

@@ -78,6 +78,18 @@ std::string str_printf(const char* format, ...) __attribute__((format(printf, 1,
 // Sets the rank shown in error messages (-1 = unknown yet).
 void set_log_rank(int rank);
 
+// SIGTERM while training (the launcher's watchdog or cancel, Slurm's step kill): from
+// watch_for_termination() on, SIGTERM only raises a flag, so a rank blocked on a peer can say
+// whom it waited for ("terminated while waiting for rank 5", as torch's flight recorder
+// would) before it ends; the waits check it at least every 200 ms. Anywhere else
+// end_if_terminated() ends the process by SIGTERM, as the default action would have.
+void watch_for_termination();
+bool termination_requested();
+void end_if_terminated();
+// --hang-*: sleeps until SIGTERM, then ends by it, printing nothing (a hung process says
+// nothing either).
+[[noreturn]] void sleep_until_terminated();
+
 // Prints `message` as an error and terminates the process with `exit_code`. Thread-safe: the
 // first caller wins, later callers block until the process is gone.
 [[noreturn]] void fatal(int exit_code, std::string_view message);

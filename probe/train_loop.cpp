@@ -140,7 +140,7 @@ class CommWorker {
             str_printf("--hang-rank: sleeping forever instead of entering the "
                        "all-reduce of step %d",
                        job.step));
-        for (;;) ::pause();
+        sleep_until_terminated();
       }
       const std::string phase = "step " + std::to_string(job.step);
       const auto start = Clock::now();
@@ -622,6 +622,7 @@ ProbeResult<TrainingReport> run_training(const Options& options, Cluster& cluste
   }
   const int first_step = *resumed + 1;
   for (int step = first_step; step <= options.steps; ++step) {
+    end_if_terminated();
     if (rank == options.fail_rank && step == options.fail_at_step) {
       fatal(kExitInjectedFault,
             str_printf("injected failure at the start of step %d (--fail-rank %d)", step, rank));

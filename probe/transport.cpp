@@ -40,6 +40,10 @@ int poll_ms(Clock::time_point deadline) {
   return static_cast<int>(std::min<long long>(ms, INT_MAX));
 }
 
+// How often a blocked exchange looks at termination_requested().
+constexpr int kTerminationCheckMs = 200;
+constexpr std::chrono::milliseconds kTerminationLag{1000};
+
 std::string seconds_text(double seconds) { return str_printf("%g", seconds); }
 
 std::string peer_name(int peer) {
@@ -460,6 +464,28 @@ Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+// SIGTERM reached this rank while it waited: whom it waited for (the one it still expects
+// bytes from, else the one it still sends to), for `why`'s chain of waits.
+ProbeStatus terminated_error(const Incoming& in, const Outgoing& out, size_t received,
+                             std::string_view phase) {
+  return ProbeStatus(kExitComm,
+                     str_printf("terminated while waiting for %s (%.*s)",
+                                peer_name(received < in.size ? in.peer : out.peer).c_str(),
+                                static_cast<int>(phase.size()), phase.data()));
+}
+
+// A peer that went away while this rank is being terminated went away for the same reason:
+// the wait is what this rank reports, not the lost connection. The step kill reaches the
+// nodes of a job one after another, so a peer may be gone a moment before this rank's own
+// SIGTERM arrives: it is given kTerminationLag to arrive.
+ProbeStatus lost_or_terminated(const Incoming& in, const Outgoing& out, size_t received,
+                               std::string_view phase, const std::string& why, int peer = -2) {
+  const auto lag_end = Clock::now() + kTerminationLag;
+  while (!termination_requested() && Clock::now() < lag_end) ::usleep(20 * 1000);
+  if (termination_requested()) return terminated_error(in, out, received, phase);
+  return lost_error(peer == -2 ? in.peer : peer, phase, why);
+}
+
 ProbeStatus send_recv(const Outgoing& out, const Incoming& in, double timeout_s,
                       std::string_view phase) {
   size_t sent = 0;
@@ -478,7 +504,8 @@ ProbeStatus send_recv(const Outgoing& out, const Incoming& in, double timeout_s,
       send_index = static_cast<int>(count);
       fds[count++] = pollfd{out.fd, POLLOUT, 0};
     }
-    const int rc = ::poll(fds, count, poll_ms(deadline));
+    if (termination_requested()) return terminated_error(in, out, received, phase);
+    const int rc = ::poll(fds, count, std::min(poll_ms(deadline), kTerminationCheckMs));
     if (rc < 0) {
       if (errno == EINTR) continue;
       return ProbeStatus(kExitComm, "poll failed: " + errno_text(errno));
@@ -496,9 +523,9 @@ ProbeStatus send_recv(const Outgoing& out, const Incoming& in, double timeout_s,
         received += static_cast<size_t>(n);
         progress = true;
       } else if (n == 0) {
-        return lost_error(in.peer, phase, "peer closed the connection");
+        return lost_or_terminated(in, out, received, phase, "peer closed the connection");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return lost_error(in.peer, phase, errno_text(errno));
+        return lost_or_terminated(in, out, received, phase, errno_text(errno));
       }
     }
     if (send_index >= 0 && fds[send_index].revents != 0) {
@@ -508,7 +535,7 @@ ProbeStatus send_recv(const Outgoing& out, const Incoming& in, double timeout_s,
         sent += static_cast<size_t>(n);
         progress = true;
       } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return lost_error(out.peer, phase, errno_text(errno));
+        return lost_or_terminated(in, out, received, phase, errno_text(errno), out.peer);
       }
     }
     if (progress) deadline = deadline_after(timeout_s);

@@ -293,6 +293,10 @@ class GroupRunner {
       result_.timed_out = true;
       begin_shutdown(SIGTERM);
     }
+    if (options_.stop_requested && !shutting_down_ && options_.stop_requested()) {
+      result_.stopped_on_request = true;
+      begin_shutdown(SIGTERM);
+    }
     if (shutting_down_ && !killed_ && now - shutdown_at_ > options_.grace) {
       kill(-pgid_, SIGKILL);
       killed_ = true;

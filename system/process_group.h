@@ -42,9 +42,10 @@ struct GroupResult {
   bool interrupted = false;                  // SIGINT/SIGTERM reached the launcher
   int interrupt_signal = 0;
   bool timed_out = false;
-  std::string spawn_error;         // exec/fork failure, "" when every rank started
-  int leftovers_stopped = 0;       // processes outside the group stopped after the ranks
-  bool leftovers_tracked = false;  // the launcher could become a child subreaper
+  bool stopped_on_request = false;  // GroupOptions::stop_requested said so (the watchdog)
+  std::string spawn_error;          // exec/fork failure, "" when every rank started
+  int leftovers_stopped = 0;        // processes outside the group stopped after the ranks
+  bool leftovers_tracked = false;   // the launcher could become a child subreaper
 };
 
 using LineSink = std::function<void(int rank, const std::string& line)>;
@@ -53,6 +54,9 @@ struct GroupOptions {
   std::chrono::milliseconds grace{5000};
   std::chrono::milliseconds timeout{0};  // 0 = none
   bool subreaper = true;  // stop what the ranks left running outside the group (see above)
+  // Asked about every 50 ms while no shutdown runs: true stops the group as a timeout does
+  // (SIGTERM, SIGKILL after the grace period). The local executor's hang watchdog.
+  std::function<bool()> stop_requested;
 };
 
 GroupResult run_process_group(const std::vector<RankSpec>& ranks, const GroupOptions& options,

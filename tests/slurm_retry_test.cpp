@@ -135,6 +135,32 @@ TEST_F(RetryTriage, TheRankThatTimedOutIsBlamedWithItsNode) {
   EXPECT_EQ(run(defaults()), "nccl-timeout cause nccl-timeout node1 rank_3\n");
 }
 
+// The watchdog ended the attempt: the hang is blamed on the rank at the end of the chain of
+// waits (a ring: each rank waits for the one before it; rank 5 waits for no one), on its node.
+TEST_F(RetryTriage, AWatchdogHangIsBlamedOnTheRankTheWaitsLeadTo) {
+  write("slurm-77.err", "srun: error: node1: tasks 0-15: Terminated\n");
+  write("watchdog",
+        "hang stage=progress iteration=19 total=30 waited=11 limit=10 attempt=1 "
+        "at=2026-12-04T17:00:00Z\n");
+  write("hosts", "node1\nnode2\n");
+  for (int r = 0; r < 16; ++r) {
+    if (r == 5) {
+      write("rank5.log", "iteration line\n");
+      continue;
+    }
+    write("rank" + std::to_string(r) + ".log", "bridge-probe: error: rank " + std::to_string(r) +
+                                                   ": terminated while waiting for rank " +
+                                                   std::to_string((r + 15) % 16) + " (step 20)\n");
+  }
+  SlurmRetry policy = defaults();
+  EXPECT_EQ(run(policy), "hang cause - node1 rank_5\n");  // hang is not retried by default
+  policy.retry_on.push_back("hang");
+  EXPECT_EQ(run(policy), "hang cause hang node1 rank_5\n");
+  // A verdict of another attempt is not this one's.
+  write("watchdog", "hang stage=progress iteration=19 total=30 attempt=2 at=x\n");
+  EXPECT_THAT(run(policy), Not(HasSubstr("hang")));
+}
+
 TEST_F(RetryTriage, OutOfMemoryIsNotRetriedByDefaultButIsWhenListed) {
   write("slurm-77.err", "srun: error: node2: task 9: Exited with exit code 1\n");
   write("rank9.log",
@@ -222,6 +248,85 @@ TEST(SlurmAttempts, ParsedAndDescribed) {
   EXPECT_TRUE(parse_slurm_attempts("").empty());
 }
 
+// Progress-aware retries (docs/executors/slurm.md, "Retries"): the checkpoint each attempt
+// started from and ended with, whether it counted, and a requeued attempt's landing.
+TEST(SlurmAttempts, CheckpointsAndProgressAreParsedAndShown) {
+  const std::string text =
+      "start attempt=1 of=8 slurm_job=134 nodes=node1 ckpt=-1 at=2026-12-02T10:00:00Z\n"
+      "retry attempt=1 slurm_job=134 rc=1 signature=hang class=hang host=node1 unit=rank_5 "
+      "ckpt=15 progress=yes at=2026-12-02T10:01:00Z excluded=node1 next_slurm_job=135\n"
+      "start attempt=2 of=8 slurm_job=135 nodes=node2 ckpt=15 at=2026-12-02T10:01:05Z\n"
+      "end attempt=2 slurm_job=135 reason=requeued ckpt=20 progress=yes at=2026-12-02T10:02:00Z\n"
+      "start attempt=3 of=8 slurm_job=135 nodes=node2 ckpt=20 at=2026-12-02T10:04:00Z\n";
+  auto attempts = parse_slurm_attempts(text);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0].checkpoint_at_start, -1);  // none yet: not shown
+  EXPECT_EQ(attempts[0].checkpoint_at_end, 15);
+  EXPECT_EQ(attempts[0].progress, "yes");
+  auto lines = attempt_lines(attempts);
+  EXPECT_THAT(lines[0], HasSubstr("hang on node1 (rank 5) (saved up to checkpoint 15: not "
+                                  "counted against retries)"));
+  EXPECT_THAT(lines[1], HasSubstr(", from checkpoint 15, requeued after checkpoint 20 landed"));
+  EXPECT_THAT(lines[0], Not(HasSubstr("from checkpoint")));
+  EXPECT_THAT(lines[2], HasSubstr("started 2026-12-02T10:04:00Z, from checkpoint 20"));
+}
+
+// The script's retry decision run in bash: with checkpoints, attempts that saved a newer one
+// do not count against `retries`; the hard cap still ends the job.
+TEST(SlurmRetryScript, OnlyAttemptsWithoutProgressCountAgainstRetries) {
+  Diagnostics diags;
+  std::string script = render(make_plan("  slurm: {job_dir: /jobs, retries: 1, retry_on: [any]}\n"
+                                        "checkpoint: {dir: /ckpt, interval: 5}\n",
+                                        diags),
+                              diags);
+  ASSERT_FALSE(script.empty()) << errors_of(diags);
+  EXPECT_THAT(script, HasSubstr("of=8 slurm_job"));
+  EXPECT_THAT(script, HasSubstr("local dir='/ckpt' t=\"\""));
+  TempDir dir;
+  std::ofstream(dir.path() + "/batch.sh") << script;
+  // The two functions, with the checkpoint dir pointed at the test's.
+  auto decide = [&](const std::string& attempts, const std::string& tracker_before,
+                    const std::string& tracker_after) {
+    std::ofstream(dir.path() + "/attempts") << attempts;
+    fs::create_directories(dir.path() + "/ckpt");
+    std::ofstream(dir.path() + "/ckpt/latest_checkpointed_iteration.txt") << tracker_before;
+    const std::string program =
+        "set -euo pipefail\n"
+        "eval \"$(sed -n '/^bridge_newest_checkpoint() {/,/^}$/p;/^bridge_progress() {/,/^}$/p' "
+        "\"$1\" | sed \"s|local dir='/ckpt'|local dir='$2/ckpt'|\")\"\n"
+        "start=$(bridge_newest_checkpoint)\n"
+        "printf '%s' \"$3\" >\"$2/ckpt/latest_checkpointed_iteration.txt\"\n"
+        "now=$(bridge_newest_checkpoint)\n"
+        "echo \"$start $now $(bridge_progress \"$start\" \"$now\")\"\n";
+    return run_command(
+               {"bash", "-c", program, "bash", dir.path() + "/batch.sh", dir.path(), tracker_after})
+        .out;
+  };
+  EXPECT_EQ(decide("", "10\n", "15\n"), "10 15 yes\n");
+  EXPECT_EQ(decide("", "15\n", "15\n"), "15 15 no\n");
+  // No tracker: the highest iter_ directory.
+  fs::remove(dir.path() + "/ckpt/latest_checkpointed_iteration.txt");
+  fs::create_directories(dir.path() + "/ckpt/iter_0000020");
+  fs::create_directories(dir.path() + "/ckpt/iter_0000005");
+  EXPECT_EQ(
+      run_command({"bash", "-c",
+                   "eval \"$(sed -n '/^bridge_newest_checkpoint() {/,/^}$/p' \"$1\" | sed "
+                   "\"s|local dir='/ckpt'|local dir='$2/ckpt'|\")\"; bridge_newest_checkpoint",
+                   "bash", dir.path() + "/batch.sh", dir.path()})
+          .out,
+      "20\n");
+  // The count the decision uses: earlier ends without progress=yes, plus this one.
+  const std::string count_program =
+      "awk '($1 == \"end\" || $1 == \"retry\") && !/ progress=yes( |$)/ { n++ } END { print n + "
+      "0 }' \"$1\"";
+  std::ofstream(dir.path() + "/attempts")
+      << "retry attempt=1 progress=yes at=x\nretry attempt=2 progress=no at=y\n"
+         "end attempt=3 reason=requeued progress=- at=z\n";
+  EXPECT_THAT(script, HasSubstr(count_program.substr(5, 60)));
+  EXPECT_EQ(run_command({"bash", "-c", count_program, "bash", dir.path() + "/attempts"}).out,
+            "2\n");
+}
+
 TEST(SlurmRetryScript, RenderedOnlyWithRetriesAndValidBash) {
   Diagnostics d0;
   std::string none = render(make_plan("  slurm: {job_dir: /jobs}\n", d0), d0);
@@ -236,7 +341,8 @@ TEST(SlurmRetryScript, RenderedOnlyWithRetriesAndValidBash) {
   EXPECT_THAT(script, HasSubstr("of=3 slurm_job=$SLURM_JOB_ID"));
   EXPECT_THAT(script, HasSubstr("(nccl-timeout, gpu-xid, node-failure)"));
   EXPECT_THAT(script, HasSubstr("if false && [ \"$host\" != \"-\" ]"));
-  EXPECT_THAT(script, HasSubstr("[ \"$BRIDGE_ATTEMPT\" -gt 2 ]"));
+  EXPECT_THAT(script, HasSubstr("[ \"$counted\" -gt 2 ]"));
+  EXPECT_THAT(script, HasSubstr("[ \"$BRIDGE_ATTEMPT\" -ge 3 ]"));  // no checkpoints: 3 in all
   EXPECT_THAT(script, Not(HasSubstr("scontrol requeue")));
   TempDir dir;
   std::string path = dir.path() + "/job.sbatch";

@@ -294,7 +294,7 @@ TEST_F(SlurmRender, SrunModeMapsRanksPerTask) {
   EXPECT_TRUE(contains(s, "export SCRATCH=\"/scratch/$USER/run-$SLURM_JOB_ID\"; "));
   EXPECT_TRUE(contains(s, "'llama3 8b'"));
   EXPECT_FALSE(contains(s, "--requeue"));
-  EXPECT_FALSE(contains(s, "--signal"));
+  EXPECT_FALSE(contains(s, "#SBATCH --signal"));
   EXPECT_FALSE(contains(s, "--container"));
 }
 
@@ -346,7 +346,7 @@ TEST_F(SlurmRender, FaultToleranceRequeuesAndUsesFtLauncherPerNode) {
   EXPECT_TRUE(contains(s, "#SBATCH --requeue\n"));
   EXPECT_TRUE(contains(s, "#SBATCH --ntasks-per-node=1\n"));
   EXPECT_TRUE(contains(s, "exec ft_launcher --max-restarts=2"));
-  EXPECT_TRUE(contains(s, "[ \"$BRIDGE_ATTEMPT\" -gt 3 ]"));
+  EXPECT_TRUE(contains(s, "[ \"$counted\" -gt 3 ]"));
   EXPECT_TRUE(contains(s, "sbatch --parsable ${exclude:+\"--exclude=$exclude\"}"));
 }
 

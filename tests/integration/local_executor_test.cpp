@@ -346,6 +346,126 @@ TEST_F(LocalExecutorTest, ALaunchAfterAFailureResumesFromTheNewestCheckpoint) {
               HasSubstr("resumed: the attempt started from the checkpoint of iteration " + from));
 }
 
+// `resume JOB` (docs/long-jobs.md): the failed job's recipe and overrides launched again;
+// every rank loads the newest checkpoint. A job without checkpoints is refused by name.
+TEST_F(LocalExecutorTest, ResumeLaunchesAFailedJobAgainFromItsNewestCheckpoint) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  const std::string mark = (dir_ / "failed-once").string();
+  fs::path p = dir_ / "resume.yaml";
+  std::ofstream(p)
+      << "name: resume\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+         "train: {global_batch_size: 2, micro_batch_size: 1, max_steps: 6}\n"
+         "checkpoint: {dir: "
+      << ckpt
+      << ", interval: 2}\n"
+         "runtime:\n  adapter: probe\n  launcher: direct\n  command:\n    - bash\n    - -c\n"
+         "    - |\n"
+         "      if [ \"$RANK\" = 1 ] && mkdir "
+      << mark
+      << " 2>/dev/null; then\n"
+         "        exec "
+      << BRIDGE_PROBE_BIN
+      << " \"$@\" --fail-rank 1 --fail-at-step 5\n"
+         "      fi\n"
+         "      exec "
+      << BRIDGE_PROBE_BIN
+      << " \"$@\"\n"
+         "    - probe\n"
+         "  args: [--compute-ms, '20', --timeout, '20']\n"
+         "executor: {local: {job_dir: "
+      << (dir_ / "jobs").string() << ", grace_period: 2, timeout: 120}}\n";
+  ChildResult failed = launch({p.string(), "train.max_steps=6"});
+  ASSERT_EQ(failed.exit_code, 1) << failed.err;
+  auto jobs = nlohmann::json::parse(launch({"list", "--format", "json"}).out);
+  ASSERT_EQ(jobs.size(), 1u);
+  const std::string id = jobs[0]["id"].get<std::string>();
+
+  ChildResult resumed = launch({"resume", id});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.err, ContainsRegex("resuming " + id +
+                                         ": .*resume.yaml train.max_steps=6 "
+                                         "on local; it loads iteration [24]"));
+  EXPECT_THAT(resumed.out, ContainsRegex("rank 1 resumes from checkpoint iteration [24]"));
+  EXPECT_EQ(read_file(ckpt + "/latest_checkpointed_iteration.txt"), "6\n");
+
+  fs::path plain = dir_ / "plain.yaml";
+  std::ofstream(plain) << "name: plain\ncluster: {num_gpus: 1, gpus_per_node: 1}\n"
+                          "runtime: {launcher: direct, command: [bridge-probe], args: [--steps, "
+                          "'2']}\nexecutor: {local: {job_dir: "
+                       << (dir_ / "jobs").string() << "}}\n";
+  ASSERT_EQ(launch({plain.string()}).exit_code, 0);
+  jobs = nlohmann::json::parse(launch({"list", "--format", "json"}).out);
+  std::string plain_id;
+  for (const auto& j : jobs)
+    if (j["name"] == "plain") plain_id = j["id"].get<std::string>();
+  ChildResult refused = launch({"resume", plain_id});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("has no checkpoint.dir: a new launch would start from "
+                                     "iteration 0"));
+}
+
+// runtime.watchdog (docs/long-jobs.md): rank 2 stops making progress at step 5 (the others
+// wait for it in the all-reduce, with a communication timeout far above the watchdog's): the
+// watchdog ends the job within its progress timeout plus its kill grace, records `hang`, and
+// `why` names rank 2, whom the others say they were waiting for when they were ended.
+TEST_F(LocalExecutorTest, TheWatchdogEndsAHungJobAndWhyNamesTheRankThatStopped) {
+  fs::path p = dir_ / "hang.yaml";
+  std::ofstream(p) << "name: hang\ncluster: {num_gpus: 4, gpus_per_node: 4}\n"
+                      "train: {global_batch_size: 4, micro_batch_size: 1, max_steps: 40}\n"
+                      "runtime:\n  launcher: direct\n  command: [bridge-probe]\n"
+                      "  args: [--compute-ms, '20', --timeout, '600', --hang-rank, '2', "
+                      "--hang-at-step, '5']\n"
+                      "  watchdog: {startup_timeout: 60, progress_timeout: 3}\n"
+                      "executor: {local: {job_dir: "
+                   << (dir_ / "jobs").string() << ", grace_period: 2, timeout: 300}}\n";
+  auto start = std::chrono::steady_clock::now();
+  ChildResult r = launch({p.string()});
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("bridge-launch watchdog: hang: no iteration line for "));
+  EXPECT_THAT(r.err, HasSubstr("after iteration 4/40"));
+  EXPECT_LT(seconds, 3 + 30 + 20);  // the progress timeout, the kill grace, start-up slack
+
+  auto jobs = nlohmann::json::parse(launch({"list", "--format", "json"}).out);
+  ASSERT_EQ(jobs.size(), 1u);
+  const std::string id = jobs[0]["id"].get<std::string>();
+  EXPECT_EQ(jobs[0]["state"], "FAILED");
+  EXPECT_THAT(read_file(jobs[0]["job_dir"].get<std::string>() + "/watchdog"),
+              ContainsRegex("^hang stage=progress iteration=4 total=40 waited=[0-9]+ limit=3 "
+                            "attempt=1 at=20"));
+  ChildResult why = launch({"why", id, "--format", "json"});
+  auto j = nlohmann::json::parse(why.out);
+  EXPECT_EQ(j["first_failure"]["rank"], 2) << why.out;
+  EXPECT_THAT(why.out, HasSubstr("\"hang\"")) << why.out;
+  ChildResult why_text = launch({"why", id});
+  EXPECT_THAT(why_text.out, HasSubstr("rank 2"));
+  EXPECT_THAT(why_text.out, HasSubstr("bridge-launch watchdog: hang"));
+}
+
+// A job whose training reached its last iteration and whose rank 1 then does not exit: the
+// watchdog ends it after the teardown grace, and the job counts as succeeded, with the note.
+TEST_F(LocalExecutorTest, ATeardownHangAfterTheLastIterationEndsAsSucceededWithANote) {
+  fs::path p = dir_ / "teardown.yaml";
+  std::ofstream(p) << "name: teardown\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
+                      "train: {global_batch_size: 2, micro_batch_size: 1, max_steps: 4}\n"
+                      "runtime:\n  launcher: direct\n  command: [bridge-probe]\n"
+                      "  args: [--compute-ms, '20', --timeout, '600', --hang-at-exit-rank, '1']\n"
+                      "  watchdog: {teardown_grace: 3}\n"
+                      "executor: {local: {job_dir: "
+                   << (dir_ / "jobs").string() << ", grace_period: 2, timeout: 300}}\n";
+  auto start = std::chrono::steady_clock::now();
+  ChildResult r = launch({p.string()});
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("training reached iteration 4/4, but the processes had not exited"));
+  EXPECT_LT(seconds, 60);
+  auto jobs = nlohmann::json::parse(launch({"list", "--format", "json"}).out);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["state"], "SUCCEEDED");
+  ChildResult status = launch({"status", jobs[0]["id"].get<std::string>()});
+  EXPECT_THAT(status.out, HasSubstr("teardown hang"));
+}
+
 TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
   ChildResult r = launch({recipe("corrupt", ", --corrupt-rank, '1'")});
   EXPECT_EQ(r.exit_code, 1);

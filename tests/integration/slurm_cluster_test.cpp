@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "executors/executor.h"
+#include "jobs/job_watchdog.h"
 #include "process_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
@@ -225,6 +226,26 @@ class SlurmCluster : public ::testing::Test {
     for (const auto& e : fs::recursive_directory_iterator(dir, ec))
       if (e.is_regular_file(ec)) text += read_file(e.path().string());
     return text;
+  }
+
+  // Launches `recipe` on two 8-GPU nodes; the registry's id and the record wait_final reads.
+  std::pair<std::string, JobRecord> launch_probe_job(const std::string& recipe,
+                                                     const std::string& name) {
+    auto launched = run_command({BRIDGE_LAUNCH_BIN, "--executor", "slurm", "-gn", "8", recipe,
+                                 "executor.slurm.job_dir=" + jobs_dir},
+                                env());
+    EXPECT_EQ(launched.exit_code, 0) << launched.err;
+    std::string job_id = launched.out.substr(0, launched.out.find('\n'));
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(launched.err, m, std::regex(R"(slurm id (\d+))")))
+        << launched.err;
+    JobRecord rec;
+    rec.id = job_id;
+    rec.executor = "slurm";
+    rec.scheduler_id = m.empty() ? "" : m[1].str();
+    rec.job_dir = jobs_dir + "/" + name + "/" + job_id;
+    rec.ranks = 16;
+    return {job_id, rec};
   }
 
   // The real seams, as main builds them: the tests follow jobs through the real Slurm.
@@ -533,23 +554,11 @@ runtime:
 executor:
   slurm: {retries: 1}
 )");
-  auto launched = run_command({BRIDGE_LAUNCH_BIN, "--executor", "slurm", "-gn", "8", recipe,
-                               "executor.slurm.job_dir=" + jobs_dir},
-                              env());
-  ASSERT_EQ(launched.exit_code, 0) << launched.err;
-  std::string job_id = launched.out.substr(0, launched.out.find('\n'));
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(launched.err, m, std::regex(R"(slurm id (\d+))"))) << launched.err;
-  JobRecord rec;
-  rec.id = job_id;
-  rec.executor = "slurm";
-  rec.scheduler_id = m[1];
-  rec.job_dir = jobs_dir + "/resume-it/" + job_id;
-  rec.ranks = 16;
+  auto [job_id, rec] = launch_probe_job(recipe, "resume-it");
   JobStatus st = wait_final(rec, 180s);
   ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n"
                                             << read_file(rec.job_dir + "/attempts");
-  EXPECT_THAT(read_file(rec.job_dir + "/attempts"), HasSubstr("start attempt=2 of=2"));
+  EXPECT_THAT(read_file(rec.job_dir + "/attempts"), HasSubstr("start attempt=2 of=8"));
   // Iteration 8 was saved before rank 3 failed, unless the others were stopped while rank 0
   // wrote the tracker: then the newest complete one is 4.
   std::smatch resumed;
@@ -567,7 +576,7 @@ executor:
   EXPECT_EQ(read_file((ckpt / "latest_checkpointed_iteration.txt").string()), "12\n");
   auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
   EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 12, saved "));
-  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED (attempt 2 of 2"));
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED (attempt 2 of 8"));
 }
 
 // Seconds between two of Slurm's ISO 8601 times ("2026-12-02T13:05:07"); -1 when unreadable.
@@ -580,6 +589,151 @@ long seconds_between(const std::string& from, const std::string& to) {
   };
   time_t a = parse(from), b = parse(to);
   return a < 0 || b < 0 ? -1 : static_cast<long>(b - a);
+}
+
+// runtime.watchdog on the Slurm cluster (docs/long-jobs.md): on attempt 1 rank 5 stops making
+// progress at step 20 (the others wait for it, with a communication timeout far above the
+// watchdog's). The batch script's watchdog ends the ranks within its progress timeout plus
+// its kill grace, the retry decision names `hang` and rank 5, and attempt 2 resumes from the
+// newest checkpoint on every rank and succeeds.
+TEST_F(SlurmCluster, AHungAttemptIsEndedByTheWatchdogAndRetriedFromTheLastCheckpoint) {
+  const fs::path ckpt = fs::current_path() / ("slurm-hang-ckpt-" + std::to_string(getpid()));
+  fs::remove_all(ckpt);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() { fs::remove_all(dir); }
+  } cleanup{ckpt};
+  const std::string probe = BRIDGE_PROBE_BIN;
+  std::string recipe = tmp.write("hang.yaml", R"(name: hang-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+train: {global_batch_size: 16, micro_batch_size: 1, max_steps: 30}
+checkpoint: {dir: )" + ckpt.string() + R"(, interval: 5}
+runtime:
+  adapter: probe
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$BRIDGE_ATTEMPT" = 1 ] && [ "$RANK" = 5 ]; then
+        exec )" + probe + R"( "$@" --hang-rank 5 --hang-at-step 20
+      fi
+      exec )" + probe + R"( "$@"
+    - probe
+  args: [--compute-ms, '20', --timeout, '600']
+  watchdog: {progress_timeout: 10}
+executor:
+  slurm: {retries: 1, retry_on: [hang]}
+)");
+  auto [job_id, rec] = launch_probe_job(recipe, "hang-it");
+  JobStatus st = wait_final(rec, 240s);
+  const std::string attempts = read_file(rec.job_dir + "/attempts");
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n" << attempts;
+  EXPECT_THAT(attempts, ContainsRegex("retry attempt=1 .*signature=hang class=hang host=[^ -]+ "
+                                      "unit=rank_5 "));
+  auto events = read_watchdog_events(rec.job_dir);
+  ASSERT_EQ(events.size(), 1u) << read_file(rec.job_dir + "/watchdog");
+  EXPECT_EQ(events[0].kind, "hang");
+  EXPECT_EQ(events[0].attempt, 1);
+  EXPECT_EQ(events[0].iteration, 19);
+  EXPECT_LE(events[0].waited, 10 + 5);  // noticed within a few polls of the timeout
+  // The ranks were gone within the kill grace: attempt 2 started soon after the verdict.
+  std::smatch started;
+  ASSERT_TRUE(std::regex_search(attempts, started, std::regex(R"(start attempt=2 .* at=(\S+))")));
+  EXPECT_LE(seconds_between(events[0].at.substr(0, 19), started[1].str().substr(0, 19)), 30 + 30);
+  const std::string rank0 = read_file(rec.job_dir + "/rank0.log");
+  std::smatch resumed;
+  ASSERT_TRUE(std::regex_search(rank0, resumed,
+                                std::regex(R"(rank 0 resumes from checkpoint iteration (10|15))")))
+      << rank0;
+  for (int rank = 0; rank < 16; ++rank)
+    EXPECT_THAT(read_file(rec.job_dir + "/rank" + std::to_string(rank) + ".log"),
+                HasSubstr("resumes from checkpoint iteration " + resumed[1].str()))
+        << rank;
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
+  EXPECT_THAT(status.out, HasSubstr("hang on "));
+  EXPECT_THAT(status.out, HasSubstr("(rank 5)"));
+}
+
+// Preemption you can trust (docs/long-jobs.md): a job requeued by Slurm at iteration ~30 of
+// 60 (checkpoints every 10) keeps one record; attempt 2 records that a checkpoint newer than
+// the one attempt 1 started from landed before the kill, every rank resumes from it, the job
+// ends SUCCEEDED, and `status` shows both attempts and the checkpoint.
+TEST_F(SlurmCluster, ARequeuedJobResumesFromTheCheckpointThatLandedBeforeTheKill) {
+  const fs::path ckpt = fs::current_path() / ("slurm-requeue-ckpt-" + std::to_string(getpid()));
+  fs::remove_all(ckpt);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() { fs::remove_all(dir); }
+  } cleanup{ckpt};
+  std::string recipe = tmp.write("requeue.yaml", R"(name: requeue-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+train: {global_batch_size: 16, micro_batch_size: 1, max_steps: 60}
+checkpoint: {dir: )" + ckpt.string() + R"(, interval: 10}
+runtime:
+  adapter: probe
+  command: [)" + std::string(BRIDGE_PROBE_BIN) + R"(]
+  args: [--compute-ms, '60', --timeout, '60']
+executor:
+  slurm: {retries: 1}
+)");
+  auto [job_id, rec] = launch_probe_job(recipe, "requeue-it");
+  const std::string tracker = (ckpt / "latest_checkpointed_iteration.txt").string();
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (std::chrono::steady_clock::now() < deadline && std::atoi(read_file(tracker).c_str()) < 30)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_GE(std::atoi(read_file(tracker).c_str()), 30) << read_file(rec.job_dir + "/rank0.log");
+  ASSERT_EQ(run_command({"scontrol", "requeue", rec.scheduler_id}).exit_code, 0);
+  // A requeued job waits out a begin time once it is pending again; let it start at once.
+  for (int i = 0; i < 150; ++i) {
+    if (sh("squeue -h -j " + rec.scheduler_id + " -o %T").rfind("PENDING", 0) == 0) {
+      run_command({"scontrol", "update", "JobId=" + rec.scheduler_id, "StartTime=now"});
+      break;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  JobStatus st = wait_final(rec, 180s);
+  const std::string attempts = read_file(rec.job_dir + "/attempts");
+  ASSERT_EQ(st.state, JobState::kSucceeded) << st.detail << "\n" << attempts;
+  std::smatch landed;
+  ASSERT_TRUE(std::regex_search(attempts, landed,
+                                std::regex("end attempt=1 slurm_job=" + rec.scheduler_id +
+                                           R"( reason=requeued ckpt=([0-9]+) progress=yes )")))
+      << attempts;
+  const std::string from = landed[1];
+  EXPECT_GE(std::stoi(from), 30);
+  EXPECT_THAT(attempts, HasSubstr("start attempt=2 of=8 slurm_job=" + rec.scheduler_id));
+  for (int rank = 0; rank < 16; ++rank)
+    EXPECT_THAT(read_file(rec.job_dir + "/rank" + std::to_string(rank) + ".log"),
+                HasSubstr("resumes from checkpoint iteration " + from))
+        << rank;
+  EXPECT_EQ(read_file(tracker), "60\n");
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
+  EXPECT_THAT(status.out, HasSubstr("requeued after checkpoint " + from + " landed"));
+  EXPECT_THAT(status.out, HasSubstr("from checkpoint " + from));
+  EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 60, saved "));
+}
+
+// A job whose training reached its last iteration and whose rank 0 does not exit: the
+// watchdog ends the step after the teardown grace and the job counts as succeeded.
+TEST_F(SlurmCluster, ATeardownHangEndsSucceededWithTheWatchdogsNote) {
+  std::string recipe = tmp.write("teardown.yaml", R"(name: teardown-it
+cluster: {gpu: h100, num_gpus: 16, gpus_per_node: 8}
+train: {global_batch_size: 16, micro_batch_size: 1, max_steps: 6}
+runtime:
+  adapter: probe
+  command: [)" + std::string(BRIDGE_PROBE_BIN) + R"(]
+  args: [--compute-ms, '20', --timeout, '600', --hang-at-exit-rank, '0']
+  watchdog: {teardown_grace: 5}
+)");
+  auto [job_id, rec] = launch_probe_job(recipe, "teardown-it");
+  JobStatus st = wait_final(rec, 120s);
+  EXPECT_EQ(st.state, JobState::kSucceeded) << st.detail;
+  auto events = read_watchdog_events(rec.job_dir);
+  ASSERT_EQ(events.size(), 1u) << read_file(rec.job_dir + "/watchdog");
+  EXPECT_EQ(events[0].kind, "teardown");
+  EXPECT_EQ(events[0].iteration, 6);
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id}, env());
+  EXPECT_THAT(status.out, HasSubstr("training reached iteration 6/6"));
 }
 
 // The issue's plan-confirmation scenario: a megatron_bridge job whose runtime is wrapped by a
