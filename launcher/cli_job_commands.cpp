@@ -61,7 +61,8 @@ nlohmann::ordered_json record_summary(const JobRecord& r, SystemTime now, bool w
   for (const WatchdogEvent& e : read_watchdog_events(r.job_dir))
     watchdog.push_back({{"attempt", e.attempt},
                         {"kind", e.kind},
-                        {"iteration", e.iteration},
+                        {"iteration", e.iteration < 0 ? nlohmann::ordered_json(nullptr)
+                                                      : nlohmann::ordered_json(e.iteration)},
                         {"at", e.at},
                         {"text", watchdog_event_text(e)}});
   if (!watchdog.empty()) j["watchdog"] = watchdog;
@@ -306,10 +307,9 @@ std::string resume_refusal(const JobRecord& rec, std::string& fix) {
     fix =
         "run `bridge-launch resume` from the directory the job was launched from, or launch "
         "the recipe again";
-    return fmt::format(
-        "the job's recipe {} is not there any more (a relative path is read from "
-        "the current directory)",
-        printable_text(rec.recipe_path, 200));
+    return fmt::format("the job's recipe {} is not there any more (looked for {})",
+                       printable_text(rec.recipe_path, 200),
+                       printable_text(fs::absolute(rec.recipe_path, ec).string(), 300));
   }
   return "";
 }
@@ -340,10 +340,12 @@ int cmd_resume(const ResumeOptions& o, const Context& c) {
   if (auto checkpoint = newest_checkpoint(recs[0]))
     from = checkpoint->found ? fmt::format("it loads iteration {}", checkpoint->iteration)
                              : "no checkpoint there yet: it starts from iteration 0";
-  c.services.log.info("resuming {}: {} {} on {}; {}", recs[0].id,
-                      printable_text(launch.recipe, 200),
-                      printable_text(fmt::format("{}", fmt::join(launch.overrides, " ")), 400),
-                      launch.executor, from);
+  c.services.log.info(
+      "resuming {}: {}{} on {}; {}", recs[0].id, printable_text(launch.recipe, 200),
+      launch.overrides.empty()
+          ? ""
+          : " " + printable_text(fmt::format("{}", fmt::join(launch.overrides, " ")), 400),
+      launch.executor, from);
   return cmd_launch(launch, c);
 }
 
@@ -355,7 +357,13 @@ int cmd_why(const JobOptions& o, const Context& c) {
   Diagnostics diags;
   std::vector<JobRecord> one{*rec};
   refresh(one, c, diags);
-  Triage t = triage(ex->failure_evidence(one[0], diags));
+  // A job the watchdog ended after its last iteration (a teardown hang) succeeded: the
+  // processes it stopped are its doing, not a failure to explain (docs/long-jobs.md).
+  std::optional<WatchdogEvent> teardown;
+  if (std::vector<WatchdogEvent> events = read_watchdog_events(one[0].job_dir);
+      one[0].state == JobState::kSucceeded && !events.empty() && events.back().kind == "teardown")
+    teardown = events.back();
+  Triage t = teardown ? Triage{} : triage(ex->failure_evidence(one[0], diags));
   print_diagnostics(diags, c.err, c.color, false);
   // What the plan confirmation at start found (plan/plan_confirm.h), before the triage.
   std::optional<PlanConfirmationVerdict> verdict = confirmation_verdict(one[0]);
@@ -365,6 +373,7 @@ int cmd_why(const JobOptions& o, const Context& c) {
     nlohmann::ordered_json j = triage_to_json(one[0], t);
     if (verdict) j["plan_confirmation"] = plan_confirmation_to_json(*verdict);
     if (resumed) j["resumed_from_iteration"] = *resumed;
+    if (teardown) j["watchdog"] = watchdog_event_text(*teardown);
     c.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     if (verdict) c.out << plan_confirmation_line(*verdict) << "\n";
@@ -372,6 +381,7 @@ int cmd_why(const JobOptions& o, const Context& c) {
       c.out << fmt::format("resumed: the attempt started from the checkpoint of iteration {}\n",
                            *resumed);
     c.out << triage_to_text(one[0], t, /*excerpt=*/true);
+    if (teardown) c.out << watchdog_event_text(*teardown) << "\n";
   }
   // A script can branch on it: 1 when the job failed (the summary is printed either way).
   return one[0].state == JobState::kFailed ? kExitRuntime : kExitOk;

@@ -32,7 +32,9 @@ WatchdogSettings resolve_watchdog(const WatchdogSpec& spec, const std::string& a
                                 "watchdog yet: a job that stops making progress runs until "
                                 "its time limit",
                                 executor.name),
-                    "set the executor's time limit, or run on the local or Slurm executor");
+                    fmt::format("set a time limit (executor.{}.time), or run on the local or "
+                                "Slurm executor",
+                                executor.name));
     return w;
   }
   w.enabled = spec.enabled.get_or(adapter != "none");

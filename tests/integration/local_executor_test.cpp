@@ -464,6 +464,12 @@ TEST_F(LocalExecutorTest, ATeardownHangAfterTheLastIterationEndsAsSucceededWithA
   EXPECT_EQ(jobs[0]["state"], "SUCCEEDED");
   ChildResult status = launch({"status", jobs[0]["id"].get<std::string>()});
   EXPECT_THAT(status.out, HasSubstr("teardown hang"));
+  // `why` names no failed rank: the rank the watchdog stopped is not a failure.
+  ChildResult why = launch({"why", jobs[0]["id"].get<std::string>(), "--format", "json"});
+  EXPECT_EQ(why.exit_code, 0);
+  auto j = nlohmann::json::parse(why.out);
+  EXPECT_TRUE(j["first_failure"].is_null()) << why.out;
+  EXPECT_THAT(j["watchdog"].get<std::string>(), HasSubstr("training reached iteration 4/4"));
 }
 
 TEST_F(LocalExecutorTest, WrongAllReduceIsDetected) {
