@@ -226,23 +226,34 @@ class SlurmWatchdogScript : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // The script's watchdog functions, then `body`.
-  test::ChildResult run_watchdog(const std::string& log_text, const std::string& body) {
+  // The script's own sequence: the watchdog beside the "ranks", a wait for the ranks alone.
+  static constexpr const char* kSequence =
+      "bridge_watchdog \"$ranks\" & wd=$!\n"
+      "rc=0; wait \"$ranks\" || rc=$?\necho \"ranks ended: $rc\"\n"
+      "kill -TERM \"$wd\" 2>/dev/null || true; wait \"$wd\" 2>/dev/null || true\n"
+      "echo \"verdict [$(bridge_watchdog_verdict)]\"\n";
+
+  test::ChildResult run_watchdog(
+      const std::string& log_text, const std::string& body,
+      const std::string& limits = "{startup_timeout: 30, progress_timeout: 1, teardown_grace: 1}") {
     Diagnostics diags;
     Plan plan = plan_of(
         "name: wd\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
         "runtime: {launcher: direct, command: [bridge-probe],\n"
-        "          watchdog: {startup_timeout: 30, progress_timeout: 1, teardown_grace: 1}}\n",
+        "          watchdog: " +
+            limits + "}\n",
         diags, "slurm");
     EXPECT_TRUE(plan.complete);
     auto script = render_sbatch_script(plan, {}, diags);
     EXPECT_TRUE(script);
     if (!script) return {};
-    EXPECT_THAT(script->text, HasSubstr("bridge_watchdog \"$bridge_ranks\""));
+    EXPECT_THAT(script->text, HasSubstr("bridge_watchdog \"$bridge_ranks\" &"));
     std::ofstream(dir_ / "rank0.log") << log_text;
     std::ofstream(dir_ / "batch.sh") << script->text;
     const std::string program =
         "set -euo pipefail\n"
-        "eval \"$(sed -n '/^bridge_watchdog_iteration() {/,/^}$/p;/^bridge_watchdog() {/,/^}$/p' "
+        "eval \"$(sed -n '/^bridge_watchdog_iteration() {/,/^}$/p;/^bridge_watchdog() {/,/^}$/p;"
+        "/^bridge_watchdog_verdict() {/,/^}$/p' "
         "\"$1\")\"\n" +
         body;
     return test::run_command({"bash", "-c", program, "bash", (dir_ / "batch.sh").string()},
@@ -253,13 +264,11 @@ class SlurmWatchdogScript : public ::testing::Test {
 };
 
 TEST_F(SlurmWatchdogScript, EndsRanksThatStoppedAfterTheirLastIterationLine) {
-  auto r = run_watchdog(
-      "iteration        1/      10 | x\n iteration        2/      10 | x\n",
-      "sleep 600 & ranks=$!\nbridge_watchdog_verdict=\nbridge_watchdog \"$ranks\"\n"
-      "wait \"$ranks\" || echo \"ranks ended: $?\"\necho \"verdict $bridge_watchdog_verdict\"\n");
+  auto r = run_watchdog("iteration        1/      10 | x\n iteration        2/      10 | x\n",
+                        std::string("sleep 600 & ranks=$!\n") + kSequence);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ranks ended: 143"));
-  EXPECT_THAT(r.out, HasSubstr("verdict hang"));
+  EXPECT_THAT(r.out, HasSubstr("verdict [hang]"));
   EXPECT_THAT(r.err, HasSubstr("the watchdog ends the ranks (hang at progress"));
   auto events = read_watchdog_events(dir_.string());
   ASSERT_EQ(events.size(), 1u) << test::read_file((dir_ / "watchdog").string());
@@ -273,26 +282,27 @@ TEST_F(SlurmWatchdogScript, EndsRanksThatStoppedAfterTheirLastIterationLine) {
 }
 
 TEST_F(SlurmWatchdogScript, GivesATeardownVerdictOnceTheLastIterationWasPrinted) {
-  auto r =
-      run_watchdog("iteration        9/      10 | x\niteration       10/      10 | x\n",
-                   "sleep 600 & ranks=$!\nbridge_watchdog_verdict=\nbridge_watchdog \"$ranks\"\n"
-                   "wait \"$ranks\" || true\necho \"verdict $bridge_watchdog_verdict\"\n");
+  auto r = run_watchdog("iteration        9/      10 | x\niteration       10/      10 | x\n",
+                        std::string("sleep 600 & ranks=$!\n") + kSequence);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("verdict teardown"));
+  EXPECT_THAT(r.out, HasSubstr("verdict [teardown]"));
   auto events = read_watchdog_events(dir_.string());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, "teardown");
   EXPECT_EQ(events[0].iteration, 10);
 }
 
-TEST_F(SlurmWatchdogScript, RanksThatExitOnTheirOwnAreLeftAlone) {
-  auto r =
-      run_watchdog("",
-                   "sleep 1 & ranks=$!\nbridge_watchdog_verdict=\n"
-                   "bridge_watchdog \"$ranks\"\necho \"verdict [$bridge_watchdog_verdict]\"\n");
+// The script waits for the ranks, not for the watchdog's next look at the log (30 s apart with
+// the default limits): a job ends when its ranks do.
+TEST_F(SlurmWatchdogScript, RanksThatExitOnTheirOwnAreLeftAloneAndEndTheJobAtOnce) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_watchdog("", std::string("sleep 1 & ranks=$!\n") + kSequence, "{enabled: true}");
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ranks ended: 0"));
   EXPECT_THAT(r.out, HasSubstr("verdict []"));
   EXPECT_FALSE(fs::exists(dir_ / "watchdog"));
+  EXPECT_LT(seconds, 20);  // not the 30 s of the watchdog's poll
 }
 
 }  // namespace
