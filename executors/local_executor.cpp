@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -336,9 +337,14 @@ class LocalExecutor : public Executor {
                        dir.string());
     bool quiet = options.verbosity < 0;
     ProgressWatch watch(plan.watchdog, std::chrono::steady_clock::now());
+    // The ranks that may print iteration lines; under torchrun its one process (index 0)
+    // carries every rank's output.
+    const std::vector<int> watched =
+        progress_ranks(plan.progress_rank, static_cast<int>(plan.topology->num_gpus));
     std::optional<WatchdogEvent> verdict;
     LineSink sink = [&](int rank, const std::string& line) {
-      if (rank == plan.progress_rank) watch.on_line(line, std::chrono::steady_clock::now());
+      if (std::find(watched.begin(), watched.end(), rank) != watched.end())
+        watch.on_line(rank, line, std::chrono::steady_clock::now());
       RankLog& log = logs[rank];
       if (log.fd >= 0 && !log.write_line(line)) log_errors.emplace(rank, std::strerror(errno));
       auto& tail = tails[rank];

@@ -624,9 +624,11 @@ class SlurmExecutor : public Executor {
       e.order_source = fmt::format("srun's task reports in slurm-{}.err", job.scheduler_id);
     for (auto& line : err)
       if (line.rfind("srun: error: ", 0) != 0) e.scheduler_lines.push_back(std::move(line));
-    std::vector<SlurmAttempt> attempts = read_slurm_attempts(job.job_dir);
-    if (auto watchdog =
-            watchdog_verdict_line(job.job_dir, attempts.empty() ? 1 : attempts.back().number))
+    // The attempt whose logs these are: the newest that started (a retry may be queued).
+    int attempt = 1;
+    for (const SlurmAttempt& a : read_slurm_attempts(job.job_dir))
+      if (!a.started_at.empty()) attempt = a.number;
+    if (auto watchdog = watchdog_verdict_line(job.job_dir, attempt))
       e.scheduler_lines.push_back(std::move(*watchdog));
     return e;
   }

@@ -89,7 +89,7 @@ function out(s, host, unit,   c) {
 # rank at the end of the chain of waits the ranks name ("... waiting for rank 5"; in a ring,
 # each rank waits for the one before it), as `why` does, and its node (block layout: rank /
 # (ranks / hosts)).
-function hang_verdict(   attempt, line, t, n, r, first, cur, hops, nh, host) {
+function hang_verdict(   attempt, line, t, nt, first, cur, hops, nh, host) {
   attempt = ENVIRON["BRIDGE_ATTEMPT"] == "" ? 1 : ENVIRON["BRIDGE_ATTEMPT"]
   found = 0
   while ((getline line < (dir "/watchdog")) > 0)
@@ -99,24 +99,23 @@ function hang_verdict(   attempt, line, t, n, r, first, cur, hops, nh, host) {
   for (i = 1; i <= ns; i++) if (sid[i] == "hang") hs = i
   if (UNIT != "rank") out(hs, "", "")
   first = -1
-  for (t = 0; t < 4096; t++) {
-    f = dir "/rank" t ".log"; n = 0
-    while ((getline line < f) > 0) {
-      n++
+  nt = ENVIRON["SLURM_NTASKS"] + 0
+  if (nt < 1 || nt > 4096) nt = 4096
+  for (t = 0; t < nt; t++) {
+    f = dir "/rank" t ".log"
+    while ((getline line < f) > 0)
       if (match(line, /waiting for rank [0-9]+/)) waits[t] = substr(line, RSTART + 17, RLENGTH - 17) + 0
-    }
     close(f)
-    if (n == 0) { r = (getline line < f); close(f); if (r < 0) break }
     if (first < 0 && (t in waits)) first = t
   }
   if (first < 0) out(hs, "", "")
   cur = waits[first]
-  for (hops = 0; (cur in waits) && hops < t; hops++) cur = waits[cur]
+  for (hops = 0; (cur in waits) && hops < nt; hops++) cur = waits[cur]
   if (cur in waits) out(hs, "", "")  # a cycle: nobody to blame
   nh = 0
   while ((getline line < (dir "/hosts")) > 0) hosts[nh++] = line
   close(dir "/hosts")
-  host = nh > 0 && t >= nh ? hosts[int(cur / int(t / nh))] : ""
+  host = nh > 0 && nt >= nh && nt < 4096 ? hosts[int(cur / int(nt / nh))] : ""
   out(hs, host, "rank_" cur)
 }
 BEGIN {

@@ -8,6 +8,7 @@
 #include "executors/numa_bind.h"
 #include "executors/rank_env.h"
 #include "executors/slurm_retry.h"
+#include "jobs/job_progress.h"
 #include "system/templates.h"
 
 namespace bridge {
@@ -587,8 +588,8 @@ struct SbatchView {
   SlurmRetry retry;     // what the script does after a failure (executors/slurm_retry.h)
   std::string code_id;  // the submission id runtime.code's snapshot is named by
   WatchdogSettings watchdog;
-  std::string watchdog_log;    // the job-dir file with the progress rank's lines
-  std::string checkpoint_dir;  // checkpoint.dir, "" without checkpoints
+  std::vector<std::string> watchdog_logs;  // job-dir files that may hold iteration lines
+  std::string checkpoint_dir;              // checkpoint.dir, "" without checkpoints
 };
 
 // Step 1: the job dir can be written into the script, and a relative one is worth a word.
@@ -726,8 +727,14 @@ std::optional<SbatchView> sbatch_view(const Plan& plan, const SlurmRenderOptions
   v.task_command = task_command(plan, options);
   v.watchdog = plan.watchdog;
   v.checkpoint_dir = plan.job.checkpoint.dir.get_or("");
-  v.watchdog_log = v.per_node ? fmt::format("node{}.log", plan.progress_rank / t.gpus_per_node)
-                              : fmt::format("rank{}.log", plan.progress_rank);
+  // The logs of the ranks that may print iteration lines (jobs/job_progress.h), as --wait
+  // follows them; a per-node launcher's ranks write into their node's log.
+  for (int rank : progress_ranks(plan.progress_rank, static_cast<int>(t.num_gpus))) {
+    std::string log = v.per_node ? fmt::format("node{}.log", rank / t.gpus_per_node)
+                                 : fmt::format("rank{}.log", rank);
+    if (std::find(v.watchdog_logs.begin(), v.watchdog_logs.end(), log) == v.watchdog_logs.end())
+      v.watchdog_logs.push_back(log);
+  }
   if (!check.ok()) return std::nullopt;
   return v;
 }
@@ -790,7 +797,7 @@ TemplateData template_data(const SbatchView& v) {
   data.set("exclude_failed_nodes", v.retry.exclude_failed_nodes ? "true" : "false");
   data.set("retry_triage_q", shell_quote(retry_triage_program(v.retry, v.per_node)));
   data.set_bool("watchdog", v.watchdog.enabled);
-  data.set("watchdog_log", v.watchdog_log);
+  data.set("watchdog_logs", fmt::format("{}", fmt::join(v.watchdog_logs, " ")));
   data.set("watchdog_ere_q", shell_quote(kIterationLineEre));
   data.set("watchdog_startup", std::to_string(v.watchdog.startup_timeout));
   data.set("watchdog_progress", std::to_string(v.watchdog.progress_timeout));

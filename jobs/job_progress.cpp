@@ -17,13 +17,16 @@ constexpr size_t kEtaWindow = 5;  // recent steps the ETA averages over
 
 }  // namespace
 
+std::vector<int> progress_ranks(int progress_rank, int ranks) {
+  int last = std::max(1, ranks) - 1;
+  std::vector<int> out;
+  for (int r : {progress_rank, last, 0})
+    if (r >= 0 && r <= last && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  return out;
+}
+
 std::vector<int> progress_ranks(const JobRecord& job) {
-  int last = std::max(1, job.ranks) - 1;
-  std::vector<int> ranks;
-  for (int r : {job.progress_rank, last, 0})
-    if (r >= 0 && r <= last && std::find(ranks.begin(), ranks.end(), r) == ranks.end())
-      ranks.push_back(r);
-  return ranks;
+  return progress_ranks(job.progress_rank, job.ranks);
 }
 
 std::optional<JobProgress> progress_from_lines(int rank, const std::vector<std::string>& lines) {

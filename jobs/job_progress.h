@@ -30,7 +30,9 @@ struct JobProgress {
   std::optional<std::chrono::seconds> eta;  // until iteration == total
 };
 
-// The ranks whose log tails the live progress reads, most likely first, without repeats.
+// The ranks whose log tails the live progress (and the hang watchdog) reads, most likely
+// first, without repeats: the plan's progress rank, the last rank, rank 0.
+std::vector<int> progress_ranks(int progress_rank, int ranks);
 std::vector<int> progress_ranks(const JobRecord& job);
 
 // Progress from the tail of one rank's log; nullopt when it holds no iteration line.

@@ -40,6 +40,8 @@ std::vector<WatchdogEvent> parse_watchdog_events(const std::string& text) {
       if (key == "attempt") e.attempt = parse_decimal<int>(value).value_or(1);
       if (key == "at" && value != "-" && value.size() <= 32) e.at = value;
     }
+    // A line is written whole, `at=` last: one without it was torn and is no verdict.
+    if (line.find(" at=") == std::string::npos) continue;
     if (e.kind == "hang" && e.stage.empty()) e.stage = e.iteration < 0 ? "startup" : "progress";
     out.push_back(std::move(e));
   }
@@ -89,9 +91,12 @@ std::optional<std::string> watchdog_verdict_line(const std::string& job_dir, int
 ProgressWatch::ProgressWatch(const WatchdogSettings& settings, TimePoint start)
     : settings_(settings), start_(start), last_change_(start) {}
 
-void ProgressWatch::on_line(std::string_view line, TimePoint now) {
+void ProgressWatch::on_line(int source, std::string_view line, TimePoint now) {
   std::optional<IterationMark> mark = iteration_of_line(line);
-  if (!mark || mark->iteration <= iteration_) return;
+  if (!mark) return;
+  auto [it, first] = last_.try_emplace(source, *mark);
+  if (!first && it->second.iteration == mark->iteration) return;  // the same step again
+  it->second = *mark;
   iteration_ = mark->iteration;
   total_ = mark->total;
   last_change_ = now;

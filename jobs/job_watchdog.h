@@ -9,13 +9,16 @@
 // - watchdog_event_text() is the sentence `why` and `status` show; a hang's starts with
 //   "bridge-launch watchdog: hang", the needle of `why`'s `hang` signature
 //   (jobs/failure_triage.h), so a hang is named as the job's cause.
-// - ProgressWatch is pure: the caller feeds it the progress rank's lines with the time it saw
-//   them and asks due(now). Before the first iteration line the start-up timeout runs; after
-//   it, the progress timeout from the newest line that advanced the iteration; once an
-//   iteration line reports iteration == total (train_iters reached), the teardown grace.
+// - ProgressWatch is pure: the caller feeds it the lines of the ranks that may print
+//   iteration lines (progress_ranks, jobs/job_progress.h), each with its source and the time it
+//   saw it, and asks due(now). Before the first iteration line the start-up timeout runs;
+//   after it, the progress timeout from the newest line that changed a source's iteration
+//   (a lower one too: an in-job restart resumes from an older checkpoint); once the newest
+//   iteration is the last (iteration == total, train_iters reached), the teardown grace.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,7 +57,7 @@ class ProgressWatch {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
   ProgressWatch(const WatchdogSettings& settings, TimePoint start);
-  void on_line(std::string_view line, TimePoint now);
+  void on_line(int source, std::string_view line, TimePoint now);
   // The verdict once a limit ran out (kind, stage, iteration, total, waited, limit set).
   std::optional<WatchdogEvent> due(TimePoint now) const;
 
@@ -62,7 +65,8 @@ class ProgressWatch {
   WatchdogSettings settings_;
   TimePoint start_;
   TimePoint last_change_;
-  int iteration_ = -1;
+  std::map<int, IterationMark> last_;  // per source, its newest iteration line
+  int iteration_ = -1;                 // the newest line's, of any source
   int total_ = 0;
 };
 

@@ -37,8 +37,9 @@ inline constexpr int64_t kDefaultStartupTimeout = 3600;
 // is above both for large models and above torch's default 10-minute collective timeout, so
 // a rank that times out on its own is seen first.
 inline constexpr int64_t kDefaultProgressTimeout = 1800;
-// Teardown: an async checkpoint's finalization and trackers' uploads after the last step.
-inline constexpr int64_t kDefaultTeardownGrace = 300;
+// Teardown: Megatron saves its final checkpoint after the last iteration line, then async
+// saves finalize and trackers upload: as long as a save may take between two lines.
+inline constexpr int64_t kDefaultTeardownGrace = kDefaultProgressTimeout;
 // After the watchdog's SIGTERM, the ranks get this long to exit before SIGKILL.
 inline constexpr int64_t kWatchdogKillAfter = 20;
 

@@ -53,7 +53,7 @@ TEST(WatchdogSettings, OnByDefaultWhereTheRuntimePrintsIterationLinesAndShownInT
   EXPECT_EQ(plan.watchdog.teardown_grace, kDefaultTeardownGrace);
   EXPECT_EQ(plan.watchdog.source, "default");
   std::string text = plan_to_text(plan, false);
-  EXPECT_THAT(text, HasSubstr("watchdog: startup 3600 s, progress 1800 s, teardown grace 300 s"));
+  EXPECT_THAT(text, HasSubstr("watchdog: startup 3600 s, progress 1800 s, teardown grace 1800 s"));
   EXPECT_THAT(plan_to_json(plan, diags).dump(), HasSubstr("\"progress_timeout_s\":1800"));
 }
 
@@ -138,10 +138,10 @@ TEST(ProgressWatch, StartUpThenProgressThenTeardown) {
   EXPECT_EQ(startup->kind, "hang");
   EXPECT_EQ(startup->stage, "startup");
 
-  watch.on_line("iteration 1/ 4 |", at(8));
+  watch.on_line(0, "iteration 1/ 4 |", at(8));
   EXPECT_FALSE(watch.due(at(12)));
-  watch.on_line("some other line", at(12));
-  watch.on_line("iteration 1/ 4 |", at(12));  // the same iteration again is no progress
+  watch.on_line(0, "some other line", at(12));
+  watch.on_line(0, "iteration 1/ 4 |", at(12));  // the same iteration again is no progress
   auto hang = watch.due(at(13));
   ASSERT_TRUE(hang);
   EXPECT_EQ(hang->stage, "progress");
@@ -149,12 +149,31 @@ TEST(ProgressWatch, StartUpThenProgressThenTeardown) {
   EXPECT_EQ(hang->waited, 5);
   EXPECT_EQ(hang->limit, 5);
 
-  watch.on_line("iteration 4/ 4 |", at(13));
+  watch.on_line(0, "iteration 4/ 4 |", at(13));
   EXPECT_FALSE(watch.due(at(15)));
   auto teardown = watch.due(at(16));
   ASSERT_TRUE(teardown);
   EXPECT_EQ(teardown->kind, "teardown");
   EXPECT_EQ(teardown->limit, 3);
+}
+
+// An in-job restart (torchrun --max-restarts, ft_launcher) resumes from an older checkpoint:
+// its lower iteration is progress, not a hang; a second source's lines count on their own.
+TEST(ProgressWatch, ALowerIterationAfterARestartAndAnotherRanksLinesAreProgress) {
+  WatchdogSettings w;
+  w.enabled = true;
+  w.progress_timeout = 5;
+  const auto t0 = Clock::now();
+  auto at = [&](int s) { return t0 + std::chrono::seconds(s); };
+  ProgressWatch watch(w, t0);
+  watch.on_line(15, "iteration 30/ 60 |", at(1));
+  watch.on_line(15, "iteration 21/ 60 |", at(5));  // restarted from checkpoint 20
+  EXPECT_FALSE(watch.due(at(9)));
+  watch.on_line(0, "iteration 21/ 60 |", at(9));  // rank 0 prints too: its first line
+  EXPECT_FALSE(watch.due(at(13)));
+  auto hang = watch.due(at(14));
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->iteration, 21);
 }
 
 TEST(ProgressWatch, AWatchdogThatIsOffNeverFires) {
@@ -175,8 +194,8 @@ TEST(WatchdogFile, LinesRoundTripAndTornOrForeignLinesAreSkipped) {
   e.at = "2026-12-04T17:00:00Z";
   std::string text = "garbage line\nteardown iter\n" + watchdog_event_line(e) + "\nhang stage";
   auto events = parse_watchdog_events(text);
-  ASSERT_EQ(events.size(), 3u);  // the torn `teardown` and `hang` lines keep their kind only
-  const WatchdogEvent& back = events[1];
+  ASSERT_EQ(events.size(), 1u);  // a torn line (no `at=`) is no verdict
+  const WatchdogEvent& back = events[0];
   EXPECT_EQ(back.stage, "progress");
   EXPECT_EQ(back.iteration, 19);
   EXPECT_EQ(back.total, 60);
@@ -226,12 +245,13 @@ class SlurmWatchdogScript : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // The script's watchdog functions, then `body`.
-  // The script's own sequence: the watchdog beside the "ranks", a wait for the ranks alone.
+  // After the ranks' start (`sleep ... & bridge_ranks=$!`), the script's own lines: the
+  // watchdog beside the ranks, the wait for the ranks alone, the verdict from its exit status.
   static constexpr const char* kSequence =
-      "bridge_watchdog \"$ranks\" & wd=$!\n"
-      "rc=0; wait \"$ranks\" || rc=$?\necho \"ranks ended: $rc\"\n"
-      "kill -TERM \"$wd\" 2>/dev/null || true; wait \"$wd\" 2>/dev/null || true\n"
-      "echo \"verdict [$(bridge_watchdog_verdict)]\"\n";
+      "rc=0; bridge_verdict=\n"
+      "eval \"$(sed -n '/^bridge_watchdog \"\\$bridge_ranks\" &$/,/^case \\$bridge_watchdog_rc/p' "
+      "\"$1\")\"\n"
+      "echo \"ranks ended: $rc\"\necho \"verdict [$bridge_verdict]\"\n";
 
   test::ChildResult run_watchdog(
       const std::string& log_text, const std::string& body,
@@ -252,8 +272,7 @@ class SlurmWatchdogScript : public ::testing::Test {
     std::ofstream(dir_ / "batch.sh") << script->text;
     const std::string program =
         "set -euo pipefail\n"
-        "eval \"$(sed -n '/^bridge_watchdog_iteration() {/,/^}$/p;/^bridge_watchdog() {/,/^}$/p;"
-        "/^bridge_watchdog_verdict() {/,/^}$/p' "
+        "eval \"$(sed -n '/^bridge_watchdog_iteration() {/,/^}$/p;/^bridge_watchdog() {/,/^}$/p' "
         "\"$1\")\"\n" +
         body;
     return test::run_command({"bash", "-c", program, "bash", (dir_ / "batch.sh").string()},
@@ -265,7 +284,7 @@ class SlurmWatchdogScript : public ::testing::Test {
 
 TEST_F(SlurmWatchdogScript, EndsRanksThatStoppedAfterTheirLastIterationLine) {
   auto r = run_watchdog("iteration        1/      10 | x\n iteration        2/      10 | x\n",
-                        std::string("sleep 600 & ranks=$!\n") + kSequence);
+                        std::string("sleep 600 & bridge_ranks=$!\n") + kSequence);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ranks ended: 143"));
   EXPECT_THAT(r.out, HasSubstr("verdict [hang]"));
@@ -283,7 +302,7 @@ TEST_F(SlurmWatchdogScript, EndsRanksThatStoppedAfterTheirLastIterationLine) {
 
 TEST_F(SlurmWatchdogScript, GivesATeardownVerdictOnceTheLastIterationWasPrinted) {
   auto r = run_watchdog("iteration        9/      10 | x\niteration       10/      10 | x\n",
-                        std::string("sleep 600 & ranks=$!\n") + kSequence);
+                        std::string("sleep 600 & bridge_ranks=$!\n") + kSequence);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("verdict [teardown]"));
   auto events = read_watchdog_events(dir_.string());
@@ -296,7 +315,8 @@ TEST_F(SlurmWatchdogScript, GivesATeardownVerdictOnceTheLastIterationWasPrinted)
 // the default limits): a job ends when its ranks do.
 TEST_F(SlurmWatchdogScript, RanksThatExitOnTheirOwnAreLeftAloneAndEndTheJobAtOnce) {
   auto start = std::chrono::steady_clock::now();
-  auto r = run_watchdog("", std::string("sleep 1 & ranks=$!\n") + kSequence, "{enabled: true}");
+  auto r =
+      run_watchdog("", std::string("sleep 1 & bridge_ranks=$!\n") + kSequence, "{enabled: true}");
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ranks ended: 0"));
