@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 
 #include "base/numbers.h"
 #include "jobs/failure_triage.h"
@@ -15,43 +18,67 @@ namespace bridge {
 
 namespace {
 
-// An awk string literal: backslash and double quote escaped, control bytes as octal.
-std::string awk_string(const std::string& s) {
-  std::string out = "\"";
+// Appends an awk string literal: backslash and double quote escaped, control bytes as octal.
+// The table is a few hundred lines in every script, so it is appended, not formatted.
+void append_awk_string(fmt::memory_buffer& out, std::string_view s) {
+  out.push_back('"');
   for (char c : s) {
     auto u = static_cast<unsigned char>(c);
-    if (c == '\\' || c == '"')
-      out += {'\\', c};
-    else if (u < 0x20 || u == 0x7f)
-      out += fmt::format("\\{:03o}", u);
-    else
-      out += c;
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20 || u == 0x7f) {
+      fmt::format_to(std::back_inserter(out), "\\{:03o}", u);
+    } else {
+      out.push_back(c);
+    }
   }
-  return out + "\"";
+  out.push_back('"');
+}
+
+void append_text(fmt::memory_buffer& out, std::string_view s) { out.append(s); }
+
+void append_number(fmt::memory_buffer& out, size_t n) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, end);
 }
 
 // BEGIN's table: sid/skind per signature (in error_signatures() order), its needles, and
 // the retry class of each signature the policy retries.
-std::string signature_table(const SlurmRetry& policy) {
-  std::string t;
-  int i = 0;
+void append_signature_table(fmt::memory_buffer& t, const SlurmRetry& policy) {
+  size_t i = 0;
   for (const ErrorSignature& s : error_signatures()) {
     ++i;
-    t += fmt::format("  sid[{0}] = {1}; skind[{0}] = \"{2}\"; nn[{0}] = {3}\n", i, awk_string(s.id),
-                     s.kind == SignatureKind::kCause ? "cause" : "consequence", s.needles.size());
-    for (size_t j = 0; j < s.needles.size(); ++j)
-      t += fmt::format("  nd[{}, {}] = {}\n", i, j + 1, awk_string(s.needles[j]));
-    if (s.needles.empty()) t += fmt::format("  py = {}\n", i);
+    const char* kind = s.kind == SignatureKind::kCause ? "cause" : "consequence";
+    fmt::format_to(std::back_inserter(t), "  sid[{0}] = ", i);
+    append_awk_string(t, s.id);
+    fmt::format_to(std::back_inserter(t), "; skind[{0}] = \"{1}\"; nn[{0}] = {2}\n", i, kind,
+                   s.needles.size());
+    for (size_t j = 0; j < s.needles.size(); ++j) {
+      append_text(t, "  nd[");
+      append_number(t, i);
+      append_text(t, ", ");
+      append_number(t, j + 1);
+      append_text(t, "] = ");
+      append_awk_string(t, s.needles[j]);
+      append_text(t, "\n");
+    }
+    if (s.needles.empty()) fmt::format_to(std::back_inserter(t), "  py = {}\n", i);
   }
-  t += fmt::format("  ns = {}\n", i);
+  fmt::format_to(std::back_inserter(t), "  ns = {}\n", i);
   bool any = std::find(policy.retry_on.begin(), policy.retry_on.end(), kRetryAnyFailure) !=
              policy.retry_on.end();
-  if (any) t += "  any = 1\n";
+  if (any) append_text(t, "  any = 1\n");
   for (const RetryClass& c : retry_classes())
     if (std::find(policy.retry_on.begin(), policy.retry_on.end(), c.id) != policy.retry_on.end())
-      for (const char* sig : c.signatures)
-        t += fmt::format("  cls[{}] = {}\n", awk_string(sig), awk_string(c.id));
-  return t;
+      for (const char* sig : c.signatures) {
+        append_text(t, "  cls[");
+        append_awk_string(t, sig);
+        append_text(t, "] = ");
+        append_awk_string(t, c.id);
+        append_text(t, "\n");
+      }
 }
 
 // The program's functions and main part; `unit` is "rank" or "node" (per-node launchers).
@@ -193,8 +220,13 @@ SlurmRetry slurm_retry(const Plan& plan) {
 }
 
 std::string retry_triage_program(const SlurmRetry& policy, bool per_node) {
-  return fmt::format("BEGIN {{\n  UNIT = \"{}\"\n{}}}\n{}", per_node ? "node" : "rank",
-                     signature_table(policy), kTriageBody);
+  fmt::memory_buffer program;
+  fmt::format_to(std::back_inserter(program), "BEGIN {{\n  UNIT = \"{}\"\n",
+                 per_node ? "node" : "rank");
+  append_signature_table(program, policy);
+  append_text(program, "}\n");
+  append_text(program, kTriageBody);
+  return fmt::to_string(program);
 }
 
 std::vector<SlurmAttempt> parse_slurm_attempts(const std::string& text) {

@@ -88,9 +88,14 @@ fs::path reservation_path(const fs::path& jobs, const std::string& id) {
 }
 }  // namespace
 
+std::string JobRegistry::candidate_id(const std::string& name) const {
+  return new_job_id(name, std::chrono::system_clock::to_time_t(seams_.clock.now()),
+                    seams_.random.next());
+}
+
 std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
-                                                   const std::string& sample,
-                                                   Diagnostics& diags) const {
+                                                   const std::string& sample, Diagnostics& diags,
+                                                   const std::string& preferred) const {
   fs::path jobs = fs::path(dir_) / "jobs";
   std::error_code ec;
   fs::create_directories(jobs, ec);
@@ -105,8 +110,7 @@ std::optional<std::string> JobRegistry::reserve_id(const std::string& name,
   DirLock lock(dir_, lock_timeout_, seams_);
   if (!lock.ok()) return fail(lock_error());
   for (int attempt = 0; attempt < 64; ++attempt) {
-    std::string id = new_job_id(name, std::chrono::system_clock::to_time_t(seams_.clock.now()),
-                                seams_.random.next());
+    std::string id = attempt == 0 && !preferred.empty() ? preferred : candidate_id(name);
     if (fs::exists(jobs / (id + ".json"), ec)) continue;
     fs::path reservation = reservation_path(jobs, id);
     int fd = open(reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

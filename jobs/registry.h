@@ -92,8 +92,14 @@ class JobRegistry {
   // construction (two launches in the same second cannot share one). A launch passes no
   // sample: create_pending writes the entry itself into the reservation before anything is
   // submitted. nullopt (with `registry-unwritable`) if not.
+  // `preferred` (a candidate_id) is tried first, so that a job rendered with it before
+  // anything was created keeps its name; the caller compares the id it gets.
   std::optional<std::string> reserve_id(const std::string& name, const std::string& sample,
-                                        Diagnostics& diags) const;
+                                        Diagnostics& diags,
+                                        const std::string& preferred = "") const;
+  // An id reserve_id could pick for `name` now, not reserved: the launcher renders the job
+  // with it before anything exists on disk (a job that fails to render leaves nothing).
+  std::string candidate_id(const std::string& name) const;
   // Drops a reservation whose job was never accepted.
   void release_id(const std::string& id) const;
   // The entry of a job about to be submitted (r.id reserved by reserve_id): the record as one

@@ -425,10 +425,19 @@ std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
   return std::nullopt;
 }
 
-// The top-level parser: the launch's options, then every command of kCommands in its order.
-// A command gets its options only when its name is on the command line: building every
-// option of every command cost a quarter of a dry-run (docs/performance.md). Only the named
-// command can run, and `--help` lists the others by name.
+// Whether the command line asks for help (`-h`, `--help`, or `-h` among joined short flags).
+bool help_asked(const std::vector<std::string>& raw_args) {
+  return std::any_of(raw_args.begin(), raw_args.end(), [](const std::string& a) {
+    return a == "--help" ||
+           (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('h') != std::string::npos);
+  });
+}
+
+// The top-level parser: the launch's options, then the commands of kCommands in its order
+// (nullptr for one that is not registered). A command is registered only when its name is on
+// the command line or help is asked for, and gets its options only when its name is on the
+// command line: building every command's parser cost a quarter of a dry-run
+// (docs/performance.md). Only a named command can run, and `--help` lists the others by name.
 std::vector<CLI::App*> add_commands(CLI::App& app, ParsedOptions& p,
                                     const std::vector<std::string>& raw_args) {
   app.formatter(std::make_shared<HelpFormatter>());
@@ -448,7 +457,12 @@ std::vector<CLI::App*> add_commands(CLI::App& app, ParsedOptions& p,
   add_plan_options(&app, p.launch, true);
   app.get_option("recipe")->required(false);
   std::vector<CLI::App*> subs;
+  const bool every_command = help_asked(raw_args);
   for (const Command& cmd : kCommands) {
+    if (!every_command && !mentioned(raw_args, cmd.name)) {
+      subs.push_back(nullptr);
+      continue;
+    }
     CLI::App* sub = app.add_subcommand(std::string(cmd.name), cmd.summary);
     if (mentioned(raw_args, cmd.name)) cmd.add_options(sub, p);
     sub->footer(cmd.footer);
@@ -566,7 +580,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
   share_logging_options(p);
   setup_logging(p.launch, services.log);
   for (size_t i = 0; i < subs.size(); ++i) {
-    if (!subs[i]->parsed()) continue;
+    if (!subs[i] || !subs[i]->parsed()) continue;
     if (auto unused = unused_top_level_argument(app)) {
       report_error(
           err, fmt::format("{} does not apply to `{}`", *unused, kCommands[i].name),

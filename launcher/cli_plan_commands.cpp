@@ -53,7 +53,7 @@ std::vector<std::string> recorded_overrides(const Plan& plan, const Options& o) 
   return out;
 }
 
-JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job,
+JobRecord new_record(const Options& o, const Plan& plan,
                      std::chrono::system_clock::time_point now) {
   JobRecord rec;
   rec.name = *plan.recipe->name.value;
@@ -65,8 +65,7 @@ JobRecord new_record(const Options& o, const Plan& plan, const PreparedJob& job,
   rec.ranks = static_cast<int>(plan.topology->num_gpus);
   // rec.knobs and rec.plan_json are left for the submission to fill in (complete_record:
   // recorded_knobs and plan_to_json): they cost more than the rest of the record, and are
-  // written while the scheduler command works.
-  rec.rendered = job.dry_run_text();
+  // written while the scheduler command works. rec.rendered is the job's (render_job).
   rec.progress_rank = plan.progress_rank;
   return rec;
 }
@@ -136,9 +135,9 @@ int cmd_plugins(const std::string& format, const Context& c) {
 
 namespace {
 
-// One launch's state, handed from pass to pass: plan -> preview -> record -> render ->
-// submit -> outcome -> wait (launch_planned). A pass returns the exit code when the launch
-// ends there, nullopt to go on.
+// One launch's state, handed from pass to pass: plan -> preview (--dry-run) -> render ->
+// record -> submit -> outcome -> wait (launch_planned). A pass returns the exit code when the
+// launch ends there, nullopt to go on.
 struct Launch {
   Launch(const Options& options, const Context& context, Plan& p, Diagnostics& d)
       : o(options),
@@ -156,10 +155,12 @@ struct Launch {
   JobLifecycle lifecycle;
   const ExecutorInfo* info = nullptr;
   std::unique_ptr<Executor> executor;
-  std::unique_ptr<PreparedJob> preview;  // rendered with the dry-run identity
+  std::unique_ptr<PreparedJob> preview;  // --dry-run: rendered with the dry-run identity
   std::unique_ptr<PreparedJob> job;      // rendered with the reserved id: what is submitted
-  Diagnostics submit_diags;              // what the scheduler and the registry say
-  Diagnostics plan_diags;                // what the recorded plan lists (later renders add none)
+  std::string job_id;                    // the id `job` was rendered with
+  int sequence = 0;
+  Diagnostics submit_diags;  // what the scheduler and the registry say
+  Diagnostics plan_diags;    // what the recorded plan lists (later renders add none)
   JobRecord rec;
   std::string snapshot_dir;  // runtime.code's copy for this job, "" when none was made
   std::optional<PendingEntry> pending;
@@ -217,41 +218,51 @@ std::string code_dry_run_text(const CodePlan& code, const std::string& job_id) {
   return out;
 }
 
-// preview: the dry-run identity renders what --dry-run prints; a launch renders once more
-// with the reserved job id (render is pure, so both differ only in what the id names).
+// preview: the dry-run identity renders what --dry-run prints. A launch renders only once, with
+// the id it is about to reserve (render_job; render is pure, so the two differ only in what
+// the id names): a render is a quarter of the launcher's work before the scheduler gets the
+// job (docs/performance.md).
 std::optional<int> render_preview(Launch& l) {
+  if (!l.o.dry_run) return std::nullopt;
   l.preview = l.executor->render(l.plan, dry_run_identity(l.plan), l.diags);
   if (!l.preview || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
   print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
-  if (l.o.dry_run) {
-    l.c.out << l.preview->dry_run_text();
-    if (l.plan.code) l.c.out << code_dry_run_text(*l.plan.code, dry_run_identity(l.plan).job_id);
-    return kExitOk;
-  }
+  l.c.out << l.preview->dry_run_text();
+  if (l.plan.code) l.c.out << code_dry_run_text(*l.plan.code, dry_run_identity(l.plan).job_id);
+  return kExitOk;
+}
+
+// render: the job as it is submitted, named by the id reserve_id is about to take. Nothing
+// exists on disk yet, so a job that does not render leaves nothing behind.
+std::optional<int> render_job(Launch& l, int sequence) {
+  l.sequence = sequence;
+  l.job_id = l.reg.candidate_id(*l.plan.recipe->name.value);
+  l.job = l.executor->render(l.plan, SubmissionIdentity{l.job_id, sequence}, l.diags);
+  if (!l.job || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
+  print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
   return std::nullopt;
 }
 
-// record: the registry id only (lock, exclusive create); the entry itself is written by
+// record: the registry id only (lock, exclusive create), the rendered job's when it is still
+// free (else the job is rendered again with the id taken); the entry itself is written by
 // write_pending_entry, before the scheduler can take the job.
 std::optional<int> reserve_id(Launch& l) {
   l.submit_diags.add_secrets(l.diags.secrets());  // what the scheduler says is scrubbed too
-  l.rec = new_record(l.o, l.plan, *l.preview, l.c.services.clock.now());
+  l.rec = new_record(l.o, l.plan, l.c.services.clock.now());
   l.plan_diags = l.diags;
-  std::optional<std::string> id = l.reg.reserve_id(l.rec.name, "", l.submit_diags);
+  std::optional<std::string> id = l.reg.reserve_id(l.rec.name, "", l.submit_diags, l.job_id);
   if (!id) {
     print_diagnostics(l.submit_diags, l.c.err, l.c.color);
     return kExitRuntime;
   }
   l.rec.id = *id;
-  return std::nullopt;
-}
-
-// render: the job as it is submitted, named by its id.
-std::optional<int> render_job(Launch& l, int sequence) {
-  l.job = l.executor->render(l.plan, SubmissionIdentity{l.rec.id, sequence}, l.diags);
-  if (!l.job) {  // cannot happen when the preview rendered; never submit without a render
-    l.reg.release_id(l.rec.id);
-    return stop_before_submit(l, kExitUsage);
+  if (*id != l.job_id) {  // another launch took the candidate meanwhile
+    Diagnostics again;    // the same messages as the first render's, already shown
+    l.job = l.executor->render(l.plan, SubmissionIdentity{*id, l.sequence}, again);
+    if (!l.job || again.has_errors()) {
+      l.reg.release_id(*id);
+      return stop_before_submit(l, kExitUsage);
+    }
   }
   l.rec.rendered = l.job->dry_run_text();
   return std::nullopt;
@@ -481,8 +492,8 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
     CancelToken& token = c.services.cancel ? *c.services.cancel : own_token.emplace();
     std::optional<WaitInterrupts> copy_interrupts;
     if (!stop && copies_code(plan)) copy_interrupts.emplace(token);
-    if (!stop) stop = reserve_id(l);
     if (!stop) stop = render_job(l, settings.sequence);
+    if (!stop) stop = reserve_id(l);
     if (!stop) stop = ship_code(l, token);
     // Held back before the copy's handlers go, so that no signal falls between the copy and
     // the submission (it would end the process and leave the snapshot and the reservation).

@@ -106,7 +106,7 @@ std::string bash_value_cases(const RecipeWords& recipe) {
 // The embedded template completion.<shell>.tmpl (templates/): the scripts are shell code,
 // kept in shell files; what they list is filled in here from the tables.
 std::string completion_template(const std::string& shell) {
-  return embedded_templates().at("completion." + shell + ".tmpl");
+  return std::string(embedded_template("completion." + shell + ".tmpl").value_or(""));
 }
 
 std::string bash_script(const std::vector<CompletionCommand>& commands,

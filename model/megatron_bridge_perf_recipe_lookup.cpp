@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <tuple>
 
@@ -19,7 +20,8 @@ std::string perf_recipe_dtype(std::string_view compute_dtype) {
 const PerfRecipe* find_perf_recipe(std::string_view model_recipe, std::string_view task,
                                    std::string_view gpu, std::string_view dtype) {
   for (const auto& r : megatron_bridge_perf_recipes())
-    if (r.model_recipe == model_recipe && r.task == task && r.gpu == gpu && r.dtype == dtype)
+    if (r.model_recipe.view() == model_recipe && r.task.view() == task && r.gpu.view() == gpu &&
+        r.dtype.view() == dtype)
       return &r;
   return nullptr;
 }
@@ -62,7 +64,8 @@ int64_t perf_recipe_count_for(const PerfRecipe& recipe, int64_t num_gpus) {
   if (std::find(counts.begin(), counts.end(), num_gpus) != counts.end()) return num_gpus;
   for (const auto& d : default_counts())
     if (std::tie(d.model_recipe, d.task, d.gpu, d.dtype) ==
-        std::tie(recipe.model_recipe, recipe.task, recipe.gpu, recipe.dtype))
+        std::make_tuple(recipe.model_recipe.view(), recipe.task.view(), recipe.gpu.view(),
+                        recipe.dtype.view()))
       return d.count;
   return *std::max_element(counts.begin(), counts.end());
 }
@@ -72,20 +75,51 @@ std::string perf_recipe_function(const PerfRecipe& recipe, int64_t gpu_count) {
                      recipe.gpu, recipe.dtype);
 }
 
-const PerfRecipeEnv* find_perf_recipe_env(std::string_view function) {
-  const auto& table = megatron_bridge_perf_recipe_env();
+std::span<const PerfRecipeEnv> megatron_bridge_perf_recipe_env() {
+  return megatron_bridge_perf_recipe_env_table().rows;
+}
+
+std::span<const PerfRecipeBase> megatron_bridge_perf_recipe_base() {
+  return megatron_bridge_perf_recipe_base_table().rows;
+}
+
+std::span<const PerfRecipeBase> megatron_bridge_library_recipe_base() {
+  return megatron_bridge_library_recipe_base_table().rows;
+}
+
+TextPairs<PerfRecipeEnvVar> PerfRecipeEnv::vars() const {
+  return megatron_bridge_perf_recipe_env_table().pairs<PerfRecipeEnvVar>(first, count);
+}
+
+// The row knows its run of cells, not its table: the table is the one whose rows hold it.
+TextPairs<PerfRecipeBaseValue> PerfRecipeBase::values() const {
+  for (const PairTable<PerfRecipeBase>& table :
+       {megatron_bridge_perf_recipe_base_table(), megatron_bridge_library_recipe_base_table()}) {
+    std::less<const PerfRecipeBase*> before;
+    if (!before(this, table.rows.data()) && before(this, table.rows.data() + table.rows.size()))
+      return table.pairs<PerfRecipeBaseValue>(first, count);
+  }
+  return {};
+}
+
+namespace {
+
+template <class Row>
+const Row* find_by_function(std::span<const Row> table, std::string_view function) {
   auto it =
       std::lower_bound(table.begin(), table.end(), function,
-                       [](const PerfRecipeEnv& e, std::string_view f) { return e.function < f; });
-  return it != table.end() && it->function == function ? &*it : nullptr;
+                       [](const Row& e, std::string_view f) { return e.function.view() < f; });
+  return it != table.end() && it->function.view() == function ? &*it : nullptr;
+}
+
+}  // namespace
+
+const PerfRecipeEnv* find_perf_recipe_env(std::string_view function) {
+  return find_by_function(megatron_bridge_perf_recipe_env(), function);
 }
 
 const PerfRecipeBase* find_perf_recipe_base(std::string_view function) {
-  const auto& table = megatron_bridge_perf_recipe_base();
-  auto it =
-      std::lower_bound(table.begin(), table.end(), function,
-                       [](const PerfRecipeBase& e, std::string_view f) { return e.function < f; });
-  return it != table.end() && it->function == function ? &*it : nullptr;
+  return find_by_function(megatron_bridge_perf_recipe_base(), function);
 }
 
 namespace {
@@ -107,12 +141,7 @@ const PerfRecipeBase* find_library_recipe(std::string_view model_recipe, std::st
                                           std::string_view gpu, std::string_view dtype,
                                           int64_t num_gpus) {
   const auto table = megatron_bridge_library_recipe_base();
-  auto find = [&](const std::string& name) -> const PerfRecipeBase* {
-    auto it = std::lower_bound(
-        table.begin(), table.end(), name,
-        [](const PerfRecipeBase& e, const std::string& f) { return e.function < f; });
-    return it != table.end() && it->function == name ? &*it : nullptr;
-  };
+  auto find = [&](const std::string& name) { return find_by_function(table, name); };
   const std::string stem = fmt::format("{}_{}_", model_recipe, task);
   if (auto* exact = find(fmt::format("{}{}gpu_{}_{}_config", stem, num_gpus, gpu, dtype)))
     return exact;

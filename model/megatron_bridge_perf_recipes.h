@@ -10,7 +10,13 @@
 // any, it stops: "No flat perf recipe found".
 #pragma once
 
+#include <fmt/format.h>
+
+#include <array>
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,15 +28,135 @@
 
 namespace bridge {
 
-struct PerfRecipe {
-  std::string_view model_recipe;  // -mr, e.g. qwen3_30b_a3b
-  std::string_view task;          // pretrain | sft | peft
-  std::string_view gpu;           // -g
-  std::string_view dtype;         // bf16 | fp8cs | fp8mx | fp8sc | nvfp4 (from -c)
-  std::vector<int64_t> gpu_counts;
+// The generated tables below hold no pointer: in a position-independent binary each pointer of
+// a table is a relocation that the start of every command applies, and each page holding one
+// is copied on write (35,000 relocations and 35 pages when these tables were string_views,
+// a fifth of a dry-run). Texts are held in the row (FixedText) or as offsets into one pool of
+// NUL-terminated texts per table (TextPairs).
+
+// A text of at most N bytes held in the row. A longer literal does not compile.
+template <size_t N>
+class FixedText {
+ public:
+  constexpr FixedText() = default;
+  template <size_t M>
+  constexpr FixedText(const char (&literal)[M]) : size_(M - 1) {  // NOLINT: implicit by design
+    static_assert(M - 1 <= N, "a generated text is longer than its FixedText");
+    for (size_t i = 0; i + 1 < M; ++i) text_[i] = literal[i];
+  }
+  constexpr std::string_view view() const { return {text_.data(), size_}; }
+  constexpr operator std::string_view() const { return view(); }  // NOLINT: implicit by design
+  constexpr bool empty() const { return size_ == 0; }
+  // Two FixedTexts compare by view(): with C++20's reversed candidates, operators of their
+  // own would make `text == "literal"` ambiguous.
+  friend constexpr bool operator==(const FixedText& a, std::string_view b) { return a.view() == b; }
+  friend constexpr auto operator<=>(const FixedText& a, std::string_view b) {
+    return a.view() <=> b;
+  }
+  // Streams (test messages) print the text.
+  template <class Stream>
+  requires requires(Stream& out, std::string_view text) { out << text; }
+  friend Stream& operator<<(Stream& out, const FixedText& text) {
+    out << text.view();
+    return out;
+  }
+
+ private:
+  std::array<char, N> text_{};
+  size_t size_ = 0;
 };
 
-const std::vector<PerfRecipe>& megatron_bridge_perf_recipes();
+// Two texts of a table row, as offsets into the table's pool.
+struct TextPairCell {
+  uint16_t first_at;
+  uint16_t second_at;
+};
+
+// The pairs of one row, read against the table's pool; Pair is an aggregate of two
+// string_views, made when read.
+template <class Pair>
+class TextPairs {
+ public:
+  class iterator {
+   public:
+    using value_type = Pair;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const char* text, const TextPairCell* cell) : text_(text), cell_(cell) {}
+    Pair operator*() const {
+      return Pair{std::string_view(text_ + cell_->first_at),
+                  std::string_view(text_ + cell_->second_at)};
+    }
+    iterator& operator++() {
+      ++cell_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator before = *this;
+      ++cell_;
+      return before;
+    }
+    bool operator==(const iterator& other) const { return cell_ == other.cell_; }
+
+   private:
+    const char* text_ = nullptr;
+    const TextPairCell* cell_ = nullptr;
+  };
+
+  TextPairs() = default;
+  TextPairs(const char* text, std::span<const TextPairCell> cells) : text_(text), cells_(cells) {}
+  iterator begin() const { return {text_, cells_.data()}; }
+  iterator end() const { return {text_, cells_.data() + cells_.size()}; }
+  bool empty() const { return cells_.empty(); }
+  size_t size() const { return cells_.size(); }
+
+ private:
+  const char* text_ = nullptr;
+  std::span<const TextPairCell> cells_;
+};
+
+// A generated table of rows with runs of pairs: the rows, the pool and the cells (built from
+// addresses at run time, so the table itself holds none).
+template <class Row>
+struct PairTable {
+  std::span<const Row> rows;
+  const char* text = nullptr;
+  std::span<const TextPairCell> cells;
+  template <class Pair>
+  TextPairs<Pair> pairs(uint32_t first, uint32_t count) const {
+    return {text, cells.subspan(first, count)};
+  }
+};
+
+// The GPU counts of one recipe, held in the row (at most kMax; a generated row with more does
+// not compile).
+class PerfRecipeGpuCounts {
+ public:
+  static constexpr size_t kMax = 4;
+  constexpr PerfRecipeGpuCounts(std::initializer_list<int64_t> counts) {
+    if (counts.size() > kMax) too_many_gpu_counts();
+    for (int64_t c : counts) counts_[size_++] = c;
+  }
+  constexpr const int64_t* begin() const { return counts_.data(); }
+  constexpr const int64_t* end() const { return counts_.data() + size_; }
+  constexpr bool empty() const { return size_ == 0; }
+  constexpr size_t size() const { return size_; }
+
+ private:
+  static void too_many_gpu_counts();  // not defined: called only where a row has too many
+  std::array<int64_t, kMax> counts_{};
+  size_t size_ = 0;
+};
+
+struct PerfRecipe {
+  FixedText<40> model_recipe;  // -mr, e.g. qwen3_30b_a3b
+  FixedText<12> task;          // pretrain | sft | peft
+  FixedText<12> gpu;           // -g
+  FixedText<12> dtype;         // bf16 | fp8cs | fp8mx | fp8sc | nvfp4 (from -c)
+  PerfRecipeGpuCounts gpu_counts;
+};
+
+std::span<const PerfRecipe> megatron_bridge_perf_recipes();
 
 // run_script.py's spelling of -c in recipe names: fp8_cs -> fp8cs, ...
 std::string perf_recipe_dtype(std::string_view compute_dtype);
@@ -59,13 +185,16 @@ struct PerfRecipeEnvVar {
 };
 
 struct PerfRecipeEnv {
-  std::string_view function;  // perf_recipe_function()
-  std::span<const PerfRecipeEnvVar> vars;
+  FixedText<96> function;  // perf_recipe_function()
+  uint32_t first = 0;      // its run of the table's cells
+  uint32_t count = 0;
   // Why the recipe does not build from the release's PyPI package (a file its code reads is
   // not packaged), so its env_vars are unknown; "" for a recipe that builds.
-  std::string_view does_not_build = {};
+  FixedText<128> does_not_build = {};
+  TextPairs<PerfRecipeEnvVar> vars() const;
 };
 
+PairTable<PerfRecipeEnv> megatron_bridge_perf_recipe_env_table();
 std::span<const PerfRecipeEnv> megatron_bridge_perf_recipe_env();
 const PerfRecipeEnv* find_perf_recipe_env(std::string_view function);
 
@@ -84,29 +213,31 @@ const PerfRecipeEnv* perf_recipe_env_of(const Recipe& r, const Topology& t);
 // (both name what is captured; Megatron-Bridge reads the two as one list).
 // Generated from the release (tests/conformance/perf_recipe_table.py --write-base); the base
 // of a plan that names the recipe (model/recipe_base.h). In name order.
-// The texts are plain pointers: a table of many thousand string_views would not build as a
-// constant (clang counts a step per byte measuring each), and built at start-up it would cost
-// every command. key() and value() measure them when read.
 struct PerfRecipeBaseValue {
-  const char* key_text;
-  const char* value_text;
+  std::string_view key_text;
+  std::string_view value_text;
   std::string_view key() const { return key_text; }
   std::string_view value() const { return value_text; }
 };
 
 struct PerfRecipeBase {
-  std::string_view function;  // perf_recipe_function()
-  std::span<const PerfRecipeBaseValue> values;
+  FixedText<96> function;  // perf_recipe_function()
+  uint32_t first = 0;      // its run of the table's cells
+  uint32_t count = 0;
   // The Hugging Face model id whose config.json the recipe reads and the survey did not have
   // offline; its values are then unknown. "" otherwise.
-  std::string_view needs_hub_config = {};
+  FixedText<64> needs_hub_config = {};
+  // Its values, from whichever of the two tables holds the row.
+  TextPairs<PerfRecipeBaseValue> values() const;
 };
 
+PairTable<PerfRecipeBase> megatron_bridge_perf_recipe_base_table();
 std::span<const PerfRecipeBase> megatron_bridge_perf_recipe_base();
 const PerfRecipeBase* find_perf_recipe_base(std::string_view function);
 
 // The same for every library recipe of megatron.bridge.recipes (the hydra adapter's base), a
 // row for each function the release has; needs_hub_config "-" marks one that does not build.
+PairTable<PerfRecipeBase> megatron_bridge_library_recipe_base_table();
 std::span<const PerfRecipeBase> megatron_bridge_library_recipe_base();
 
 // The library recipe a recipe-driven script builds for model recipe, task, GPU, dtype (as in
@@ -118,3 +249,12 @@ const PerfRecipeBase* find_library_recipe(std::string_view model_recipe, std::st
                                           int64_t num_gpus);
 
 }  // namespace bridge
+
+// Formatting a FixedText formats its text.
+template <size_t N>
+struct fmt::formatter<bridge::FixedText<N>> : fmt::formatter<std::string_view> {
+  template <class FormatContext>
+  auto format(const bridge::FixedText<N>& text, FormatContext& ctx) const {
+    return fmt::formatter<std::string_view>::format(text.view(), ctx);
+  }
+};

@@ -181,7 +181,7 @@ bool fill(Recipe& r, const BaseKey& key, std::string_view text, const SourceLoc&
 }
 
 std::optional<int64_t> base_int(const PerfRecipeBase& base, std::string_view key) {
-  for (const auto& v : base.values)
+  for (const auto& v : base.values())
     if (v.key() == key) {
       Field<int64_t> f;
       if (parse_into(f, v.value())) return f.value;
@@ -280,7 +280,7 @@ std::string unknown_because(const PerfRecipeBase* base) {
 void fill_from(Recipe& r, const PerfRecipeBase& base, bool skip_sequence_parallel,
                Diagnostics& diags) {
   const SourceLoc loc{{}, 0, 0, {}, r.base.function};
-  for (const auto& v : base.values) {
+  for (const auto& v : base.values()) {
     if (record_fact(r.base, v.key(), v.value())) continue;
     if (v.value() == "null" || (skip_sequence_parallel && v.key() == "model.sequence_parallel"))
       continue;

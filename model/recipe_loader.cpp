@@ -798,22 +798,26 @@ const std::vector<std::string>& recipe_sections() {
 namespace {
 
 // read_recipe, optionally collecting the schema's keys into `reference`.
-std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& file,
-                                       Diagnostics& diags, std::vector<RecipeKeyDoc>* reference,
-                                       std::vector<PluginEntry>* plugins_seen = nullptr) {
+// Reads the recipe into `out` (left empty after an error). An out-parameter, so that the 20 KB
+// recipe is built where the caller keeps it: copies of it cost a dry-run stack pages and
+// moves (docs/performance.md).
+void read_recipe_into(const YamlNode& root, const std::string& file, Diagnostics& diags,
+                      std::vector<RecipeKeyDoc>* reference, std::vector<PluginEntry>* plugins_seen,
+                      std::optional<Recipe>& out) {
   size_t errors_before = diags.count(Severity::kError);
+  out.reset();
   if (root.is_null()) {
     diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe is empty",
                 "a recipe needs at least `name:`; see examples/recipes/");
-    return std::nullopt;
+    return;
   }
   if (!root.is_map()) {
     diags.error("not-a-mapping", "", root.loc,
                 fmt::format("a recipe must be a mapping of sections, got {}", root.kind_name()),
                 "start with `name: my-job` and sections like `model:`");
-    return std::nullopt;
+    return;
   }
-  Recipe rec;
+  Recipe& rec = out.emplace();
   rec.file = file;
   MapReader top(&root, "", diags, reference);
   top.read("name", rec.name);
@@ -843,8 +847,14 @@ std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& 
                 fmt::format("`name` is {} bytes long; at most {} fit in job ids and file names",
                             rec.name.value->size(), kMaxName),
                 "use a shorter name; `description` can hold the rest");
-  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
-  return rec;
+  if (diags.count(Severity::kError) > errors_before) out.reset();
+}
+
+std::optional<Recipe> read_recipe_into(const YamlNode& root, const std::string& file,
+                                       Diagnostics& diags, std::vector<RecipeKeyDoc>* reference) {
+  std::optional<Recipe> out;
+  read_recipe_into(root, file, diags, reference, nullptr, out);
+  return out;
 }
 
 }  // namespace
@@ -1025,19 +1035,20 @@ std::optional<Recipe> load_recipe_text(std::string_view text, const std::string&
                                        const std::vector<std::string>& overrides,
                                        Diagnostics& diags, std::vector<PluginEntry>* plugins_seen) {
   size_t errors_before = diags.count(Severity::kError);
+  std::optional<Recipe> rec;  // every return is `rec` (NRVO, as in read_recipe_into)
   YamlNode root = parse_yaml_document(text, file, diags);
   note_secret_values(root, diags);
-  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
+  if (diags.count(Severity::kError) > errors_before) return rec;
   if (root.is_null() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     diags.error("empty-recipe", "", SourceLoc{file, 1, 1, {}}, "recipe file is empty",
                 "a recipe needs at least `name:`; see examples/recipes/");
-    return std::nullopt;
+    return rec;
   }
   if (root.is_null() || root.is_map())  // else read_recipe reports "not a mapping"
     for (const auto& o : overrides) apply_override(root, o, diags);
   note_secret_values(root, diags);
-  if (diags.count(Severity::kError) > errors_before) return std::nullopt;
-  auto rec = read_recipe_into(root, file, diags, nullptr, plugins_seen);
+  if (diags.count(Severity::kError) > errors_before) return rec;
+  read_recipe_into(root, file, diags, nullptr, plugins_seen, rec);
   if (rec) {
     rec->overrides = overrides;
     rec->inputs = flatten_inputs(root, &rec->input_locations);

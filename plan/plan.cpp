@@ -203,12 +203,11 @@ void check_checkpoint(const Recipe& r, const Topology& t, Diagnostics& diags) {
                 "set checkpoint.interval to the iterations between saves (e.g. 500)");
 }
 
-Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
-                  const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
-                  Diagnostics& diags) {
-  Plan plan;
-  if (!recipe) return plan;
-  plan.recipe = std::move(recipe);
+// Plans `plan.recipe` (loaded) into `plan`. The plan is filled in place, not returned: it holds
+// the 20 KB recipe, and each copy of either costs stack pages and a move (docs/performance.md).
+void run_pipeline(Plan& plan, const PlanRequest& req, const HostEnvironment& host_env,
+                  const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
+  if (!plan.recipe) return;
   const Recipe& r = *plan.recipe;
   plan.job = JobSpec{r.file, r.name, r.cluster, r.runtime, r.executor, {}, r.checkpoint};
   for (const auto& e : r.env) plan.job.env_locations.emplace(e.name, e.loc);
@@ -233,10 +232,10 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
                   "drop it, or run with an executor that starts containers (--executor slurm "
                   "or kubernetes)");
   plan.topology = compute_topology(r, diags);
-  if (!plan.topology) return plan;
+  if (!plan.topology) return;
   plan.overlap = resolve_comm_overlap(r, *plan.topology, diags);
   check_checkpoint(r, *plan.topology, diags);
-  if (!kind) return plan;  // no executor to plan for (reported by choose_executor)
+  if (!kind) return;  // no executor to plan for (reported by choose_executor)
   plan.job_dir = job_base_dir(r, *kind, host_env, diags) + "/" + job_dir_leaf(*r.name.value);
 
   PluginContext ctx{r, *plan.topology, *plan.overlap, plan.executor, plan.job_dir, host_env};
@@ -264,15 +263,6 @@ Plan run_pipeline(std::optional<Recipe> recipe, const PlanRequest& req,
   plan.executor_changes = std::move(launch.executor);
   decide_plan_confirmation(plan, diags);
   plan.complete = !diags.has_errors();
-  return plan;
-}
-
-// A recipe that did not load still has its plugin names checked: every error in one pass.
-std::optional<Recipe> checked_load(std::optional<Recipe> recipe,
-                                   const std::vector<PluginEntry>& plugins_seen,
-                                   const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
-  if (!recipe) check_plugin_names(plugins, plugins_seen, diags);
-  return recipe;
 }
 
 }  // namespace
@@ -280,18 +270,23 @@ std::optional<Recipe> checked_load(std::optional<Recipe> recipe,
 Plan build_plan(const PlanRequest& request, const HostEnvironment& host_env,
                 const std::vector<PluginInfo>& plugins, Diagnostics& diags) {
   std::vector<PluginEntry> seen;
-  auto recipe = load_recipe(request.recipe_path, request.overrides, diags, &seen);
-  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
-                      plugins, diags);
+  Plan plan;
+  plan.recipe = load_recipe(request.recipe_path, request.overrides, diags, &seen);
+  // A recipe that did not load still has its plugin names checked: every error in one pass.
+  if (!plan.recipe) check_plugin_names(plugins, seen, diags);
+  run_pipeline(plan, request, host_env, plugins, diags);
+  return plan;
 }
 
 Plan build_plan_from_text(const std::string& text, const PlanRequest& request,
                           const HostEnvironment& host_env, const std::vector<PluginInfo>& plugins,
                           Diagnostics& diags) {
   std::vector<PluginEntry> seen;
-  auto recipe = load_recipe_text(text, request.recipe_path, request.overrides, diags, &seen);
-  return run_pipeline(checked_load(std::move(recipe), seen, plugins, diags), request, host_env,
-                      plugins, diags);
+  Plan plan;
+  plan.recipe = load_recipe_text(text, request.recipe_path, request.overrides, diags, &seen);
+  if (!plan.recipe) check_plugin_names(plugins, seen, diags);
+  run_pipeline(plan, request, host_env, plugins, diags);
+  return plan;
 }
 
 }  // namespace bridge

@@ -98,7 +98,7 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
   if (plan.adapter != "megatron_bridge" && plan.adapter != "hydra") return;
   const Field<bool>& asked = plan.recipe->runtime.confirm;
   if (asked.is_set() && !*asked.value) return;
-  if (!embedded_templates().count(kProgramTemplate)) {
+  if (!embedded_template(kProgramTemplate)) {
     not_confirmed(plan, "this bridge-launch was built without its confirmation program", diags);
     return;
   }
@@ -134,7 +134,7 @@ std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const P
   if (!plan.confirm) return {};
   Diagnostics unused;
   std::optional<std::string> program = template_text(kProgramTemplate, "", unused);
-  json request = json::parse(runtime_check_request(plan), nullptr, false);
+  json request = runtime_check_request_json(plan);
   request["planned_env"] = planned_env(plan.env);
   // The recipe base's values (model/recipe_base.h): not sent, since the runtime builds them
   // from the same recipe, so compared here where the finalised config holds them.

@@ -69,6 +69,18 @@ void for_each_overlap_field(const ResolvedOverlap& o, F&& f) {
   f("delay_wgrad_compute", resolved_json(o.delay_wgrad_compute));
 }
 
+}  // namespace
+
+ordered_json overlap_values_json(const ResolvedOverlap& overlap) {
+  ordered_json out = ordered_json::object();
+  for_each_overlap_field(overlap, [&](const char* name, const ordered_json& entry) {
+    if (!entry["value"].is_null()) out[name] = entry["value"];
+  });
+  return out;
+}
+
+namespace {
+
 ordered_json topology_json(const Topology& t) {
   return ordered_json{{"num_gpus", t.num_gpus},
                       {"gpus_per_node", t.gpus_per_node},
@@ -300,7 +312,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
     ordered_json co = ordered_json::object();
     for_each_overlap_field(p.overlap->overlap,
                            [&](const char* name, ordered_json v) { co[name] = std::move(v); });
-    j["comm_overlap"] = co;
+    j["comm_overlap"] = std::move(co);
     const DdpConfig& d = p.overlap->ddp;
     j["ddp"] = ordered_json{{"use_distributed_optimizer", d.use_distributed_optimizer},
                             {"overlap_grad_reduce", opt_json(d.overlap_grad_reduce)},
@@ -321,7 +333,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                        {"secret", v.secret},
                        {"reason", v.reason}};
     }
-    j["env"] = env;
+    j["env"] = std::move(env);
     if (!p.runtime_env.origin.empty()) j["runtime_env"] = runtime_env_json(p.runtime_env);
     ordered_json args = ordered_json::array();
     ordered_json arg_details = ordered_json::array();
@@ -329,8 +341,8 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
       args.push_back(a.text);
       arg_details.push_back({{"arg", a.text}, {"source", a.source}, {"reason", a.reason}});
     }
-    j["runtime_args"] = args;
-    j["runtime_arg_sources"] = arg_details;
+    j["runtime_args"] = std::move(args);
+    j["runtime_arg_sources"] = std::move(arg_details);
     j["adapter"] = p.adapter;
     j["binding"] = ordered_json{{"mode", binding_mode_name(p.binding.mode)},
                                 {"gpus_per_numa_node", p.binding.gpus_per_numa == 0
@@ -354,8 +366,8 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
       setup.push_back(s.command);
       setup_details.push_back({{"command", s.command}, {"source", s.source}, {"reason", s.reason}});
     }
-    j["setup_lines"] = setup;
-    j["setup_sources"] = setup_details;
+    j["setup_lines"] = std::move(setup);
+    j["setup_sources"] = std::move(setup_details);
     j["executor"] = executor_json(p);
     if (p.code) j["code"] = code_json(*p.code);
   }

@@ -16,6 +16,9 @@ namespace bridge {
 
 nlohmann::ordered_json diagnostics_to_json(const Diagnostics& diags);
 nlohmann::ordered_json plan_to_json(const Plan& plan, const Diagnostics& diags);
+// The values plan_to_json shows under comm_overlap, field -> value, without the fields the
+// plan leaves null (what the runtime check and the plan confirmation compare).
+nlohmann::ordered_json overlap_values_json(const ResolvedOverlap& overlap);
 // A per-layer userbuffers config as JSON: {"qkv_dgrad": {"method": "bulk", ...}, ...}.
 nlohmann::ordered_json userbuffers_to_json(const UserbuffersConfig& cfg);
 std::string plan_to_text(const Plan& plan, bool color);

@@ -194,7 +194,7 @@ void add_flag_only_keys(const Recipe& r, std::vector<std::string>& carried,
 std::string base_flex_backend(const Recipe& r) {
   const PerfRecipeBase* base = find_perf_recipe_base(r.base.function);
   if (!base) return "";
-  for (const auto& v : base->values)
+  for (const auto& v : base->values())
     if (v.key() == "model.moe_flex_dispatcher_backend" && v.value() != "null")
       return std::string(v.value());
   return "";

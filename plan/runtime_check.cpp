@@ -51,12 +51,9 @@ json capability_of(const Plan& plan) {
 // The plan's resolved overlap values; null where the plan leaves a field to the runtime.
 json planned_overlap(const Plan& plan) {
   json out = json::object();
-  Diagnostics none;
-  nlohmann::ordered_json shown = plan_to_json(plan, none);
-  if (!shown.contains("comm_overlap")) return out;
-  for (const auto& [field, entry] : shown["comm_overlap"].items())
-    if (entry.is_object() && entry.contains("value") && !entry["value"].is_null())
-      out[field] = entry["value"];
+  if (!plan.overlap) return out;
+  const nlohmann::ordered_json values = overlap_values_json(plan.overlap->overlap);
+  for (auto it = values.begin(); it != values.end(); ++it) out[it.key()] = it.value();
   return out;
 }
 
@@ -183,6 +180,10 @@ bool is_python_script_command(const std::vector<std::string>& argv) {
 }
 
 std::string runtime_check_request(const Plan& plan) {
+  return runtime_check_request_json(plan).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json runtime_check_request_json(const Plan& plan) {
   const Recipe& r = *plan.recipe;
   const Topology& t = *plan.topology;
   json argv = json::array();
@@ -206,7 +207,7 @@ std::string runtime_check_request(const Plan& plan) {
                {"capability", capability_of(plan)},
                {"recipe_lookup", lookup},
                {"planned_overlap", planned_overlap(plan)}};
-  return request.dump(-1, ' ', false, json::error_handler_t::replace);
+  return request;
 }
 
 RuntimeCheckOutcome read_runtime_check_answer(const Plan& plan, const std::string& answer_text,

@@ -24,6 +24,7 @@
 // effects.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/diagnostics.h"
@@ -39,6 +40,8 @@ bool runtime_check_asked(const Plan& plan);
 
 // The request the check program reads on stdin (see python/bridge_config_check.py).
 std::string runtime_check_request(const Plan& plan);
+// The same request as JSON (the plan confirmation adds to it).
+nlohmann::json runtime_check_request_json(const Plan& plan);
 
 // Whether `argv` is `python SCRIPT ...`: the shape whose words after the script are the
 // script's own arguments (and in front of whose script the confirmation can start).

@@ -50,7 +50,7 @@ void add_recipe_base_env(const Recipe& r, const Topology& t, LaunchEnv& env) {
   const PerfRecipeEnv* recipe_env = perf_recipe_env_of(r, t);
   if (!recipe_env || !recipe_env->does_not_build.empty()) return;
   const std::string source = fmt::format("recipe base {}", recipe_env->function);
-  for (const auto& [name, value] : recipe_env->vars)
+  for (const auto& [name, value] : recipe_env->vars())
     if (!env.find(std::string(name)))  // a value the user or a plugin option chose stays
       env.vars.push_back({std::string(name), std::string(value), source,
                           "the recipe's env_vars, which Megatron-Bridge sets at rank start where "
@@ -79,7 +79,8 @@ RuntimeEnvDefaults runtime_env_defaults(const Recipe& r, const Topology& t,
         "variables are unknown to bridge-launch");
     return out;
   }
-  for (const auto& [name, value] : recipe_env->vars) out.vars.push_back(compare(name, value, env));
+  for (const auto& [name, value] : recipe_env->vars())
+    out.vars.push_back(compare(name, value, env));
   warn_replaced(out, diags);
   return out;
 }

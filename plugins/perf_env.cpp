@@ -208,7 +208,7 @@ void leave_tuning_to_the_performance_recipe(const PluginContext& ctx, const Perf
                                                   "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN",
                                                   "NVTE_USE_FAST_MATH"};
   auto recipe_sets = [&](const std::string& name) {
-    for (const auto& [n, v] : recipe->vars)
+    for (const auto& [n, v] : recipe->vars())
       if (n == name) return true;
     return false;
   };

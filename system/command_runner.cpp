@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,12 +16,14 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -413,6 +416,29 @@ std::unique_ptr<StartedCommand> CommandRunner::start(const CommandSpec& spec) {
 
 namespace {
 
+// The file posix_spawnp would run for `name` along $PATH (the launcher's own, as posix_spawnp
+// reads it; unset: /bin:/usr/bin): the first regular file there this process may execute.
+// Empty when `name` holds a '/' or no directory has it; posix_spawnp then searches and
+// reports. Looked up here because posix_spawnp tries an execve in the child for every
+// directory before the right one (50 us each, with the launcher held; a login shell's PATH
+// often has ten entries ahead of /usr/bin: docs/performance.md).
+std::string program_on_path(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return "";
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/bin:/usr/bin";
+  while (true) {
+    size_t colon = dirs.find(':');
+    std::string_view dir = dirs.substr(0, colon);
+    std::string candidate = std::string(dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        faccessat(AT_FDCWD, candidate.c_str(), X_OK, AT_EACCESS) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) return "";
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
 // Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
 // environment. `spawn` may run on another thread than the one that built it, and allocates
 // nothing there before the exec: a thread's first malloc sets up an arena of its own, four
@@ -421,6 +447,7 @@ struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;
   std::vector<char*> args, envp;  // pointers into argv and env
+  std::string program;            // argv[0] found along $PATH; empty: posix_spawnp searches
   posix_spawn_file_actions_t actions{};
   posix_spawnattr_t attr{};
   bool built = false;
@@ -436,6 +463,7 @@ struct SpawnRequest {
 
   // On the caller's thread, once the pipes, argv and env are set.
   void build() {
+    program = program_on_path(argv[0]);
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     for (auto& e : env) envp.push_back(e.data());
@@ -469,9 +497,11 @@ struct SpawnRequest {
     built = true;
   }
 
-  // posix_spawnp's result (0 or an errno value); closes the child's pipe ends.
+  // posix_spawn's result (0 or an errno value); closes the child's pipe ends.
   int spawn(pid_t* pid) {
-    int rc = posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data());
+    int rc = program.empty()
+                 ? posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data())
+                 : posix_spawn(pid, program.c_str(), &actions, &attr, args.data(), envp.data());
     for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) close_fd(*fd);
     return rc;
   }

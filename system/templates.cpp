@@ -58,13 +58,12 @@ std::optional<std::string> read_template_file(const std::string& path, Diagnosti
 std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
                                          Diagnostics& diags) {
   if (!override_path.empty()) return read_template_file(override_path, diags);
-  const auto& all = embedded_templates();
-  auto it = all.find(name);
-  if (it == all.end()) {
+  std::optional<std::string_view> text = embedded_template(name);
+  if (!text) {
     diags.error("template-missing", "", {}, fmt::format("no embedded template `{}`", name));
     return std::nullopt;
   }
-  return it->second;
+  return std::string(*text);
 }
 
 }  // namespace bridge

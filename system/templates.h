@@ -5,15 +5,16 @@
 // override or unknown name is reported as an error and yields nullopt.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/diagnostics.h"
 
 namespace bridge {
 
-const std::map<std::string, std::string>& embedded_templates();
+// The embedded file of that name (constant data), or nullopt.
+std::optional<std::string_view> embedded_template(std::string_view name);
 
 std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
                                          Diagnostics& diags);

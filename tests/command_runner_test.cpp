@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -41,6 +42,34 @@ TEST(CommandRunnerTest, CapturesOutputStdinEnvAndExitCodes) {
     t.argv = {"true"};
     EXPECT_TRUE(r.run(t).ok());
   }
+}
+
+// The program is looked up along $PATH as posix_spawnp would (a directory or a file without
+// the execute bit of that name is passed over), so what runs does not change.
+TEST(CommandRunnerTest, AProgramIsFoundAlongPathPastDirectoriesAndFilesItCannotRun) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("bridge-path-" + std::to_string(getpid()));
+  fs::create_directories(root / "a" / "tool-bridge");  // a directory of that name
+  fs::create_directories(root / "b");
+  fs::create_directories(root / "c");
+  std::ofstream(root / "b" / "tool-bridge") << "#!/bin/sh\necho not-executable\n";
+  std::ofstream(root / "c" / "tool-bridge") << "#!/bin/sh\necho \"c $1\"\n";
+  fs::permissions(root / "c" / "tool-bridge", fs::perms::owner_all);
+  const char* old = std::getenv("PATH");
+  std::string saved = old ? old : "";
+  setenv("PATH",
+         ((root / "a").string() + ":" + (root / "b").string() + ":" + (root / "c").string() + ":" +
+          saved)
+             .c_str(),
+         1);
+  SpawnCommandRunner r;
+  CommandSpec s;
+  s.argv = {"tool-bridge", "x"};
+  CommandResult res = r.run(s);
+  setenv("PATH", saved.c_str(), 1);
+  fs::remove_all(root);
+  EXPECT_TRUE(res.ok()) << res.err;
+  EXPECT_EQ(res.out, "c x\n");
 }
 
 TEST(CommandRunnerTest, NotFoundTimeoutAndIgnoredStdin) {

@@ -100,7 +100,8 @@ TEST(MegatronBridgeRules, NoPerformanceRecipeIsRefusedWithWhatExists) {
 TEST(MegatronBridgeRules, TheTableHoldsTheReleasesQwenRecipes) {
   const PerfRecipe* r = find_perf_recipe("qwen3_30b_a3b", "pretrain", "h100", "bf16");
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->gpu_counts, (std::vector<int64_t>{16, 64}));
+  EXPECT_EQ(std::vector<int64_t>(r->gpu_counts.begin(), r->gpu_counts.end()),
+            (std::vector<int64_t>{16, 64}));
   EXPECT_EQ(perf_recipe_dtype("fp8_cs"), "fp8cs");
   EXPECT_EQ(find_perf_recipe("gpt3_175b", "pretrain", "h100", "bf16"), nullptr);
 }
@@ -327,7 +328,7 @@ TEST(MegatronBridgeRules, TheRecipesOwnValuesRaiseNoWarning) {
   std::vector<std::string> overrides;
   const PerfRecipeEnv* env = find_perf_recipe_env("qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config");
   ASSERT_NE(env, nullptr);
-  for (const auto& [name, value] : env->vars)
+  for (const auto& [name, value] : env->vars())
     overrides.push_back(std::string("env.") + std::string(name) + "=" + std::string(value));
   PlanRun run = plan_of(kQwen, overrides);
   EXPECT_FALSE(run.has("runtime-env-replaced")) << warnings_of(run, "runtime-env-replaced");
@@ -418,7 +419,7 @@ TEST(MegatronBridgeRules, EveryPerformanceRecipeHasItsEnvRow) {
       ++rows;
       if (!env->does_not_build.empty()) continue;  // its env_vars are unknown
       bool common = false;
-      for (const auto& [name, value] : env->vars)
+      for (const auto& [name, value] : env->vars())
         common = common || (name == "TORCH_NCCL_HIGH_PRIORITY" && value == "1");
       EXPECT_TRUE(common) << env->function;
     }

@@ -88,7 +88,7 @@ TEST_F(PlanConfirmTest, TheJobDirGetsTheEmbeddedProgramAndThePlannedValues) {
   auto files = plan_confirmation_files(p);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].first, "bridge_plan_confirm.py");
-  EXPECT_EQ(files[0].second, embedded_templates().at("bridge_config_check.py"));
+  EXPECT_EQ(files[0].second, embedded_template("bridge_config_check.py").value_or("none"));
   EXPECT_EQ(files[1].first, "plan_confirm.json");
   json request = json::parse(files[1].second);
   EXPECT_EQ(request["adapter"], "megatron_bridge");

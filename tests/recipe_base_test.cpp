@@ -332,17 +332,19 @@ TEST(RecipeBase, EveryKeyOfTheGeneratedTableHasAField) {
   std::vector<std::string_view> keys = recipe_base_keys();
   size_t rows = 0;
   for (const auto& base : megatron_bridge_perf_recipe_base()) {
-    rows += base.values.empty() ? 0 : 1;
-    for (const auto& v : base.values) {
+    rows += base.values().empty() ? 0 : 1;
+    for (const auto& v : base.values()) {
       if (is_recipe_base_fact(v.key())) continue;
       EXPECT_NE(std::find(keys.begin(), keys.end(), v.key()), keys.end())
           << base.function << ": " << v.key();
     }
   }
   EXPECT_GT(rows, 300u);
-  EXPECT_TRUE(std::is_sorted(
-      megatron_bridge_perf_recipe_base().begin(), megatron_bridge_perf_recipe_base().end(),
-      [](const PerfRecipeBase& a, const PerfRecipeBase& b) { return a.function < b.function; }));
+  EXPECT_TRUE(std::is_sorted(megatron_bridge_perf_recipe_base().begin(),
+                             megatron_bridge_perf_recipe_base().end(),
+                             [](const PerfRecipeBase& a, const PerfRecipeBase& b) {
+                               return a.function.view() < b.function.view();
+                             }));
 }
 
 }  // namespace

@@ -111,6 +111,26 @@ TEST_F(RegistryTest, ReservedIdsAreUniqueWithinOneSecond) {
   EXPECT_FALSE(fs::exists(dir_ / "jobs" / ("." + *ids.begin() + ".reservation")));
 }
 
+// The launcher renders its job with a candidate id before anything exists on disk, then
+// reserves that id; when another launch took it meanwhile, it gets another one (and renders
+// again).
+TEST_F(RegistryTest, APreferredIdIsReservedWhenFreeAndAnotherWhenTaken) {
+  JobRegistry reg = fake_registry();
+  seams_.random.next_values = {7, 7, 7, 9};
+  const std::string candidate = reg.candidate_id("grid");
+  EXPECT_FALSE(fs::exists(dir_ / "jobs")) << "a candidate id creates nothing";
+  Diagnostics diags;
+  std::optional<std::string> first = reg.reserve_id("grid", "", diags, candidate);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, candidate);
+  EXPECT_TRUE(fs::exists(dir_ / "jobs" / ("." + candidate + ".reservation")));
+  // The same candidate again (two launches drew it): the second gets a fresh id.
+  std::optional<std::string> second = reg.reserve_id("grid", "", diags, candidate);
+  ASSERT_TRUE(second);
+  EXPECT_NE(*second, candidate);
+  EXPECT_FALSE(diags.has_errors());
+}
+
 // A launcher killed between reserving its id and writing the pending entry leaves its
 // reservation (6 of 30 kills during submission did). Nothing was submitted for it (the
 // scheduler gets a job only after the pending entry replaced the reservation), so `list`
