@@ -374,15 +374,24 @@ bool is_command_name(std::string_view word) {
 
 }  // namespace
 
+namespace {
+
+// Whether one argument asks for help: `--help`, `-h`, or `h` among joined short flags (`-vh`).
+// Read by the early submission and by the parser's command table alike.
+bool asks_for_help(const std::string& a) {
+  return a == "--help" ||
+         (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('h') != std::string::npos);
+}
+
+}  // namespace
+
 std::string executor_of_a_plain_launch(const std::vector<std::string>& raw_args) {
   std::vector<std::string> args = translate_short_options(raw_args);
   std::string executor;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
-    if (a == "--dry-run" || a == "--help" || a == "-h" || a == "--help-all" || a == "--version" ||
-        is_command_name(a))
-      return "";
+    if (a == "--dry-run" || asks_for_help(a) || a == "--version" || is_command_name(a)) return "";
     if ((a == "--executor" || a == "-e") && i + 1 < args.size())
       executor = args[++i];
     else if (a.rfind("--executor=", 0) == 0)
@@ -425,12 +434,8 @@ std::optional<std::string> unused_top_level_argument(const CLI::App& app) {
   return std::nullopt;
 }
 
-// Whether the command line asks for help (`-h`, `--help`, or `-h` among joined short flags).
 bool help_asked(const std::vector<std::string>& raw_args) {
-  return std::any_of(raw_args.begin(), raw_args.end(), [](const std::string& a) {
-    return a == "--help" ||
-           (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('h') != std::string::npos);
-  });
+  return std::any_of(raw_args.begin(), raw_args.end(), asks_for_help);
 }
 
 // The top-level parser: the launch's options, then the commands of kCommands in its order

@@ -259,8 +259,10 @@ std::optional<int> reserve_id(Launch& l) {
   if (*id != l.job_id) {  // another launch took the candidate meanwhile
     Diagnostics again;    // the same messages as the first render's, already shown
     l.job = l.executor->render(l.plan, SubmissionIdentity{*id, l.sequence}, again);
-    if (!l.job || again.has_errors()) {
+    if (!l.job || again.has_errors()) {  // render is pure: not expected, never silent
       l.reg.release_id(*id);
+      for (const Diagnostic& d : again.items())
+        if (d.severity == Severity::kError) l.diags.error(d.code, d.path, d.loc, d.message, d.help);
       return stop_before_submit(l, kExitUsage);
     }
   }

@@ -30,9 +30,10 @@ namespace bridge {
 
 // The generated tables below hold no pointer: in a position-independent binary each pointer of
 // a table is a relocation that the start of every command applies, and each page holding one
-// is copied on write (35,000 relocations and 35 pages when these tables were string_views,
-// a fifth of a dry-run). Texts are held in the row (FixedText) or as offsets into one pool of
-// NUL-terminated texts per table (TextPairs).
+// is copied on write (when these tables were string_views, a fifth of a dry-run:
+// docs/performance.md, round 6). Texts are held in the row (FixedText) or as offsets into one
+// pool of NUL-terminated texts per table (TextPairs). A row is read where the table holds it:
+// PerfRecipeBase::values() finds its table by the row's address, so a copy of a row has none.
 
 // A text of at most N bytes held in the row. A longer literal does not compile.
 template <size_t N>

@@ -24,7 +24,7 @@
 // effects.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "base/diagnostics.h"

@@ -500,8 +500,11 @@ struct SpawnRequest {
   // posix_spawn's result (0 or an errno value); closes the child's pipe ends.
   int spawn(pid_t* pid) {
     int rc = program.empty()
-                 ? posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data())
+                 ? ENOENT
                  : posix_spawn(pid, program.c_str(), &actions, &attr, args.data(), envp.data());
+    // Not found, or found and not runnable (a script whose interpreter is missing, a busy or
+    // foreign binary): posix_spawnp then searches on, as it always did.
+    if (rc != 0) rc = posix_spawnp(pid, args[0], &actions, &attr, args.data(), envp.data());
     for (int* fd : {&pipes.in[0], &pipes.out[1], &pipes.err[1]}) close_fd(*fd);
     return rc;
   }
@@ -535,9 +538,9 @@ std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
 }
 
 // A command being started on a thread of its own: posix_spawn (vfork) holds its caller until
-// the program's execve is done, the search along $PATH included (about 0.2 ms for sbatch),
-// and start() is for overlapping exactly that. finish and the destructor first wait for
-// the thread.
+// the program's execve is done, and start() is for overlapping exactly that. (The program was
+// looked up along $PATH on the caller's thread, SpawnRequest::build: a stat per directory.) finish
+// and the destructor first wait for the thread.
 class SpawningCommand : public StartedCommand {
  public:
   SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout,

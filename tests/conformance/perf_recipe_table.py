@@ -161,7 +161,7 @@ def render_runs(rows_in, header, cells, middle, footer):
     if size > 0xFFFF:
         raise ValueError("the text pool outgrew the 16-bit offsets of TextPairCell")
     lines = [header, "constexpr char kText[] =\n"]
-    lines += [f"    {c_string(t)[:-1]}\\0\"\n" for t in at]
+    lines += [f"    {c_string(t)[:-1]}\\0\"\n" for t in at] or ['    ""\n']
     lines.append("    ;\n\n" + cells)
     lines += [f"    {{{at[k]}, {at[v]}}},\n" for run in runs for k, v in run]
     lines.append(middle)
@@ -183,7 +183,7 @@ POOL_CELL = re.compile(r'^    \{(\d+), (\d+)\},$', re.M)
 
 def pooled_pairs(head):
     """The (key, value) cells of a pooled table (render_runs with pool_cells), read back."""
-    pool, _, cells = head.partition("kText[] =")[2].partition(";")
+    pool, _, cells = head.partition("kText[] =")[2].partition("\n    ;\n")
     text_at, at = {}, 0
     for raw in POOL_TEXT.findall(pool):
         text = c_unescape(raw[:-2])  # each text is written with its "\0"
