@@ -36,6 +36,7 @@
 #include "executors/k8s_status.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
+#include "jobs/job_watchdog.h"
 #include "system/command_runner.h"
 
 namespace bridge {
@@ -337,6 +338,10 @@ class KubernetesExecutor : public Executor {
         e.scheduler_lines.push_back(
             fmt::format("pod {} ({}): {}{}", p.name, u.label, p.reason,
                         p.exit_code ? fmt::format(", exit code {}", *p.exit_code) : ""));
+      // The watchdog's verdict (a pod that holds a progress rank): the job-level `hang`.
+      for (const WatchdogEvent& w : parse_watchdog_events(p.message))
+        e.scheduler_lines.push_back(
+            fmt::format("pod {} ({}): {}", p.name, u.label, watchdog_event_text(w)));
       if (all_logs || u.failed()) {
         CommandResult r = run(kubectl(
             job.context, job.namespace_,

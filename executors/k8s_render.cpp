@@ -14,7 +14,9 @@
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_env.h"
+#include "model/watchdog.h"
 #include "plan/plan_confirm.h"
+#include "system/templates.h"
 
 namespace bridge {
 
@@ -28,8 +30,8 @@ constexpr int kDnsWaitSeconds = 2;
 // The variables the executor itself sets on every pod (or torchrun sets on every rank).
 const std::set<std::string>& rendezvous_names() {
   static const std::set<std::string> kNames{
-      "RANK",      "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-      "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"};
+      "RANK",        "LOCAL_RANK",  "WORLD_SIZE",     "LOCAL_WORLD_SIZE",      "NODE_RANK",
+      "MASTER_ADDR", "MASTER_PORT", "BRIDGE_ATTEMPT", "BRIDGE_RESTART_ATTEMPT"};
   return kNames;
 }
 
@@ -182,6 +184,12 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
   if (in.plan.code) env.push_back(env_value("BRIDGE_CODE_DIR", in.plan.code->container_path));
   env.push_back(env_value("MASTER_ADDR", master_addr));
   env.push_back(env_value("MASTER_PORT", std::to_string(kK8sMasterPort)));
+  env.push_back({{"name", "BRIDGE_RESTART_ATTEMPT"},
+                 {"valueFrom",
+                  {{"fieldRef",
+                    {{"fieldPath", fmt::format("metadata.labels['{}']",
+                                               in.api == "jobset" ? kJobSetRestartAttemptLabel
+                                                                  : kK8sAttemptLabel)}}}}}});
   env.push_back(
       {{"name", "NODE_RANK"},
        {"valueFrom",
@@ -217,6 +225,38 @@ void append_env_check(const Plan& plan, std::string& s) {
   s += fmt::format("[ \"$env_bad\" = 0 ] || exit {}\n", kConfirmExitCode);
 }
 
+// The pod holding the plan's progress rank (runtime.progress_rank: Megatron's last rank,
+// bridge-probe's rank 0). Only it runs the watchdog: a pod's watchdog sees only its own
+// ranks' lines, and one whose ranks print no iteration line would take the job for hung.
+int64_t watched_node(const Inputs& in) {
+  return in.plan.progress_rank / std::max<int64_t>(1, in.gpus_per_node);
+}
+
+// runtime.watchdog in the pods (templates/k8s-watchdog.sh.tmpl): the pod holding the progress
+// rank runs the launcher beside a watchdog loop; the others exec it as without one.
+std::string watchdog_script(const Inputs& in, const std::string& launch) {
+  const WatchdogSettings& w = in.plan.watchdog;
+  std::string text(embedded_template("k8s-watchdog.sh.tmpl").value_or(""));
+  const std::pair<std::string_view, std::string> values[] = {
+      {"@WATCH_NODE@", std::to_string(watched_node(in))},
+      {"@LAUNCH@", launch},
+      {"@ERE_Q@", shell_word(kIterationLineEre)},
+      {"@STARTUP@", std::to_string(w.startup_timeout)},
+      {"@PROGRESS@", std::to_string(w.progress_timeout)},
+      {"@GRACE@", std::to_string(w.teardown_grace)},
+      {"@POLL@", std::to_string(w.poll_seconds())},
+      {"@KILL_AFTER@", std::to_string(kWatchdogKillAfter)},
+      {"@HANG_EXIT@", std::to_string(kWatchdogHangExitCode)},
+      {"@GPUS_PER_NODE@", std::to_string(in.gpus_per_node)},
+      {"@JOB_DIR@", shell_word(in.plan.job_dir)},
+  };
+  for (const auto& [name, value] : values)
+    for (size_t at = text.find(name); at != std::string::npos;
+         at = text.find(name, at + value.size()))
+      text.replace(at, name.size(), value);
+  return text;
+}
+
 // The pod's entrypoint: a bounded DNS wait for MASTER_ADDR, the job dir, `expand: true`
 // exports, the planned env's check and setup steps, then one torchrun (or ft_launcher) whose
 // command is "$@" (the container args, passed through without any re-quoting).
@@ -242,17 +282,25 @@ std::string entrypoint_script(const Inputs& in) {
   s += fmt::format("  sleep {}\n", kDnsWaitSeconds);
   s += "done\n";
   s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(plan.job_dir));
+  // The attempt, 1 first, as on Slurm: the restart label of the pod (0 first) plus one.
+  s += "BRIDGE_ATTEMPT=`expr \"${BRIDGE_RESTART_ATTEMPT:-0}\" + 1 2>/dev/null` || "
+       "BRIDGE_ATTEMPT=1\n";
+  s += "export BRIDGE_ATTEMPT\n";
   for (const auto& v : plan.env.vars)
     if (v.expand && !v.secret) s += fmt::format("export {}=\"{}\"\n", v.name, v.value);
   append_env_check(plan, s);
   for (const auto& step : plan.setup_steps) s += step.command + "\n";
+  std::string launch;
   std::vector<std::string> launcher = plan.executor_changes.launcher_wrapper;
   if (launcher.empty()) launcher.push_back("torchrun");
-  s += "exec";
-  for (const auto& w : launcher) s += " " + shell_word(w);
-  s += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
-  s += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
-  s += " --master-port=\"$MASTER_PORT\" --no-python \"$@\"\n";
+  for (const auto& w : launcher) launch += (launch.empty() ? "" : " ") + shell_word(w);
+  launch += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
+  launch += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
+  launch += " --master-port=\"$MASTER_PORT\" --no-python";
+  if (plan.watchdog.enabled)
+    s += watchdog_script(in, launch);
+  else
+    s += "exec " + launch + " \"$@\"\n";
   return s;
 }
 

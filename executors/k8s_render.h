@@ -60,6 +60,8 @@ inline constexpr const char* kK8sManagedByKey = "app.kubernetes.io/managed-by";
 inline constexpr const char* kK8sManagedBy = "bridge-launch";
 inline constexpr const char* kK8sJobLabel = "bridge-launch/job";
 inline constexpr const char* kK8sAttemptLabel = "bridge-launch/attempt";
+// The JobSet controller's label on the pods of each restart (0 first).
+inline constexpr const char* kJobSetRestartAttemptLabel = "jobset.sigs.k8s.io/restart-attempt";
 inline constexpr const char* kK8sAttemptsAnnotation = "bridge-launch/attempts";
 inline constexpr const char* kK8sRecipeAnnotation = "bridge-launch/recipe";
 inline constexpr const char* kK8sContainer = "trainer";

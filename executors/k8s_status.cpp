@@ -261,6 +261,7 @@ void add_terminated_state(const json& pod, K8sPod& p) {
   if (p.signal && *p.signal == 0) p.signal.reset();
   p.reason = field(t, "reason");
   p.finished_at = field(t, "finishedAt");
+  p.message = field(t, "message").substr(0, 4096);
 }
 
 void add_waiting_reason(const json& pod, K8sPod& p) {
@@ -332,7 +333,7 @@ std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
     if (idx.empty()) idx = label(obj, kK8sCompletionIndex);
     p.index = parse_int(idx).value_or(-1);
     std::string attempt = label(obj, kK8sAttemptLabel);
-    if (attempt.empty()) attempt = label(obj, "jobset.sigs.k8s.io/restart-attempt");
+    if (attempt.empty()) attempt = label(obj, kJobSetRestartAttemptLabel);
     p.attempt = parse_int(attempt).value_or(0);
     p.phase = str_at(obj, json::json_pointer("/status/phase"));
     p.node_name = str_at(obj, json::json_pointer("/spec/nodeName"));

@@ -67,6 +67,9 @@ struct K8sPod {
   std::optional<int64_t> signal;
   std::string reason;       // "Error", "OOMKilled", ...
   std::string finished_at;  // RFC 3339, sorts in time order
+  // Its termination message (the watchdog's verdict, templates/k8s-watchdog.sh.tmpl), at
+  // most 4096 bytes as the kubelet keeps it.
+  std::string message;
   // Why a pod that has not started waits: the PodScheduled=False condition's message
   // ("0/2 nodes are available: ...") or the container's waiting reason (ImagePullBackOff);
   // "" when it does not wait.

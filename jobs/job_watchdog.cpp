@@ -13,8 +13,11 @@ namespace bridge {
 std::string watchdog_event_line(const WatchdogEvent& e) {
   std::string line = e.kind;
   if (!e.stage.empty()) line += " stage=" + e.stage;
-  line += fmt::format(" iteration={} total={} waited={} limit={} attempt={} at={}", e.iteration,
-                      e.total, e.waited, e.limit, e.attempt, e.at.empty() ? "-" : e.at);
+  line += fmt::format(" iteration={} total={} waited={} limit={} attempt={}", e.iteration, e.total,
+                      e.waited, e.limit, e.attempt);
+  if (e.node >= 0) line += fmt::format(" node={}", e.node);
+  if (e.rank >= 0) line += fmt::format(" rank={}", e.rank);
+  line += " at=" + (e.at.empty() ? std::string("-") : e.at);
   return line;
 }
 
@@ -38,6 +41,8 @@ std::vector<WatchdogEvent> parse_watchdog_events(const std::string& text) {
       if (key == "waited") e.waited = parse_decimal<long long>(value).value_or(0);
       if (key == "limit") e.limit = parse_decimal<long long>(value).value_or(0);
       if (key == "attempt") e.attempt = parse_decimal<int>(value).value_or(1);
+      if (key == "node") e.node = parse_decimal<int>(value).value_or(-1);
+      if (key == "rank") e.rank = parse_decimal<int>(value).value_or(-1);
       if (key == "at" && value != "-" && value.size() <= 32) e.at = value;
     }
     // A line is written whole, `at=` last: one without it was torn and is no verdict.
@@ -64,6 +69,19 @@ std::optional<WatchdogEvent> watchdog_event_of(const std::vector<WatchdogEvent>&
   return std::nullopt;
 }
 
+namespace {
+
+// "; rank 5 (node 0) stopped first: ..." when the pod's watchdog could tell.
+std::string stopped_first(const WatchdogEvent& e) {
+  if (e.rank < 0) return "";
+  return fmt::format(
+      "; rank {}{} stopped first: the other ranks of its node were waiting for "
+      "another rank, it was not",
+      e.rank, e.node >= 0 ? fmt::format(" (node {})", e.node) : "");
+}
+
+}  // namespace
+
 std::string watchdog_event_text(const WatchdogEvent& e) {
   if (e.kind == "teardown")
     return fmt::format(
@@ -74,12 +92,12 @@ std::string watchdog_event_text(const WatchdogEvent& e) {
   if (e.stage == "startup" || e.iteration < 0)
     return fmt::format(
         "bridge-launch watchdog: hang: no iteration line {} s after the ranks started "
-        "(runtime.watchdog.startup_timeout {} s); the ranks were ended",
-        e.waited, e.limit);
+        "(runtime.watchdog.startup_timeout {} s); the ranks were ended{}",
+        e.waited, e.limit, stopped_first(e));
   return fmt::format(
       "bridge-launch watchdog: hang: no iteration line for {} s after iteration {}/{} "
-      "(runtime.watchdog.progress_timeout {} s); the ranks were ended",
-      e.waited, e.iteration, e.total, e.limit);
+      "(runtime.watchdog.progress_timeout {} s); the ranks were ended{}",
+      e.waited, e.iteration, e.total, e.limit, stopped_first(e));
 }
 
 std::optional<std::string> watchdog_verdict_line(const std::string& job_dir, int attempt) {

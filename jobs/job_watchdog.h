@@ -3,8 +3,9 @@
 //
 // Contract:
 // - <job dir>/watchdog gets one line per verdict, `hang` or `teardown`, followed by key=value
-//   words without blanks (stage, iteration, total, waited, limit, attempt, at). The Slurm batch
-//   script writes the same words (templates/sbatch.mustache). parse_watchdog_events reads them
+//   words without blanks (stage, iteration, total, waited, limit, attempt, at; node and rank
+//   from a pod). The Slurm batch script and the pods' entrypoint write the same words
+//   (templates/sbatch.mustache, templates/k8s-watchdog.sh.tmpl). parse_watchdog_events reads them
 //   back, tolerating unknown keys and torn lines.
 // - watchdog_event_text() is the sentence `why` and `status` show; a hang's starts with
 //   "bridge-launch watchdog: hang", the needle of `why`'s `hang` signature
@@ -38,6 +39,10 @@ struct WatchdogEvent {
   long long waited = 0;  // seconds without progress (or since the last iteration)
   long long limit = 0;   // the timeout or grace that ran out
   int attempt = 1;
+  // Kubernetes: the pod (node rank) whose watchdog acted, and the one rank of it that was not
+  // waiting for another when the others were (it stopped first); -1 when not known.
+  int node = -1;
+  int rank = -1;
   std::string at;  // ISO 8601 UTC
 };
 

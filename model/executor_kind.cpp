@@ -9,7 +9,6 @@ const std::vector<ExecutorKind>& executor_kinds() {
       {.name = "local",
        .default_job_dir = "",
        .runs_here = true,
-       .hang_watchdog = true,  // in the launcher's event loop
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.local.job_dir;
        }},
@@ -19,7 +18,6 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .preemption_signal = true,  // sbatch --signal=TERM@<seconds>
        .per_node_root_setup = true,
        .numa_binding = true,    // numactl around every srun rank and torchrun worker
-       .hang_watchdog = true,   // in the batch script
        .ranks_in_image = true,  // pyxis: srun --container-image
        .rank_ids = {"SLURM_JOB_ID", "SLURM_NODEID", "SLURM_PROCID"},
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {

@@ -50,8 +50,6 @@ struct ExecutorKind {
   bool per_node_root_setup = false;
   // Binds each rank to its GPU's NUMA node (runtime.binding: numa, model/placement.h).
   bool numa_binding = false;
-  // Ends a job whose ranks stopped making progress (runtime.watchdog, model/watchdog.h).
-  bool hang_watchdog = false;
   // The ranks run in runtime.container_image when it is set (pyxis, pods): a shipped source
   // tree (runtime.code) is mounted into the container instead of put on PYTHONPATH.
   bool ranks_in_image = false;

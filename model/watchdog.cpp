@@ -15,28 +15,10 @@ int64_t WatchdogSettings::poll_seconds() const {
   return std::clamp<int64_t>(shortest / 10, 1, 30);
 }
 
-WatchdogSettings resolve_watchdog(const WatchdogSpec& spec, const std::string& adapter,
-                                  const ExecutorKind& executor, Diagnostics& diags) {
+WatchdogSettings resolve_watchdog(const WatchdogSpec& spec, const std::string& adapter) {
   WatchdogSettings w;
   const bool any_set = spec.enabled.is_set() || spec.startup_timeout.is_set() ||
                        spec.progress_timeout.is_set() || spec.teardown_grace.is_set();
-  if (!executor.hang_watchdog) {
-    w.source = fmt::format("not applied: the {} executor has no hang watchdog yet", executor.name);
-    if (any_set && spec.enabled.get_or(true))
-      diags.warning("watchdog-not-applied", "runtime.watchdog",
-                    spec.enabled.is_set()            ? spec.enabled.loc
-                    : spec.progress_timeout.is_set() ? spec.progress_timeout.loc
-                    : spec.startup_timeout.is_set()  ? spec.startup_timeout.loc
-                                                     : spec.teardown_grace.loc,
-                    fmt::format("runtime.watchdog is set, but the {} executor has no hang "
-                                "watchdog yet: a job that stops making progress runs until "
-                                "its time limit",
-                                executor.name),
-                    fmt::format("set a time limit (executor.{}.time), or run on the local or "
-                                "Slurm executor",
-                                executor.name));
-    return w;
-  }
   w.enabled = spec.enabled.get_or(adapter != "none");
   w.startup_timeout = spec.startup_timeout.get_or(kDefaultStartupTimeout);
   w.progress_timeout = spec.progress_timeout.get_or(kDefaultProgressTimeout);

@@ -7,7 +7,8 @@
 //   lines (the megatron_bridge, hydra and probe adapters) and off under `none`, whose command
 //   may print none: a watchdog would end a healthy job there.
 // - The same settings drive every executor's enforcement (the Slurm batch script, the local
-//   launcher); jobs/job_watchdog.h holds what they record when they end a job.
+//   launcher, the entrypoint of the Kubernetes pods); jobs/job_watchdog.h holds what they
+//   record when they end a job.
 // - kIterationLineEre is the one definition of an iteration line the watchdog counts as
 //   progress, an ERE both std::regex (extended) and awk read.
 #pragma once
@@ -17,8 +18,6 @@
 #include <string>
 #include <string_view>
 
-#include "base/diagnostics.h"
-#include "model/executor_kind.h"
 #include "model/recipe.h"
 
 namespace bridge {
@@ -40,6 +39,9 @@ inline constexpr int64_t kDefaultProgressTimeout = 1800;
 // Teardown: Megatron saves its final checkpoint after the last iteration line, then async
 // saves finalize and trackers upload: as long as a save may take between two lines.
 inline constexpr int64_t kDefaultTeardownGrace = kDefaultProgressTimeout;
+// The exit code of a Kubernetes pod whose ranks the watchdog ended for a hang (timeout(1)'s):
+// the pod fails, and its termination message holds the verdict.
+inline constexpr int kWatchdogHangExitCode = 124;
 // After the watchdog's SIGTERM, the ranks get this long to exit before SIGKILL.
 inline constexpr int64_t kWatchdogKillAfter = 20;
 
@@ -53,10 +55,8 @@ struct WatchdogSettings {
   int64_t poll_seconds() const;
 };
 
-// An executor without a watchdog (ExecutorKind::hang_watchdog) gets it off, and a recipe
-// that asks for one there a `watchdog-not-applied` warning.
-WatchdogSettings resolve_watchdog(const WatchdogSpec& spec, const std::string& adapter,
-                                  const ExecutorKind& executor, Diagnostics& diags);
+// Every executor enforces it: the local launcher, the Slurm batch script, the Kubernetes pods.
+WatchdogSettings resolve_watchdog(const WatchdogSpec& spec, const std::string& adapter);
 
 struct IterationMark {
   int iteration = 0;

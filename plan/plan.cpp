@@ -251,7 +251,7 @@ void run_pipeline(Plan& plan, const PlanRequest& req, const HostEnvironment& hos
   AdaptedRuntime runtime = adapt_runtime({r, *plan.topology, *plan.overlap}, diags);
   plan.adapter = std::move(runtime.adapter);
   plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);
-  plan.watchdog = resolve_watchdog(r.runtime.watchdog, plan.adapter, *kind, diags);
+  plan.watchdog = resolve_watchdog(r.runtime.watchdog, plan.adapter);
   plan.binding = resolve_binding(r, *plan.topology, *kind, diags);
   plan.code = resolve_code_plan(r, *kind, plan.job_dir, plan.adapter, host_env, diags);
   plan.runtime_env = runtime_env_defaults(r, *plan.topology, plan.adapter, plan.env, diags);

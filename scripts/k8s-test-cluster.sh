@@ -6,7 +6,9 @@
 # their status) and the Kueue controller (quota admission of JobSets and Jobs labelled
 # kueue.x-k8s.io/queue-name; LocalQueue default/gpu-queue), all built from upstream Go
 # modules at the versions pinned in tests/k8s-control-plane/*/go.mod, all listening on
-# 127.0.0.1 only. See docs/executors/k8s-test-cluster.md.
+# 127.0.0.1 only; and the pod runner (tests/k8s-control-plane/pod-runner.py, Python), a
+# stand-in kubelet that really runs the pods labelled bridge-launch.test/run=host as
+# processes on this machine. See docs/executors/k8s-test-cluster.md.
 #
 # Usage: scripts/k8s-test-cluster.sh up|down|status|build|env
 #
@@ -35,6 +37,10 @@
 #   K8S_TEST_BUILD_NICE  niceness of the one-time build (default 19)
 #   K8S_TEST_KUEUE       1 (default): run Kueue; 0: a cluster without Kueue (for a machine
 #                        where `unshare --mount` is not allowed, see start_kueue)
+#   K8S_TEST_POD_RUNNER  1 (default): run the pod runner (needs python3 >= 3.8); 0: without
+#                        it (pods labelled bridge-launch.test/run=host then stay Running)
+#   K8S_TEST_POD_RUNNER_KEEP  1: the pod runner keeps a deleted pod's directory (log, work
+#                        dir) under pod-runner/pods/ until `down` (default 0: removed)
 set -euo pipefail
 
 readonly PROG="k8s-test-cluster"
@@ -53,6 +59,7 @@ readonly GPUS_PER_NODE="${K8S_TEST_GPUS:-8}"
 readonly UP_TIMEOUT="${K8S_TEST_UP_TIMEOUT:-90}"
 readonly BUILD_NICE="${K8S_TEST_BUILD_NICE:-19}"
 readonly KUEUE_ENABLED="${K8S_TEST_KUEUE:-1}"
+readonly POD_RUNNER_ENABLED="${K8S_TEST_POD_RUNNER:-1}"
 readonly STOP_TIMEOUT=15
 # Bump to rebuild the cache after changing how the binaries are built.
 readonly BUILD_REV=1
@@ -77,16 +84,24 @@ readonly LOG_DIR="${STATE_DIR}/logs"
 readonly CONF_DIR="${STATE_DIR}/config"
 readonly ETCD_DATA="${STATE_DIR}/etcd"
 readonly POD_LOG_DIR="${STATE_DIR}/pod-logs"
+# The pod runner: per-pod dirs (pods/), its TLS files (tls/), process records (procs/).
+readonly POD_RUNNER_DIR="${STATE_DIR}/pod-runner"
+readonly POD_RUNNER="${SRC_DIR}/pod-runner.py"
 readonly KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
 readonly SERVICE_CIDR="10.96.0.0/16"
 readonly POD_CIDR="10.244.0.0/16"
 # Daemons, in start order (the binary of each has the same name); the first six come from
-# CACHE_DIR, kueue from KUEUE_CACHE_DIR.
+# CACHE_DIR, kueue from KUEUE_CACHE_DIR; pod-runner is POD_RUNNER run by python3.
 readonly CORE_DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler jobset kwok)
 case ${KUEUE_ENABLED} in
   1) DAEMONS=("${CORE_DAEMONS[@]}" kueue) ;;
   0) DAEMONS=("${CORE_DAEMONS[@]}") ;;
   *) printf '%s: error: K8S_TEST_KUEUE must be 1 or 0, not %s\n' "${PROG}" "${KUEUE_ENABLED}" >&2; exit 2 ;;
+esac
+case ${POD_RUNNER_ENABLED} in
+  1) DAEMONS+=(pod-runner) ;;
+  0) ;;
+  *) printf '%s: error: K8S_TEST_POD_RUNNER must be 1 or 0, not %s\n' "${PROG}" "${POD_RUNNER_ENABLED}" >&2; exit 2 ;;
 esac
 readonly DAEMONS
 # Kueue's quota objects (config/kueue-queues.yaml): JobSets and Jobs labelled
@@ -299,24 +314,41 @@ ensure_kueue_built() {
 # process helpers
 
 # ours PID: a process of this cluster: a binary from the cache root whose command line
-# names the state dir (every daemon's flags do).
+# names the state dir (every daemon's flags do), or this cluster's pod runner.
 ours() {
   local pid=$1 exe
   exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
-  [[ ${exe} == "${CACHE_ROOT}/"* ]] || return 1
-  tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF -- "${STATE_DIR}/" || return 1
+  if [[ ${exe} == "${CACHE_ROOT}/"* ]]; then
+    tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF -- "${STATE_DIR}/" || return 1
+  else
+    pod_runner_process "${pid}" || return 1
+  fi
   pid_running "${pid}"
 }
 
+# pod_runner_process PID: a python (3) running a pod-runner.py (from any checkout) with
+# --work-dir this state dir's pod-runner/.
+pod_runner_process() {
+  local exe args
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  [[ ${exe##*/} == python* ]] || return 1
+  args=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+  grep -q -- '/pod-runner\.py$' <<<"${args}" && grep -qxF -- "${POD_RUNNER_DIR}" <<<"${args}"
+}
+
 # daemon_pid NAME: the pid of daemon NAME if its pid file names a live process of ours
-# running the cached binary NAME.
+# running the cached binary NAME (for pod-runner: python3 running pod-runner.py).
 daemon_pid() {
   local name=$1 pid exe
   [[ -r ${RUN_DIR}/${name}.pid ]] || return 1
   pid=$(tr -dc '0-9' <"${RUN_DIR}/${name}.pid")
   [[ -n ${pid} ]] || return 1
   exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
-  [[ ${exe##*/} == "${name}" ]] || return 1
+  if [[ ${name} == pod-runner ]]; then
+    pod_runner_process "${pid}" || return 1
+  else
+    [[ ${exe##*/} == "${name}" ]] || return 1
+  fi
   ours "${pid}" || return 1
   printf '%s\n' "${pid}"
 }
@@ -334,7 +366,35 @@ stop_all() {
   local pids
   mapfile -t pids < <(all_our_pids)
   stop_pids "control plane" "${pids[@]}"
-  rm -f "${RUN_DIR}"/*.pid
+  stop_pod_processes
+  rm -f "${RUN_DIR}"/*.pid "${RUN_DIR}/pod-runner.ready"
+}
+
+# proc_start_time PID: field 22 of /proc/PID/stat (start time in clock ticks).
+proc_start_time() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  s=${s##*) }
+  awk '{ print $20 }' <<<"${s}"
+}
+
+# stop_pod_processes: the process groups of pods the pod runner started, should the runner
+# have died without stopping them (on SIGTERM it stops them itself). It records each in
+# pod-runner/procs/<pid> with the process's start time, so a reused pid is not killed.
+stop_pod_processes() {
+  local f pid want have
+  [[ -d ${POD_RUNNER_DIR}/procs ]] || return 0
+  for f in "${POD_RUNNER_DIR}"/procs/*; do
+    [[ -f ${f} ]] || continue
+    pid=${f##*/}
+    want=$(cat "${f}" 2>/dev/null) || want=
+    if [[ ${pid} =~ ^[0-9]+$ && -n ${want} ]] && have=$(proc_start_time "${pid}") &&
+      [[ ${have} == "${want}" ]]; then
+      log "killing process group ${pid}, left by the pod runner"
+      kill -KILL -- "-${pid}" 2>/dev/null || true
+    fi
+    rm -f "${f}"
+  done
 }
 
 # start_daemon NAME ARG...: starts the cached binary NAME in its own session, with its
@@ -381,6 +441,22 @@ start_kueue() {
       exec "$@"' kueue-etc-overlay "${etc}/upper" "${etc}/work" \
     "${KUEUE_BIN_DIR}/kueue" "$@"
 }
+
+# start_pod_runner: the stand-in kubelet for pods labelled bridge-launch.test/run=host
+# (tests/k8s-control-plane/pod-runner.py); it writes run/pod-runner.ready after its first
+# successful list of pods.
+start_pod_runner() {
+  local python keep=()
+  [[ ${K8S_TEST_POD_RUNNER_KEEP:-0} == 1 ]] && keep=(--keep)
+  # The interpreter itself, not a wrapper such as a pyenv shim.
+  python=$(python3 -c 'import sys; print(sys.executable)') && [[ -x ${python} ]] ||
+    die "'python3' not found or not working (needed by the pod runner; or set K8S_TEST_POD_RUNNER=0)"
+  mkdir -p "${POD_RUNNER_DIR}"
+  rm -f "${RUN_DIR}/pod-runner.ready"
+  start_command pod-runner "${python}" -u "${POD_RUNNER}" --kubeconfig "${KUBECONFIG_FILE}" \
+    --work-dir "${POD_RUNNER_DIR}" --ready-file "${RUN_DIR}/pod-runner.ready" "${keep[@]}"
+}
+pod_runner_ready() { [[ -s ${RUN_DIR}/pod-runner.ready ]]; }
 
 # log_tails [NAME...]: the last lines of the daemons' logs (default: all).
 log_tails() {
@@ -946,6 +1022,10 @@ start_cluster() {
   wait_for "${NODE_COUNT} Ready fake nodes" kwok nodes_ready
   wait_for "the default ServiceAccount" kube-controller-manager default_sa
   wait_for "the JobSet webhooks (server-side dry run)" jobset webhook_works
+  if [[ ${POD_RUNNER_ENABLED} == 1 ]]; then
+    start_pod_runner
+    wait_for "the pod runner" pod-runner pod_runner_ready
+  fi
   if [[ ${KUEUE_ENABLED} == 1 ]]; then start_kueue_queues; fi
 }
 
@@ -973,6 +1053,10 @@ cmd_up() {
     command -v unshare >/dev/null 2>&1 ||
       die "'unshare' not found (Debian package util-linux; needed to start Kueue, or set K8S_TEST_KUEUE=0)"
   fi
+  if [[ ${POD_RUNNER_ENABLED} == 1 ]]; then
+    command -v python3 >/dev/null 2>&1 ||
+      die "'python3' not found (needed by the pod runner, or set K8S_TEST_POD_RUNNER=0)"
+  fi
   ensure_built
   ensure_kueue_built
   lock
@@ -985,7 +1069,7 @@ cmd_up() {
   # Anything left of an earlier cluster (a crashed component, a half-finished up) goes:
   # each `up` starts from an empty etcd.
   stop_all
-  rm -rf "${ETCD_DATA}"
+  rm -rf "${ETCD_DATA}" "${POD_RUNNER_DIR}/pods"
   check_ports_free
   ensure_pki
   write_kubeconfig
@@ -999,7 +1083,7 @@ cmd_up() {
 cmd_down() {
   lock
   stop_all
-  rm -rf "${ETCD_DATA}"
+  rm -rf "${ETCD_DATA}" "${POD_RUNNER_DIR}/pods"
   log "down"
 }
 
@@ -1024,6 +1108,9 @@ cmd_status() {
     kc get nodes -o wide 2>&1 || ok=0
     nodes_ready || { log "not every fake node is Ready"; ok=0; }
     jobset_ready || { log "the JobSet controller is not ready"; ok=0; }
+    if [[ ${POD_RUNNER_ENABLED} == 1 ]]; then
+      pod_runner_ready || { log "the pod runner is not ready"; ok=0; }
+    fi
     if [[ ${KUEUE_ENABLED} == 1 ]]; then
       kueue_ready || { log "Kueue is not ready"; ok=0; }
       kc get clusterqueues,localqueues -A 2>&1 || ok=0

@@ -125,6 +125,11 @@ for s in $SUITES; do
       # ~/.cache/bridge-launch), then starts in seconds; it is stopped after the suite.
       if ctest --test-dir "$BUILD_DIR" -N -L k8s 2>/dev/null | grep -q "Total Tests: [1-9]"; then
         run_suite "k8s control plane up" bash scripts/k8s-test-cluster.sh up
+        # The long-job scenarios run the real torchrun in pods the control plane's pod runner
+        # starts on this machine: the conformance environment's (installed once per machine).
+        BRIDGE_TEST_TORCHRUN_DIR=$(dirname "$(bash scripts/conformance-env.sh | tail -n 1)") ||
+          BRIDGE_TEST_TORCHRUN_DIR=
+        export BRIDGE_TEST_TORCHRUN_DIR
         # In a subshell: the suite's kubeconfig and tool paths are for its ctest only.
         run_suite "integration tests (kubernetes)" \
           bash -c 'eval "$(bash scripts/k8s-test-cluster.sh env)" && "$@"' _ ctest_retrying_once k8s

@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "executors/rank_env.h"
 #include "jobs/failure_triage.h"
+#include "jobs/job_watchdog.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/k8s_testing.h"
 #include "tests/support/test_util.h"
@@ -287,7 +289,7 @@ std::map<std::string, std::string> pod_environment(const json& container) {
       env[name] = "the secret's value";
   }
   env["MASTER_ADDR"] = "localhost";  // resolves at once
-  env["NODE_RANK"] = "1";
+  env["NODE_RANK"] = "0";            // not the pod of the progress rank: no watchdog (tested below)
   return env;
 }
 
@@ -310,7 +312,7 @@ TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
   auto r = run_entrypoint(c, pod_environment(c));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "torchrun --nnodes=2 --nproc-per-node=8 --node-rank=1 --master-addr=localhost "
+            "torchrun --nnodes=2 --nproc-per-node=8 --node-rank=0 --master-addr=localhost "
             "--master-port=29500 --no-python python x y\n");
 }
 
@@ -345,6 +347,131 @@ TEST(K8sRender, ThePodChecksThePlannedEnvBeforeTorchrunStarts) {
   r = run_entrypoint(c, no_secret);
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("env HF_TOKEN is unset, planned set"));
+}
+
+// runtime.watchdog in pods: only the pod holding the plan's progress rank runs it (a pod sees
+// only its own ranks' lines); bridge-probe prints on rank 0, Megatron on the last rank, and a
+// runtime of adapter none gets no watchdog.
+std::string pod_script(const std::string& recipe) {
+  auto p = testing::k8s_plan(recipe, {});
+  K8sManifests m = render_ok(*p);
+  auto docs = testing::parse_yaml_docs(m.yaml);
+  for (const auto& d : docs)
+    if (d["kind"] == "JobSet")
+      return kubelet_expand(
+          container_of(
+              d["spec"]["replicatedJobs"][0]["template"]["spec"]["template"])["command"][2],
+          {});
+  ADD_FAILURE() << "no JobSet in\n" << m.yaml;
+  return "";
+}
+
+const char* const kWatchdogProbe = R"(name: wd
+cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}
+train: {global_batch_size: 4, micro_batch_size: 1, max_steps: 10}
+runtime:
+  adapter: probe
+  command: [bridge-probe]
+  container_image: nvcr.io/nvidia/nemo:25.04
+  watchdog: {progress_timeout: 2, teardown_grace: 2}
+executor:
+  kubernetes: {job_dir: JOBDIR}
+)";
+
+TEST(K8sRender, TheHangWatchdogRunsInThePodOfTheProgressRank) {
+  std::string probe = pod_script(kWatchdogProbe);
+  EXPECT_THAT(probe, HasSubstr("if [ \"$NODE_RANK\" != 0 ]; then\n  exec torchrun"));
+  EXPECT_THAT(probe, HasSubstr("bridge_limit=2"));
+  auto r = test::run_command({"/bin/sh", "-n", "-c", probe});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  std::string last = kWatchdogProbe;  // Megatron prints on the last rank: node 1's pod
+  last.replace(last.find("  watchdog:"), 0, "  progress_rank: last\n");
+  EXPECT_THAT(pod_script(last), HasSubstr("if [ \"$NODE_RANK\" != 1 ]; then"));
+
+  std::string unwatched = pod_script(kGoldenRecipe);  // adapter none: no watchdog
+  EXPECT_THAT(unwatched, Not(HasSubstr("watchdog")));
+  EXPECT_THAT(unwatched, HasSubstr("exec torchrun"));
+}
+
+// The pod's watchdog run for real (the POSIX script under /bin/sh, torchrun replaced by a
+// program that prints iteration lines and then stops making progress, its ranks saying on
+// SIGTERM whom they waited for): it ends the ranks, exits 124, and records the verdict
+// naming the rank of its node that was not waiting for another.
+struct PodRun {
+  test::ChildResult child;
+  std::string job_dir_file;
+  std::string termination_message;
+};
+
+PodRun run_watched_pod(const std::string& fake_torchrun) {
+  test::TempDir dir;
+  std::string recipe = kWatchdogProbe;
+  recipe.replace(recipe.find("JOBDIR"), 6, dir.path() + "/jobs");
+  std::string script = pod_script(recipe);
+  script.replace(script.find("/dev/termination-log"), 20, dir.path() + "/termination-log");
+  std::string bin = dir.path() + "/bin";
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin + "/torchrun") << "#!/bin/sh\n" << fake_torchrun;
+  std::filesystem::permissions(bin + "/torchrun", std::filesystem::perms::owner_all);
+  std::map<std::string, std::string> env{{"PATH", bin + ":/usr/bin:/bin"},
+                                         {"MASTER_ADDR", "localhost"},
+                                         {"MASTER_PORT", "29500"},
+                                         {"NODE_RANK", "0"},
+                                         {"BRIDGE_RESTART_ATTEMPT", "1"}};
+  PodRun run;
+  run.child = test::run_command({"/bin/sh", "-c", script, "bridge-launch", "bridge-probe"}, env);
+  run.job_dir_file = test::read_file(dir.path() + "/jobs/wd/watchdog");
+  run.termination_message = test::read_file(dir.path() + "/termination-log");
+  return run;
+}
+
+TEST(K8sRender, ThePodWatchdogEndsAHungNodeAndNamesTheRankThatStoppedFirst) {
+  PodRun run = run_watched_pod(R"SH(
+trap 'echo "bridge-probe: error: rank 0: terminated while waiting for rank 1 (step 3)"; exit 143' TERM
+echo " [t] iteration        1/      10 | consumed samples: 4 |"
+echo " [t] iteration        2/      10 | consumed samples: 8 |"
+while :; do sleep 0.2; done
+)SH");
+  EXPECT_EQ(run.child.exit_code, kWatchdogHangExitCode) << run.child.err;
+  EXPECT_THAT(run.child.out, HasSubstr("iteration        2/      10"));  // the log goes on
+  EXPECT_THAT(run.child.out, HasSubstr("terminated while waiting for rank 1"));
+  std::vector<WatchdogEvent> events = parse_watchdog_events(run.job_dir_file);
+  ASSERT_EQ(events.size(), 1u) << run.child.err;
+  EXPECT_EQ(events[0].kind, "hang");
+  EXPECT_EQ(events[0].stage, "progress");
+  EXPECT_EQ(events[0].iteration, 2);
+  EXPECT_EQ(events[0].total, 10);
+  EXPECT_EQ(events[0].attempt, 2);  // the restart label 1 is the second attempt
+  EXPECT_EQ(events[0].node, 0);
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_GE(events[0].waited, 2);
+  EXPECT_EQ(run.termination_message, run.job_dir_file);
+  EXPECT_THAT(watchdog_event_text(events[0]), HasSubstr("rank 1 (node 0) stopped first"));
+}
+
+TEST(K8sRender, ThePodWatchdogEndsATeardownHangAndThePodSucceeds) {
+  PodRun run = run_watched_pod(R"SH(
+echo " [t] iteration       10/      10 | consumed samples: 40 |"
+while :; do sleep 0.2; done
+)SH");
+  EXPECT_EQ(run.child.exit_code, 0) << run.child.err;
+  std::vector<WatchdogEvent> events = parse_watchdog_events(run.termination_message);
+  ASSERT_EQ(events.size(), 1u) << run.child.err;
+  EXPECT_EQ(events[0].kind, "teardown");
+  EXPECT_EQ(events[0].iteration, 10);
+  EXPECT_EQ(events[0].rank, -1);
+  EXPECT_THAT(run.child.err, HasSubstr("the pod succeeded"));
+}
+
+TEST(K8sRender, APodWhoseRanksEndOnTheirOwnExitsWithTheirStatus) {
+  PodRun run = run_watched_pod(R"SH(
+echo " [t] iteration        1/       1 | consumed samples: 4 |"
+exit 7
+)SH");
+  EXPECT_EQ(run.child.exit_code, 7) << run.child.err;
+  EXPECT_THAT(run.child.out, HasSubstr("iteration        1/       1"));
+  EXPECT_EQ(run.job_dir_file, "");
 }
 
 TEST(K8sRender, EnvValuesReachThePodExactly) {

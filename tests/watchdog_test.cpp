@@ -75,21 +75,19 @@ TEST(WatchdogSettings, OffUnderTheNoneAdapterUnlessTheRecipeTurnsItOn) {
   EXPECT_EQ(on.watchdog.source, "runtime.watchdog");
 }
 
-TEST(WatchdogSettings, KubernetesHasNoWatchdogYetAndSaysSoWhenTheRecipeAsksForOne) {
+TEST(WatchdogSettings, KubernetesEnforcesItAsTheOtherExecutorsDo) {
   Diagnostics quiet;
   Plan plain = plan_of(kProbe, quiet, "kubernetes");
-  EXPECT_FALSE(plain.watchdog.enabled);
-  EXPECT_THAT(plain.watchdog.source, HasSubstr("not applied"));
-  for (const auto& d : quiet.items()) EXPECT_NE(d.code, "watchdog-not-applied");
+  EXPECT_TRUE(plain.watchdog.enabled);
+  EXPECT_EQ(plain.watchdog.source, "default");
   Diagnostics diags;
-  plan_of(
+  Plan set = plan_of(
       "name: wd\ncluster: {num_gpus: 2, gpus_per_node: 2}\n"
       "runtime: {launcher: direct, command: [bridge-probe], watchdog: {progress_timeout: 60}}\n",
       diags, "kubernetes");
-  bool said = false;
-  for (const auto& d : diags.items())
-    said = said || (d.code == "watchdog-not-applied" && d.path == "runtime.watchdog");
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(set.watchdog.enabled);
+  EXPECT_EQ(set.watchdog.progress_timeout, 60);
+  EXPECT_EQ(set.watchdog.source, "runtime.watchdog");
 }
 
 TEST(WatchdogSettings, ANonPositiveTimeoutIsRefusedWithItsKey) {

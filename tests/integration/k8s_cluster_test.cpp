@@ -13,13 +13,17 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "jobs/job_watchdog.h"
 #include "process_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/test_util.h"
@@ -175,12 +179,17 @@ TEST_F(K8sCluster, AJobSetIsAcceptedAndEveryPodCarriesExactlyThePlannedEnv) {
     EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
     std::map<std::string, json> got;
     for (const auto& e : c["env"]) got[e["name"].get<std::string>()] = e;
-    // Nothing but the plan, the executor's rendezvous and check variables (executors/
-    // rank_env.h) and the index the Job controller adds to every pod of an Indexed Job.
-    const std::set<std::string> executor_vars{
-        "BRIDGE_EXPECTED_ENV", "BRIDGE_EXPECTED_PLAN", "BRIDGE_OVERLAP_GRAD_REDUCE",
-        "MASTER_ADDR",         "MASTER_PORT",          "NODE_RANK",
-        "JOB_COMPLETION_INDEX"};
+    // Nothing but the plan, the executor's rendezvous, attempt and check variables
+    // (executors/rank_env.h) and the index the Job controller adds to every pod of an
+    // Indexed Job.
+    const std::set<std::string> executor_vars{"BRIDGE_EXPECTED_ENV",
+                                              "BRIDGE_EXPECTED_PLAN",
+                                              "BRIDGE_OVERLAP_GRAD_REDUCE",
+                                              "MASTER_ADDR",
+                                              "MASTER_PORT",
+                                              "NODE_RANK",
+                                              "BRIDGE_RESTART_ATTEMPT",
+                                              "JOB_COMPLETION_INDEX"};
     for (const auto& entry : got) {
       const std::string& var = entry.first;
       EXPECT_TRUE(planned.count(var) || executor_vars.count(var))
@@ -553,6 +562,232 @@ TEST_F(K8sCluster, CancelLeavesNothingBehind) {
     auto after = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
     EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Long jobs on pods that really run (docs/long-jobs.md). The test control plane's pod runner
+// (docs/executors/k8s-test-cluster.md) runs the pods labelled bridge-launch.test/run=host as
+// processes on this machine: the entrypoint bridge-launch wrote, the real torchrun (from the
+// conformance suite's environment, BRIDGE_TEST_TORCHRUN_DIR) and bridge-probe's ranks. A
+// hostPath volume mounted at its own path is the shared file system of the checkpoints and
+// the job dir, as on Slurm.
+class K8sRunningPods : public K8sCluster {
+ protected:
+  void SetUp() override {
+    K8sCluster::SetUp();
+    if (IsSkipped()) return;
+    const char* dir = std::getenv("BRIDGE_TEST_TORCHRUN_DIR");
+    torchrun_dir_ = dir ? dir : "";
+    if (torchrun_dir_.empty() || !std::filesystem::exists(torchrun_dir_ + "/torchrun"))
+      GTEST_SKIP() << "no torchrun: set BRIDGE_TEST_TORCHRUN_DIR (scripts/run-tests.sh sets it "
+                      "to the conformance environment's bin)";
+    // Not under /tmp: the plan refuses a node-local checkpoint directory for 2 nodes.
+    work_ = std::filesystem::current_path() /
+            ("k8s-long-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(work_);
+    std::filesystem::create_directories(work_);
+  }
+  void TearDown() override {
+    if (!work_.empty()) std::filesystem::remove_all(work_);
+  }
+
+  // The long-job recipe of the local and Slurm scenarios, on 2 pods x 2 GPUs: checkpoints
+  // every `interval`, the probe wrapped so that attempt 1 can misbehave (`first_attempt`
+  // flags for one rank), and `watchdog` keys.
+  std::string recipe(const std::string& name, int steps, int interval,
+                     const std::string& first_attempt, const std::string& watchdog, int retries,
+                     const std::string& compute_ms = "60") const {
+    const std::string probe = BRIDGE_PROBE_BIN;
+    std::string text = "name: " + name + R"(
+cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}
+train: {global_batch_size: 4, micro_batch_size: 1, max_steps: )" +
+                       std::to_string(steps) + R"(}
+checkpoint: {dir: )" + (work_ / "ckpt").string() +
+                       ", interval: " + std::to_string(interval) + R"(}
+runtime:
+  adapter: probe
+  command:
+    - bash
+    - -c
+    - |
+      if [ "$BRIDGE_ATTEMPT" = 1 ] && [ -n "$FIRST_ATTEMPT_FLAGS" ]; then
+        exec )" + probe +
+                       R"( "$@" $FIRST_ATTEMPT_FLAGS
+      fi
+      exec )" + probe + R"( "$@"
+    - probe
+  args: [--compute-ms, ')" +
+                       compute_ms +
+                       R"(', --timeout, '600']
+  container_image: nvcr.io/nvidia/nemo:25.04
+  watchdog: {)" + watchdog +
+                       R"(}
+env:
+  FIRST_ATTEMPT_FLAGS: ")" +
+                       first_attempt + R"("
+executor:
+  kubernetes:
+    retries: )" + std::to_string(retries) +
+                       R"(
+    job_dir: )" + (work_ / "jobs").string() +
+                       R"(
+    volumes: [{name: work, mount_path: )" +
+                       work_.string() + ", host_path: " + work_.string() + R"(}]
+    labels: {bridge-launch.test/run: host}
+    annotations: {bridge-launch.test/image-path: )" +
+                       torchrun_dir_ + R"(}
+)";
+    std::string path = (work_ / (name + ".yaml")).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // Submits and waits (at most `seconds`); the record's id and the launcher's output.
+  std::pair<std::string, std::string> run_to_the_end(const std::string& recipe_path, int seconds) {
+    std::filesystem::path out = tmp.path() + "/launch.txt";
+    pid_t pid = test::start_background(
+        {BRIDGE_LAUNCH_BIN, "-e", "kubernetes", recipe_path, "--wait"}, env(), out);
+    int code = test::wait_exit(pid, seconds);
+    std::string text = test::read_file(out.string());
+    EXPECT_NE(code, -1) << "still waiting after " << seconds << " s:\n" << text;
+    std::string id = submitted_id(text);
+    return {id, text};
+  }
+
+  // Every log of the object's current pods (the latest attempt's).
+  static std::string pod_logs(const std::string& object) {
+    std::string all;
+    const json pods = pods_of(object);  // not in the range-for: its temporary would be gone
+    for (const auto& p : pods["items"]) {
+      auto r = run_command({"kubectl", "logs", p["metadata"]["name"].get<std::string>()});
+      all += r.out;
+      if (r.exit_code != 0) all += "[kubectl logs: " + r.err + "]\n";
+    }
+    return all;
+  }
+
+  static std::string submitted_id(const std::string& text) {
+    const std::string needle = "bridge-launch: submitted job ";
+    size_t at = text.find(needle);
+    if (at == std::string::npos) return "";
+    at += needle.size();
+    return text.substr(at, text.find(' ', at) - at);
+  }
+
+  std::string job_dir(const std::string& name) const { return (work_ / "jobs" / name).string(); }
+
+  std::string torchrun_dir_;
+  std::filesystem::path work_;
+};
+
+// The watchdog scenario: on attempt 1 rank 1 stops making progress at step 20 (the others
+// wait for it). The watchdog of the pod holding rank 0 (bridge-probe's progress rank) ends
+// its ranks within the progress timeout plus the kill grace, the pod fails, the JobSet's
+// retry starts attempt 2, which resumes every rank from the newest checkpoint and succeeds.
+TEST_F(K8sRunningPods, AHungAttemptIsEndedByThePodsWatchdogAndRetriedFromTheLastCheckpoint) {
+  std::string path =
+      recipe("k8s-hang", 30, 5, "--hang-rank 1 --hang-at-step 20", "progress_timeout: 10", 1);
+  auto [id, out] = run_to_the_end(path, 300);
+  ASSERT_FALSE(id.empty()) << out;
+  EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
+  auto events = read_watchdog_events(job_dir("k8s-hang"));
+  ASSERT_EQ(events.size(), 1u) << out;
+  EXPECT_EQ(events[0].kind, "hang");
+  EXPECT_EQ(events[0].attempt, 1);
+  EXPECT_EQ(events[0].iteration, 19);
+  EXPECT_EQ(events[0].node, 0);
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_LE(events[0].waited, 10 + 5);
+  // Attempt 2's pods (the JobSet restarted once): every rank resumed from checkpoint 15.
+  std::string name = object_name({0, "", out});
+  json js = kubectl_json({"get", "jobsets", "-l", "bridge-launch/job=" + name});
+  ASSERT_EQ(js["items"].size(), 1u);
+  EXPECT_EQ(js["items"][0]["status"]["restarts"], 1);
+  std::string logs = pod_logs(name);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_THAT(logs, HasSubstr("bridge-probe: rank " + std::to_string(rank) +
+                                " resumes from checkpoint iteration 15"))
+        << rank;
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", id}, env());
+  EXPECT_THAT(status.out, HasSubstr("attempt 1: bridge-launch watchdog: hang"));
+  EXPECT_THAT(status.out, HasSubstr("rank 1 (node 0) stopped first"));
+}
+
+// Without a retry the hang ends the job: `why` names `hang` and the rank that stopped first.
+TEST_F(K8sRunningPods, WhyNamesTheHangAndTheRankThatStoppedFirst) {
+  std::string path =
+      recipe("k8s-hang-once", 30, 5, "--hang-rank 1 --hang-at-step 8", "progress_timeout: 5", 0);
+  auto [id, out] = run_to_the_end(path, 240);
+  ASSERT_FALSE(id.empty()) << out;
+  EXPECT_THAT(out, HasSubstr("FAILED"));
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", id, "--format", "json"}, env());
+  json j = json::parse(why.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << why.out << why.err;
+  ASSERT_TRUE(j["scheduler"].is_array() && !j["scheduler"].empty()) << why.out;
+  EXPECT_EQ(j["scheduler"][0]["signature"], "hang") << why.out;
+  EXPECT_THAT(j["scheduler"][0]["line"].get<std::string>(),
+              HasSubstr("rank 1 (node 0) stopped first"));
+  EXPECT_EQ(j["first_failure"]["exit_code"], kWatchdogHangExitCode);
+  auto text = run_command({BRIDGE_LAUNCH_BIN, "why", id}, env());
+  EXPECT_THAT(text.out, HasSubstr("bridge-launch watchdog: hang")) << text.out;
+}
+
+// The resume scenario: a pod of attempt 1 is deleted (its node preempted) once checkpoint 30
+// of 60 landed; the JobSet's retry resumes every rank from it and the job succeeds.
+TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
+  std::string path = recipe("k8s-resume", 60, 10, "", "progress_timeout: 60", 1, "200");
+  std::filesystem::path out = tmp.path() + "/launch.txt";
+  pid_t pid =
+      test::start_background({BRIDGE_LAUNCH_BIN, "-e", "kubernetes", path, "--wait"}, env(), out);
+  const std::string tracker = (work_ / "ckpt" / "latest_checkpointed_iteration.txt").string();
+  auto deadline = std::chrono::steady_clock::now() + 180s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::atoi(test::read_file(tracker).c_str()) < 30)
+    std::this_thread::sleep_for(100ms);
+  int landed = std::atoi(test::read_file(tracker).c_str());
+  ASSERT_GE(landed, 30) << test::read_file(out.string());
+  ASSERT_LT(landed, 60) << "training ended before the pod could be deleted";
+  std::string text = test::read_file(out.string());
+  std::string name = object_name({0, "", text});
+  auto del =
+      run_command({"kubectl", "delete", "pod", "-l",
+                   "bridge-launch/job=" + name + ",batch.kubernetes.io/job-completion-index=1",
+                   "--wait=false"});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_NE(test::wait_exit(pid, 240), -1);
+  text = test::read_file(out.string());
+  EXPECT_THAT(text, HasSubstr("SUCCEEDED"));
+  std::string logs = pod_logs(name);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(logs, m,
+                                std::regex(R"(rank 0 resumes from checkpoint iteration ([0-9]+))")))
+      << logs;
+  const int resumed_from = std::stoi(m[1]);
+  EXPECT_GE(resumed_from, 30);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_THAT(logs,
+                HasSubstr("bridge-probe: rank " + std::to_string(rank) +
+                          " resumes from checkpoint iteration " + std::to_string(resumed_from)))
+        << rank;
+  EXPECT_EQ(test::read_file(tracker), "60\n");
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", submitted_id(text)}, env());
+  EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 60, saved ")) << status.out;
+}
+
+// A job whose training reached its last iteration and whose rank 0 does not exit: the pod's
+// watchdog ends it after the teardown grace, the pod and the job succeed, with the note.
+TEST_F(K8sRunningPods, ATeardownHangEndsSucceededWithTheWatchdogsNote) {
+  std::string path = recipe("k8s-teardown", 6, 3, "--hang-at-exit-rank 0", "teardown_grace: 5", 0);
+  auto [id, out] = run_to_the_end(path, 180);
+  ASSERT_FALSE(id.empty()) << out;
+  EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
+  auto events = read_watchdog_events(job_dir("k8s-teardown"));
+  ASSERT_EQ(events.size(), 1u) << out;
+  EXPECT_EQ(events[0].kind, "teardown");
+  EXPECT_EQ(events[0].iteration, 6);
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", id}, env());
+  EXPECT_THAT(status.out, HasSubstr("training reached iteration 6/6"));
 }
 
 }  // namespace
