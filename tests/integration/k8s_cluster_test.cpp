@@ -592,62 +592,37 @@ class K8sRunningPods : public K8sCluster {
     if (!work_.empty()) std::filesystem::remove_all(work_);
   }
 
-  // The long-job recipe of the local and Slurm scenarios, on 2 pods x 2 GPUs: checkpoints
-  // every `interval`, the probe wrapped so that attempt 1 can misbehave (`first_attempt`
-  // flags for one rank), and `watchdog` keys.
-  std::string recipe(const std::string& name, int steps, int interval,
-                     const std::string& first_attempt, const std::string& watchdog, int retries,
-                     const std::string& compute_ms = "60") const {
-    const std::string probe = BRIDGE_PROBE_BIN;
-    std::string text = "name: " + name + R"(
-cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}
-train: {global_batch_size: 4, micro_batch_size: 1, max_steps: )" +
-                       std::to_string(steps) + R"(}
-checkpoint: {dir: )" + (work_ / "ckpt").string() +
-                       ", interval: " + std::to_string(interval) + R"(}
-runtime:
-  adapter: probe
-  command:
-    - bash
-    - -c
-    - |
-      if [ "$BRIDGE_ATTEMPT" = 1 ] && [ -n "$FIRST_ATTEMPT_FLAGS" ]; then
-        exec )" + probe +
-                       R"( "$@" $FIRST_ATTEMPT_FLAGS
-      fi
-      exec )" + probe + R"( "$@"
-    - probe
-  args: [--compute-ms, ')" +
-                       compute_ms +
-                       R"(', --timeout, '600']
-  container_image: nvcr.io/nvidia/nemo:25.04
-  watchdog: {)" + watchdog +
-                       R"(}
-env:
-  FIRST_ATTEMPT_FLAGS: ")" +
-                       first_attempt + R"("
-executor:
-  kubernetes:
-    retries: )" + std::to_string(retries) +
-                       R"(
-    job_dir: )" + (work_ / "jobs").string() +
-                       R"(
-    volumes: [{name: work, mount_path: )" +
-                       work_.string() + ", host_path: " + work_.string() + R"(}]
-    labels: {bridge-launch.test/run: host}
-    annotations: {bridge-launch.test/image-path: )" +
-                       torchrun_dir_ + R"(}
-)";
-    std::string path = (work_ / (name + ".yaml")).string();
-    std::ofstream(path) << text;
-    return path;
+  // tests/data/recipes/long-job.yaml (the recipe of the local scenario too), on 2 pods x 2
+  // GPUs: named `name`, its checkpoints and job dir on the shared volume, run by the pod
+  // runner with the real torchrun, `retries` JobSet restarts, and `extra` overrides (the
+  // fault of attempt 1, the watchdog's limits).
+  std::vector<std::string> long_job(const std::string& name, int retries,
+                                    const std::vector<std::string>& extra) const {
+    const std::string work = work_.string();
+    std::vector<std::string> a{
+        BRIDGE_LAUNCH_BIN,
+        "-e",
+        "kubernetes",
+        kSource + "/tests/data/recipes/long-job.yaml",
+        "--wait",
+        "name=" + name,
+        "checkpoint.dir=" + work + "/ckpt",
+        std::string("env.BRIDGE_PROBE=") + BRIDGE_PROBE_BIN,
+        "executor.kubernetes.retries=" + std::to_string(retries),
+        "executor.kubernetes.job_dir=" + work + "/jobs",
+        "executor.kubernetes.volumes=[{name: work, mount_path: " + work + ", host_path: " + work +
+            "}]",
+        "executor.kubernetes.labels={bridge-launch.test/run: host}",
+        "executor.kubernetes.annotations={bridge-launch.test/image-path: " + torchrun_dir_ + "}"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
   }
 
   // Submits and waits (at most `seconds`); the record's id and the launcher's output.
-  std::pair<std::string, std::string> run_to_the_end(const std::string& recipe_path, int seconds) {
+  std::pair<std::string, std::string> run_to_the_end(const std::vector<std::string>& argv,
+                                                     int seconds) {
     std::filesystem::path out = tmp.path() + "/launch.txt";
-    pid_t pid = test::start_background(
-        {BRIDGE_LAUNCH_BIN, "-e", "kubernetes", recipe_path, "--wait"}, env(), out);
+    pid_t pid = test::start_background(argv, env(), out);
     int code = test::wait_exit(pid, seconds);
     std::string text = test::read_file(out.string());
     EXPECT_NE(code, -1) << "still waiting after " << seconds << " s:\n" << text;
@@ -686,9 +661,8 @@ executor:
 // its ranks within the progress timeout plus the kill grace, the pod fails, the JobSet's
 // retry starts attempt 2, which resumes every rank from the newest checkpoint and succeeds.
 TEST_F(K8sRunningPods, AHungAttemptIsEndedByThePodsWatchdogAndRetriedFromTheLastCheckpoint) {
-  std::string path =
-      recipe("k8s-hang", 30, 5, "--hang-rank 1 --hang-at-step 20", "progress_timeout: 10", 1);
-  auto [id, out] = run_to_the_end(path, 300);
+  auto [id, out] = run_to_the_end(
+      long_job("k8s-hang", 1, {"env.FIRST_ATTEMPT_FLAGS=--hang-rank 1 --hang-at-step 20"}), 300);
   ASSERT_FALSE(id.empty()) << out;
   EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
   auto events = read_watchdog_events(job_dir("k8s-hang"));
@@ -716,9 +690,11 @@ TEST_F(K8sRunningPods, AHungAttemptIsEndedByThePodsWatchdogAndRetriedFromTheLast
 
 // Without a retry the hang ends the job: `why` names `hang` and the rank that stopped first.
 TEST_F(K8sRunningPods, WhyNamesTheHangAndTheRankThatStoppedFirst) {
-  std::string path =
-      recipe("k8s-hang-once", 30, 5, "--hang-rank 1 --hang-at-step 8", "progress_timeout: 5", 0);
-  auto [id, out] = run_to_the_end(path, 240);
+  auto [id, out] =
+      run_to_the_end(long_job("k8s-hang-once", 0,
+                              {"env.FIRST_ATTEMPT_FLAGS=--hang-rank 1 --hang-at-step 8",
+                               "runtime.watchdog.progress_timeout=5"}),
+                     240);
   ASSERT_FALSE(id.empty()) << out;
   EXPECT_THAT(out, HasSubstr("FAILED"));
   auto why = run_command({BRIDGE_LAUNCH_BIN, "why", id, "--format", "json"}, env());
@@ -736,10 +712,12 @@ TEST_F(K8sRunningPods, WhyNamesTheHangAndTheRankThatStoppedFirst) {
 // The resume scenario: a pod of attempt 1 is deleted (its node preempted) once checkpoint 30
 // of 60 landed; the JobSet's retry resumes every rank from it and the job succeeds.
 TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
-  std::string path = recipe("k8s-resume", 60, 10, "", "progress_timeout: 60", 1, "200");
   std::filesystem::path out = tmp.path() + "/launch.txt";
   pid_t pid =
-      test::start_background({BRIDGE_LAUNCH_BIN, "-e", "kubernetes", path, "--wait"}, env(), out);
+      test::start_background(long_job("k8s-resume", 1,
+                                      {"train.max_steps=60", "checkpoint.interval=10",
+                                       "runtime.args=[--compute-ms, '200', --timeout, '600']"}),
+                             env(), out);
   const std::string tracker = (work_ / "ckpt" / "latest_checkpointed_iteration.txt").string();
   auto deadline = std::chrono::steady_clock::now() + 180s;
   while (std::chrono::steady_clock::now() < deadline &&
@@ -778,8 +756,11 @@ TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
 // A job whose training reached its last iteration and whose rank 0 does not exit: the pod's
 // watchdog ends it after the teardown grace, the pod and the job succeed, with the note.
 TEST_F(K8sRunningPods, ATeardownHangEndsSucceededWithTheWatchdogsNote) {
-  std::string path = recipe("k8s-teardown", 6, 3, "--hang-at-exit-rank 0", "teardown_grace: 5", 0);
-  auto [id, out] = run_to_the_end(path, 180);
+  auto [id, out] =
+      run_to_the_end(long_job("k8s-teardown", 0,
+                              {"train.max_steps=6", "env.FIRST_ATTEMPT_FLAGS=--hang-at-exit-rank 0",
+                               "runtime.watchdog.teardown_grace=5"}),
+                     180);
   ASSERT_FALSE(id.empty()) << out;
   EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
   auto events = read_watchdog_events(job_dir("k8s-teardown"));

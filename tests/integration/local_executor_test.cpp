@@ -442,6 +442,47 @@ TEST_F(LocalExecutorTest, TheWatchdogEndsAHungJobAndWhyNamesTheRankThatStopped) 
   EXPECT_THAT(why_text.out, HasSubstr("bridge-launch watchdog: hang"));
 }
 
+// The long-job recipe every executor runs (tests/data/recipes/long-job.yaml; the Kubernetes
+// suite runs the same file on pods): rank 1 stops making progress at step 20, the watchdog
+// ends the job and `why` names rank 1 and `hang`; launched again with the fault cleared,
+// every rank resumes from checkpoint 15 (the newest before the hang) and the job succeeds.
+TEST_F(LocalExecutorTest, TheLongJobRecipeEndsAHangAndTheNextLaunchResumesFromItsCheckpoint) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  const std::vector<std::string> common{
+      std::string(BRIDGE_SOURCE_DIR) + "/tests/data/recipes/long-job.yaml",
+      "-ng",
+      "4",
+      "-gn",
+      "4",
+      "runtime.launcher=direct",
+      "checkpoint.dir=" + ckpt,
+      std::string("env.BRIDGE_PROBE=") + BRIDGE_PROBE_BIN,
+      "runtime.watchdog.progress_timeout=5",
+      "executor.local.job_dir=" + (dir_ / "jobs").string(),
+      "executor.local.grace_period=2"};
+  std::vector<std::string> faulty = common;
+  faulty.push_back("env.FIRST_ATTEMPT_FLAGS=--hang-rank 1 --hang-at-step 20");
+  ChildResult hung = launch(faulty);
+  EXPECT_EQ(hung.exit_code, 1) << hung.err;
+  EXPECT_THAT(hung.err, HasSubstr("bridge-launch watchdog: hang: no iteration line for "));
+  EXPECT_THAT(hung.err, HasSubstr("after iteration 19/30"));
+  auto jobs = nlohmann::json::parse(launch({"list", "--format", "json"}).out);
+  ASSERT_EQ(jobs.size(), 1u);
+  ChildResult why = launch({"why", jobs[0]["id"].get<std::string>(), "--format", "json"});
+  auto j = nlohmann::json::parse(why.out);
+  EXPECT_EQ(j["first_failure"]["rank"], 1) << why.out;
+  EXPECT_THAT(why.out, HasSubstr("\"hang\"")) << why.out;
+  EXPECT_EQ(read_file(ckpt + "/latest_checkpointed_iteration.txt"), "15\n");
+
+  ChildResult resumed = launch(common);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_THAT(resumed.out, HasSubstr("bridge-probe: rank " + std::to_string(rank) +
+                                       " resumes from checkpoint iteration 15"))
+        << rank;
+  EXPECT_EQ(read_file(ckpt + "/latest_checkpointed_iteration.txt"), "30\n");
+}
+
 // A job whose training reached its last iteration and whose rank 1 then does not exit: the
 // watchdog ends it after the teardown grace, and the job counts as succeeded, with the note.
 TEST_F(LocalExecutorTest, ATeardownHangAfterTheLastIterationEndsAsSucceededWithANote) {
