@@ -187,6 +187,7 @@ class KubernetesExecutor : public Executor {
     }
     for (const auto& line : split_lines(scrub_secrets(trim(r.out), secrets)))
       services_.log.info("kubectl: {}", line);
+    own_dependents(shown, ctx, ns, diags);
     res.exit_code = kExitOk;
     res.accepted = true;
     res.scheduler_id = shown.scheduler_id;
@@ -195,6 +196,69 @@ class KubernetesExecutor : public Executor {
     res.job_dir = plan.job_dir;
     if (on_accepted) on_accepted(res);
     return res;
+  }
+
+  // The objects a submission generates besides its top objects (the Secret; the Job API's
+  // headless Services) get ownerReferences to them once they exist (their uids are known
+  // only then), so that the TTL or a deletion of the job removes them too: the garbage
+  // collector deletes a dependent once all of its owners are gone. The Secret is owned by
+  // every top object (all attempts of the Job API), a Service by its attempt's Job. A failure
+  // is a warning: the job runs, and `cancel` deletes the objects by label.
+  void own_dependents(const K8sManifests& shown, const std::string& ctx, const std::string& ns,
+                      Diagnostics& diags) const {
+    std::vector<std::pair<std::string, std::string>> dependents;  // (kind, name)
+    for (const auto& d : shown.docs) {
+      std::string kind = d.value("kind", "");
+      if (kind == "Secret" || kind == "Service")
+        dependents.emplace_back(kind, d["metadata"].value("name", ""));
+    }
+    if (dependents.empty()) return;
+    auto warn = [&](const std::string& what, const std::string& why) {
+      diags.warning("k8s-owner-not-set", "", {},
+                    fmt::format("{} of job {} got no owner ({}): the TTL and a deletion of the "
+                                "job leave it behind",
+                                what, shown.name, why),
+                    "`bridge-launch cancel` deletes it, or `kubectl delete` it by hand");
+    };
+    const std::string kinds = shown.api == "jobset" ? "jobsets.jobset.x-k8s.io" : "jobs.batch";
+    CommandResult got = run(
+        kubectl(ctx, ns,
+                {"get", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, shown.name), "-o", "json"}),
+        "", kQueryTimeout);
+    auto items = got.ok() ? parse_kubectl_items(got.out)
+                          : StatusOr<std::vector<json>>(Status::failed(kubectl_message(got)));
+    if (!items.ok()) return warn(object_list_of(dependents), items.why());
+    std::map<std::string, json> owner_of;  // top object name -> its ownerReference
+    for (const auto& o : *items) {
+      std::string name = o["metadata"].value("name", ""), uid = o["metadata"].value("uid", "");
+      if (name.empty() || uid.empty()) continue;
+      owner_of[name] = {{"apiVersion", o.value("apiVersion", "")},
+                        {"kind", o.value("kind", "")},
+                        {"name", name},
+                        {"uid", uid}};
+    }
+    for (const auto& [kind, name] : dependents) {
+      json owners = json::array();
+      for (const auto& [owner, ref] : owner_of)
+        if (kind == "Secret" || owner == name) owners.push_back(ref);
+      std::string what = fmt::format("{} {}", kind, name);
+      if (owners.empty()) {
+        warn(what, "its owner was not found");
+        continue;
+      }
+      json patch = {{"metadata", {{"ownerReferences", owners}}}};
+      CommandResult r = run(kubectl(ctx, ns,
+                                    {"patch", kind == "Secret" ? "secret" : "service", name,
+                                     "--type=merge", "-p", patch.dump()}),
+                            "", kQueryTimeout);
+      if (!r.ok()) warn(what, kubectl_message(r));
+    }
+  }
+
+  static std::string object_list_of(const std::vector<std::pair<std::string, std::string>>& v) {
+    std::string out;
+    for (const auto& [kind, name] : v) out += (out.empty() ? "" : ", ") + kind + " " + name;
+    return out;
   }
 
   std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,
@@ -340,8 +404,8 @@ class KubernetesExecutor : public Executor {
                         p.exit_code ? fmt::format(", exit code {}", *p.exit_code) : ""));
       // The watchdog's verdict (a pod that holds a progress rank): the job-level `hang`.
       for (const WatchdogEvent& w : parse_watchdog_events(p.message))
-        e.scheduler_lines.push_back(
-            fmt::format("pod {} ({}): {}", p.name, u.label, watchdog_event_text(w)));
+        e.scheduler_lines.push_back(fmt::format("the watchdog of pod {} ({}): {}", p.name, u.label,
+                                                watchdog_event_text(w)));
       if (all_logs || u.failed()) {
         CommandResult r = run(kubectl(
             job.context, job.namespace_,

@@ -250,11 +250,22 @@ std::string watchdog_script(const Inputs& in, const std::string& launch) {
       {"@GPUS_PER_NODE@", std::to_string(in.gpus_per_node)},
       {"@JOB_DIR@", shell_word(in.plan.job_dir)},
   };
-  for (const auto& [name, value] : values)
-    for (size_t at = text.find(name); at != std::string::npos;
-         at = text.find(name, at + value.size()))
-      text.replace(at, name.size(), value);
-  return text;
+  // One pass: a value is never searched for placeholders (a launcher word may hold an `@`).
+  std::string out;
+  size_t from = 0;
+  for (size_t at = text.find('@'); at != std::string::npos; at = text.find('@', from)) {
+    out.append(text, from, at - from);
+    from = at + 1;
+    for (const auto& [name, value] : values)
+      if (text.compare(at, name.size(), name) == 0) {
+        out += value;
+        from = at + name.size();
+        break;
+      }
+    if (from == at + 1) out += '@';
+  }
+  out.append(text, from, std::string::npos);
+  return out;
 }
 
 // The pod's entrypoint: a bounded DNS wait for MASTER_ADDR, the job dir, `expand: true`
@@ -283,8 +294,10 @@ std::string entrypoint_script(const Inputs& in) {
   s += "done\n";
   s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(plan.job_dir));
   // The attempt, 1 first, as on Slurm: the restart label of the pod (0 first) plus one.
-  s += "BRIDGE_ATTEMPT=`expr \"${BRIDGE_RESTART_ATTEMPT:-0}\" + 1 2>/dev/null` || "
-       "BRIDGE_ATTEMPT=1\n";
+  s += "case \"${BRIDGE_RESTART_ATTEMPT:-0}\" in\n"
+       "  '' | *[!0-9]*) BRIDGE_ATTEMPT=1 ;;\n"
+       "  *) BRIDGE_ATTEMPT=$((${BRIDGE_RESTART_ATTEMPT:-0} + 1)) ;;\n"
+       "esac\n";
   s += "export BRIDGE_ATTEMPT\n";
   for (const auto& v : plan.env.vars)
     if (v.expand && !v.secret) s += fmt::format("export {}=\"{}\"\n", v.name, v.value);
@@ -441,6 +454,34 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
   return {svc, jobdoc};
 }
 
+// "pod_patch: replace /spec/containers/0/resources/requests/memory = \"512Gi\"; ...": what a
+// pod_patch changed in the pod (a JSON Patch of before -> after), at most 8 changes shown.
+std::vector<std::string> pod_patch_summary(const ordered_json& before, const ordered_json& after) {
+  constexpr size_t kShown = 8;
+  const ordered_json changes = ordered_json::diff(before, after);
+  std::vector<std::string> parts;
+  for (const auto& c : changes) {
+    if (parts.size() == kShown) break;
+    std::string value = c.contains("value") ? c["value"].dump() : "";
+    if (value.size() > 60) value = value.substr(0, 57) + "...";
+    parts.push_back(fmt::format("{} {}{}", c.value("op", ""), c.value("path", ""),
+                                value.empty() ? "" : " = " + value));
+  }
+  std::vector<std::string> lines;
+  if (parts.empty()) return {"pod_patch: changes nothing in the pod"};
+  std::string line = "pod_patch:";
+  for (const auto& p : parts) {
+    if (line.size() + p.size() > 110) {
+      lines.push_back(line);
+      line = "  ";
+    }
+    line += (line == "pod_patch:" || line == "  " ? " " : "; ") + p;
+  }
+  if (changes.size() > kShown) line += fmt::format("; and {} more", changes.size() - kShown);
+  lines.push_back(line);
+  return lines;
+}
+
 // executor.kubernetes' pod settings and the pod's shape, checked (a pod_patch once, on a
 // sample pod, so each error is reported once) and pointed at by `in` with the labels and
 // annotations of the top object; false after an error.
@@ -460,6 +501,15 @@ bool prepare_pod(const Plan& plan, Inputs& in, std::optional<K8sPodSettings>& se
     // A pod_patch is checked once, on a sample pod, so each error is reported once.
     ordered_json sample = pod_template(in, "sample", in.common_labels, "");
     if (!apply_pod_settings(*settings, kx, sample, diags)) return false;
+    // The header describes the pod that runs: what the pod_patch changed, after the lines
+    // it changed.
+    if (!settings->pod_patch.is_null()) {
+      ordered_json unpatched = pod_template(in, "sample", in.common_labels, "");
+      K8sPodSettings without_patch = *settings;
+      without_patch.pod_patch = ordered_json();
+      apply_pod_settings(without_patch, kx, unpatched, diags);
+      for (auto& line : pod_patch_summary(unpatched, sample)) shape->summary.push_back(line);
+    }
   }
   in.pod = &*settings;
   in.object_labels = in.common_labels;
@@ -601,6 +651,15 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
         fmt::format("retries: {} more attempt{} created suspended, started in turn "
                     "when the previous one fails",
                     in.retries, in.retries == 1 ? "" : "s"));
+  if (in.generated_secret || in.api == "job")
+    header.push_back(fmt::format(
+        "cleanup: {} get{} ownerReferences to the {} once applied: the TTL or a deletion of "
+        "the job removes {} too",
+        in.generated_secret && in.api == "job" ? "the Secret and the Services"
+        : in.generated_secret                  ? "the Secret"
+                                               : "the Services",
+        in.generated_secret && in.api != "job" ? "s" : "", in.api == "job" ? "Jobs" : "JobSet",
+        in.generated_secret && in.api != "job" ? "it" : "them"));
   std::vector<ordered_json> printed = m.docs;
   describe_secrets(in, has_secrets, options.reveal_secrets, header, printed);
   m.yaml = to_yaml_stream(printed, header);

@@ -163,7 +163,8 @@ TEST_F(K8sCli, DryRunIsByteIdenticalAcrossRuns) {
 TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   std::string id = submit_ok();
   auto cs = calls();
-  ASSERT_EQ(cs.size(), 1u);
+  // The apply, then the Secret's owner: the JobSet's uid, and a merge patch with it.
+  ASSERT_EQ(cs.size(), 3u);
   EXPECT_EQ(cs[0].argv, (std::vector<std::string>{"--namespace", "research", "apply", "-f", "-"}));
   auto docs = testing::parse_yaml_docs(cs[0].stdin_text);
   ASSERT_EQ(docs.size(), 2u);
@@ -180,6 +181,18 @@ TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   EXPECT_EQ(rec->scheduler_id, "jobset/" + name);
   EXPECT_EQ(rec->namespace_, "research");
   EXPECT_THAT(rec->rendered, HasSubstr("kind: JobSet"));
+  EXPECT_EQ(cs[1].argv,
+            (std::vector<std::string>{"--namespace", "research", "get", "jobsets.jobset.x-k8s.io",
+                                      "-l", "bridge-launch/job=" + name, "-o", "json"}));
+  ASSERT_GE(cs[2].argv.size(), 7u);
+  EXPECT_EQ(std::vector<std::string>(cs[2].argv.begin(), cs[2].argv.begin() + 6),
+            (std::vector<std::string>{"--namespace", "research", "patch", "secret", name + "-env",
+                                      "--type=merge"}));
+  auto patch = nlohmann::json::parse(cs[2].argv.back());
+  EXPECT_EQ(patch["metadata"]["ownerReferences"],
+            nlohmann::json::parse(R"([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                      "name": ")" +
+                                  name + R"(", "uid": "uid-)" + name + "\"}]"));
 }
 
 TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
@@ -187,7 +200,7 @@ TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_no_marker(r.out + r.err, "submit output");
   auto cs = calls();
-  ASSERT_EQ(cs.size(), 1u);
+  ASSERT_EQ(cs.size(), 3u);  // apply, the owner's uid, the Secret's ownerReferences
   for (const auto& c : cs) {
     std::string args;
     for (const auto& a : c.argv) args += a + " ";

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -76,18 +79,36 @@ Submitted submit(ScriptedRunner& fake, std::vector<std::string> overrides = {}) 
   return s;
 }
 
-// kubectl apply's answer: "<resource>/<name> created" for each document of stdin.
-CommandResult apply_all_created(const CommandSpec& spec) {
-  std::string out;
-  for (const auto& d : testing::parse_yaml_docs(spec.stdin_text)) {
-    std::string kind = d["kind"];
-    std::string res = kind == "JobSet" ? "jobset.jobset.x-k8s.io"
-                      : kind == "Job"  ? "job.batch"
-                                       : (kind == "Service" ? "service" : "secret");
-    out += res + "/" + d["metadata"]["name"].get<std::string>() + " created\n";
+// A cluster that takes every apply: kubectl's "<resource>/<name> created" for each document
+// of stdin; then, for the ownership query, the applied JobSets and Jobs with a uid each (as
+// the API server lists them); every patch succeeds.
+struct AcceptingCluster {
+  std::shared_ptr<std::vector<json>> applied = std::make_shared<std::vector<json>>();
+  CommandResult operator()(const CommandSpec& spec) const {
+    if (contains_seq(spec.argv, {"get"})) {
+      json items = json::array();
+      for (const auto& d : *applied)
+        if (d["kind"] == "JobSet" || d["kind"] == "Job")
+          items.push_back({{"apiVersion", d["apiVersion"]},
+                           {"kind", d["kind"]},
+                           {"metadata",
+                            {{"name", d["metadata"]["name"]},
+                             {"uid", "uid-" + d["metadata"]["name"].get<std::string>()}}}});
+      return ok_result(json{{"kind", "List"}, {"items", items}}.dump());
+    }
+    if (contains_seq(spec.argv, {"patch"})) return ok_result("patched\n");
+    std::string out;
+    for (const auto& d : testing::parse_yaml_docs(spec.stdin_text)) {
+      std::string kind = d["kind"];
+      std::string res = kind == "JobSet" ? "jobset.jobset.x-k8s.io"
+                        : kind == "Job"  ? "job.batch"
+                                         : (kind == "Service" ? "service" : "secret");
+      out += res + "/" + d["metadata"]["name"].get<std::string>() + " created\n";
+      applied->push_back(d);
+    }
+    return ok_result(out);
   }
-  return ok_result(out);
-}
+};
 
 TEST(K8sExecutor, IsRegistered) {
   ScriptedRunner fake;
@@ -101,9 +122,9 @@ TEST(K8sExecutor, IsRegistered) {
 
 TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   ScriptedRunner fake;
-  fake.respond = apply_all_created;
+  fake.respond = AcceptingCluster{};
   Submitted s = submit(fake);
-  ASSERT_EQ(fake.calls.size(), 1u);
+  ASSERT_EQ(fake.calls.size(), 3u);  // apply, the JobSet's uid, the Secret's owner
   const CommandSpec& apply = fake.calls[0];
   EXPECT_EQ(apply.argv, (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace",
                                                   "team-a", "apply", "-f", "-"}));
@@ -130,6 +151,60 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   std::string applied_workload = apply.stdin_text.substr(apply.stdin_text.find("kind: JobSet"));
   EXPECT_EQ(applied_workload, shown.substr(shown.find("kind: JobSet")));
   for (const auto& c : fake.calls) EXPECT_THAT(joined(c.argv), Not(HasSubstr(kMarker)));
+  // The Secret is owned by the JobSet (its uid from the API), so the TTL removes it too.
+  const std::string jobset = "exec-demo-" + suffix;
+  EXPECT_TRUE(contains_seq(
+      fake.calls[1].argv, {"get", "jobsets.jobset.x-k8s.io", "-l", "bridge-launch/job=" + jobset}));
+  EXPECT_TRUE(contains_seq(fake.calls[2].argv, {"patch", "secret", jobset + "-env"}));
+  json owners = json::parse(fake.calls[2].argv.back())["metadata"]["ownerReferences"];
+  ASSERT_EQ(owners.size(), 1u);
+  EXPECT_EQ(owners[0]["kind"], "JobSet");
+  EXPECT_EQ(owners[0]["name"], jobset);
+  EXPECT_EQ(owners[0]["uid"], "uid-" + jobset);
+  EXPECT_FALSE(s.diags.has_code("k8s-owner-not-set"));
+}
+
+// Job API: each attempt's Service is owned by that attempt's Job; the Secret by every Job,
+// so it stays while any attempt may still start.
+TEST(K8sExecutor, TheJobApisServicesAndSecretAreOwnedByTheirJobs) {
+  ScriptedRunner fake;
+  fake.respond = AcceptingCluster{};
+  Submitted s = submit(fake, {"executor.kubernetes.api=job", "executor.kubernetes.retries=1"});
+  ASSERT_TRUE(s.result.accepted);
+  std::map<std::string, json> owners_of;  // "secret x" / "service y" -> its ownerReferences
+  for (const auto& c : fake.calls) {
+    auto at = std::find(c.argv.begin(), c.argv.end(), "patch");
+    if (at == c.argv.end() || c.argv.end() - at < 3) continue;
+    owners_of[*(at + 1) + " " + *(at + 2)] =
+        json::parse(c.argv.back())["metadata"]["ownerReferences"];
+  }
+  const std::string job = "exec-demo-" + k8s_submission_suffix("exec-demo-20261130-120000-ab12");
+  ASSERT_EQ(owners_of.size(), 3u) << "the Secret and two Services";
+  EXPECT_EQ(owners_of["secret " + job + "-env"].size(), 2u);
+  ASSERT_EQ(owners_of["service " + job].size(), 1u);
+  EXPECT_EQ(owners_of["service " + job][0]["name"], job);
+  ASSERT_EQ(owners_of["service " + job + "-r1"].size(), 1u);
+  EXPECT_EQ(owners_of["service " + job + "-r1"][0]["kind"], "Job");
+  EXPECT_EQ(owners_of["service " + job + "-r1"][0]["uid"], "uid-" + job + "-r1");
+}
+
+// An owner that cannot be set leaves a job that runs: a warning naming what the TTL will
+// leave behind, not a failed submission.
+TEST(K8sExecutor, AnOwnerThatCannotBeSetIsAWarning) {
+  ScriptedRunner fake;
+  AcceptingCluster cluster;
+  fake.respond = [cluster](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"patch"}))
+      return failed_result("Error from server (Forbidden): secrets is forbidden");
+    return cluster(spec);
+  };
+  Submitted s = submit(fake);
+  EXPECT_TRUE(s.result.accepted);
+  EXPECT_EQ(s.result.exit_code, 0);
+  ASSERT_TRUE(s.diags.has_code("k8s-owner-not-set"));
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("Secret exec-demo-"));
+  EXPECT_THAT(s.diags.items().back().message, HasSubstr("secrets is forbidden"));
+  EXPECT_EQ(s.diags.items().back().severity, Severity::kWarning);
 }
 
 TEST(K8sExecutor, FailedApplyDeletesWhatWasCreatedAndIsNotAccepted) {

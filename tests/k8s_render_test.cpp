@@ -404,7 +404,9 @@ struct PodRun {
   std::string termination_message;
 };
 
-PodRun run_watched_pod(const std::string& fake_torchrun) {
+// `term_after` > 0: Kubernetes' SIGTERM (a deletion, a preemption) reaches the entrypoint,
+// the container's PID 1, that many seconds after it started.
+PodRun run_watched_pod(const std::string& fake_torchrun, int term_after = 0) {
   test::TempDir dir;
   std::string recipe = kWatchdogProbe;
   recipe.replace(recipe.find("JOBDIR"), 6, dir.path() + "/jobs");
@@ -420,7 +422,15 @@ PodRun run_watched_pod(const std::string& fake_torchrun) {
                                          {"NODE_RANK", "0"},
                                          {"BRIDGE_RESTART_ATTEMPT", "1"}};
   PodRun run;
-  run.child = test::run_command({"/bin/sh", "-c", script, "bridge-launch", "bridge-probe"}, env);
+  if (term_after == 0) {
+    run.child = test::run_command({"/bin/sh", "-c", script, "bridge-launch", "bridge-probe"}, env);
+  } else {
+    const std::string outer = fmt::format(
+        "\"$0\" -c \"$1\" bridge-launch bridge-probe & p=$!; sleep {}; kill -TERM \"$p\"; "
+        "wait \"$p\"",
+        term_after);
+    run.child = test::run_command({"/bin/sh", "-c", outer, "/bin/sh", script}, env);
+  }
   run.job_dir_file = test::read_file(dir.path() + "/jobs/wd/watchdog");
   run.termination_message = test::read_file(dir.path() + "/termination-log");
   return run;
@@ -464,6 +474,22 @@ while :; do sleep 0.2; done
   EXPECT_THAT(run.child.err, HasSubstr("the pod succeeded"));
 }
 
+// The entrypoint is the container's PID 1: Kubernetes' SIGTERM goes to it alone. It passes
+// it on to the launcher (which passes it on to the ranks), and the pod ends with the
+// launcher's status, without a verdict.
+TEST(K8sRender, ThePodWatchdogPassesKubernetesSigtermOnToTheLauncher) {
+  PodRun run = run_watched_pod(R"SH(
+trap 'echo "launcher: got SIGTERM"; exit 143' TERM
+echo " [t] iteration        1/      10 | consumed samples: 4 |"
+while :; do sleep 0.2; done
+)SH",
+                               1);
+  EXPECT_EQ(run.child.exit_code, 143) << run.child.err;
+  EXPECT_THAT(run.child.out, HasSubstr("launcher: got SIGTERM"));
+  EXPECT_EQ(run.job_dir_file, "");
+  EXPECT_EQ(run.termination_message, "");
+}
+
 TEST(K8sRender, APodWhoseRanksEndOnTheirOwnExitsWithTheirStatus) {
   PodRun run = run_watched_pod(R"SH(
 echo " [t] iteration        1/       1 | consumed samples: 4 |"
@@ -472,6 +498,20 @@ exit 7
   EXPECT_EQ(run.child.exit_code, 7) << run.child.err;
   EXPECT_THAT(run.child.out, HasSubstr("iteration        1/       1"));
   EXPECT_EQ(run.job_dir_file, "");
+}
+
+// The header says what the job leaves behind (nothing: the generated objects are owned by
+// the top object) and describes the pod after the pod_patch.
+TEST(K8sRender, TheHeaderNamesWhatIsOwnedAndWhatThePodPatchChanged) {
+  auto p = golden_plan({"executor.kubernetes.pod_patch={spec: {hostNetwork: true}}"});
+  std::string yaml = render_ok(*p).yaml;
+  EXPECT_THAT(yaml, HasSubstr("# cleanup: the Secret gets ownerReferences to the JobSet once "
+                              "applied: the TTL or a deletion of the job removes it too\n"));
+  EXPECT_THAT(yaml, HasSubstr("# pod_patch: add /spec/hostNetwork = true\n"));
+  EXPECT_LT(yaml.find("# pod: QoS"), yaml.find("# pod_patch:"));
+  auto job = golden_plan({"executor.kubernetes.api=job"});
+  EXPECT_THAT(render_ok(*job).yaml,
+              HasSubstr("# cleanup: the Secret and the Services get ownerReferences to the Jobs"));
 }
 
 TEST(K8sRender, EnvValuesReachThePodExactly) {

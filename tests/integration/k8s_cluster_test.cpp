@@ -35,6 +35,7 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 using test::run_command;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kSource = BRIDGE_SOURCE_DIR;
 const std::string kRecipe = kSource + "/examples/recipes/demo.yaml";
@@ -564,6 +565,35 @@ TEST_F(K8sCluster, CancelLeavesNothingBehind) {
   }
 }
 
+// Nothing left behind (docs/executors/kubernetes.md): the generated Secret and the Job API's
+// Services are owned by the JobSet / the Jobs, so once the TTL deletes those after the job
+// finished, the garbage collector removes them too: nothing of the job stays in the API.
+TEST_F(K8sCluster, AfterTheTtlNoGeneratedObjectRemains) {
+  for (const char* api : {"jobset", "job"}) {
+    SCOPED_TRACE(api);
+    // Not --wait: an object the TTL deleted before a status poll saw it end is "not found".
+    auto r = run_command(argv({std::string("executor.kubernetes.api=") + api,
+                               "executor.kubernetes.ttl_after_finished=5"}),
+                         env());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, Not(HasSubstr("k8s-owner-not-set")));
+    const std::string name = object_name(r);
+    json secret = kubectl_json({"get", "secret", name + "-env"});
+    ASSERT_TRUE(secret.contains("metadata")) << secret.dump();
+    ASSERT_EQ(secret["metadata"]["ownerReferences"].size(), 1u) << secret.dump();
+    EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["name"], name);
+    std::string left;
+    for (int i = 0; i < 120; ++i) {
+      auto all = run_command({"kubectl", "get", "jobsets,jobs,pods,secrets,services", "-l",
+                              "bridge-launch/job=" + name, "-o", "name"});
+      left = all.out;
+      if (all.exit_code == 0 && left.empty()) break;
+      std::this_thread::sleep_for(500ms);
+    }
+    EXPECT_EQ(left, "") << "still there a minute after the job ended";
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Long jobs on pods that really run (docs/long-jobs.md). The test control plane's pod runner
 // (docs/executors/k8s-test-cluster.md) runs the pods labelled bridge-launch.test/run=host as
@@ -662,7 +692,7 @@ class K8sRunningPods : public K8sCluster {
 // retry starts attempt 2, which resumes every rank from the newest checkpoint and succeeds.
 TEST_F(K8sRunningPods, AHungAttemptIsEndedByThePodsWatchdogAndRetriedFromTheLastCheckpoint) {
   auto [id, out] = run_to_the_end(
-      long_job("k8s-hang", 1, {"env.FIRST_ATTEMPT_FLAGS=--hang-rank 1 --hang-at-step 20"}), 300);
+      long_job("k8s-hang", 1, {"env.FIRST_ATTEMPT_FLAGS=--hang-rank 1 --hang-at-step 20"}), 240);
   ASSERT_FALSE(id.empty()) << out;
   EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
   auto events = read_watchdog_events(job_dir("k8s-hang"));
@@ -709,14 +739,15 @@ TEST_F(K8sRunningPods, WhyNamesTheHangAndTheRankThatStoppedFirst) {
   EXPECT_THAT(text.out, HasSubstr("bridge-launch watchdog: hang")) << text.out;
 }
 
-// The resume scenario: a pod of attempt 1 is deleted (its node preempted) once checkpoint 30
+// The resume scenario: pod 0 of attempt 1 (the one whose entrypoint runs the watchdog and
+// passes Kubernetes' SIGTERM on to torchrun) is deleted (its node preempted) once checkpoint 30
 // of 60 landed; the JobSet's retry resumes every rank from it and the job succeeds.
 TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
   std::filesystem::path out = tmp.path() + "/launch.txt";
   pid_t pid =
       test::start_background(long_job("k8s-resume", 1,
                                       {"train.max_steps=60", "checkpoint.interval=10",
-                                       "runtime.args=[--compute-ms, '200', --timeout, '600']"}),
+                                       "runtime.args=[--compute-ms, '300', --timeout, '600']"}),
                              env(), out);
   const std::string tracker = (work_ / "ckpt" / "latest_checkpointed_iteration.txt").string();
   auto deadline = std::chrono::steady_clock::now() + 180s;
@@ -730,7 +761,7 @@ TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
   std::string name = object_name({0, "", text});
   auto del =
       run_command({"kubectl", "delete", "pod", "-l",
-                   "bridge-launch/job=" + name + ",batch.kubernetes.io/job-completion-index=1",
+                   "bridge-launch/job=" + name + ",batch.kubernetes.io/job-completion-index=0",
                    "--wait=false"});
   ASSERT_EQ(del.exit_code, 0) << del.err;
   EXPECT_NE(test::wait_exit(pid, 240), -1);

@@ -957,8 +957,14 @@ class Runner:
         grace = run.grace_seconds()
         run.terminating = True
         run.kill_at = time.monotonic() + grace
-        kill_group(run.pid, signal.SIGTERM)
-        log(f"kill {run.key} uid={run.uid} pid={run.pid}: {why}: SIGTERM, SIGKILL in {grace}s")
+        # As a container runtime does: SIGTERM to the main process (the container's PID 1)
+        # only, which passes it on or not; SIGKILL to all of them after the grace period.
+        try:
+            os.kill(run.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        log(f"kill {run.key} uid={run.uid} pid={run.pid}: {why}: SIGTERM to the main process, "
+            f"SIGKILL to its group in {grace}s")
 
     # -- the loop
 
