@@ -26,6 +26,7 @@
 #include "jobs/job_record.h"
 #include "model/executor_kind.h"
 #include "plan/plan.h"
+#include "plan/plan_confirm.h"
 #include "system/clock.h"
 #include "system/command_runner.h"
 #include "system/host_env.h"
@@ -172,6 +173,11 @@ class Executor {
   // dir (rank<N>.log, or node<N>.log under a per-node launcher).
   virtual std::vector<std::string> rank_log_tail(const JobRecord& job, int rank,
                                                  size_t max_lines) const;
+  // The plan confirmation's verdict (plan/plan_confirm.h) of a job whose recorded plan
+  // confirms; nullopt when there is none (yet), or for any other job. The default reads the
+  // job dir; an executor whose job dir may not be visible here also looks where the job's
+  // output is (Kubernetes: the head of pod 0's log). Never waits for the job.
+  virtual std::optional<PlanConfirmationVerdict> plan_confirmation(const JobRecord& job) const;
   virtual int cancel(const JobRecord& job, Diagnostics& diags) const = 0;
   // The scheduler's id of what cancel and status act on now: the recorded one, except for a
   // job resubmitted after a failure (a Slurm retry: the newest attempt's id, which cancel

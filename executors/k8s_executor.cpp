@@ -16,7 +16,8 @@
 // - logs: `kubectl get pods -l bridge-launch/job=<name>` picks the newest attempt's pods;
 //   `kubectl logs <pod> -c trainer` per pod (`--rank N` -> the pod of node N / gpus_per_node);
 //   `-f` polls with --timestamps/--since-time until the job ends.
-// - cancel: `kubectl delete <kinds> -l bridge-launch/job=<name> --ignore-not-found`.
+// - cancel: `kubectl delete <kinds> -l bridge-launch/job=<name> --ignore-not-found` (the top
+//   objects, the Secret, the ConfigMap, the Services).
 // kubectl's messages are shown with any secret value of the plan replaced by <secret>.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -49,6 +50,9 @@ using nlohmann::ordered_json;
 constexpr std::chrono::milliseconds kApplyTimeout{180000};
 constexpr std::chrono::milliseconds kQueryTimeout{60000};
 constexpr std::chrono::milliseconds kFollowInterval{2000};
+// How much of pod 0's log `status` reads for the plan confirmation's line: the runtime prints
+// it when it has built its config, before training, after the imports' and torchrun's lines.
+constexpr size_t kVerdictLogHeadBytes = size_t{1} << 20;
 
 std::vector<std::string> kubectl(const std::string& context, const std::string& ns,
                                  std::initializer_list<std::string> rest) {
@@ -193,23 +197,24 @@ class KubernetesExecutor : public Executor {
     res.scheduler_id = shown.scheduler_id;
     res.context = ctx;
     res.namespace_ = ns;
-    res.job_dir = plan.job_dir;
+    res.job_dir = shown.submission_dir;
     if (on_accepted) on_accepted(res);
     return res;
   }
 
-  // The objects a submission generates besides its top objects (the Secret; the Job API's
-  // headless Services) get ownerReferences to them once they exist (their uids are known
-  // only then), so that the TTL or a deletion of the job removes them too: the garbage
-  // collector deletes a dependent once all of its owners are gone. The Secret is owned by
-  // every top object (all attempts of the Job API), a Service by its attempt's Job. A failure
+  // The objects a submission generates besides its top objects (the Secret, the plan
+  // confirmation's ConfigMap, the Job API's headless Services) get ownerReferences to them
+  // once they exist (their uids are known only then), so that the TTL or a deletion of the
+  // job removes them too: the garbage collector deletes a dependent once all of its owners are
+  // gone. The Secret and the ConfigMap are owned by every top object (all attempts of the Job
+  // API), a Service by its attempt's Job. A failure
   // is a warning: the job runs, and `cancel` deletes the objects by label.
   void own_dependents(const K8sManifests& shown, const std::string& ctx, const std::string& ns,
                       Diagnostics& diags) const {
     std::vector<std::pair<std::string, std::string>> dependents;  // (kind, name)
     for (const auto& d : shown.docs) {
       std::string kind = d.value("kind", "");
-      if (kind == "Secret" || kind == "Service")
+      if (kind == "Secret" || kind == "ConfigMap" || kind == "Service")
         dependents.emplace_back(kind, d["metadata"].value("name", ""));
     }
     if (dependents.empty()) return;
@@ -240,7 +245,7 @@ class KubernetesExecutor : public Executor {
     for (const auto& [kind, name] : dependents) {
       json owners = json::array();
       for (const auto& [owner, ref] : owner_of)
-        if (kind == "Secret" || owner == name) owners.push_back(ref);
+        if (kind != "Service" || owner == name) owners.push_back(ref);
       std::string what = fmt::format("{} {}", kind, name);
       if (owners.empty()) {
         warn(what, "its owner was not found");
@@ -248,7 +253,7 @@ class KubernetesExecutor : public Executor {
       }
       json patch = {{"metadata", {{"ownerReferences", owners}}}};
       CommandResult r = run(kubectl(ctx, ns,
-                                    {"patch", kind == "Secret" ? "secret" : "service", name,
+                                    {"patch", lower(kind), name,
                                      "--type=merge", "-p", patch.dump()}),
                             "", kQueryTimeout);
       if (!r.ok()) warn(what, kubectl_message(r));
@@ -369,6 +374,22 @@ class KubernetesExecutor : public Executor {
     return r.ok() ? split_lines(r.out) : std::vector<std::string>{};
   }
 
+  // The job dir's verdict where it is visible here (a shared volume), else the line rank 0
+  // printed at the head of pod 0's log (the newest attempt's pod).
+  std::optional<PlanConfirmationVerdict> plan_confirmation(const JobRecord& job) const override {
+    if (auto verdict = Executor::plan_confirmation(job)) return verdict;
+    if (!recorded_plan_confirms(job.plan_json)) return std::nullopt;
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref) return std::nullopt;
+    Diagnostics quiet;  // best effort, as the progress: no pod yet is no verdict yet
+    auto pods = list_pods(job, *ref, 0, quiet);
+    if (!pods || pods->empty()) return std::nullopt;
+    CommandResult r = run(kubectl(job.context, job.namespace_,
+                                  {"logs", pods->front().name, "-c", kK8sContainer,
+                                   fmt::format("--limit-bytes={}", kVerdictLogHeadBytes)}));
+    return r.ok() ? find_plan_confirmation_line(r.out) : std::nullopt;
+  }
+
   // One unit per pod (a pod is a node: torchrun starts its ranks), ordered by the time its
   // container ended; the pod's node and the container's exit code or signal come from the
   // pod objects, the lines from `kubectl logs --tail`.
@@ -432,7 +453,8 @@ class KubernetesExecutor : public Executor {
       return kExitRuntime;
     }
     std::string kinds =
-        ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets" : "jobs.batch,services,secrets";
+        ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets,configmaps"
+                             : "jobs.batch,services,secrets,configmaps";
     CommandResult r =
         run(kubectl(job.context, job.namespace_,
                     {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),

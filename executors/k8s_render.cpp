@@ -52,6 +52,8 @@ struct Inputs {
   const K8sPodSettings* pod = nullptr;  // executor.kubernetes pod settings, applied last
   const K8sPodShape* shape = nullptr;   // requests, shm, security context, lifetime
   std::string code_dir;                 // runtime.code's directory on the nodes ("" = none)
+  std::string submission_dir;           // <job dir>/<object name>: this submission's files
+  std::string plan_config_map;          // the plan confirmation's ConfigMap ("" = none)
 };
 
 // Retries: Kueue with the Job API's suspended attempts, and a recipe value that overrides a
@@ -161,6 +163,14 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
   return diags.count(Severity::kError) == errors;
 }
 
+// Every rank's command: through the plan confirmation when the plan confirms (the program
+// and request from the ConfigMap, the verdict into the submission's directory).
+std::vector<std::string> pod_rank_command(const Inputs& in) {
+  if (in.plan_config_map.empty()) return rank_command(in.plan);
+  return rank_command(in.plan, kK8sPlanMountPath,
+                      in.submission_dir + "/" + std::string(kConfirmVerdictFile));
+}
+
 ordered_json env_value(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", k8s_escape_dollars(value)}};
 }
@@ -248,7 +258,7 @@ std::string watchdog_script(const Inputs& in, const std::string& launch) {
       {"@KILL_AFTER@", std::to_string(kWatchdogKillAfter)},
       {"@HANG_EXIT@", std::to_string(kWatchdogHangExitCode)},
       {"@GPUS_PER_NODE@", std::to_string(in.gpus_per_node)},
-      {"@JOB_DIR@", shell_word(in.plan.job_dir)},
+      {"@JOB_DIR@", shell_word(in.submission_dir)},
   };
   // One pass: a value is never searched for placeholders (a launcher word may hold an `@`).
   std::string out;
@@ -292,7 +302,7 @@ std::string entrypoint_script(const Inputs& in) {
   s += "  fi\n";
   s += fmt::format("  sleep {}\n", kDnsWaitSeconds);
   s += "done\n";
-  s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(plan.job_dir));
+  s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(in.submission_dir));
   // The attempt, 1 first, as on Slurm: the restart label of the pod (0 first) plus one.
   s += "case \"${BRIDGE_RESTART_ATTEMPT:-0}\" in\n"
        "  '' | *[!0-9]*) BRIDGE_ATTEMPT=1 ;;\n"
@@ -330,6 +340,15 @@ void add_code_volume(const Inputs& in, ordered_json& spec) {
   spec["containers"][0]["volumeMounts"].push_back(mount);
 }
 
+// runtime.confirm in the pods: the ConfigMap with the program and its request, read-only.
+void add_plan_volume(const Inputs& in, ordered_json& spec) {
+  if (in.plan_config_map.empty()) return;
+  spec["volumes"].push_back(
+      {{"name", kK8sPlanVolume}, {"configMap", {{"name", in.plan_config_map}}}});
+  spec["containers"][0]["volumeMounts"].push_back(
+      {{"name", kK8sPlanVolume}, {"mountPath", kK8sPlanMountPath}, {"readOnly", true}});
+}
+
 ordered_json pod_template(const Inputs& in, const std::string& master_addr,
                           const ordered_json& labels, const std::string& subdomain) {
   const auto& kx = in.kx;
@@ -340,7 +359,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   container["command"] = {"/bin/sh", "-c", k8s_escape_dollars(entrypoint_script(in)),
                           "bridge-launch"};
   ordered_json args = ordered_json::array();
-  for (const auto& a : rank_command(in.plan)) args.push_back(k8s_escape_dollars(a));
+  for (const auto& a : pod_rank_command(in)) args.push_back(k8s_escape_dollars(a));
   container["args"] = args;
   container["env"] = pod_env(in, master_addr);
   container["resources"] = {{"limits", {{"nvidia.com/gpu", in.gpus_per_node}}}};
@@ -363,6 +382,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   if (kx.shm_size.is_set()) empty_dir["sizeLimit"] = *kx.shm_size.value;
   spec["volumes"] = {{{"name", "dshm"}, {"emptyDir", empty_dir}}};
   add_code_volume(in, spec);
+  add_plan_volume(in, spec);
   ordered_json pod{{"metadata", {{"labels", labels}}}, {"spec", spec}};
   if (in.shape) apply_pod_shape(*in.shape, pod);
   if (in.pod) {
@@ -401,6 +421,16 @@ ordered_json secret_doc(const Inputs& in, bool reveal) {
           {"metadata", metadata(in, in.secret_object, in.common_labels, ordered_json::object())},
           {"type", "Opaque"},
           {"stringData", data}};
+}
+
+// The plan confirmation's program and request (plan/plan_confirm.h), mounted into every pod.
+ordered_json plan_config_map_doc(const Inputs& in) {
+  ordered_json data = ordered_json::object();
+  for (const auto& [file, text] : plan_confirmation_files(in.plan)) data[file] = text;
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", metadata(in, in.plan_config_map, in.common_labels, ordered_json::object())},
+          {"data", data}};
 }
 
 ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& master_addr) {
@@ -538,6 +568,19 @@ bool prepare_pod(const Plan& plan, Inputs& in, std::optional<K8sPodSettings>& se
   return true;
 }
 
+// "the Secret, the ConfigMap and the Services": what the executor makes owned by the top
+// objects after apply ("" = nothing).
+std::string owned_objects(const Inputs& in) {
+  std::vector<std::string> names;
+  if (in.generated_secret) names.emplace_back("the Secret");
+  if (!in.plan_config_map.empty()) names.emplace_back("the ConfigMap");
+  if (in.api == "job") names.emplace_back("the Services");
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 // The header lines about secrets. The generated Secret is left out of the printed documents
 // unless revealed.
 void describe_secrets(const Inputs& in, bool has_secrets, bool reveal,
@@ -567,6 +610,21 @@ void describe_secrets(const Inputs& in, bool has_secrets, bool reveal,
   } else if (has_secrets) {
     header.push_back(fmt::format("secrets are read from the existing Secret {}", in.secret_object));
   }
+}
+
+// The plan confirmation's lines. Its ConfigMap is left out of the printed documents (the
+// program is some 65 KB of Python); `kubectl get configmap NAME -o yaml` shows it.
+void describe_plan_confirmation(const Inputs& in, bool applied, std::vector<std::string>& header,
+                                std::vector<ordered_json>& printed) {
+  if (in.plan_config_map.empty()) return;
+  if (!applied)
+    std::erase_if(printed,
+                  [](const ordered_json& d) { return d.value("kind", "") == "ConfigMap"; });
+  header.push_back(fmt::format(
+      "plan confirmation: every rank starts through {}/{} (ConfigMap {}{}: the program and "
+      "the planned values); the verdict goes to {}/{} and rank 0's log",
+      kK8sPlanMountPath, kConfirmProgramFile, in.plan_config_map, applied ? "" : ", not shown",
+      in.submission_dir, kConfirmVerdictFile));
 }
 
 }  // namespace
@@ -601,7 +659,9 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
             {},
             nullptr,
             nullptr,
-            plan.code ? code_host_dir(*plan.code, options.job_id) : std::string()};
+            plan.code ? code_host_dir(*plan.code, options.job_id) : std::string(),
+            {},
+            {}};
   in.retries = effective_retries(plan);
   if (!check_inputs(plan, in, diags)) return std::nullopt;
 
@@ -613,6 +673,9 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   m.scheduler_id = in.api + "/" + m.name;
   m.attempts = in.api == "job" ? in.retries + 1 : 1;
   in.common_labels = {{kK8sManagedByKey, kK8sManagedBy}, {kK8sJobLabel, m.name}};
+  in.submission_dir = plan.job_dir + "/" + m.name;
+  m.submission_dir = in.submission_dir;
+  if (plan.confirm) in.plan_config_map = m.plan_config_map = m.name + "-plan";
   in.annotations = {{kK8sRecipeAnnotation, r.name.get_or("")}};
   std::optional<K8sPodSettings> pod_settings;
   std::optional<K8sPodShape> shape;
@@ -628,6 +691,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
       m.docs.push_back(secret_doc(in, options.reveal_secrets));
     }
   }
+  if (!in.plan_config_map.empty()) m.docs.push_back(plan_config_map_doc(in));
   if (in.api == "job") {
     for (int64_t a = 0; a < m.attempts; ++a) {
       std::string addr;
@@ -651,17 +715,16 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
         fmt::format("retries: {} more attempt{} created suspended, started in turn "
                     "when the previous one fails",
                     in.retries, in.retries == 1 ? "" : "s"));
-  if (in.generated_secret || in.api == "job")
+  if (std::string owned = owned_objects(in); !owned.empty()) {
+    bool one = owned.find(" and ") == std::string::npos && owned != "the Services";
     header.push_back(fmt::format(
         "cleanup: {} get{} ownerReferences to the {} once applied: the TTL or a deletion of "
         "the job removes {} too",
-        in.generated_secret && in.api == "job" ? "the Secret and the Services"
-        : in.generated_secret                  ? "the Secret"
-                                               : "the Services",
-        in.generated_secret && in.api != "job" ? "s" : "", in.api == "job" ? "Jobs" : "JobSet",
-        in.generated_secret && in.api != "job" ? "it" : "them"));
+        owned, one ? "s" : "", in.api == "job" ? "Jobs" : "JobSet", one ? "it" : "them"));
+  }
   std::vector<ordered_json> printed = m.docs;
   describe_secrets(in, has_secrets, options.reveal_secrets, header, printed);
+  describe_plan_confirmation(in, options.reveal_secrets, header, printed);
   m.yaml = to_yaml_stream(printed, header);
   return m;
 }

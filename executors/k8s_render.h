@@ -4,9 +4,9 @@
 // Contract:
 // - No side effects; the same plan and options give the same bytes. The only per-submission
 //   input is `options.suffix`, which ends every object name (see k8s_names.h).
-// - api `jobset` (default): [Secret], JobSet. api `job`: [Secret], then per attempt
-//   (1 + retries) a headless Service and an Indexed Job; attempts after the first are created
-//   suspended and started one by one when the previous attempt failed (the executor's
+// - api `jobset` (default): [Secret], [ConfigMap], JobSet. api `job`: [Secret], [ConfigMap],
+//   then per attempt (1 + retries) a headless Service and an Indexed Job; attempts after the
+//   first are created suspended and started one by one when the previous attempt failed (the executor's
 //   status query does that), so a retry is a new Job under a new name.
 // - Every non-secret launch variable is a container env entry whose value reaches the
 //   process byte-for-byte: `$` is escaped where Kubernetes' `$(VAR)` expansion would touch
@@ -15,6 +15,10 @@
 //   only with `options.reveal_secrets` (only the text piped into kubectl sets it): the shown
 //   text names the Secret and prints the `kubectl create secret` line that makes it, so a
 //   dry-run applied by hand cannot start pods with placeholder values.
+// - With the plan confirmation (Plan::confirm), the ConfigMap `<name>-plan` holds its program
+//   and request, mounted read-only at kK8sPlanMountPath; it is left out of `yaml` (a header
+//   line names it). The verdict goes to `submission_dir`, `<job dir>/<name>`, which the
+//   entrypoint creates and where the pod's watchdog writes too.
 // - MASTER_ADDR is the DNS name of pod 0 computed by the same functions that name the
 //   objects; NODE_RANK comes from the completion-index annotation; torchrun (or the
 //   fault_tolerance plugin's ft_launcher) starts gpus_per_node ranks per pod after a bounded
@@ -46,6 +50,8 @@ struct K8sManifests {
   std::string scheduler_id;   // "jobset/<name>" | "job/<name>" (what the registry stores)
   std::string master_addr;    // of the first attempt
   std::string secret_object;  // the generated Secret's name, "" when none
+  std::string plan_config_map;  // the plan confirmation's ConfigMap, "" when none
+  std::string submission_dir;   // <job dir>/<name>: the submission's files in the pods
   int64_t attempts = 1;       // Job API: 1 + retries; JobSet: 1 (it restarts in place)
   std::vector<nlohmann::ordered_json> docs;  // in apply order (the Secret with <secret> values
                                              // unless revealed)
@@ -66,6 +72,9 @@ inline constexpr const char* kK8sAttemptsAnnotation = "bridge-launch/attempts";
 inline constexpr const char* kK8sRecipeAnnotation = "bridge-launch/recipe";
 inline constexpr const char* kK8sContainer = "trainer";
 inline constexpr const char* kK8sCodeVolume = "bridge-code";  // runtime.code's volume
+// runtime.confirm's ConfigMap volume (the program and the planned values), read-only.
+inline constexpr const char* kK8sPlanVolume = "bridge-plan";
+inline constexpr const char* kK8sPlanMountPath = "/etc/bridge-launch/plan";
 inline constexpr const char* kK8sCompletionIndex = "batch.kubernetes.io/job-completion-index";
 
 // Kubernetes expands `$(VAR)` and turns `$$` into `$` in env values, command and args; this

@@ -19,9 +19,10 @@ std::string overlap_grad_reduce_flag(const Plan& plan) {
   return *plan.overlap->overlap.overlap_grad_reduce.value ? "1" : "0";
 }
 
-std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir) {
+std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir,
+                                      const std::string& verdict_file) {
   std::vector<std::string> cmd = plan.executor_changes.command_prefix;
-  for (auto& word : confirmed_argv(plan, runtime_argv(plan), files_dir))
+  for (auto& word : confirmed_argv(plan, runtime_argv(plan), files_dir, verdict_file))
     cmd.push_back(std::move(word));
   return cmd;
 }

@@ -22,8 +22,10 @@ std::string overlap_grad_reduce_flag(const Plan& plan);
 // The runtime command line of one rank: command prefix (e.g. nsys), runtime.command,
 // runtime.args, then the plan's runtime arguments. With `files_dir` (the job's directory, where
 // the executor writes plan_confirmation_files) the runtime starts through the plan
-// confirmation when the plan asks for it (plan/plan_confirm.h).
-std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir = "");
+// confirmation when the plan asks for it (plan/plan_confirm.h); `verdict_file` when the
+// verdict goes elsewhere than into `files_dir`.
+std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir = "",
+                                      const std::string& verdict_file = "");
 
 // The job's launch variables (name, value) that are not secret and not rendezvous-related,
 // plus BRIDGE_EXPECTED_ENV, BRIDGE_OVERLAP_GRAD_REDUCE and (probe adapter) BRIDGE_EXPECTED_PLAN:

@@ -195,4 +195,9 @@ std::vector<std::string> Executor::rank_log_tail(const JobRecord& job, int rank,
   return read_last_lines(path, max_lines, size_t{64} * 1024, first_line);
 }
 
+std::optional<PlanConfirmationVerdict> Executor::plan_confirmation(const JobRecord& job) const {
+  if (!recorded_plan_confirms(job.plan_json)) return std::nullopt;
+  return read_plan_confirmation(job.job_dir);
+}
+
 }  // namespace bridge

@@ -92,9 +92,10 @@ std::string elapsed_cell(const JobRecord& r, SystemTime now) {
 
 // The plan confirmation's verdict (plan/plan_confirm.h) of a job whose recorded plan started
 // its ranks through the confirmation; nullopt for any other job, whatever its job dir holds.
-std::optional<PlanConfirmationVerdict> confirmation_verdict(const JobRecord& r) {
-  if (!recorded_plan_confirms(r.plan_json)) return std::nullopt;
-  return read_plan_confirmation(r.job_dir);
+std::optional<PlanConfirmationVerdict> confirmation_verdict(const JobRecord& r,
+                                                            const Context& c) {
+  std::unique_ptr<Executor> ex = c.services.executor(r.executor);
+  return ex ? ex->plan_confirmation(r) : std::nullopt;
 }
 
 // `status JOB`: one job, one field a line.
@@ -115,7 +116,7 @@ void print_record_details(const JobRecord& r, SystemTime now, const Context& c) 
   if (r.code) rows.push_back({"code", shipped_code_text(*r.code)});
   if (auto checkpoint = newest_checkpoint(r))
     rows.push_back({"checkpoint", checkpoint_text(*checkpoint)});
-  if (auto verdict = confirmation_verdict(r))
+  if (auto verdict = confirmation_verdict(r, c))
     rows.push_back({"plan", plan_confirmation_line(*verdict)});
   for (const WatchdogEvent& e : read_watchdog_events(r.job_dir))
     rows.push_back({"watchdog", fmt::format("attempt {}: {}", e.attempt, watchdog_event_text(e))});
@@ -366,7 +367,7 @@ int cmd_why(const JobOptions& o, const Context& c) {
   Triage t = teardown ? Triage{} : triage(ex->failure_evidence(one[0], diags));
   print_diagnostics(diags, c.err, c.color, false);
   // What the plan confirmation at start found (plan/plan_confirm.h), before the triage.
-  std::optional<PlanConfirmationVerdict> verdict = confirmation_verdict(one[0]);
+  std::optional<PlanConfirmationVerdict> verdict = ex->plan_confirmation(one[0]);
   // Which checkpoint the attempt started from (docs/long-jobs.md).
   std::optional<int64_t> resumed = resumed_iteration(one[0]);
   if (o.format == "json") {

@@ -102,15 +102,6 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
     not_confirmed(plan, "this bridge-launch was built without its confirmation program", diags);
     return;
   }
-  const ExecutorKind* kind = find_executor_kind(plan.executor);
-  if (kind && kind->job_dir_in_container) {
-    not_confirmed(plan,
-                  fmt::format("the {} executor's job dir is inside the container, where "
-                              "bridge-launch cannot ship the confirmation program",
-                              plan.executor),
-                  diags);
-    return;
-  }
   if (!is_python_script_command(runtime_argv(plan))) {
     not_confirmed(plan,
                   "runtime.command is not `python SCRIPT`, so the confirmation program "
@@ -122,10 +113,16 @@ void decide_plan_confirmation(Plan& plan, Diagnostics& diags) {
 }
 
 std::vector<std::string> confirmed_argv(const Plan& plan, std::vector<std::string> argv,
-                                        const std::string& files_dir) {
+                                        const std::string& files_dir,
+                                        const std::string& verdict_file) {
   if (!plan.confirm || files_dir.empty() || !is_python_script_command(argv)) return argv;
   std::vector<std::string> out{argv[0], files_dir + "/" + kConfirmProgramFile, "--confirm",
-                               files_dir + "/" + kConfirmRequestFile, "--"};
+                               files_dir + "/" + kConfirmRequestFile};
+  if (!verdict_file.empty()) {
+    out.emplace_back("--verdict");
+    out.push_back(verdict_file);
+  }
+  out.emplace_back("--");
   out.insert(out.end(), argv.begin() + 1, argv.end());
   return out;
 }
@@ -188,6 +185,23 @@ std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string
       v.differences.push_back({field("field"), field("key"), field("planned"), field("actual")});
     }
   return v;
+}
+
+std::optional<PlanConfirmationVerdict> find_plan_confirmation_line(const std::string& log_text) {
+  const std::string prefix = std::string(kConfirmVerdictLine) + " ";
+  std::optional<PlanConfirmationVerdict> found;
+  for (size_t at = log_text.find(prefix); at != std::string::npos;
+       at = log_text.find(prefix, at + prefix.size())) {
+    // CRI log lines may carry a timestamp before the text; the line starts at the prefix.
+    size_t begin = at + prefix.size();
+    size_t end = log_text.find('\n', begin);
+    auto verdict = parse_plan_confirmation(
+        log_text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (!verdict) continue;
+    if (verdict->confirmed == std::optional<bool>(false)) return verdict;
+    if (!found) found = std::move(verdict);
+  }
+  return found;
 }
 
 nlohmann::ordered_json plan_confirmation_to_json(const PlanConfirmationVerdict& v) {

@@ -14,10 +14,14 @@
 // names the fields on stderr and exits kConfirmExitCode, so the job fails within seconds of
 // start and `why` names the field.
 //
+// On Kubernetes the executor ships the two files in a ConfigMap mounted into the pods, and
+// the verdict goes to the submission's directory under the job dir (`--verdict`) and, as one
+// line (kConfirmVerdictLine), to rank 0's stderr, where `status` finds it in the pod log when
+// the job dir is not visible from the submitting host.
+//
 // Contract: decide_plan_confirmation sets Plan::confirm, or warns by name why the job will
-// not confirm its plan (an executor whose job dir is not the submitting host's, a runtime
-// command that is not `python SCRIPT`); runtime.confirm: false turns it off without a
-// warning. confirmed_argv and plan_confirmation_files are pure; the executors write the files
+// not confirm its plan (a runtime command that is not `python SCRIPT`); runtime.confirm:
+// false turns it off without a warning. confirmed_argv and plan_confirmation_files are pure; the executors write the files
 // with their other job files. read_plan_confirmation reads a verdict back for status and why,
 // which show it only for a job whose recorded plan confirms (recorded_plan_confirms).
 #pragma once
@@ -37,14 +41,19 @@ inline constexpr const char* kConfirmProgramFile = "bridge_plan_confirm.py";
 inline constexpr const char* kConfirmRequestFile = "plan_confirm.json";
 inline constexpr const char* kConfirmVerdictFile = "plan_confirmation.json";
 inline constexpr int kConfirmExitCode = 3;
+// VERDICT_LINE of the program: followed by one space and the verdict as JSON.
+inline constexpr const char* kConfirmVerdictLine = "bridge-launch: plan confirmation verdict";
 
 void decide_plan_confirmation(Plan& plan, Diagnostics& diags);
 
 // `argv` (runtime.command first) with the confirmation program put in front of the script:
-// [python, DIR/PROGRAM, --confirm, DIR/REQUEST, --, script, args...]. Unchanged when the plan
-// does not confirm or `files_dir` is empty.
+// [python, DIR/PROGRAM, --confirm, DIR/REQUEST, --, script, args...], with
+// `--verdict FILE` before `--` when the verdict goes elsewhere than beside the request (a
+// Kubernetes ConfigMap is read-only). Unchanged when the plan does not confirm or `files_dir`
+// is empty.
 std::vector<std::string> confirmed_argv(const Plan& plan, std::vector<std::string> argv,
-                                        const std::string& files_dir);
+                                        const std::string& files_dir,
+                                        const std::string& verdict_file = "");
 
 // (file name, contents) of the files the executor writes into the job's directory; empty when
 // the plan does not confirm.
@@ -81,6 +90,11 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
 // The same for the file's text (any bytes): nullopt when it is not a JSON object (or nests
 // deeper than base/json_limits.h allows).
 std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string& text);
+
+// The verdict a rank printed (kConfirmVerdictLine) in `log_text` (a log's head, any bytes):
+// a difference when any printed line holds one, else the first line's verdict; nullopt when
+// no line is a verdict.
+std::optional<PlanConfirmationVerdict> find_plan_confirmation_line(const std::string& log_text);
 
 // Whether a job's recorded plan (`plan --format json`, the registry's `plan`) started its
 // ranks through the confirmation: only then is a verdict in its job dir the job's own.

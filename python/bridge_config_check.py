@@ -1083,6 +1083,8 @@ CONFIRM_EXIT_CODE = 3
 CONFIRM_LINE = "bridge-launch: the runtime built a config that differs from the plan"
 ENV_LINE = "bridge-launch: the rank's environment differs from the planned launch env"
 ENV_SHOWN_BYTES = 120
+VERDICT_LINE = "bridge-launch: plan confirmation verdict"
+VERDICT_LINE_DIFFS = 8
 
 
 def _shown_env_value(raw):
@@ -1231,11 +1233,11 @@ def _rank():
 class _Confirmation:
     """One process's confirmation: the hook, the verdict, the exit on a difference."""
 
-    def __init__(self, request_path):
+    def __init__(self, request_path, verdict_path=None):
         with open(request_path, encoding="utf-8") as f:
             self.request = json.load(f)
-        self.verdict_path = os.path.join(os.path.dirname(os.path.abspath(request_path)),
-                                         CONFIRM_VERDICT)
+        self.verdict_path = verdict_path or os.path.join(
+            os.path.dirname(os.path.abspath(request_path)), CONFIRM_VERDICT)
         self.host = socket.gethostname()
         self.rank = _rank()
         self.start = time.time()
@@ -1257,6 +1259,7 @@ class _Confirmation:
         verdict.update(rank=self.rank, host=self.host,
                        seconds=round(time.time() - self.start, 2),
                        hook=f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}")
+        self.say_verdict(verdict)
         tmp = f"{self.verdict_path}.{self.host}.{self.rank}.{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
@@ -1265,6 +1268,19 @@ class _Confirmation:
             os.replace(tmp, self.verdict_path)
         except OSError as e:
             sys.stderr.write(f"bridge-launch: cannot write {self.verdict_path}: {e}\n")
+
+    @staticmethod
+    def say_verdict(verdict):
+        """The verdict as one line on stderr (VERDICT_LINE, then JSON), for where the job dir
+        cannot be read from the submitting host: `status` finds it at the head of the log
+        (Kubernetes pod logs). The lists are cut so the line stays short."""
+        shown = dict(verdict)
+        shown["differences"] = list(verdict.get("differences") or [])[:VERDICT_LINE_DIFFS]
+        shown.pop("not_compared", None)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        with contextlib.suppress(OSError):
+            os.write(2, (VERDICT_LINE + " " + json.dumps(shown) + "\n").encode("utf-8", "replace"))
 
     def confirm(self, cfg):
         if self.done:
@@ -1360,13 +1376,20 @@ class _HookFinder:
 
 
 def confirm_main(args):
-    """`--confirm REQUEST -- SCRIPT ARGS...`: runs SCRIPT under the confirmation hook."""
+    """`--confirm REQUEST [--verdict FILE] -- SCRIPT ARGS...`: runs SCRIPT under the
+    confirmation hook. FILE (default: CONFIRM_VERDICT beside REQUEST) is where the verdict goes
+    when REQUEST is on a read-only volume (a Kubernetes ConfigMap)."""
+    verdict_path = None
+    if len(args) >= 4 and args[0] == "--confirm" and args[2] == "--verdict":
+        verdict_path = args[3]
+        args = args[:2] + args[4:]
     if len(args) < 4 or args[0] != "--confirm" or args[2] != "--":
-        sys.stderr.write("usage: bridge_plan_confirm.py --confirm REQUEST -- SCRIPT [ARGS...]\n")
+        sys.stderr.write("usage: bridge_plan_confirm.py --confirm REQUEST [--verdict FILE] "
+                         "-- SCRIPT [ARGS...]\n")
         return 2
     import atexit
     import runpy
-    confirmation = _Confirmation(args[1])
+    confirmation = _Confirmation(args[1], verdict_path)
     confirmation.check_env()
     if CONFIRM_HOOK_MODULE in sys.modules:
         confirmation.hook(sys.modules[CONFIRM_HOOK_MODULE])

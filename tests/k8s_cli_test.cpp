@@ -163,14 +163,16 @@ TEST_F(K8sCli, DryRunIsByteIdenticalAcrossRuns) {
 TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   std::string id = submit_ok();
   auto cs = calls();
-  // The apply, then the Secret's owner: the JobSet's uid, and a merge patch with it.
-  ASSERT_EQ(cs.size(), 3u);
+  // The apply, then the owner of the Secret and of the plan confirmation's ConfigMap: the
+  // JobSet's uid, and a merge patch with it for each.
+  ASSERT_EQ(cs.size(), 4u);
   EXPECT_EQ(cs[0].argv, (std::vector<std::string>{"--namespace", "research", "apply", "-f", "-"}));
   auto docs = testing::parse_yaml_docs(cs[0].stdin_text);
-  ASSERT_EQ(docs.size(), 2u);
+  ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(docs[0]["kind"], "Secret");
-  EXPECT_EQ(docs[1]["kind"], "JobSet");
-  std::string name = docs[1]["metadata"]["name"];
+  EXPECT_EQ(docs[1]["kind"], "ConfigMap");
+  EXPECT_EQ(docs[2]["kind"], "JobSet");
+  std::string name = docs[2]["metadata"]["name"];
   EXPECT_THAT(name, ::testing::MatchesRegex("cli-k8s-demo-[0-9a-f]{4}"));
   // The registry knows the object, the namespace and the manifests (redacted). The entry
   // is read as `list` reads it (a submission's entry is its pending record plus the commit).
@@ -188,11 +190,16 @@ TEST_F(K8sCli, SubmitAppliesManifestsOnStdinAndRecordsTheJob) {
   EXPECT_EQ(std::vector<std::string>(cs[2].argv.begin(), cs[2].argv.begin() + 6),
             (std::vector<std::string>{"--namespace", "research", "patch", "secret", name + "-env",
                                       "--type=merge"}));
-  auto patch = nlohmann::json::parse(cs[2].argv.back());
-  EXPECT_EQ(patch["metadata"]["ownerReferences"],
-            nlohmann::json::parse(R"([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                      "name": ")" +
-                                  name + R"(", "uid": "uid-)" + name + "\"}]"));
+  EXPECT_EQ(std::vector<std::string>(cs[3].argv.begin(), cs[3].argv.begin() + 6),
+            (std::vector<std::string>{"--namespace", "research", "patch", "configmap",
+                                      name + "-plan", "--type=merge"}));
+  for (size_t call : {2, 3}) {
+    auto patch = nlohmann::json::parse(cs[call].argv.back());
+    EXPECT_EQ(patch["metadata"]["ownerReferences"],
+              nlohmann::json::parse(R"([{"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                                        "kind": "JobSet", "name": ")" +
+                                    name + R"(", "uid": "uid-)" + name + "\"}]"));
+  }
 }
 
 TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
@@ -200,7 +207,8 @@ TEST_F(K8sCli, SecretsOnlyInTheAppliedSecretObject) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_no_marker(r.out + r.err, "submit output");
   auto cs = calls();
-  ASSERT_EQ(cs.size(), 3u);  // apply, the owner's uid, the Secret's ownerReferences
+  // apply, the owner's uid, the ownerReferences of the Secret and of the ConfigMap
+  ASSERT_EQ(cs.size(), 4u);
   for (const auto& c : cs) {
     std::string args;
     for (const auto& a : c.argv) args += a + " ";
@@ -309,7 +317,7 @@ TEST_F(K8sCli, JobApiSubmitsServicesAndJobs) {
   auto docs = testing::parse_yaml_docs(calls().at(0).stdin_text);
   std::vector<std::string> kinds;
   for (const auto& d : docs) kinds.push_back(d["kind"]);
-  EXPECT_EQ(kinds, (std::vector<std::string>{"Secret", "Service", "Job"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Secret", "ConfigMap", "Service", "Job"}));
 }
 
 TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
@@ -356,7 +364,7 @@ TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
   // cancel: delete by label, and the registry says CANCELLED.
   ChildResult c = run({"cancel", id});
   EXPECT_EQ(c.exit_code, 0) << c.err;
-  EXPECT_TRUE(has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets", "-l",
+  EXPECT_TRUE(has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets,configmaps", "-l",
                                             "bridge-launch/job=" + name, "--ignore-not-found"}));
   EXPECT_THAT(registry_text(), HasSubstr("CANCELLED"));
 }

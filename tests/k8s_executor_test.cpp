@@ -102,7 +102,8 @@ struct AcceptingCluster {
       std::string kind = d["kind"];
       std::string res = kind == "JobSet" ? "jobset.jobset.x-k8s.io"
                         : kind == "Job"  ? "job.batch"
-                                         : (kind == "Service" ? "service" : "secret");
+                        : kind == "ConfigMap" ? "configmap"
+                                              : (kind == "Service" ? "service" : "secret");
       out += res + "/" + d["metadata"]["name"].get<std::string>() + " created\n";
       applied->push_back(d);
     }
@@ -124,7 +125,8 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   ScriptedRunner fake;
   fake.respond = AcceptingCluster{};
   Submitted s = submit(fake);
-  ASSERT_EQ(fake.calls.size(), 3u);  // apply, the JobSet's uid, the Secret's owner
+  // apply, the JobSet's uid, the owner of the Secret and of the plan confirmation's ConfigMap
+  ASSERT_EQ(fake.calls.size(), 4u);
   const CommandSpec& apply = fake.calls[0];
   EXPECT_EQ(apply.argv, (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace",
                                                   "team-a", "apply", "-f", "-"}));
@@ -138,11 +140,19 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   EXPECT_THAT(s.rendered, HasSubstr("exec-demo-" + suffix));
   EXPECT_EQ(s.result.scheduler_id, "jobset/exec-demo-" + suffix);
   auto docs = testing::parse_yaml_docs(apply.stdin_text);
-  ASSERT_EQ(docs.size(), 2u);
+  ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(docs[0]["kind"], "Secret");
   EXPECT_EQ(docs[0]["stringData"]["TOKEN"], kMarker);
-  EXPECT_EQ(docs[1]["metadata"]["name"], "exec-demo-" + suffix);
+  // The plan confirmation's program and request (applied, not shown: a header line names it).
+  EXPECT_EQ(docs[1]["kind"], "ConfigMap");
+  EXPECT_EQ(docs[1]["metadata"]["name"], "exec-demo-" + suffix + "-plan");
+  EXPECT_TRUE(docs[1]["data"].contains("bridge_plan_confirm.py"));
+  EXPECT_TRUE(docs[1]["data"].contains("plan_confirm.json"));
   EXPECT_THAT(docs[1].dump(), Not(HasSubstr(kMarker)));
+  EXPECT_THAT(s.rendered, Not(HasSubstr("kind: ConfigMap")));
+  EXPECT_THAT(s.rendered, HasSubstr("(ConfigMap exec-demo-" + suffix + "-plan, not shown"));
+  EXPECT_EQ(docs[2]["metadata"]["name"], "exec-demo-" + suffix);
+  EXPECT_THAT(docs[2].dump(), Not(HasSubstr(kMarker)));
   EXPECT_THAT(s.rendered, Not(HasSubstr(kMarker)));
   // Apart from the Secret (applied, never shown), what was applied is what was shown.
   std::string shown = s.rendered;
@@ -156,11 +166,16 @@ TEST(K8sExecutor, SubmitAppliesTheRenderedManifestsOnStdin) {
   EXPECT_TRUE(contains_seq(
       fake.calls[1].argv, {"get", "jobsets.jobset.x-k8s.io", "-l", "bridge-launch/job=" + jobset}));
   EXPECT_TRUE(contains_seq(fake.calls[2].argv, {"patch", "secret", jobset + "-env"}));
-  json owners = json::parse(fake.calls[2].argv.back())["metadata"]["ownerReferences"];
-  ASSERT_EQ(owners.size(), 1u);
-  EXPECT_EQ(owners[0]["kind"], "JobSet");
-  EXPECT_EQ(owners[0]["name"], jobset);
-  EXPECT_EQ(owners[0]["uid"], "uid-" + jobset);
+  EXPECT_TRUE(contains_seq(fake.calls[3].argv, {"patch", "configmap", jobset + "-plan"}));
+  for (size_t call : {2, 3}) {
+    json owners = json::parse(fake.calls[call].argv.back())["metadata"]["ownerReferences"];
+    ASSERT_EQ(owners.size(), 1u);
+    EXPECT_EQ(owners[0]["kind"], "JobSet");
+    EXPECT_EQ(owners[0]["name"], jobset);
+    EXPECT_EQ(owners[0]["uid"], "uid-" + jobset);
+  }
+  // The registry's job dir is the submission's directory, where the verdict goes.
+  EXPECT_EQ(s.result.job_dir, "/workspace/bridge-launch/jobs/exec-demo/" + jobset);
   EXPECT_FALSE(s.diags.has_code("k8s-owner-not-set"));
 }
 
@@ -179,8 +194,9 @@ TEST(K8sExecutor, TheJobApisServicesAndSecretAreOwnedByTheirJobs) {
         json::parse(c.argv.back())["metadata"]["ownerReferences"];
   }
   const std::string job = "exec-demo-" + k8s_submission_suffix("exec-demo-20261130-120000-ab12");
-  ASSERT_EQ(owners_of.size(), 3u) << "the Secret and two Services";
+  ASSERT_EQ(owners_of.size(), 4u) << "the Secret, the ConfigMap and two Services";
   EXPECT_EQ(owners_of["secret " + job + "-env"].size(), 2u);
+  EXPECT_EQ(owners_of["configmap " + job + "-plan"].size(), 2u);
   ASSERT_EQ(owners_of["service " + job].size(), 1u);
   EXPECT_EQ(owners_of["service " + job][0]["name"], job);
   ASSERT_EQ(owners_of["service " + job + "-r1"].size(), 1u);
@@ -202,9 +218,16 @@ TEST(K8sExecutor, AnOwnerThatCannotBeSetIsAWarning) {
   EXPECT_TRUE(s.result.accepted);
   EXPECT_EQ(s.result.exit_code, 0);
   ASSERT_TRUE(s.diags.has_code("k8s-owner-not-set"));
-  EXPECT_THAT(s.diags.items().back().message, HasSubstr("Secret exec-demo-"));
-  EXPECT_THAT(s.diags.items().back().message, HasSubstr("secrets is forbidden"));
-  EXPECT_EQ(s.diags.items().back().severity, Severity::kWarning);
+  std::vector<std::string> warned;
+  for (const auto& d : s.diags.items())
+    if (d.code == "k8s-owner-not-set") {
+      warned.push_back(d.message);
+      EXPECT_THAT(d.message, HasSubstr("secrets is forbidden"));
+      EXPECT_EQ(d.severity, Severity::kWarning);
+    }
+  ASSERT_EQ(warned.size(), 2u);
+  EXPECT_THAT(warned[0], HasSubstr("Secret exec-demo-"));
+  EXPECT_THAT(warned[1], HasSubstr("ConfigMap exec-demo-"));
 }
 
 TEST(K8sExecutor, FailedApplyDeletesWhatWasCreatedAndIsNotAccepted) {
@@ -271,7 +294,7 @@ TEST(K8sExecutor, PreexistingObjectIsACollisionNotASubmission) {
     auto docs = testing::parse_yaml_docs(spec.stdin_text);
     return ok_result("secret/" + docs[0]["metadata"]["name"].get<std::string>() +
                      " created\njobset.jobset.x-k8s.io/" +
-                     docs[1]["metadata"]["name"].get<std::string>() + " unchanged\n");
+                     docs.back()["metadata"]["name"].get<std::string>() + " unchanged\n");
   };
   Submitted s = submit(fake);
   EXPECT_EQ(s.result.exit_code, 1);
@@ -827,11 +850,12 @@ TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
   EXPECT_EQ(
       fake.calls[0].argv,
       (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a", "delete",
-                                "jobsets.jobset.x-k8s.io,secrets", "-l", "bridge-launch/job=x-ab12",
+                                "jobsets.jobset.x-k8s.io,secrets,configmaps", "-l",
+                                "bridge-launch/job=x-ab12",
                                 "--ignore-not-found", "--wait=false"}));
   EXPECT_EQ(
       fake.calls[1].argv,
-      (std::vector<std::string>{"kubectl", "delete", "jobs.batch,services,secrets", "-l",
+      (std::vector<std::string>{"kubectl", "delete", "jobs.batch,services,secrets,configmaps", "-l",
                                 "bridge-launch/job=y-ab12", "--ignore-not-found", "--wait=false"}));
 }
 

@@ -431,7 +431,9 @@ PodRun run_watched_pod(const std::string& fake_torchrun, int term_after = 0) {
         term_after);
     run.child = test::run_command({"/bin/sh", "-c", outer, "/bin/sh", script}, env);
   }
-  run.job_dir_file = test::read_file(dir.path() + "/jobs/wd/watchdog");
+  // The submission's directory: <job dir>/<recipe name>/<object name>.
+  for (const auto& sub : std::filesystem::directory_iterator(dir.path() + "/jobs/wd"))
+    run.job_dir_file += test::read_file((sub.path() / "watchdog").string());
   run.termination_message = test::read_file(dir.path() + "/termination-log");
   return run;
 }

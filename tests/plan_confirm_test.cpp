@@ -143,21 +143,21 @@ TEST_F(PlanConfirmTest, ACommandThatIsNotPythonScriptIsSaidByName) {
   EXPECT_EQ(rank_command(p, "/jobs/x"), runtime_argv(p));
 }
 
-TEST_F(PlanConfirmTest, KubernetesCannotShipItAndSaysSoLouderWhenAskedFor) {
+// Kubernetes ships the files in a ConfigMap (read-only), so the verdict goes elsewhere:
+// `--verdict FILE` before the `--`.
+TEST_F(PlanConfirmTest, KubernetesConfirmsWithTheVerdictOutsideTheReadOnlyFiles) {
   Plan p = plan({}, "kubernetes");
-  EXPECT_FALSE(p.confirm);
-  const Diagnostic* d = find("plan-confirm-off");
-  ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->severity, Severity::kInfo);
-  EXPECT_THAT(d->message, HasSubstr("kubernetes executor's job dir is inside the container"));
-
-  diags_ = Diagnostics();
-  Plan asked = plan({"runtime.confirm=true"}, "kubernetes");
-  EXPECT_FALSE(asked.confirm);
-  d = find("plan-confirm-off");
-  ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->severity, Severity::kWarning);
-  EXPECT_TRUE(d->loc.from_override()) << "points at the override that asked for it";
+  EXPECT_TRUE(p.confirm);
+  EXPECT_EQ(find("plan-confirm-off"), nullptr);
+  std::vector<std::string> cmd = rank_command(p, "/etc/plan", "/jobs/qwen/q-ab12/v.json");
+  std::vector<std::string> planned = runtime_argv(p);
+  ASSERT_GE(cmd.size(), 7u);
+  EXPECT_EQ(std::vector<std::string>(cmd.begin() + 1, cmd.begin() + 7),
+            (std::vector<std::string>{"/etc/plan/bridge_plan_confirm.py", "--confirm",
+                                      "/etc/plan/plan_confirm.json", "--verdict",
+                                      "/jobs/qwen/q-ab12/v.json", "--"}));
+  EXPECT_EQ(std::vector<std::string>(cmd.begin() + 7, cmd.end()),
+            std::vector<std::string>(planned.begin() + 1, planned.end()));
 }
 
 TEST_F(PlanConfirmTest, ProbeAndNoneAdaptersHaveNothingToConfirm) {
@@ -202,6 +202,27 @@ TEST_F(VerdictTest, TheEnvComparedOnEveryRankIsCounted) {
   EXPECT_EQ(plan_confirmation_line(*differs),
             "plan differs on rank 5: env NCCL_P2P_NET_CHUNKSIZE is unset, planned 2097152 "
             "(env.NCCL_P2P_NET_CHUNKSIZE)");
+}
+
+// The line a rank prints (where the job dir cannot be read: a Kubernetes pod's log): a
+// difference wins over a confirmation printed earlier; other lines and broken JSON are skipped.
+TEST(VerdictLine, TheLogsVerdictIsFoundAndADifferenceWins) {
+  const std::string confirmed = std::string(kConfirmVerdictLine) +
+                                R"( {"confirmed": true, "compared": 40, "rank": 0})";
+  const std::string differs =
+      std::string(kConfirmVerdictLine) +
+      R"( {"confirmed": false, "rank": 2, "differences": [{"field": "train.train_iters", )"
+      R"("key": "train.max_steps", "planned": 8, "actual": 9}]})";
+  auto one = find_plan_confirmation_line("torchrun: starting\n" + confirmed + "\niteration 1\n");
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(plan_confirmation_line(*one), "plan confirmed by rank 0 (40 values)");
+  std::string both = "2026-12-05T00:00:00Z stderr F " + std::string(kConfirmVerdictLine) +
+                     " {broken\n" + confirmed + "\n" + differs + "\n";
+  auto worst = find_plan_confirmation_line(both);
+  ASSERT_TRUE(worst.has_value());
+  EXPECT_THAT(plan_confirmation_line(*worst),
+              HasSubstr("plan differs on rank 2: train.train_iters is 9, planned 8"));
+  EXPECT_FALSE(find_plan_confirmation_line("no verdict here\n").has_value());
 }
 
 TEST_F(VerdictTest, ADifferingPlanNamesEveryFieldWithBothValues) {

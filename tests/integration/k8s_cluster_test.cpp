@@ -34,6 +34,7 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 using test::run_command;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -629,16 +630,24 @@ class K8sRunningPods : public K8sCluster {
   std::vector<std::string> long_job(const std::string& name, int retries,
                                     const std::vector<std::string>& extra) const {
     const std::string work = work_.string();
+    std::vector<std::string> a{"name=" + name, "checkpoint.dir=" + work + "/ckpt",
+                               std::string("env.BRIDGE_PROBE=") + BRIDGE_PROBE_BIN,
+                               "executor.kubernetes.retries=" + std::to_string(retries)};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return host_pods(kSource + "/tests/data/recipes/long-job.yaml", a);
+  }
+
+  // `bridge-launch -e kubernetes RECIPE --wait` with pods the pod runner starts on this host
+  // (torchrun from the conformance environment), the job dir on the shared volume.
+  std::vector<std::string> host_pods(const std::string& recipe,
+                                     const std::vector<std::string>& extra) const {
+    const std::string work = work_.string();
     std::vector<std::string> a{
         BRIDGE_LAUNCH_BIN,
         "-e",
         "kubernetes",
-        kSource + "/tests/data/recipes/long-job.yaml",
+        recipe,
         "--wait",
-        "name=" + name,
-        "checkpoint.dir=" + work + "/ckpt",
-        std::string("env.BRIDGE_PROBE=") + BRIDGE_PROBE_BIN,
-        "executor.kubernetes.retries=" + std::to_string(retries),
         "executor.kubernetes.job_dir=" + work + "/jobs",
         "executor.kubernetes.volumes=[{name: work, mount_path: " + work + ", host_path: " + work +
             "}]",
@@ -680,7 +689,13 @@ class K8sRunningPods : public K8sCluster {
     return text.substr(at, text.find(' ', at) - at);
   }
 
-  std::string job_dir(const std::string& name) const { return (work_ / "jobs" / name).string(); }
+  // The directory of the one submission of recipe `name`: <job dir>/<name>/<object name>.
+  std::string job_dir(const std::string& name) const {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(work_ / "jobs" / name, ec))
+      if (e.is_directory()) return e.path().string();
+    return (work_ / "jobs" / name).string();
+  }
 
   std::string torchrun_dir_;
   std::filesystem::path work_;
@@ -782,6 +797,65 @@ TEST_F(K8sRunningPods, AnAttemptCutShortResumesFromTheCheckpointThatLanded) {
   EXPECT_EQ(test::read_file(tracker), "60\n");
   auto status = run_command({BRIDGE_LAUNCH_BIN, "status", submitted_id(text)}, env());
   EXPECT_THAT(status.out, HasSubstr("checkpoint iteration 60, saved ")) << status.out;
+}
+
+// The plan confirmation in pods (docs/runtime-check.md): a megatron_bridge job whose runtime
+// is wrapped by a script that changes one value (-ms 8 becomes -ms 9; the fake runtime of
+// tests/data/fake-megatron-runtime stands in for Megatron-Bridge). Every rank starts through
+// the program of the job's ConfigMap, the job fails at start, and `why` and `status` name
+// the field. The same job without the wrapper is confirmed by rank 0 (every rank compared a
+// hostile env value byte for byte), and `status` still says so from pod 0's log once the job
+// dir's verdict is gone (a job dir not visible from the submitting host).
+TEST_F(K8sRunningPods, AJobWhoseRuntimeBuildsAnotherConfigFailsAtStartNamingTheField) {
+  const std::string fake = kSource + "/tests/data/fake-megatron-runtime";
+  auto confirm_job = [&](const std::string& name, const std::string& script) {
+    std::string recipe = tmp.write(name + ".yaml", "name: " + name + R"(
+cluster: {gpu: h100, num_gpus: 4, gpus_per_node: 2}
+model: {family: llama, recipe: llama3_8b, tensor_model_parallel_size: 1, precision: bf16}
+train: {global_batch_size: 4, micro_batch_size: 1, max_steps: 8}
+env:
+  PYTHONPATH: )" + fake + R"(
+  HOSTILE_VALUE: "a'b\"c $(touch /tmp/owned) $$HOME `id` \\ ; %n"
+runtime:
+  adapter: megatron_bridge
+  command: [python3, )" + fake + "/" + script + R"(]
+  container_image: nvcr.io/nvidia/nemo:25.04
+)");
+    return run_to_the_end(host_pods(recipe, {}), 180);
+  };
+
+  auto [changed, changed_out] = confirm_job("k8s-confirm-changed", "change_one_value.py");
+  ASSERT_FALSE(changed.empty()) << changed_out;
+  EXPECT_THAT(changed_out, HasSubstr("FAILED"));
+  std::string name = object_name({0, "", changed_out});
+  std::string logs = pod_logs(name);
+  EXPECT_THAT(logs, HasSubstr("bridge-launch: the runtime built a config that differs from the "
+                              "plan: train.train_iters is 9, planned 8 (plan key "
+                              "train.max_steps)"));
+  EXPECT_THAT(logs, Not(HasSubstr("fake run_script: iteration"))) << "no rank trained";
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", changed}, env());
+  EXPECT_EQ(why.exit_code, 1) << why.out << why.err;
+  EXPECT_THAT(why.out, ContainsRegex("plan differs on rank [0-9]+: train.train_iters is 9, "
+                                     "planned 8 \\(train.max_steps\\)"));
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", changed}, env());
+  EXPECT_THAT(status.out,
+              ContainsRegex("plan +plan differs on rank [0-9]+: train.train_iters is 9"));
+
+  auto [clean, clean_out] = confirm_job("k8s-confirm-clean", "run_script.py");
+  ASSERT_FALSE(clean.empty()) << clean_out;
+  EXPECT_THAT(clean_out, HasSubstr("SUCCEEDED"));
+  EXPECT_THAT(pod_logs(object_name({0, "", clean_out})),
+              HasSubstr("fake run_script: iteration 3/8"));
+  const std::regex confirmed("plan +plan confirmed by rank 0 \\([0-9]+ values, "
+                             "[0-9]+ env variables on every rank");
+  status = run_command({BRIDGE_LAUNCH_BIN, "status", clean}, env());
+  EXPECT_TRUE(std::regex_search(status.out, confirmed)) << status.out;
+  const std::string verdict = job_dir("k8s-confirm-clean") + "/plan_confirmation.json";
+  ASSERT_TRUE(std::filesystem::exists(verdict)) << verdict;
+  std::filesystem::remove(verdict);
+  status = run_command({BRIDGE_LAUNCH_BIN, "status", clean}, env());
+  EXPECT_TRUE(std::regex_search(status.out, confirmed)) << "from pod 0's log:\n" << status.out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/owned"));
 }
 
 // A job whose training reached its last iteration and whose rank 0 does not exit: the pod's

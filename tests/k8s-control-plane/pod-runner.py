@@ -578,16 +578,54 @@ class Runner:
             env[name] = value
         return env
 
+    def config_map_volume(self, run: Run, volume: dict, mount: dict):
+        """A configMap volume: its keys written as files into the pod's directory, which
+        start() bind-mounts read-only on the mount path in the pod's mount namespace (so it
+        needs unshare). Returns (source dir, mount path)."""
+        if not self.unshare:
+            raise StartFailure("StartError", f"volume {mount['name']!r}: a configMap volume needs "
+                               "unshare --mount (a private mount namespace) in the pod runner")
+        ref = volume["configMap"]
+        obj = self.get_object("configmap", run.ns, ref.get("name", ""), {})
+        if obj is None:
+            if ref.get("optional"):
+                obj = {}
+            else:
+                raise StartFailure("CreateContainerConfigError",
+                                   f'configmap "{ref.get("name", "")}" not found')
+        src = os.path.join(run.dir, "volumes", mount["name"])
+        os.makedirs(src, exist_ok=True)
+        files = dict(obj.get("data") or {})
+        for key, value in (obj.get("binaryData") or {}).items():
+            files[key] = base64.b64decode(value)
+        for key, value in files.items():
+            if "/" in key or key in (".", ".."):
+                continue
+            with open(os.path.join(src, key), "wb") as f:
+                f.write(value if isinstance(value, bytes) else value.encode("utf-8"))
+        dst = os.path.normpath(mount.get("mountPath", ""))
+        try:
+            # The bind mount needs a directory there; created once on the host, empty.
+            os.makedirs(dst, exist_ok=True)
+        except OSError as e:
+            raise StartFailure("StartError", f"volume {mount['name']!r}: {dst}: {e}") from None
+        return src, dst
+
     def check_volumes(self, run: Run):
         """hostPath volumes must be mounted at their own path (nothing is mounted: the
-        process sees the host's file system); other kinds are ignored."""
+        process sees the host's file system); configMap volumes are bind-mounted (returned
+        as (source, mount path) pairs); other kinds are ignored."""
         spec = run.pod.get("spec") or {}
         volumes = {v.get("name"): v for v in spec.get("volumes") or []}
         ignored = []
+        binds = []
         for m in run.container.get("volumeMounts") or []:
             v = volumes.get(m.get("name"))
             if v is None:
                 raise StartFailure("StartError", f"volumeMount {m.get('name')!r}: no such volume")
+            if v.get("configMap") is not None:
+                binds.append(self.config_map_volume(run, v, m))
+                continue
             hp = v.get("hostPath")
             if hp is None:
                 kinds = [k for k in v if k != "name"]
@@ -633,9 +671,10 @@ class Runner:
         if ignored:
             log(f"{run.key}: volumes not emulated (the process sees the host's paths): "
                 + ", ".join(ignored))
+        return binds
 
     def prepare(self, run: Run):
-        """(argv, env, cwd, termination message path) or StartFailure."""
+        """(argv, env, cwd, termination message path, bind mounts) or StartFailure."""
         pod = run.pod
         spec = pod["spec"]
         md = pod["metadata"]
@@ -654,7 +693,7 @@ class Runner:
         cenv = self.container_env(run)
         lookup = cenv.get
         argv = [expand(a, lookup) for a in command + args]
-        self.check_volumes(run)
+        binds = self.check_volumes(run)
 
         image_path = (md.get("annotations") or {}).get(IMAGE_PATH_ANNOTATION, "")
         own_path = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -695,7 +734,7 @@ class Runner:
                     open(term_path, "a").close()
             except OSError as e:
                 raise StartFailure("StartError", f"terminationMessagePath {term_path}: {e}") from None
-        return argv, env, cwd, term_path
+        return argv, env, cwd, term_path, binds
 
     # -- starting
 
@@ -708,7 +747,7 @@ class Runner:
         self.create_logs_object(run)
         run.started_at = k8s_time()
         try:
-            argv, env, cwd, term_path = self.prepare(run)
+            argv, env, cwd, term_path, binds = self.prepare(run)
         except StartFailure as e:
             self.fail_start(run, e.reason, e.message)
             return
@@ -718,12 +757,19 @@ class Runner:
         full = argv
         if self.unshare:
             # A private mount namespace in which the per-pod file is bind-mounted on the
-            # termination message path; unshare and sh exec in place (same pid).
-            script = ('m=$1 src=$2 dst=$3; shift 3; "$m" --bind "$src" "$dst" || '
+            # termination message path, and each configMap volume (read-only) on its mount
+            # path; unshare and sh exec in place (same pid).
+            script = ('m=$1 n=$2; shift 2; while [ "$n" -gt 0 ]; do '
+                      'src=$1 dst=$2 ro=$3; shift 3; n=$((n - 1)); '
+                      '"$m" --bind "$src" "$dst" && '
+                      '{ [ "$ro" = rw ] || "$m" -o remount,bind,ro "$dst"; } || '
                       '{ echo "pod-runner: cannot bind-mount $src on $dst" >&2; exit 128; }; '
-                      'exec "$@"')
-            full = [self.unshare, "--mount", "--propagation", "private", "--", self.sh, "-c",
-                    script, "pod-runner", self.mount, run.term_file, term_path] + argv
+                      'done; exec "$@"')
+            mounts = [run.term_file, term_path, "rw"]
+            for src, dst in binds:
+                mounts += [src, dst, "ro"]
+            full = ([self.unshare, "--mount", "--propagation", "private", "--", self.sh, "-c",
+                     script, "pod-runner", self.mount, str(len(mounts) // 3)] + mounts + argv)
         try:
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, cwd=cwd, env=env,
