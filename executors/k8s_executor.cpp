@@ -252,10 +252,9 @@ class KubernetesExecutor : public Executor {
         continue;
       }
       json patch = {{"metadata", {{"ownerReferences", owners}}}};
-      CommandResult r = run(kubectl(ctx, ns,
-                                    {"patch", lower(kind), name,
-                                     "--type=merge", "-p", patch.dump()}),
-                            "", kQueryTimeout);
+      CommandResult r =
+          run(kubectl(ctx, ns, {"patch", lower(kind), name, "--type=merge", "-p", patch.dump()}),
+              "", kQueryTimeout);
       if (!r.ok()) warn(what, kubectl_message(r));
     }
   }
@@ -452,9 +451,8 @@ class KubernetesExecutor : public Executor {
                   fmt::format("job {} has no Kubernetes object recorded", job.id));
       return kExitRuntime;
     }
-    std::string kinds =
-        ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets,configmaps"
-                             : "jobs.batch,services,secrets,configmaps";
+    std::string kinds = ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets,configmaps"
+                                             : "jobs.batch,services,secrets,configmaps";
     CommandResult r =
         run(kubectl(job.context, job.namespace_,
                     {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),

@@ -391,6 +391,12 @@ std::optional<K8sPodSettings> read_pod_settings(const KubernetesExecutorSpec& kx
                             "job by it)",
                             k),
                 "use another key");
+  if (kx.topology_label.is_set() && !is_qualified_key(*kx.topology_label.value))
+    c.error("executor.kubernetes.topology_label", kx.topology_label.loc,
+            fmt::format("`{}` is not a Kubernetes label key",
+                        printable_text(*kx.topology_label.value, 80)),
+            "write the node label that names a node's NVLink domain, e.g. "
+            "`nvidia.com/gpu.clique` (set by NVIDIA's GPU feature discovery)");
   if (kx.priority_class.is_set()) {
     s.priority_class = *kx.priority_class.value;
     if (!is_rfc1123_subdomain(s.priority_class))
@@ -440,7 +446,9 @@ bool apply_pod_settings(const K8sPodSettings& s, const KubernetesExecutorSpec& k
   if (!s.node_selector.is_null() && !s.node_selector.empty())
     spec["nodeSelector"] = s.node_selector;
   if (!s.tolerations.is_null() && !s.tolerations.empty()) spec["tolerations"] = s.tolerations;
-  if (!s.affinity.is_null()) spec["affinity"] = s.affinity;
+  // Per kind: a kind of the recipe's replaces the executor's own (the NVLink-domain podAffinity).
+  if (!s.affinity.is_null())
+    for (const auto& [kind, value] : s.affinity.items()) spec["affinity"][kind] = value;
   if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
   for (const auto& [k, v] : s.labels.items()) pod["metadata"]["labels"][k] = v;
   for (const auto& [k, v] : s.annotations.items()) pod["metadata"]["annotations"][k] = v;

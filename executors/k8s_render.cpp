@@ -13,6 +13,7 @@
 #include "executors/k8s_pod_shape.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_yaml.h"
+#include "executors/numa_bind.h"
 #include "executors/rank_env.h"
 #include "model/watchdog.h"
 #include "plan/plan_confirm.h"
@@ -25,6 +26,12 @@ namespace {
 using nlohmann::ordered_json;
 
 constexpr int kDnsWaitTries = 300;  // x 2 s
+// The node label NVIDIA's GPU feature discovery sets to a node's NVLink domain (clique).
+constexpr const char* kDefaultTopologyLabel = "nvidia.com/gpu.clique";
+constexpr const char* kKueueRequiredTopology = "kueue.x-k8s.io/podset-required-topology";
+constexpr const char* kKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology";
+constexpr const char* kKueueSliceTopology = "kueue.x-k8s.io/podset-slice-required-topology";
+constexpr const char* kKueueSliceSize = "kueue.x-k8s.io/podset-slice-size";
 constexpr int kDnsWaitSeconds = 2;
 
 // The variables the executor itself sets on every pod (or torchrun sets on every rank).
@@ -278,6 +285,22 @@ std::string watchdog_script(const Inputs& in, const std::string& launch) {
   return out;
 }
 
+// runtime.binding: numa. Every torchrun worker starts through the binding program of the
+// Slurm executor (executors/numa_bind.h: numactl on its GPU's NUMA node, or one line saying
+// why it runs unbound: no numactl, a node outside the pod's cpuset, no such node); the program
+// is bash, so an image without bash runs its ranks unbound and says so once per pod.
+void append_numa_binding(const Plan& plan, std::string& s) {
+  std::string bind = numa_bind_program(plan.binding);
+  if (bind.empty()) return;
+  s += "# runtime.binding: numa: each rank on its GPU's NUMA node (numactl), through bash.\n";
+  s += "if command -v bash >/dev/null 2>&1; then\n";
+  s += fmt::format("  set -- bash -c {} bridge-worker \"$@\"\n", shell_word(bind));
+  s += "else\n";
+  s += "  echo \"bridge-launch: pod of node $NODE_RANK: no bash in the image: its ranks run "
+       "unbound\" >&2\n";
+  s += "fi\n";
+}
+
 // The pod's entrypoint: a bounded DNS wait for MASTER_ADDR, the job dir, `expand: true`
 // exports, the planned env's check and setup steps, then one torchrun (or ft_launcher) whose
 // command is "$@" (the container args, passed through without any re-quoting).
@@ -320,6 +343,7 @@ std::string entrypoint_script(const Inputs& in) {
   launch += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
   launch += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
   launch += " --master-port=\"$MASTER_PORT\" --no-python";
+  append_numa_binding(plan, s);
   if (plan.watchdog.enabled)
     s += watchdog_script(in, launch);
   else
@@ -347,6 +371,82 @@ void add_plan_volume(const Inputs& in, ordered_json& spec) {
       {{"name", kK8sPlanVolume}, {"configMap", {{"name", in.plan_config_map}}}});
   spec["containers"][0]["volumeMounts"].push_back(
       {{"name", kK8sPlanVolume}, {"mountPath", kK8sPlanMountPath}, {"readOnly", true}});
+}
+
+// The NVLink-domain placement (Plan::nvlink): with Kueue, its topology-aware scheduling on the
+// pod set (the whole job in one domain, or slices of `segment` pods each in one); without
+// it, pod affinity among the job's pods on the domain label, which can only keep the whole
+// job together (check_nvlink_placement says so for smaller blocks).
+void add_nvlink_placement(const Inputs& in, const ordered_json& pod_labels, ordered_json& pod) {
+  const int64_t segment = in.plan.nvlink.segment;
+  if (segment <= 0) return;
+  const std::string label = in.kx.topology_label.get_or(kDefaultTopologyLabel);
+  const bool required = in.kx.topology.get_or("required") == "required";
+  if (in.kx.queue.is_set()) {
+    ordered_json& a = pod["metadata"]["annotations"];
+    if (segment >= in.nodes) {
+      a[required ? kKueueRequiredTopology : kKueuePreferredTopology] = label;
+    } else {
+      a[kKueueSliceTopology] = label;
+      a[kKueueSliceSize] = std::to_string(segment);
+    }
+    return;
+  }
+  if (segment < in.nodes) return;
+  ordered_json term{{"labelSelector", {{"matchLabels", pod_labels}}}, {"topologyKey", label}};
+  ordered_json& pod_affinity = pod["spec"]["affinity"]["podAffinity"];
+  if (required)
+    pod_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = ordered_json::array({term});
+  else
+    pod_affinity["preferredDuringSchedulingIgnoredDuringExecution"] =
+        ordered_json::array({{{"weight", 100}, {"podAffinityTerm", term}}});
+}
+
+// The header's line about it, and what cannot be expressed; false after an error.
+bool check_nvlink_placement(const Inputs& in, std::vector<std::string>& header,
+                            Diagnostics& diags) {
+  const NvlinkPlacement& p = in.plan.nvlink;
+  if (p.segment <= 0) return true;
+  const auto& kx = in.kx;
+  if (in.nodes % p.segment != 0) {
+    diags.error("k8s-segment-does-not-divide", "executor.kubernetes.segment", p.loc,
+                fmt::format("the job's {} node(s) cannot be split into NVLink-domain blocks of {}",
+                            in.nodes, p.segment),
+                fmt::format("use a segment that divides {}, change -ng, or set "
+                            "executor.kubernetes.segment: 0 to place nothing",
+                            in.nodes));
+    return false;
+  }
+  const std::string label = kx.topology_label.get_or(kDefaultTopologyLabel);
+  const std::string mode = kx.topology.get_or("required");
+  std::string how;
+  if (kx.queue.is_set() && p.segment >= in.nodes)
+    how = fmt::format("Kueue topology-aware scheduling, {}: {}",
+                      mode == "required" ? kKueueRequiredTopology : kKueuePreferredTopology, label);
+  else if (kx.queue.is_set())
+    how = fmt::format("Kueue topology-aware scheduling in slices of {} pods, required: {}",
+                      p.segment, label);
+  else if (p.segment >= in.nodes)
+    how = fmt::format("pod affinity among the job's pods, {}, topologyKey {}", mode, label);
+  if (how.empty()) {
+    diags.info("k8s-segment-needs-kueue", "executor.kubernetes.queue", kx.queue.loc,
+               fmt::format("NVLink-domain blocks of {} of the job's {} nodes ({}) need Kueue's "
+                           "topology-aware scheduling; without a queue the pods are placed "
+                           "without regard to NVLink domains",
+                           p.segment, in.nodes, p.source),
+               "set executor.kubernetes.queue to a LocalQueue whose ClusterQueue has a "
+               "topology-aware ResourceFlavor, or executor.kubernetes.segment: 0");
+    header.push_back(
+        fmt::format("placement: not by NVLink domain (blocks of {} nodes need Kueue)", p.segment));
+    return true;
+  }
+  if (kx.queue.is_set() && p.segment < in.nodes && mode == "preferred")
+    diags.info("k8s-slices-required", "executor.kubernetes.topology", kx.topology.loc,
+               "Kueue knows no preferred slices: each block of the job is required to fit in "
+               "one NVLink domain");
+  header.push_back(fmt::format("placement: {} node{} per NVLink domain, {}; {}", p.segment,
+                               p.segment == 1 ? "" : "s", p.source, how));
+  return true;
 }
 
 ordered_json pod_template(const Inputs& in, const std::string& master_addr,
@@ -384,6 +484,7 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   add_code_volume(in, spec);
   add_plan_volume(in, spec);
   ordered_json pod{{"metadata", {{"labels", labels}}}, {"spec", spec}};
+  add_nvlink_placement(in, labels, pod);
   if (in.shape) apply_pod_shape(*in.shape, pod);
   if (in.pod) {
     Diagnostics checked_once;  // render_k8s_manifests checked these settings on a sample pod
@@ -680,6 +781,8 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   std::optional<K8sPodSettings> pod_settings;
   std::optional<K8sPodShape> shape;
   if (!prepare_pod(plan, in, pod_settings, shape, diags)) return std::nullopt;
+  std::vector<std::string> placement;
+  if (!check_nvlink_placement(in, placement, diags)) return std::nullopt;
 
   bool has_secrets = false;
   for (const auto& v : plan.env.vars) has_secrets = has_secrets || v.secret;
@@ -710,6 +813,12 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
                   m.scheduler_id, options.suffix),
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
   for (const auto& line : shape->summary) header.push_back(line);
+  for (auto& line : placement) header.push_back(std::move(line));
+  if (plan.binding.mode == BindingMode::kNuma)
+    header.push_back(fmt::format(
+        "binding: every rank on its GPU's NUMA node: {} (a rank that cannot bind, e.g. a node "
+        "outside the pod's cpuset or no numactl in the image, says why and runs unbound)",
+        plan.binding.rule));
   if (in.api == "job" && m.attempts > 1)
     header.push_back(
         fmt::format("retries: {} more attempt{} created suspended, started in turn "

@@ -6,8 +6,8 @@
 //   input is `options.suffix`, which ends every object name (see k8s_names.h).
 // - api `jobset` (default): [Secret], [ConfigMap], JobSet. api `job`: [Secret], [ConfigMap],
 //   then per attempt (1 + retries) a headless Service and an Indexed Job; attempts after the
-//   first are created suspended and started one by one when the previous attempt failed (the executor's
-//   status query does that), so a retry is a new Job under a new name.
+//   first are created suspended and started one by one when the previous attempt failed (the
+//   executor's status query does that), so a retry is a new Job under a new name.
 // - Every non-secret launch variable is a container env entry whose value reaches the
 //   process byte-for-byte: `$` is escaped where Kubernetes' `$(VAR)` expansion would touch
 //   it. Secrets are `secretKeyRef`s into the generated Secret `<name>-env` (or into
@@ -45,14 +45,14 @@ struct K8sRenderOptions {
 };
 
 struct K8sManifests {
-  std::string api;            // "jobset" | "job"
-  std::string name;           // the JobSet, or the first attempt's Job
-  std::string scheduler_id;   // "jobset/<name>" | "job/<name>" (what the registry stores)
-  std::string master_addr;    // of the first attempt
-  std::string secret_object;  // the generated Secret's name, "" when none
+  std::string api;              // "jobset" | "job"
+  std::string name;             // the JobSet, or the first attempt's Job
+  std::string scheduler_id;     // "jobset/<name>" | "job/<name>" (what the registry stores)
+  std::string master_addr;      // of the first attempt
+  std::string secret_object;    // the generated Secret's name, "" when none
   std::string plan_config_map;  // the plan confirmation's ConfigMap, "" when none
   std::string submission_dir;   // <job dir>/<name>: the submission's files in the pods
-  int64_t attempts = 1;       // Job API: 1 + retries; JobSet: 1 (it restarts in place)
+  int64_t attempts = 1;         // Job API: 1 + retries; JobSet: 1 (it restarts in place)
   std::vector<nlohmann::ordered_json> docs;  // in apply order (the Secret with <secret> values
                                              // unless revealed)
   std::string yaml;                          // header comments + `---`-separated documents

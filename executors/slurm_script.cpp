@@ -414,12 +414,10 @@ std::string task_command(const Plan& plan, const SlurmRenderOptions& options) {
 }
 
 // executor.slurm.segment when set (0 = none), else the GPU table's default for trays whose
-// NVLink domain spans nodes (model/placement.h).
+// NVLink domain spans nodes (the plan's, model/placement.h).
 int64_t segment_nodes(const Plan& plan, Checker& check) {
-  const Field<int64_t>& asked = plan.job.executor.slurm.segment;
-  int64_t segment = asked.get_or(default_nvlink_segment(*plan.topology));
-  check.segment(segment, plan.topology->nodes, asked.loc);
-  return segment;
+  check.segment(plan.nvlink.segment, plan.topology->nodes, plan.nvlink.loc);
+  return plan.nvlink.segment;
 }
 
 int64_t retries(const Plan& plan, Diagnostics& diags) {

@@ -92,8 +92,7 @@ std::string elapsed_cell(const JobRecord& r, SystemTime now) {
 
 // The plan confirmation's verdict (plan/plan_confirm.h) of a job whose recorded plan started
 // its ranks through the confirmation; nullopt for any other job, whatever its job dir holds.
-std::optional<PlanConfirmationVerdict> confirmation_verdict(const JobRecord& r,
-                                                            const Context& c) {
+std::optional<PlanConfirmationVerdict> confirmation_verdict(const JobRecord& r, const Context& c) {
   std::unique_ptr<Executor> ex = c.services.executor(r.executor);
   return ex ? ex->plan_confirmation(r) : std::nullopt;
 }

@@ -23,17 +23,22 @@ const std::vector<ExecutorKind>& executor_kinds() {
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.slurm.job_dir;
        },
-       .retries = [](const ExecutorSpec& x) -> const Field<int64_t>* { return &x.slurm.retries; }},
+       .retries = [](const ExecutorSpec& x) -> const Field<int64_t>* { return &x.slurm.retries; },
+       .segment = [](const ExecutorSpec& x) -> const Field<int64_t>* { return &x.slurm.segment; }},
       {.name = "kubernetes",
        .default_job_dir = "/workspace/bridge-launch/jobs",
        .job_dir_in_container = true,
        .preemption_signal = true,  // terminationGracePeriodSeconds
+       .numa_binding = true,       // numactl around every torchrun worker (the entrypoint)
        .ranks_in_image = true,     // every pod runs the image
        .job_dir = [](const ExecutorSpec& x) -> const Field<std::string>& {
          return x.kubernetes.job_dir;
        },
        .retries = [](const ExecutorSpec& x) -> const Field<int64_t>* {
          return &x.kubernetes.retries;
+       },
+       .segment = [](const ExecutorSpec& x) -> const Field<int64_t>* {
+         return &x.kubernetes.segment;
        },
        .add_network_env =
            [](const ExecutorSpec& x, const Topology& t, LaunchEnv& env, Diagnostics& diags) {

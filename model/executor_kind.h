@@ -58,6 +58,9 @@ struct ExecutorKind {
   const Field<std::string>& (*job_dir)(const ExecutorSpec&) = nullptr;
   // The recipe's executor.<name>.retries; nullptr for an executor that never retries.
   const Field<int64_t>* (*retries)(const ExecutorSpec&) = nullptr;
+  // The recipe's executor.<name>.segment (NVLink-domain blocks, model/placement.h); nullptr
+  // for an executor that cannot place nodes by NVLink domain.
+  const Field<int64_t>* (*segment)(const ExecutorSpec&) = nullptr;
   // Adds the launch env the executor's own network settings need (Kubernetes' `network`:
   // NCCL's RDMA interfaces); nullptr for an executor that has none.
   void (*add_network_env)(const ExecutorSpec&, const Topology&, LaunchEnv&, Diagnostics&) = nullptr;

@@ -92,6 +92,26 @@ NumaBinding resolve_binding(const Recipe& r, const Topology& t, const ExecutorKi
   return b;
 }
 
+NvlinkPlacement resolve_nvlink_placement(const Recipe& r, const Topology& t,
+                                         const ExecutorKind& executor) {
+  NvlinkPlacement p;
+  if (!executor.segment) return p;
+  const Field<int64_t>& asked = *executor.segment(r.executor);
+  if (asked.is_set()) {
+    p.segment = *asked.value;
+    p.source = fmt::format("executor.{}.segment", executor.name);
+    p.loc = asked.loc;
+    return p;
+  }
+  p.segment = default_nvlink_segment(t);
+  if (p.segment > 0) {
+    const GpuType* gpu = find_gpu(t.gpu);
+    p.source = fmt::format("default ({}: an NVLink domain of {} nodes)", t.gpu,
+                           gpu ? nvlink_domain_nodes(*gpu) : 0);
+  }
+  return p;
+}
+
 int64_t default_nvlink_segment(const Topology& t) {
   const GpuType* gpu = find_gpu(t.gpu);
   int64_t domain_nodes = gpu ? nvlink_domain_nodes(*gpu) : 0;

@@ -39,6 +39,19 @@ std::string_view binding_mode_name(BindingMode mode);
 NumaBinding resolve_binding(const Recipe& recipe, const Topology& topology,
                             const ExecutorKind& executor, Diagnostics& diags);
 
+// Where the job's nodes go across NVLink domains: blocks of `segment` nodes, each inside one
+// domain (Slurm: sbatch --segment; Kubernetes: a Kueue topology request or pod affinity).
+struct NvlinkPlacement {
+  int64_t segment = 0;  // nodes per block; 0 = nothing asked
+  std::string source;   // "executor.slurm.segment" or "default (...)"
+  SourceLoc loc;        // of the recipe's key, when set
+};
+
+// The executor's executor.<name>.segment when set, else default_nvlink_segment; 0 for an
+// executor that cannot place by NVLink domain (ExecutorKind::segment).
+NvlinkPlacement resolve_nvlink_placement(const Recipe& recipe, const Topology& topology,
+                                         const ExecutorKind& executor);
+
 // Nodes per NVLink-domain block for `nodes` nodes of a tray type (GB200/GB300/VR200: a domain
 // of 18 nodes): all of them up to a domain, else the largest divisor of the node count within
 // a domain. 0 when the GPU's NVLink domain is one node or not known.

@@ -263,6 +263,11 @@ struct KubernetesExecutorSpec {
   Field<YamlNode> network;   // none | rdma | {type, resource, per_pod, nccl_*} (k8s_network.h)
   Field<std::string> time;   // the Jobs' active deadline, written as Slurm's time limit
   Field<int64_t> ttl_after_finished;  // seconds a finished job's objects are kept
+  // NVLink-domain placement (model/placement.h): nodes per block, the node label naming a
+  // node's domain, and whether the scheduler must (required) or should (preferred) keep it.
+  Field<int64_t> segment;
+  Field<std::string> topology_label;
+  Field<std::string> topology;  // required | preferred
 };
 
 struct ExecutorSpec {

@@ -780,6 +780,9 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read_node("network", ku.network, RecipeKeyKind::kScalarOrMapping, "none, rdma or mapping");
     k.read("time", ku.time);
     k.read("ttl_after_finished", ku.ttl_after_finished, 0, int64_t{365} * 86400);
+    k.read("segment", ku.segment, 0, 1 << 20);
+    k.read("topology_label", ku.topology_label);
+    k.read_enum("topology", ku.topology, {"required", "preferred"});
     k.finish();
   }
   r.finish();

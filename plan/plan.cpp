@@ -253,6 +253,7 @@ void run_pipeline(Plan& plan, const PlanRequest& req, const HostEnvironment& hos
   plan.progress_rank = resolve_progress_rank(r, *plan.topology, plan.adapter, diags);
   plan.watchdog = resolve_watchdog(r.runtime.watchdog, plan.adapter);
   plan.binding = resolve_binding(r, *plan.topology, *kind, diags);
+  plan.nvlink = resolve_nvlink_placement(r, *plan.topology, *kind);
   plan.code = resolve_code_plan(r, *kind, plan.job_dir, plan.adapter, host_env, diags);
   plan.runtime_env = runtime_env_defaults(r, *plan.topology, plan.adapter, plan.env, diags);
   plan.user_args = std::move(runtime.args);

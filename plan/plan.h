@@ -92,6 +92,8 @@ struct Plan {
   WatchdogSettings watchdog;
   // How each rank is bound to its GPU's NUMA node (runtime.binding, model/placement.h).
   NumaBinding binding;
+  // Blocks of nodes inside one NVLink domain (executor.<name>.segment, model/placement.h).
+  NvlinkPlacement nvlink;
   // runtime.code: the source tree shipped into the job (plan/code_plan.h); its inspection
   // (git state, files, hash) is added by the commands, which hold the CommandRunner.
   std::optional<CodePlan> code;

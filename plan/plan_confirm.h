@@ -21,9 +21,10 @@
 //
 // Contract: decide_plan_confirmation sets Plan::confirm, or warns by name why the job will
 // not confirm its plan (a runtime command that is not `python SCRIPT`); runtime.confirm:
-// false turns it off without a warning. confirmed_argv and plan_confirmation_files are pure; the executors write the files
-// with their other job files. read_plan_confirmation reads a verdict back for status and why,
-// which show it only for a job whose recorded plan confirms (recorded_plan_confirms).
+// false turns it off without a warning. confirmed_argv and plan_confirmation_files are pure; the
+// executors write the files with their other job files. read_plan_confirmation reads a verdict back
+// for status and why, which show it only for a job whose recorded plan confirms
+// (recorded_plan_confirms).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -350,6 +350,8 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
                                                            : ordered_json(p.binding.gpus_per_numa)},
                                 {"rule", p.binding.rule},
                                 {"source", p.binding.source}};
+    if (p.nvlink.segment > 0)
+      j["nvlink_segment"] = ordered_json{{"nodes", p.nvlink.segment}, {"source", p.nvlink.source}};
     j["argv"] = runtime_argv(p);
     j["confirm_at_start"] = p.confirm;
     j["watchdog"] = ordered_json{{"enabled", p.watchdog.enabled},
@@ -571,10 +573,16 @@ std::string plan_to_text(const Plan& p, bool color) {
                       2, 4) +
            "\n";
     heading("placement");
-    out += format_table({{"setting", "value", "source", "rule"},
-                         {"binding", std::string(binding_mode_name(p.binding.mode)),
-                          p.binding.source, p.binding.rule}},
-                        color);
+    std::vector<std::vector<std::string>> placement{
+        {"setting", "value", "source", "rule"},
+        {"binding", std::string(binding_mode_name(p.binding.mode)), p.binding.source,
+         p.binding.rule}};
+    if (p.nvlink.segment > 0)
+      placement.push_back({"nvlink domain", fmt::format("{} nodes", p.nvlink.segment),
+                           p.nvlink.source,
+                           fmt::format("each block of {} node{} inside one NVLink domain",
+                                       p.nvlink.segment, p.nvlink.segment == 1 ? "" : "s")});
+    out += format_table(placement, color);
     const Field<std::string>& image = p.recipe->runtime.container_image;
     out += fmt::format("container image: {}\n",
                        image.is_set() ? printable(*image.value) : std::string("(none)"));

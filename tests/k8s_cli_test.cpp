@@ -364,8 +364,9 @@ TEST_F(K8sCli, StatusLogsAndCancelOfASubmittedJob) {
   // cancel: delete by label, and the registry says CANCELLED.
   ChildResult c = run({"cancel", id});
   EXPECT_EQ(c.exit_code, 0) << c.err;
-  EXPECT_TRUE(has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets,configmaps", "-l",
-                                            "bridge-launch/job=" + name, "--ignore-not-found"}));
+  EXPECT_TRUE(
+      has_seq(calls().back().argv, {"delete", "jobsets.jobset.x-k8s.io,secrets,configmaps", "-l",
+                                    "bridge-launch/job=" + name, "--ignore-not-found"}));
   EXPECT_THAT(registry_text(), HasSubstr("CANCELLED"));
 }
 

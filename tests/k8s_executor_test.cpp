@@ -100,8 +100,8 @@ struct AcceptingCluster {
     std::string out;
     for (const auto& d : testing::parse_yaml_docs(spec.stdin_text)) {
       std::string kind = d["kind"];
-      std::string res = kind == "JobSet" ? "jobset.jobset.x-k8s.io"
-                        : kind == "Job"  ? "job.batch"
+      std::string res = kind == "JobSet"      ? "jobset.jobset.x-k8s.io"
+                        : kind == "Job"       ? "job.batch"
                         : kind == "ConfigMap" ? "configmap"
                                               : (kind == "Service" ? "service" : "secret");
       out += res + "/" + d["metadata"]["name"].get<std::string>() + " created\n";
@@ -851,8 +851,7 @@ TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
       fake.calls[0].argv,
       (std::vector<std::string>{"kubectl", "--context", "prod", "--namespace", "team-a", "delete",
                                 "jobsets.jobset.x-k8s.io,secrets,configmaps", "-l",
-                                "bridge-launch/job=x-ab12",
-                                "--ignore-not-found", "--wait=false"}));
+                                "bridge-launch/job=x-ab12", "--ignore-not-found", "--wait=false"}));
   EXPECT_EQ(
       fake.calls[1].argv,
       (std::vector<std::string>{"kubectl", "delete", "jobs.batch,services,secrets,configmaps", "-l",

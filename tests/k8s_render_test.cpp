@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "executors/numa_bind.h"
 #include "executors/rank_env.h"
 #include "jobs/failure_triage.h"
 #include "jobs/job_watchdog.h"
@@ -311,9 +312,39 @@ TEST(K8sRender, DnsWaitLoopIsBoundedAndWorks) {
       container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
   auto r = run_entrypoint(c, pod_environment(c));
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // h100 nodes have two NUMA nodes: every worker starts through the binding program.
+  ASSERT_EQ(p->plan->binding.mode, BindingMode::kNuma);
   EXPECT_EQ(r.out,
             "torchrun --nnodes=2 --nproc-per-node=8 --node-rank=0 --master-addr=localhost "
-            "--master-port=29500 --no-python python x y\n");
+            "--master-port=29500 --no-python bash -c " +
+                numa_bind_program(p->plan->binding) + " bridge-worker python x y\n");
+}
+
+// runtime.binding: numa in an image without bash (the binding program is bash): the pod says
+// so once and its ranks run unbound; runtime.binding: none starts the workers directly.
+TEST(K8sRender, APodWithoutBashRunsItsRanksUnboundAndSaysSo) {
+  auto p = golden_plan();
+  K8sManifests m = render_ok(*p, "a1b2", true);
+  auto docs = testing::parse_yaml_docs(m.yaml);
+  const json& c =
+      container_of(docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
+  test::TempDir bin;
+  for (const char* tool : {"getent", "echo"})
+    std::filesystem::create_symlink(std::string("/usr/bin/") + tool, bin.path() + "/" + tool);
+  std::map<std::string, std::string> env = pod_environment(c);
+  env["PATH"] = bin.path();
+  auto r = run_entrypoint(c, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("--no-python python x y\n"));
+  EXPECT_THAT(r.err, HasSubstr("bridge-launch: pod of node 0: no bash in the image: its ranks run "
+                               "unbound"));
+  EXPECT_THAT(m.yaml, HasSubstr("# binding: every rank on its GPU's NUMA node: NUMA node = local "
+                                "rank / 4"));
+
+  auto unbound = golden_plan({"runtime.binding=none"});
+  K8sManifests none = render_ok(*unbound, "a1b2", true);
+  EXPECT_THAT(none.yaml, Not(HasSubstr("bridge-worker")));
+  EXPECT_THAT(none.yaml, Not(HasSubstr("# binding:")));
 }
 
 // Every planned variable is checked in the pod before torchrun starts the ranks: the pod's

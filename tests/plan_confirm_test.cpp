@@ -207,8 +207,8 @@ TEST_F(VerdictTest, TheEnvComparedOnEveryRankIsCounted) {
 // The line a rank prints (where the job dir cannot be read: a Kubernetes pod's log): a
 // difference wins over a confirmation printed earlier; other lines and broken JSON are skipped.
 TEST(VerdictLine, TheLogsVerdictIsFoundAndADifferenceWins) {
-  const std::string confirmed = std::string(kConfirmVerdictLine) +
-                                R"( {"confirmed": true, "compared": 40, "rank": 0})";
+  const std::string confirmed =
+      std::string(kConfirmVerdictLine) + R"( {"confirmed": true, "compared": 40, "rank": 0})";
   const std::string differs =
       std::string(kConfirmVerdictLine) +
       R"( {"confirmed": false, "rank": 2, "differences": [{"field": "train.train_iters", )"

@@ -26,6 +26,7 @@
 #include "jobs/job_watchdog.h"
 #include "process_util.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/numa_report.h"
 #include "tests/support/test_util.h"
 
 namespace bridge {
@@ -520,6 +521,26 @@ TEST_F(K8sCluster, KueueAdmitsOneSixteenGpuJobAndHoldsTheNextWithItsReason) {
               HasSubstr("SUCCEEDED"));
 }
 
+// The NVLink-domain request of a GB200 job on a Kueue queue (topology-aware scheduling
+// annotations on the pod set) passes Kueue's admission webhook, which validates them, and
+// reaches the JobSet as rendered.
+TEST_F(K8sCluster, KueueTakesTheNvlinkDomainRequestOfAGb200Job) {
+  if (!kueue_installed()) GTEST_SKIP() << "the test cluster runs without Kueue (K8S_TEST_KUEUE=0)";
+  std::vector<std::string> gb200 =
+      argv({"cluster.gpu=gb200", "executor.kubernetes.queue=gpu-queue"});
+  gb200[4] = "8";  // -ng 8 -gn 4: two GB200 nodes
+  gb200[6] = "4";
+  auto r = run_command(gb200, env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string name = object_name(r);
+  json js = kubectl_json({"get", "jobsets", name});
+  const json& a =
+      js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"];
+  EXPECT_EQ(a.value("kueue.x-k8s.io/podset-required-topology", ""), "nvidia.com/gpu.clique")
+      << js.dump();
+  EXPECT_EQ(run_command({BRIDGE_LAUNCH_BIN, "cancel", job_id(r)}, env()).exit_code, 0);
+}
+
 // A recipe written for Slurm says, by name, what does not apply on Kubernetes (and --strict
 // refuses it): nothing of the user's request is dropped in silence.
 TEST_F(K8sCluster, SlurmSettingsOnAKubernetesRunAreNamed) {
@@ -846,8 +867,9 @@ runtime:
   EXPECT_THAT(clean_out, HasSubstr("SUCCEEDED"));
   EXPECT_THAT(pod_logs(object_name({0, "", clean_out})),
               HasSubstr("fake run_script: iteration 3/8"));
-  const std::regex confirmed("plan +plan confirmed by rank 0 \\([0-9]+ values, "
-                             "[0-9]+ env variables on every rank");
+  const std::regex confirmed(
+      "plan +plan confirmed by rank 0 \\([0-9]+ values, "
+      "[0-9]+ env variables on every rank");
   status = run_command({BRIDGE_LAUNCH_BIN, "status", clean}, env());
   EXPECT_TRUE(std::regex_search(status.out, confirmed)) << status.out;
   const std::string verdict = job_dir("k8s-confirm-clean") + "/plan_confirmation.json";
@@ -856,6 +878,52 @@ runtime:
   status = run_command({BRIDGE_LAUNCH_BIN, "status", clean}, env());
   EXPECT_TRUE(std::regex_search(status.out, confirmed)) << "from pod 0's log:\n" << status.out;
   EXPECT_FALSE(std::filesystem::exists("/tmp/owned"));
+}
+
+// Placement in pods (docs/executors/kubernetes.md, "Placement"): a 2-node GB200 job (one
+// NVLink domain, 2 NUMA nodes of 2 GPUs per node). The two kwok nodes are in different
+// NVLink domains (node label nvidia.com/gpu.clique), and either could hold both 4-GPU pods:
+// the pods' required podAffinity puts them in one domain. Every rank reports the binding
+// the GPU table's rule gives it (local rank / 2), as bridge-probe sees it in the process.
+TEST_F(K8sRunningPods, AGb200JobStaysInOneNvlinkDomainAndEveryRankIsBoundToItsNumaNode) {
+  struct Unlabel {
+    ~Unlabel() { run_command({"kubectl", "label", "nodes", "--all", "nvidia.com/gpu.clique-"}); }
+  } unlabel;
+  for (const char* node : {"kwok-gpu-0", "kwok-gpu-1"}) {
+    auto r = run_command({"kubectl", "label", "node", node, "--overwrite",
+                          std::string("nvidia.com/gpu.clique=domain-") + node});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::string recipe = tmp.write("nvl.yaml", std::string(R"(name: k8s-nvl
+cluster: {gpu: gb200, num_gpus: 8, gpus_per_node: 4}
+train: {global_batch_size: 8, micro_batch_size: 1, max_steps: 3}
+runtime:
+  adapter: probe
+  command: [)") + BRIDGE_PROBE_BIN + R"(]
+  args: [--compute-ms, '10', --timeout, '300']
+  container_image: nvcr.io/nvidia/nemo:25.04
+)");
+  auto [id, out] = run_to_the_end(host_pods(recipe, {}), 180);
+  ASSERT_FALSE(id.empty()) << out;
+  EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
+  const std::string name = object_name({0, "", out});
+  const json pods = pods_of(name);
+  ASSERT_EQ(pods["items"].size(), 2u) << pods.dump();
+  std::set<std::string> nodes;
+  for (const auto& p : pods["items"]) {
+    const json& term =
+        p["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
+    EXPECT_EQ(term["topologyKey"], "nvidia.com/gpu.clique") << p["spec"].dump();
+    nodes.insert(p["spec"].value("nodeName", ""));
+  }
+  EXPECT_EQ(nodes.size(), 1u) << "both pods in one NVLink domain";
+  std::string logs = pod_logs(name);
+  bool numactl = !run_command({"/bin/sh", "-c", "command -v numactl"}).out.empty();
+  for (int rank = 0; rank < 8; ++rank) {
+    int local = rank % 4;
+    test::expect_binding_reported(logs, rank, local / 2,
+                                  "(local rank " + std::to_string(local) + " / 2)", numactl);
+  }
 }
 
 // A job whose training reached its last iteration and whose rank 0 does not exit: the pod's

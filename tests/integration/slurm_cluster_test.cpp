@@ -23,6 +23,7 @@
 #include "process_util.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fake_services.h"
+#include "tests/support/numa_report.h"
 #include "tests/support/test_util.h"
 
 namespace bridge {
@@ -30,6 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using test::expect_binding_reported;
+using test::host_numa_nodes;
 using test::read_file;
 using test::run_command;
 using test::TempDir;
@@ -46,51 +49,6 @@ std::string g_skip_reason;
 std::string sh(const std::string& cmd) {
   auto r = run_command({"/bin/sh", "-c", cmd});
   return r.exit_code == 0 ? r.out : "";
-}
-
-// ---- NUMA binding, as the ranks report it ----------------------------------------------------
-
-// The NUMA nodes of this host: the test cluster's nodes run here, so the ranks see the same.
-int host_numa_nodes() {
-  int n = 0;
-  while (fs::exists("/sys/devices/system/node/node" + std::to_string(n))) ++n;
-  return n;
-}
-
-// Checks one rank's log: the binding program's line for NUMA node `node` (holding `how`, its
-// reason), and bridge-probe's report of the CPUs and memory nodes the rank actually got.
-void expect_binding_reported(const std::string& log, int rank, int node, const std::string& how,
-                             bool numactl) {
-  std::string who = "bridge-launch: rank " + std::to_string(rank) + ": ";
-  size_t at = log.find(who);
-  ASSERT_NE(at, std::string::npos) << log;
-  std::string said = log.substr(at, log.find('\n', at) - at);
-  std::string n = std::to_string(node);
-  bool bound = false;
-  if (node >= std::max(host_numa_nodes(), 1)) {
-    EXPECT_THAT(said, HasSubstr("NUMA node " + n + " (")) << said;
-    EXPECT_THAT(said, HasSubstr(") is not on this host; running unbound")) << said;
-  } else if (!numactl) {
-    EXPECT_THAT(said, HasSubstr("numactl not found; running unbound instead of on NUMA node " + n))
-        << said;
-  } else {
-    EXPECT_THAT(said, HasSubstr("numactl --cpunodebind=" + n + " --membind=" + n)) << said;
-    bound = true;
-  }
-  EXPECT_THAT(said, HasSubstr(how)) << said;
-  std::smatch m;
-  std::string line = "bridge-probe: rank " + std::to_string(rank) +
-                     R"( binding: cpus ([0-9,-]+) mems ([0-9,-]+) \(/proc/self/status\))";
-  ASSERT_TRUE(std::regex_search(log, m, std::regex(line))) << log;
-  if (bound) {
-    EXPECT_EQ(m[2].str(), std::to_string(node)) << "memory bound to the rank's node";
-    std::string cpulist =
-        read_file("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
-    while (!cpulist.empty() && cpulist.back() == '\n') cpulist.pop_back();
-    EXPECT_EQ(m[1].str(), cpulist) << "CPUs of NUMA node " << node;
-  } else if (host_numa_nodes() == 1) {
-    EXPECT_EQ(m[2].str(), "0") << "unbound on a one-node host: all its memory";
-  }
 }
 
 struct Launched {
