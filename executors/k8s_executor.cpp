@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -373,6 +374,18 @@ class KubernetesExecutor : public Executor {
     return r.ok() ? split_lines(r.out) : std::vector<std::string>{};
   }
 
+  // Job API attempts, from the API (the Jobs and pods are kept until the TTL).
+  std::vector<std::string> attempt_history(const JobRecord& job) const override {
+    auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+    if (!ref || ref->api != "job") return {};
+    CommandResult r = run(kubectl(job.context, job.namespace_,
+                                  {"get", "jobs.batch,pods", "-l",
+                                   fmt::format("{}={}", kK8sJobLabel, ref->name), "-o", "json"}));
+    StatusOr<std::vector<json>> items =
+        r.ok() ? parse_kubectl_items(r.out) : Status::failed(kubectl_message(r));
+    return items.ok() ? job_api_attempt_lines(ref->name, *items) : std::vector<std::string>{};
+  }
+
   // The job dir's verdict where it is visible here (a shared volume), else the line rank 0
   // printed at the head of pod 0's log (the newest attempt's pod).
   std::optional<PlanConfirmationVerdict> plan_confirmation(const JobRecord& job) const override {
@@ -513,9 +526,12 @@ class KubernetesExecutor : public Executor {
       return st;
     }
     if (!a.start_next.empty()) {
-      CommandResult r = run(kubectl(rec.context, rec.namespace_,
-                                    {"patch", "jobs.batch", a.start_next, "--type=merge", "-p",
-                                     R"({"spec":{"suspend":false}})"}));
+      std::vector<std::string> excluded = nodes_to_exclude(rec, ref, a, items);
+      const json* next = find_job(a.start_next, items);
+      json patch = next_attempt_patch(next ? *next : json::object(), excluded);
+      CommandResult r =
+          run(kubectl(rec.context, rec.namespace_,
+                      {"patch", "jobs.batch", a.start_next, "--type=merge", "-p", patch.dump()}));
       if (!r.ok()) {
         diags.error("kubectl-patch-failed", "", {},
                     fmt::format("could not start the next attempt {}: {}", a.start_next,
@@ -523,9 +539,35 @@ class KubernetesExecutor : public Executor {
         st.detail = a.status.detail + " (starting it failed)";
         return st;
       }
-      services_.log.info("job {}: started the next attempt, Job {}", rec.id, a.start_next);
+      services_.log.info("job {}: started the next attempt, Job {}{}", rec.id, a.start_next,
+                         excluded.empty()
+                             ? std::string()
+                             : fmt::format(" (excluding {})", fmt::join(excluded, ",")));
     }
     return a.status;
+  }
+
+  // The nodes the next attempt stays off (exclude_failed_nodes, rendered as an annotation on
+  // its Job): those the failed attempt excluded, and the node blamed for its failure.
+  std::vector<std::string> nodes_to_exclude(const JobRecord& rec, const K8sJobRef& ref,
+                                            const K8sAttemptStatus& a,
+                                            const std::vector<json>& items) const {
+    const json* next = find_job(a.start_next, items);
+    if (!next || !excludes_failed_nodes(*next)) return {};
+    const json* failed = find_job(a.failed, items);
+    std::vector<std::string> excluded =
+        failed ? excluded_nodes_of(*failed) : std::vector<std::string>{};
+    CommandResult r = run(kubectl(
+        rec.context, rec.namespace_,
+        {"get", "pods", "-l",
+         fmt::format("{}={},{}={}", kK8sJobLabel, ref.name, kK8sAttemptLabel, a.failed_attempt),
+         "-o", "json"}));
+    StatusOr<std::vector<json>> pods =
+        r.ok() ? parse_kubectl_items(r.out) : Status::failed(kubectl_message(r));
+    std::string blamed = pods.ok() ? blamed_node(all_pods(*pods)) : std::string();
+    if (!blamed.empty() && std::find(excluded.begin(), excluded.end(), blamed) == excluded.end())
+      excluded.push_back(blamed);
+    return excluded;
   }
 
   std::optional<std::vector<K8sPod>> list_pods(const JobRecord& job, const K8sJobRef& ref,

@@ -12,6 +12,7 @@
 #include "executors/k8s_names.h"
 #include "executors/k8s_pod_shape.h"
 #include "executors/k8s_pod_spec.h"
+#include "executors/k8s_status.h"
 #include "executors/k8s_yaml.h"
 #include "executors/numa_bind.h"
 #include "executors/rank_env.h"
@@ -68,6 +69,14 @@ struct Inputs {
 void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
   const JobSpec& r = in.job;
   const auto& kx = in.kx;
+  // A JobSet restart recreates its Jobs from one template: it cannot keep a node out.
+  if (in.api == "jobset" && kx.exclude_failed_nodes.is_set() && *kx.exclude_failed_nodes.value)
+    diags.error("k8s-exclude-needs-job-api", "executor.kubernetes.exclude_failed_nodes",
+                kx.exclude_failed_nodes.loc,
+                "a JobSet restarts its Jobs from one template on any node: it cannot keep the "
+                "next attempt off the node that failed",
+                "set executor.kubernetes.api: job (each attempt is its own Job, started with the "
+                "failed nodes excluded), or drop exclude_failed_nodes");
   // Kueue admits every queued Job it sees, so the Job API's suspended retry attempts would
   // all start at once instead of one after another.
   if (in.api == "job" && in.retries > 0 && kx.queue.is_set())
@@ -576,6 +585,8 @@ std::vector<ordered_json> job_attempt_docs(const Inputs& in, const std::string& 
   if (in.shape) spec["ttlSecondsAfterFinished"] = in.shape->ttl_after_finished;
   ordered_json annotations = in.annotations;
   annotations[kK8sAttemptsAnnotation] = std::to_string(in.retries + 1);
+  if (in.retries > 0 && in.kx.exclude_failed_nodes.get_or(true))
+    annotations[kK8sExcludeFailedNodesAnnotation] = "true";
   ordered_json job_labels = in.object_labels;
   job_labels[kK8sAttemptLabel] = std::to_string(attempt);
   ordered_json jobdoc{{"apiVersion", "batch/v1"},
@@ -820,9 +831,17 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
         "outside the pod's cpuset or no numactl in the image, says why and runs unbound)",
         plan.binding.rule));
   if (in.api == "job" && m.attempts > 1)
+    header.push_back(fmt::format(
+        "retries: {} more attempt{} created suspended, started in turn when the previous one "
+        "fails{}",
+        in.retries, in.retries == 1 ? "" : "s",
+        kx.exclude_failed_nodes.get_or(true)
+            ? ", each away from the nodes the failures were blamed on (exclude_failed_nodes)"
+            : ""));
+  else if (in.retries > 0)
     header.push_back(
-        fmt::format("retries: {} more attempt{} created suspended, started in turn "
-                    "when the previous one fails",
+        fmt::format("retries: the JobSet restarts up to {} time{} in place, on any node (api: job "
+                    "retries away from a failed node)",
                     in.retries, in.retries == 1 ? "" : "s"));
   if (std::string owned = owned_objects(in); !owned.empty()) {
     bool one = owned.find(" and ") == std::string::npos && owned != "the Services";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/json_limits.h"
 #include "executors/k8s_render.h"
@@ -221,6 +222,8 @@ K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>
     auto next = attempts.find(current->first + 1);
     if (next != attempts.end()) {
       out.start_next = name_of(*next->second);
+      out.failed = name_of(*current->second);
+      out.failed_attempt = current->first;
       out.status.state = JobState::kPending;
       out.status.detail = fmt::format("{} starting; {} {}", label_attempt(next->first),
                                       label_attempt(current->first), out.status.detail);
@@ -323,7 +326,7 @@ std::string kueue_wait_detail(const std::string& kind, const std::string& name,
   return "";
 }
 
-std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
+std::vector<K8sPod> all_pods(const std::vector<json>& items) {
   std::vector<K8sPod> pods;
   for (const auto& obj : items) {
     if (kind_of(obj) != "Pod") continue;
@@ -342,12 +345,108 @@ std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
     add_waiting_reason(obj, p);
     if (!p.name.empty() && p.index >= 0) pods.push_back(std::move(p));
   }
-  int64_t newest = 0;
-  for (const auto& p : pods) newest = std::max(newest, p.attempt);
-  std::erase_if(pods, [&](const K8sPod& p) { return p.attempt != newest; });
   std::stable_sort(pods.begin(), pods.end(),
                    [](const K8sPod& a, const K8sPod& b) { return a.index < b.index; });
   return pods;
+}
+
+std::vector<K8sPod> latest_attempt_pods(const std::vector<json>& items) {
+  std::vector<K8sPod> pods = all_pods(items);
+  int64_t newest = 0;
+  for (const auto& p : pods) newest = std::max(newest, p.attempt);
+  std::erase_if(pods, [&](const K8sPod& p) { return p.attempt != newest; });
+  return pods;
+}
+
+std::string blamed_node(const std::vector<K8sPod>& pods) {
+  const K8sPod* first = nullptr;
+  for (const auto& p : pods) {
+    bool failed = p.phase == "Failed" || (p.exit_code && *p.exit_code != 0) || p.signal;
+    if (!failed || p.node_name.empty()) continue;
+    // finished_at "" (a pod lost with its node) sorts first: it failed before any that ended.
+    if (!first || p.finished_at < first->finished_at) first = &p;
+  }
+  return first ? first->node_name : "";
+}
+
+std::vector<std::string> excluded_nodes_of(const json& job) {
+  std::vector<std::string> nodes;
+  std::string list = annotation(job, kK8sExcludedNodesAnnotation);
+  for (size_t from = 0; from < list.size();) {
+    size_t comma = std::min(list.find(',', from), list.size());
+    if (comma > from) nodes.push_back(list.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return nodes;
+}
+
+std::vector<std::string> job_api_attempt_lines(const std::string& base,
+                                               const std::vector<json>& items) {
+  std::map<int64_t, const json*> attempts;
+  for (const auto& obj : items)
+    if (kind_of(obj) == "Job" && label(obj, kK8sJobLabel) == base)
+      attempts[parse_int(label(obj, kK8sAttemptLabel)).value_or(0)] = &obj;
+  if (attempts.size() < 2) return {};
+  const std::vector<K8sPod> pods = all_pods(items);
+  std::vector<std::string> lines;
+  for (const auto& [attempt, job] : attempts) {
+    JobStatus s = job_status(*job);
+    if (s.state == JobState::kPending && s.detail == "suspended") continue;  // never started
+    std::vector<K8sPod> mine;
+    std::set<std::string> nodes;
+    for (const auto& p : pods)
+      if (p.attempt == attempt) {
+        mine.push_back(p);
+        if (!p.node_name.empty()) nodes.insert(p.node_name);
+      }
+    std::string line =
+        fmt::format("{}: Job {} {}", attempt + 1, name_of(*job), job_state_name(s.state));
+    if (!nodes.empty()) line += fmt::format(" on {}", fmt::join(nodes, ","));
+    if (auto excluded = excluded_nodes_of(*job); !excluded.empty())
+      line += fmt::format(", excluding {}", fmt::join(excluded, ","));
+    if (s.state == JobState::kFailed)
+      if (std::string blamed = blamed_node(mine); !blamed.empty())
+        line += fmt::format("; failure blamed on {}", blamed);
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+bool excludes_failed_nodes(const json& job) {
+  return annotation(job, kK8sExcludeFailedNodesAnnotation) == "true";
+}
+
+json next_attempt_patch(const json& next_job, const std::vector<std::string>& excluded) {
+  json patch{{"spec", {{"suspend", false}}}};
+  if (excluded.empty()) return patch;
+  std::string list;
+  for (const auto& n : excluded) list += (list.empty() ? "" : ",") + n;
+  patch["metadata"]["annotations"][kK8sExcludedNodesAnnotation] = list;
+  // Each term of the template's required node affinity (they are ORed) gets the exclusion
+  // (a term's requirements are ANDed); without one, a term of its own.
+  const json fence{{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", excluded}};
+  const json::json_pointer where(
+      "/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution");
+  json required = next_job.contains(where) && next_job.at(where).is_object() ? next_job.at(where)
+                                                                             : json::object();
+  if (!required.contains("nodeSelectorTerms") || !required["nodeSelectorTerms"].is_array() ||
+      required["nodeSelectorTerms"].empty())
+    required["nodeSelectorTerms"] = json::array({json::object()});
+  for (auto& term : required["nodeSelectorTerms"]) {
+    if (!term.is_object()) continue;
+    if (!term.contains("matchFields") || !term["matchFields"].is_array())
+      term["matchFields"] = json::array();
+    term["matchFields"].push_back(fence);
+  }
+  patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+       ["requiredDuringSchedulingIgnoredDuringExecution"] = required;
+  return patch;
+}
+
+const json* find_job(const std::string& name, const std::vector<json>& items) {
+  for (const auto& obj : items)
+    if (kind_of(obj) == "Job" && name_of(obj) == name) return &obj;
+  return nullptr;
 }
 
 }  // namespace bridge

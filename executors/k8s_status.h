@@ -45,7 +45,9 @@ JobStatus job_status(const nlohmann::json& job);
 struct K8sAttemptStatus {
   JobStatus status;
   std::string start_next;  // the suspended Job to start now ("" = none)
-  bool found = false;      // any attempt of the job was in the list
+  std::string failed;      // with start_next: the attempt's Job that failed
+  int64_t failed_attempt = 0;
+  bool found = false;  // any attempt of the job was in the list
 };
 
 // `items` may hold any objects; those of other jobs are ignored.
@@ -91,7 +93,31 @@ std::string kueue_wait_detail(const std::string& kind, const std::string& name,
                               const std::string& queue,
                               const std::vector<nlohmann::json>& workloads);
 
-// The pods of the newest attempt, sorted by node index.
+// The pods among `items`, sorted by node index: all of them, or the newest attempt's.
+std::vector<K8sPod> all_pods(const std::vector<nlohmann::json>& items);
 std::vector<K8sPod> latest_attempt_pods(const std::vector<nlohmann::json>& items);
+
+// Retries away from a bad node (executor.kubernetes.exclude_failed_nodes, Job API): the node
+// `why` blames for a failed attempt, the node of the pod whose container failed first ("" when
+// no failed pod was scheduled); the nodes a Job's annotation says it excludes; and the merge
+// patch that starts the next (suspended, never started) attempt with those nodes excluded:
+// `metadata.name NotIn [...]` added to every term of its required node affinity (Kubernetes
+// lets a suspended Job's scheduling directives change before it first starts).
+inline constexpr const char* kK8sExcludedNodesAnnotation = "bridge-launch/excluded-nodes";
+inline constexpr const char* kK8sExcludeFailedNodesAnnotation =
+    "bridge-launch/exclude-failed-nodes";
+std::string blamed_node(const std::vector<K8sPod>& pods);
+std::vector<std::string> excluded_nodes_of(const nlohmann::json& job);
+// Whether the Job was rendered to start away from the nodes earlier attempts failed on.
+bool excludes_failed_nodes(const nlohmann::json& job);
+nlohmann::json next_attempt_patch(const nlohmann::json& next_job,
+                                  const std::vector<std::string>& excluded);
+// One line per started attempt of a Job API job with more than one attempt, from its Jobs
+// and pods among `items` (`status JOB`'s attempts): "2: Job x-r1 SUCCEEDED on kwok-1,
+// excluding kwok-0"; the failure's blamed node on a failed one. {} for one attempt.
+std::vector<std::string> job_api_attempt_lines(const std::string& base,
+                                               const std::vector<nlohmann::json>& items);
+// The Job named `name` among `items`, or nullptr.
+const nlohmann::json* find_job(const std::string& name, const std::vector<nlohmann::json>& items);
 
 }  // namespace bridge

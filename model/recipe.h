@@ -239,6 +239,7 @@ struct KubernetesExecutorSpec {
   Field<std::string> context;
   Field<std::string> api;  // jobset | job
   Field<int64_t> retries;
+  Field<bool> exclude_failed_nodes;  // Job API: the next attempt stays off the blamed node
   Field<std::string> secret_name;
   Field<std::string> shm_size;
   Field<std::string> service_account;

@@ -702,16 +702,15 @@ void read_retry_on(MapReader& s, Field<StringList>& f) {
 // script decides there (docs/executors/kubernetes.md, "Retries"). Said by name, not as an
 // unknown key.
 void refuse_slurm_only_retry_keys(MapReader& k) {
-  for (const char* key : {"retry_on", "exclude_failed_nodes"}) {
+  for (const char* key : {"retry_on"}) {
     k.handled(key);
     const YamlNode* v = k.node() && k.node()->is_map() ? k.node()->find(key) : nullptr;
     if (!v) continue;
-    k.diags().error("k8s-retry-policy-unsupported", k.join(key), v->loc,
-                    fmt::format("`{}` is Slurm-only for now: Kubernetes retries every failure, "
-                                "on any node",
-                                k.join(key)),
-                    "remove it, or run on Slurm (executor.slurm.retry_on); "
-                    "executor.kubernetes.retries still bounds the attempts");
+    k.diags().error(
+        "k8s-retry-policy-unsupported", k.join(key), v->loc,
+        fmt::format("`{}` is Slurm-only for now: Kubernetes retries every failure", k.join(key)),
+        "remove it, or run on Slurm (executor.slurm.retry_on); "
+        "executor.kubernetes.retries still bounds the attempts");
   }
 }
 
@@ -759,6 +758,7 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     k.read_enum("api", ku.api, {"jobset", "job"});
     k.read("retries", ku.retries, 0, kMaxRetries);
     refuse_slurm_only_retry_keys(k);
+    k.read("exclude_failed_nodes", ku.exclude_failed_nodes);
     k.read("secret_name", ku.secret_name);
     k.read("shm_size", ku.shm_size);
     k.read("service_account", ku.service_account);

@@ -880,6 +880,49 @@ runtime:
   EXPECT_FALSE(std::filesystem::exists("/tmp/owned"));
 }
 
+// Retries away from a bad node (Job API, exclude_failed_nodes on by default): rank 3 fails on
+// attempt 1, so the pod of node 1 fails first and its kwok node is blamed. Attempt 2's Job is
+// started with that node excluded, all its pods run on the other node, it resumes from the
+// checkpoint and succeeds; `status` lists both attempts with their nodes.
+TEST_F(K8sRunningPods, AnAttemptThatFailedOnANodeIsRetriedOnAnotherAndStatusShowsBoth) {
+  auto [id, out] =
+      run_to_the_end(long_job("k8s-away", 1,
+                              {"executor.kubernetes.api=job", "train.max_steps=12",
+                               "env.FIRST_ATTEMPT_FLAGS=--fail-rank 3 --fail-at-step 7"}),
+                     240);
+  ASSERT_FALSE(id.empty()) << out;
+  EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
+  const std::string name = object_name({0, "", out});
+  json jobs = kubectl_json({"get", "jobs", "-l", "bridge-launch/job=" + name});
+  std::string excluded;
+  for (const auto& j : jobs["items"])
+    if (j["metadata"]["name"] == name + "-r1")
+      excluded = j["metadata"]["annotations"].value("bridge-launch/excluded-nodes", "");
+  ASSERT_FALSE(excluded.empty()) << jobs.dump();
+  json pods = kubectl_json({"get", "pods", "-l", "bridge-launch/job=" + name});
+  std::string first_failed_on;
+  int second = 0;
+  for (const auto& p : pods["items"]) {
+    std::string node = p["spec"].value("nodeName", "");
+    if (p["metadata"]["labels"].value("bridge-launch/attempt", "") == "1") {
+      ++second;
+      EXPECT_NE(node, excluded) << "attempt 2 ran on the node attempt 1 failed on";
+    } else if (p["metadata"]["annotations"].value("batch.kubernetes.io/job-completion-index", "") ==
+               "1") {
+      first_failed_on = node;
+    }
+  }
+  EXPECT_EQ(second, 2);
+  EXPECT_EQ(excluded, first_failed_on) << "the node of the pod whose rank failed";
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", id}, env());
+  EXPECT_THAT(status.out, ContainsRegex("attempts +1: Job " + name +
+                                        " FAILED on [^\n]*; failure "
+                                        "blamed on " +
+                                        excluded));
+  EXPECT_THAT(status.out,
+              ContainsRegex("2: Job " + name + "-r1 SUCCEEDED on [^\n]*, excluding " + excluded));
+}
+
 // Placement in pods (docs/executors/kubernetes.md, "Placement"): a 2-node GB200 job (one
 // NVLink domain, 2 NUMA nodes of 2 GPUs per node). The two kwok nodes are in different
 // NVLink domains (node label nvidia.com/gpu.clique), and either could hold both 4-GPU pods:
