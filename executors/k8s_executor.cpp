@@ -11,8 +11,14 @@
 //   kubectl's own message). Waiting (--wait) is the CLI's: it polls status().
 // - status: one `kubectl get jobsets.jobset.x-k8s.io,jobs -l app.kubernetes.io/managed-by=
 //   bridge-launch -o json` per (context, namespace) for any number of jobs; Job API
-//   attempts: when the current attempt failed and another is left, it is started with
-//   `kubectl patch` (unsuspend) and the job reports PENDING.
+//   attempts: when the current attempt failed and another is left, it is started with one
+//   `kubectl patch` (unsuspend; with exclude_failed_nodes also the node affinity that keeps it
+//   off the node blamed, found by one `kubectl get pods` of the failed attempt) and the job
+//   reports PENDING. After apply, the Secret, the ConfigMap and the Services get
+//   ownerReferences (`kubectl get` + `kubectl patch`).
+// - status JOB: the plan confirmation's verdict from the job dir, else from the first MiB of
+//   pod 0's log (`kubectl logs --limit-bytes`); the Job API's attempts from one
+//   `kubectl get jobs,pods`.
 // - logs: `kubectl get pods -l bridge-launch/job=<name>` picks the newest attempt's pods;
 //   `kubectl logs <pod> -c trainer` per pod (`--rank N` -> the pod of node N / gpus_per_node);
 //   `-f` polls with --timestamps/--since-time until the job ends.
@@ -208,15 +214,14 @@ class KubernetesExecutor : public Executor {
   // once they exist (their uids are known only then), so that the TTL or a deletion of the
   // job removes them too: the garbage collector deletes a dependent once all of its owners are
   // gone. The Secret and the ConfigMap are owned by every top object (all attempts of the Job
-  // API), a Service by its attempt's Job. A failure
-  // is a warning: the job runs, and `cancel` deletes the objects by label.
+  // API), a Service by its attempt's Job. A failure is a warning: the job runs, and `cancel`
+  // deletes the objects by label.
   void own_dependents(const K8sManifests& shown, const std::string& ctx, const std::string& ns,
                       Diagnostics& diags) const {
-    std::vector<std::pair<std::string, std::string>> dependents;  // (kind, name)
+    std::vector<ordered_json> dependents;
     for (const auto& d : shown.docs) {
       std::string kind = d.value("kind", "");
-      if (kind == "Secret" || kind == "ConfigMap" || kind == "Service")
-        dependents.emplace_back(kind, d["metadata"].value("name", ""));
+      if (kind == "Secret" || kind == "ConfigMap" || kind == "Service") dependents.push_back(d);
     }
     if (dependents.empty()) return;
     auto warn = [&](const std::string& what, const std::string& why) {
@@ -233,7 +238,7 @@ class KubernetesExecutor : public Executor {
         "", kQueryTimeout);
     auto items = got.ok() ? parse_kubectl_items(got.out)
                           : StatusOr<std::vector<json>>(Status::failed(kubectl_message(got)));
-    if (!items.ok()) return warn(object_list_of(dependents), items.why());
+    if (!items.ok()) return warn(object_list(dependents), items.why());
     std::map<std::string, json> owner_of;  // top object name -> its ownerReference
     for (const auto& o : *items) {
       std::string name = o["metadata"].value("name", ""), uid = o["metadata"].value("uid", "");
@@ -243,7 +248,8 @@ class KubernetesExecutor : public Executor {
                         {"name", name},
                         {"uid", uid}};
     }
-    for (const auto& [kind, name] : dependents) {
+    for (const auto& d : dependents) {
+      const std::string kind = d.value("kind", ""), name = d["metadata"].value("name", "");
       json owners = json::array();
       for (const auto& [owner, ref] : owner_of)
         if (kind != "Service" || owner == name) owners.push_back(ref);
@@ -258,12 +264,6 @@ class KubernetesExecutor : public Executor {
               "", kQueryTimeout);
       if (!r.ok()) warn(what, kubectl_message(r));
     }
-  }
-
-  static std::string object_list_of(const std::vector<std::pair<std::string, std::string>>& v) {
-    std::string out;
-    for (const auto& [kind, name] : v) out += (out.empty() ? "" : ", ") + kind + " " + name;
-    return out;
   }
 
   std::vector<JobStatus> status(const std::vector<JobRecord>& jobs,

@@ -102,7 +102,9 @@ void read_volumes(const Field<YamlNode>& f, const std::string& job_dir, Checker&
             "write `volumes: [{name: data, mount_path: /data, pvc: my-claim}]`");
     return;
   }
-  std::set<std::string> names{"dshm"}, paths{"/dev/shm"};
+  // The executor's own volumes: shared memory, runtime.code, the plan confirmation's ConfigMap.
+  std::set<std::string> names{"dshm", kK8sCodeVolume, kK8sPlanVolume},
+      paths{"/dev/shm", kK8sPlanMountPath};
   static const std::vector<std::string> kKeys{"name", "mount_path", "read_only",
                                               "pvc",  "host_path",  "config_map"};
   for (size_t i = 0; i < f.value->items.size(); ++i) {
@@ -124,7 +126,8 @@ void read_volumes(const Field<YamlNode>& f, const std::string& job_dir, Checker&
     if (!name || !is_rfc1123_label(name->scalar) || !names.insert(name->scalar).second)
       c.error(at + ".name", name ? name->loc : v.loc,
               name ? fmt::format("volume name `{}` is not a new RFC 1123 label (lowercase "
-                                 "letters, digits, '-'; `dshm` is taken)",
+                                 "letters, digits, '-'; `dshm`, `bridge-code` and `bridge-plan` "
+                                 "are taken)",
                                  printable_text(name->scalar, 80))
                    : "a volume needs a `name`",
               "name it like `data` or `checkpoints`");

@@ -298,9 +298,17 @@ std::string watchdog_script(const Inputs& in, const std::string& launch) {
 // Slurm executor (executors/numa_bind.h: numactl on its GPU's NUMA node, or one line saying
 // why it runs unbound: no numactl, a node outside the pod's cpuset, no such node); the program
 // is bash, so an image without bash runs its ranks unbound and says so once per pod.
-void append_numa_binding(const Plan& plan, std::string& s) {
-  std::string bind = numa_bind_program(plan.binding);
-  if (bind.empty()) return;
+// Whether the pods bind: a pod that takes only some of a node's GPUs gets the ones the device
+// plugin picks, so its local rank says nothing about which GPU (and NUMA node) it has.
+bool pods_bind(const Inputs& in) {
+  const Topology& t = *in.plan.topology;
+  return in.plan.binding.mode == BindingMode::kNuma &&
+         (t.node_gpus <= 0 || in.gpus_per_node >= t.node_gpus);
+}
+
+void append_numa_binding(const Inputs& in, std::string& s) {
+  if (!pods_bind(in)) return;
+  std::string bind = numa_bind_program(in.plan.binding);
   s += "# runtime.binding: numa: each rank on its GPU's NUMA node (numactl), through bash.\n";
   s += "if command -v bash >/dev/null 2>&1; then\n";
   s += fmt::format("  set -- bash -c {} bridge-worker \"$@\"\n", shell_word(bind));
@@ -352,7 +360,7 @@ std::string entrypoint_script(const Inputs& in) {
   launch += fmt::format(" --nnodes={} --nproc-per-node={}", in.nodes, in.gpus_per_node);
   launch += " --node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\"";
   launch += " --master-port=\"$MASTER_PORT\" --no-python";
-  append_numa_binding(plan, s);
+  append_numa_binding(in, s);
   if (plan.watchdog.enabled)
     s += watchdog_script(in, launch);
   else
@@ -382,41 +390,62 @@ void add_plan_volume(const Inputs& in, ordered_json& spec) {
       {{"name", kK8sPlanVolume}, {"mountPath", kK8sPlanMountPath}, {"readOnly", true}});
 }
 
-// The NVLink-domain placement (Plan::nvlink): with Kueue, its topology-aware scheduling on the
-// pod set (the whole job in one domain, or slices of `segment` pods each in one); without
-// it, pod affinity among the job's pods on the domain label, which can only keep the whole
-// job together (check_nvlink_placement says so for smaller blocks).
-void add_nvlink_placement(const Inputs& in, const ordered_json& pod_labels, ordered_json& pod) {
-  const int64_t segment = in.plan.nvlink.segment;
-  if (segment <= 0) return;
-  const std::string label = in.kx.topology_label.get_or(kDefaultTopologyLabel);
-  const bool required = in.kx.topology.get_or("required") == "required";
-  if (in.kx.queue.is_set()) {
-    ordered_json& a = pod["metadata"]["annotations"];
-    if (segment >= in.nodes) {
-      a[required ? kKueueRequiredTopology : kKueuePreferredTopology] = label;
-    } else {
-      a[kKueueSliceTopology] = label;
-      a[kKueueSliceSize] = std::to_string(segment);
-    }
-    return;
-  }
-  if (segment < in.nodes) return;
-  ordered_json term{{"labelSelector", {{"matchLabels", pod_labels}}}, {"topologyKey", label}};
-  ordered_json& pod_affinity = pod["spec"]["affinity"]["podAffinity"];
-  if (required)
-    pod_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = ordered_json::array({term});
+// How the NVLink-domain placement (Plan::nvlink) is asked for. With Kueue: its
+// topology-aware scheduling on the pod set (the whole job in one domain, or slices of
+// `segment` pods each in one), only when the recipe sets segment or topology, since Kueue
+// admits a topology request only on a flavor with a Topology. Without Kueue: pod affinity
+// among the job's pods on the domain label, a preference unless `topology: required` (a
+// required one leaves the pods Pending on nodes without the label), and only for the whole
+// job (affinity cannot split the pods into blocks). Nothing for a one-node job.
+struct NvlinkRequest {
+  enum Kind { kNone, kKueueWhole, kKueueSlices, kAffinity, kBlocksNeedKueue, kKueueNotAsked };
+  Kind kind = kNone;
+  std::string label;
+  bool required = false;
+};
+
+NvlinkRequest nvlink_request(const Inputs& in) {
+  const NvlinkPlacement& p = in.plan.nvlink;
+  const auto& kx = in.kx;
+  NvlinkRequest r;
+  if (p.segment <= 0 || in.nodes < 2 || in.nodes % p.segment != 0) return r;
+  r.label = kx.topology_label.get_or(kDefaultTopologyLabel);
+  r.required = kx.topology.get_or("preferred") == "required";
+  const bool whole = p.segment >= in.nodes;
+  if (kx.queue.is_set())
+    r.kind = !kx.topology.is_set() && !kx.segment.is_set() ? NvlinkRequest::kKueueNotAsked
+             : whole                                       ? NvlinkRequest::kKueueWhole
+                                                           : NvlinkRequest::kKueueSlices;
   else
-    pod_affinity["preferredDuringSchedulingIgnoredDuringExecution"] =
-        ordered_json::array({{{"weight", 100}, {"podAffinityTerm", term}}});
+    r.kind = whole ? NvlinkRequest::kAffinity : NvlinkRequest::kBlocksNeedKueue;
+  return r;
 }
 
-// The header's line about it, and what cannot be expressed; false after an error.
+void add_nvlink_placement(const Inputs& in, const ordered_json& pod_labels, ordered_json& pod) {
+  const NvlinkRequest r = nvlink_request(in);
+  ordered_json& a = pod["metadata"]["annotations"];
+  if (r.kind == NvlinkRequest::kKueueWhole) {
+    a[r.required ? kKueueRequiredTopology : kKueuePreferredTopology] = r.label;
+  } else if (r.kind == NvlinkRequest::kKueueSlices) {
+    a[kKueueSliceTopology] = r.label;
+    a[kKueueSliceSize] = std::to_string(in.plan.nvlink.segment);
+  } else if (r.kind == NvlinkRequest::kAffinity) {
+    ordered_json term{{"labelSelector", {{"matchLabels", pod_labels}}}, {"topologyKey", r.label}};
+    ordered_json& pod_affinity = pod["spec"]["affinity"]["podAffinity"];
+    if (r.required)
+      pod_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = ordered_json::array({term});
+    else
+      pod_affinity["preferredDuringSchedulingIgnoredDuringExecution"] =
+          ordered_json::array({{{"weight", 100}, {"podAffinityTerm", term}}});
+  }
+  if (a.empty()) pod["metadata"].erase("annotations");
+}
+
+// The header's line about it, and what is not asked for; false after an error.
 bool check_nvlink_placement(const Inputs& in, std::vector<std::string>& header,
                             Diagnostics& diags) {
   const NvlinkPlacement& p = in.plan.nvlink;
-  if (p.segment <= 0) return true;
-  const auto& kx = in.kx;
+  if (p.segment <= 0 || in.nodes < 2) return true;
   if (in.nodes % p.segment != 0) {
     diags.error("k8s-segment-does-not-divide", "executor.kubernetes.segment", p.loc,
                 fmt::format("the job's {} node(s) cannot be split into NVLink-domain blocks of {}",
@@ -426,33 +455,51 @@ bool check_nvlink_placement(const Inputs& in, std::vector<std::string>& header,
                             in.nodes));
     return false;
   }
-  const std::string label = kx.topology_label.get_or(kDefaultTopologyLabel);
-  const std::string mode = kx.topology.get_or("required");
+  const NvlinkRequest r = nvlink_request(in);
+  const std::string mode = r.required ? "required" : "preferred";
   std::string how;
-  if (kx.queue.is_set() && p.segment >= in.nodes)
-    how = fmt::format("Kueue topology-aware scheduling, {}: {}",
-                      mode == "required" ? kKueueRequiredTopology : kKueuePreferredTopology, label);
-  else if (kx.queue.is_set())
-    how = fmt::format("Kueue topology-aware scheduling in slices of {} pods, required: {}",
-                      p.segment, label);
-  else if (p.segment >= in.nodes)
-    how = fmt::format("pod affinity among the job's pods, {}, topologyKey {}", mode, label);
-  if (how.empty()) {
-    diags.info("k8s-segment-needs-kueue", "executor.kubernetes.queue", kx.queue.loc,
-               fmt::format("NVLink-domain blocks of {} of the job's {} nodes ({}) need Kueue's "
-                           "topology-aware scheduling; without a queue the pods are placed "
-                           "without regard to NVLink domains",
-                           p.segment, in.nodes, p.source),
-               "set executor.kubernetes.queue to a LocalQueue whose ClusterQueue has a "
-               "topology-aware ResourceFlavor, or executor.kubernetes.segment: 0");
-    header.push_back(
-        fmt::format("placement: not by NVLink domain (blocks of {} nodes need Kueue)", p.segment));
-    return true;
+  switch (r.kind) {
+    case NvlinkRequest::kKueueWhole:
+      how = fmt::format("Kueue topology-aware scheduling, {}: {}",
+                        r.required ? kKueueRequiredTopology : kKueuePreferredTopology, r.label);
+      break;
+    case NvlinkRequest::kKueueSlices:
+      how = fmt::format("Kueue topology-aware scheduling in slices of {} pods, required: {}",
+                        p.segment, r.label);
+      if (!r.required)
+        diags.info("k8s-slices-required", "executor.kubernetes.topology", in.kx.topology.loc,
+                   "Kueue knows no preferred slices: each block of the job is required to fit "
+                   "in one NVLink domain");
+      break;
+    case NvlinkRequest::kAffinity:
+      how = fmt::format("pod affinity among the job's pods, {}, topologyKey {}", mode, r.label);
+      break;
+    case NvlinkRequest::kBlocksNeedKueue:
+      diags.info("k8s-segment-needs-kueue", "executor.kubernetes.segment", p.loc,
+                 fmt::format("NVLink-domain blocks of {} of the job's {} nodes ({}) need Kueue's "
+                             "topology-aware scheduling; without a queue the pods are placed "
+                             "without regard to NVLink domains",
+                             p.segment, in.nodes, p.source),
+                 "set executor.kubernetes.queue to a LocalQueue whose ClusterQueue has a "
+                 "topology-aware ResourceFlavor, or executor.kubernetes.segment: 0");
+      header.push_back(fmt::format(
+          "placement: not by NVLink domain (blocks of {} nodes need Kueue)", p.segment));
+      return true;
+    case NvlinkRequest::kKueueNotAsked:
+      diags.info("k8s-topology-not-requested", "executor.kubernetes.topology", in.kx.queue.loc,
+                 fmt::format("the job's nodes are not placed by NVLink domain ({}): Kueue admits "
+                             "a topology request only on a flavor with a Topology, so it is "
+                             "asked for only when the recipe sets it",
+                             p.source),
+                 "set executor.kubernetes.topology: required (or preferred) when the queue's "
+                 "ResourceFlavor has a Kueue Topology with the domain label as a level");
+      header.push_back(
+          "placement: not by NVLink domain (set executor.kubernetes.topology to "
+          "ask Kueue)");
+      return true;
+    case NvlinkRequest::kNone:
+      return true;
   }
-  if (kx.queue.is_set() && p.segment < in.nodes && mode == "preferred")
-    diags.info("k8s-slices-required", "executor.kubernetes.topology", kx.topology.loc,
-               "Kueue knows no preferred slices: each block of the job is required to fit in "
-               "one NVLink domain");
   header.push_back(fmt::format("placement: {} node{} per NVLink domain, {}; {}", p.segment,
                                p.segment == 1 ? "" : "s", p.source, how));
   return true;
@@ -540,6 +587,8 @@ ordered_json plan_config_map_doc(const Inputs& in) {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", metadata(in, in.plan_config_map, in.common_labels, ordered_json::object())},
+          // Never changed after apply: the kubelets of a large job need not watch it.
+          {"immutable", true},
           {"data", data}};
 }
 
@@ -680,17 +729,60 @@ bool prepare_pod(const Plan& plan, Inputs& in, std::optional<K8sPodSettings>& se
   return true;
 }
 
-// "the Secret, the ConfigMap and the Services": what the executor makes owned by the top
-// objects after apply ("" = nothing).
-std::string owned_objects(const Inputs& in) {
+// "the Secret", "the ConfigMap", "the Services": what the executor makes owned by the top
+// objects after apply.
+std::vector<std::string> owned_objects(const Inputs& in) {
   std::vector<std::string> names;
   if (in.generated_secret) names.emplace_back("the Secret");
   if (!in.plan_config_map.empty()) names.emplace_back("the ConfigMap");
   if (in.api == "job") names.emplace_back("the Services");
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
+  return names;
+}
+
+// The header's lines about what each pod does beyond the plan's env: NUMA binding, retries,
+// and what the TTL removes with the job.
+void describe_binding_retries_cleanup(const Inputs& in, const K8sManifests& m,
+                                      std::vector<std::string>& header, Diagnostics& diags) {
+  if (pods_bind(in))
+    header.push_back(fmt::format(
+        "binding: every rank on its GPU's NUMA node: {} (a rank that cannot bind, e.g. a node "
+        "outside the pod's cpuset or no numactl in the image, says why and runs unbound)",
+        in.plan.binding.rule));
+  else if (in.plan.binding.mode == BindingMode::kNuma && in.job.runtime.binding.is_set())
+    diags.warning("binding-not-applied", "runtime.binding", in.job.runtime.binding.loc,
+                  fmt::format("runtime.binding is numa, but each pod takes {} of a node's {} "
+                              "GPUs, chosen by the device plugin: its ranks run unbound",
+                              in.gpus_per_node, in.plan.topology->node_gpus),
+                  "give each pod a whole node (-gn equal to the node's GPUs), or drop "
+                  "runtime.binding");
+  if (!pods_bind(in) && in.plan.binding.mode == BindingMode::kNuma)
+    header.push_back(fmt::format(
+        "binding: none: each pod takes {} of a node's {} GPUs, and which ones is the device "
+        "plugin's choice (runtime.binding numa needs whole nodes on Kubernetes)",
+        in.gpus_per_node, in.plan.topology->node_gpus));
+  if (in.api == "job" && m.attempts > 1)
+    header.push_back(fmt::format(
+        "retries: {} more attempt{} created suspended, started in turn when the previous one "
+        "fails{}",
+        in.retries, in.retries == 1 ? "" : "s",
+        in.kx.exclude_failed_nodes.get_or(true)
+            ? ", each away from the nodes the failures were blamed on (exclude_failed_nodes)"
+            : ""));
+  else if (in.retries > 0)
+    header.push_back(
+        fmt::format("retries: the JobSet restarts up to {} time{} in place, on any node (api: job "
+                    "retries away from a failed node)",
+                    in.retries, in.retries == 1 ? "" : "s"));
+  if (std::vector<std::string> owned = owned_objects(in); !owned.empty()) {
+    const bool one = owned.size() == 1 && owned[0] != "the Services";
+    std::string list;
+    for (size_t i = 0; i < owned.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == owned.size() ? " and " : ", ") + owned[i];
+    header.push_back(fmt::format(
+        "cleanup: {} get{} ownerReferences to the {} once applied: the TTL or a deletion of "
+        "the job removes {} too",
+        list, one ? "s" : "", in.api == "job" ? "Jobs" : "JobSet", one ? "it" : "them"));
+  }
 }
 
 // The header lines about secrets. The generated Secret is left out of the printed documents
@@ -825,31 +917,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
   for (const auto& line : shape->summary) header.push_back(line);
   for (auto& line : placement) header.push_back(std::move(line));
-  if (plan.binding.mode == BindingMode::kNuma)
-    header.push_back(fmt::format(
-        "binding: every rank on its GPU's NUMA node: {} (a rank that cannot bind, e.g. a node "
-        "outside the pod's cpuset or no numactl in the image, says why and runs unbound)",
-        plan.binding.rule));
-  if (in.api == "job" && m.attempts > 1)
-    header.push_back(fmt::format(
-        "retries: {} more attempt{} created suspended, started in turn when the previous one "
-        "fails{}",
-        in.retries, in.retries == 1 ? "" : "s",
-        kx.exclude_failed_nodes.get_or(true)
-            ? ", each away from the nodes the failures were blamed on (exclude_failed_nodes)"
-            : ""));
-  else if (in.retries > 0)
-    header.push_back(
-        fmt::format("retries: the JobSet restarts up to {} time{} in place, on any node (api: job "
-                    "retries away from a failed node)",
-                    in.retries, in.retries == 1 ? "" : "s"));
-  if (std::string owned = owned_objects(in); !owned.empty()) {
-    bool one = owned.find(" and ") == std::string::npos && owned != "the Services";
-    header.push_back(fmt::format(
-        "cleanup: {} get{} ownerReferences to the {} once applied: the TTL or a deletion of "
-        "the job removes {} too",
-        owned, one ? "s" : "", in.api == "job" ? "Jobs" : "JobSet", one ? "it" : "them"));
-  }
+  describe_binding_retries_cleanup(in, m, header, diags);
   std::vector<ordered_json> printed = m.docs;
   describe_secrets(in, has_secrets, options.reveal_secrets, header, printed);
   describe_plan_confirmation(in, options.reveal_secrets, header, printed);

@@ -16,9 +16,14 @@
 //   text names the Secret and prints the `kubectl create secret` line that makes it, so a
 //   dry-run applied by hand cannot start pods with placeholder values.
 // - With the plan confirmation (Plan::confirm), the ConfigMap `<name>-plan` holds its program
-//   and request, mounted read-only at kK8sPlanMountPath; it is left out of `yaml` (a header
-//   line names it). The verdict goes to `submission_dir`, `<job dir>/<name>`, which the
-//   entrypoint creates and where the pod's watchdog writes too.
+//   and request, mounted read-only at kK8sPlanMountPath; the shown `yaml` leaves it out (a
+//   header line names it), the applied one has it. The verdict goes to `submission_dir`,
+//   `<job dir>/<name>`, which the entrypoint creates and where the pod's watchdog writes too.
+// - Placement: with runtime.binding numa and pods of whole nodes, every torchrun worker starts
+//   through executors/numa_bind.h's program; Plan::nvlink becomes Kueue topology annotations
+//   on the pod template (when the recipe asks) or pod affinity among the job's pods. With
+//   exclude_failed_nodes (Job API, retries), each Job carries the annotation that tells
+//   `status` to start the next attempt away from the failed node (k8s_status.h).
 // - MASTER_ADDR is the DNS name of pod 0 computed by the same functions that name the
 //   objects; NODE_RANK comes from the completion-index annotation; torchrun (or the
 //   fault_tolerance plugin's ft_launcher) starts gpus_per_node ranks per pod after a bounded

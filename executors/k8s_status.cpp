@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/json_limits.h"
+#include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
 
 namespace bridge {
@@ -363,18 +364,24 @@ std::string blamed_node(const std::vector<K8sPod>& pods) {
   for (const auto& p : pods) {
     bool failed = p.phase == "Failed" || (p.exit_code && *p.exit_code != 0) || p.signal;
     if (!failed || p.node_name.empty()) continue;
-    // finished_at "" (a pod lost with its node) sorts first: it failed before any that ended.
-    if (!first || p.finished_at < first->finished_at) first = &p;
+    // As `why` orders its units: by the container's end, one without an end (a pod lost with
+    // its node) after those with one.
+    auto order = [](const K8sPod& x) { return x.finished_at.empty() ? "~" : x.finished_at; };
+    if (!first || order(p) < order(*first)) first = &p;
   }
   return first ? first->node_name : "";
 }
 
 std::vector<std::string> excluded_nodes_of(const json& job) {
+  // Anyone who may edit the Job may edit the annotation: only node names are taken, at most
+  // kMaxExcludedNodes of them.
+  constexpr size_t kMaxExcludedNodes = 64;
   std::vector<std::string> nodes;
   std::string list = annotation(job, kK8sExcludedNodesAnnotation);
-  for (size_t from = 0; from < list.size();) {
+  for (size_t from = 0; from < list.size() && nodes.size() < kMaxExcludedNodes;) {
     size_t comma = std::min(list.find(',', from), list.size());
-    if (comma > from) nodes.push_back(list.substr(from, comma - from));
+    std::string node = list.substr(from, comma - from);
+    if (is_rfc1123_subdomain(node)) nodes.push_back(std::move(node));
     from = comma + 1;
   }
   return nodes;
@@ -423,8 +430,11 @@ json next_attempt_patch(const json& next_job, const std::vector<std::string>& ex
   for (const auto& n : excluded) list += (list.empty() ? "" : ",") + n;
   patch["metadata"]["annotations"][kK8sExcludedNodesAnnotation] = list;
   // Each term of the template's required node affinity (they are ORed) gets the exclusion
-  // (a term's requirements are ANDed); without one, a term of its own.
-  const json fence{{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", excluded}};
+  // (a term's requirements are ANDed); without one, a term of its own. The API takes one
+  // value per node field selector with NotIn: one requirement per node.
+  json fences = json::array();
+  for (const auto& node : excluded)
+    fences.push_back({{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", {node}}});
   const json::json_pointer where(
       "/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution");
   json required = next_job.contains(where) && next_job.at(where).is_object() ? next_job.at(where)
@@ -436,7 +446,7 @@ json next_attempt_patch(const json& next_job, const std::vector<std::string>& ex
     if (!term.is_object()) continue;
     if (!term.contains("matchFields") || !term["matchFields"].is_array())
       term["matchFields"] = json::array();
-    term["matchFields"].push_back(fence);
+    for (const auto& fence : fences) term["matchFields"].push_back(fence);
   }
   patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
        ["requiredDuringSchedulingIgnoredDuringExecution"] = required;

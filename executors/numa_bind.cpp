@@ -47,6 +47,13 @@ std::string numa_bind_program(const NumaBinding& binding, const std::string& sys
       "unbound\" >&2; "
       "elif ! command -v numactl >/dev/null 2>&1; then echo \"$w numactl not found; running "
       "unbound instead of on NUMA node $n ($how)\" >&2; "
+      // A container's default seccomp profile allows a memory policy only with CAP_SYS_NICE:
+      // bound to the node's CPUs, its memory left to first touch.
+      "elif ! numactl --cpunodebind=\"$n\" --membind=\"$n\" /bin/true >/dev/null 2>&1 && "
+      "numactl --cpunodebind=\"$n\" /bin/true >/dev/null 2>&1; then "
+      "echo \"$w numactl --cpunodebind=$n ($how; CPUs only: a memory policy is not permitted "
+      "here, e.g. a container without CAP_SYS_NICE)\" >&2; "
+      "exec numactl --cpunodebind=\"$n\" \"$@\"; "
       "elif ! numactl --cpunodebind=\"$n\" --membind=\"$n\" /bin/true >/dev/null 2>&1; then "
       "a=; while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && a=$v; done 2>/dev/null "
       "</proc/self/status; "

@@ -9,7 +9,9 @@
 // the NVIDIA display or 3D controllers under <sysfs_root>/bus/pci/devices in bus order, the
 // rank's one picked by its entry of a numeric CUDA_VISIBLE_DEVICES (or its only entry), else
 // by its local rank; a host with one NUMA node is node 0 whatever the GPU. The rank then runs
-// under `numactl --cpunodebind=N --membind=N` and says so on stderr (its log). It never fails
+// under `numactl --cpunodebind=N --membind=N` and says so on stderr (its log); where a memory
+// policy is not permitted (a container's seccomp profile without CAP_SYS_NICE) but the CPUs
+// are, under `numactl --cpunodebind=N` alone, saying so. It never fails
 // the rank: without numactl, without NUMA node N on the host, or without an answer from sysfs
 // it prints one `bridge-launch: rank R: ... running unbound` warning and runs the command
 // unbound (docs/executors/slurm.md, "GPU-local binding"). sysfs_root is "/sys" in every

@@ -20,8 +20,9 @@ std::string expected_env_spec(const LaunchEnv& env);
 std::string overlap_grad_reduce_flag(const Plan& plan);
 
 // The runtime command line of one rank: command prefix (e.g. nsys), runtime.command,
-// runtime.args, then the plan's runtime arguments. With `files_dir` (the job's directory, where
-// the executor writes plan_confirmation_files) the runtime starts through the plan
+// runtime.args, then the plan's runtime arguments. With `files_dir` (where the ranks find
+// plan_confirmation_files: the job's directory, or the pods' ConfigMap mount) the runtime
+// starts through the plan
 // confirmation when the plan asks for it (plan/plan_confirm.h); `verdict_file` when the
 // verdict goes elsewhere than into `files_dir`.
 std::vector<std::string> rank_command(const Plan& plan, const std::string& files_dir = "",

@@ -9,7 +9,8 @@
 // the node (an unknown GPU, an A100, or cluster.gpus_per_node_max). The shell that applies it
 // lives with the executors (executors/numa_bind.h). default_nvlink_segment is the Slurm
 // `--segment` Megatron-Bridge's performance harness asks for on trays whose NVLink domain spans
-// nodes; 0 where there is none to ask for.
+// nodes; 0 where there is none to ask for. resolve_nvlink_placement is the plan's one answer
+// for every executor that places by NVLink domain (Slurm --segment, Kubernetes topology).
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,7 @@ NumaBinding resolve_binding(const Recipe& recipe, const Topology& topology,
 // domain (Slurm: sbatch --segment; Kubernetes: a Kueue topology request or pod affinity).
 struct NvlinkPlacement {
   int64_t segment = 0;  // nodes per block; 0 = nothing asked
-  std::string source;   // "executor.slurm.segment" or "default (...)"
+  std::string source;   // "executor.<slurm|kubernetes>.segment" or "default (...)"
   SourceLoc loc;        // of the recipe's key, when set
 };
 

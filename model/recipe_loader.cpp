@@ -698,9 +698,8 @@ void read_retry_on(MapReader& s, Field<StringList>& f) {
     }
 }
 
-// Choosing failure classes and excluding the failed node are Slurm-only for now: the batch
-// script decides there (docs/executors/kubernetes.md, "Retries"). Said by name, not as an
-// unknown key.
+// Choosing failure classes is Slurm-only for now: the batch script decides there
+// (docs/executors/kubernetes.md, "api: job"). Said by name, not as an unknown key.
 void refuse_slurm_only_retry_keys(MapReader& k) {
   for (const char* key : {"retry_on"}) {
     k.handled(key);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -11,7 +12,6 @@
 
 #include "base/json_limits.h"
 #include "base/utf8.h"
-#include "model/executor_kind.h"
 #include "plan/runtime_check.h"
 #include "system/file_read.h"
 #include "system/templates.h"
@@ -188,18 +188,20 @@ std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string
 }
 
 std::optional<PlanConfirmationVerdict> find_plan_confirmation_line(const std::string& log_text) {
+  // A verdict line is short (the program cuts its values); a longer one is not parsed.
+  constexpr size_t kMaxVerdictLine = size_t{64} << 10;
   const std::string prefix = std::string(kConfirmVerdictLine) + " ";
   std::optional<PlanConfirmationVerdict> found;
-  for (size_t at = log_text.find(prefix); at != std::string::npos;
-       at = log_text.find(prefix, at + prefix.size())) {
-    // CRI log lines may carry a timestamp before the text; the line starts at the prefix.
-    size_t begin = at + prefix.size();
-    size_t end = log_text.find('\n', begin);
-    auto verdict = parse_plan_confirmation(
-        log_text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
-    if (!verdict) continue;
-    if (verdict->confirmed == std::optional<bool>(false)) return verdict;
-    if (!found) found = std::move(verdict);
+  for (size_t begin = 0; begin < log_text.size();) {
+    size_t end = std::min(log_text.find('\n', begin), log_text.size());
+    // Only a line that starts with the prefix: not one that quotes it.
+    if (end - begin <= kMaxVerdictLine && log_text.compare(begin, prefix.size(), prefix) == 0) {
+      auto verdict = parse_plan_confirmation(
+          log_text.substr(begin + prefix.size(), end - begin - prefix.size()));
+      if (verdict && verdict->confirmed == std::optional<bool>(false)) return verdict;
+      if (verdict && !found) found = std::move(verdict);
+    }
+    begin = end + 1;
   }
   return found;
 }

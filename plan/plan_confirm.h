@@ -92,9 +92,9 @@ std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string&
 // deeper than base/json_limits.h allows).
 std::optional<PlanConfirmationVerdict> parse_plan_confirmation(const std::string& text);
 
-// The verdict a rank printed (kConfirmVerdictLine) in `log_text` (a log's head, any bytes):
-// a difference when any printed line holds one, else the first line's verdict; nullopt when
-// no line is a verdict.
+// The verdict a rank printed (kConfirmVerdictLine at the start of a line of at most 64 KiB)
+// in `log_text` (a log's head, any bytes): a difference when any such line holds one, else
+// the first line's verdict; nullopt when no line is a verdict.
 std::optional<PlanConfirmationVerdict> find_plan_confirmation_line(const std::string& log_text);
 
 // Whether a job's recorded plan (`plan --format json`, the registry's `plan`) started its

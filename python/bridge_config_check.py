@@ -1085,6 +1085,7 @@ ENV_LINE = "bridge-launch: the rank's environment differs from the planned launc
 ENV_SHOWN_BYTES = 120
 VERDICT_LINE = "bridge-launch: plan confirmation verdict"
 VERDICT_LINE_DIFFS = 8
+VERDICT_LINE_VALUE = 200  # characters of a planned or actual value on the line
 
 
 def _shown_env_value(raw):
@@ -1250,16 +1251,18 @@ class _Confirmation:
         rank number), because the scheduler may kill rank 0 once another rank has exited."""
         if self.rank != 0 and not every_rank:
             return
+        verdict.update(rank=self.rank, host=self.host,
+                       seconds=round(time.time() - self.start, 2),
+                       hook=f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}")
+        # In the rank's own log whatever the file holds: where only the log is read back
+        # (Kubernetes), each pod's ranks say it themselves.
+        self.say_verdict(verdict)
         # A difference already on record stays: a rank that confirmed (configs may differ by
         # rank) or the at-exit note must not replace it, nor need 4096 ranks write it again.
         with contextlib.suppress(OSError, ValueError):
             with open(self.verdict_path, encoding="utf-8") as f:
                 if json.load(f).get("confirmed") is False:
                     return
-        verdict.update(rank=self.rank, host=self.host,
-                       seconds=round(time.time() - self.start, 2),
-                       hook=f"{CONFIRM_HOOK_MODULE}.{CONFIRM_HOOK_FUNCTION}")
-        self.say_verdict(verdict)
         tmp = f"{self.verdict_path}.{self.host}.{self.rank}.{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
@@ -1274,13 +1277,24 @@ class _Confirmation:
         """The verdict as one line on stderr (VERDICT_LINE, then JSON), for where the job dir
         cannot be read from the submitting host: `status` finds it at the head of the log
         (Kubernetes pod logs). The lists are cut so the line stays short."""
+        def cut(value):
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            return text if len(text) <= VERDICT_LINE_VALUE else text[:VERDICT_LINE_VALUE] + "..."
+
         shown = dict(verdict)
-        shown["differences"] = list(verdict.get("differences") or [])[:VERDICT_LINE_DIFFS]
+        shown["differences"] = [
+            {k: cut(v) if k in ("planned", "actual") else v for k, v in d.items()}
+            for d in list(verdict.get("differences") or [])[:VERDICT_LINE_DIFFS]
+            if isinstance(d, dict)]
         shown.pop("not_compared", None)
+        try:
+            text = json.dumps(shown, allow_nan=False, default=str)
+        except ValueError:  # a NaN or infinity among the values: as text
+            text = json.dumps(json.loads(json.dumps(shown, default=str), parse_constant=str))
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         with contextlib.suppress(OSError):
-            os.write(2, (VERDICT_LINE + " " + json.dumps(shown) + "\n").encode("utf-8", "replace"))
+            os.write(2, (VERDICT_LINE + " " + text + "\n").encode("utf-8", "replace"))
 
     def confirm(self, cfg):
         if self.done:

@@ -45,29 +45,48 @@ Rendered render(std::vector<std::string> overrides) {
   return r;
 }
 
+// By default a preference (a required one leaves the pods Pending on nodes without the
+// label); `topology: required` makes it a requirement.
 TEST(K8sPlacement, AJobWithinOneNvlinkDomainGetsPodAffinityWithoutKueue) {
-  Rendered r = render({});
+  Rendered r = render({"executor.kubernetes.topology_label=example.com/nvl-domain"});
   ASSERT_TRUE(r.m.has_value());
-  const json& term =
-      r.pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
-  EXPECT_EQ(term["topologyKey"], "nvidia.com/gpu.clique");
-  EXPECT_EQ(term["labelSelector"]["matchLabels"]["bridge-launch/job"], r.m->name);
-  EXPECT_THAT(r.m->yaml, HasSubstr("# placement: 2 nodes per NVLink domain, default (gb200: an "
-                                   "NVLink domain of 18 nodes); pod affinity among the job's "
-                                   "pods, required, topologyKey nvidia.com/gpu.clique\n"));
+  const json& weighted = r.pod["spec"]["affinity"]["podAffinity"]
+                              ["preferredDuringSchedulingIgnoredDuringExecution"][0];
+  EXPECT_EQ(weighted["weight"], 100);
+  EXPECT_EQ(weighted["podAffinityTerm"]["topologyKey"], "example.com/nvl-domain");
+  EXPECT_EQ(weighted["podAffinityTerm"]["labelSelector"]["matchLabels"]["bridge-launch/job"],
+            r.m->name);
   EXPECT_THAT(r.m->yaml, HasSubstr("# binding: every rank on its GPU's NUMA node: NUMA node = "
                                    "local rank / 2"));
 
-  Rendered preferred = render({"executor.kubernetes.topology=preferred",
-                               "executor.kubernetes.topology_label=example.com/nvl-domain"});
-  const json& weighted = preferred.pod["spec"]["affinity"]["podAffinity"]
-                                      ["preferredDuringSchedulingIgnoredDuringExecution"][0];
-  EXPECT_EQ(weighted["weight"], 100);
-  EXPECT_EQ(weighted["podAffinityTerm"]["topologyKey"], "example.com/nvl-domain");
+  Rendered required = render({"executor.kubernetes.topology=required"});
+  const json& term = required.pod["spec"]["affinity"]["podAffinity"]
+                                 ["requiredDuringSchedulingIgnoredDuringExecution"][0];
+  EXPECT_EQ(term["topologyKey"], "nvidia.com/gpu.clique");
+  EXPECT_THAT(required.m->yaml,
+              HasSubstr("# placement: 2 nodes per NVLink domain, default (gb200: an NVLink "
+                        "domain of 18 nodes); pod affinity among the job's pods, required, "
+                        "topologyKey nvidia.com/gpu.clique\n"));
+
+  // One node: nothing to keep together.
+  Rendered one = render({"cluster.num_gpus=4"});
+  ASSERT_TRUE(one.m.has_value());
+  EXPECT_FALSE(one.pod["spec"].contains("affinity"));
+  EXPECT_THAT(one.m->yaml, Not(HasSubstr("# placement:")));
 }
 
+// Kueue admits a topology request only on a flavor with a Topology: asked for only when the
+// recipe sets topology (or segment), said by name otherwise.
 TEST(K8sPlacement, WithKueueTheWholeJobOrEachSliceIsATopologyRequest) {
-  Rendered whole = render({"executor.kubernetes.queue=gpu-queue"});
+  Rendered unasked = render({"executor.kubernetes.queue=gpu-queue"});
+  ASSERT_TRUE(unasked.m.has_value());
+  EXPECT_FALSE(unasked.pod["metadata"].contains("annotations")) << unasked.pod.dump();
+  EXPECT_TRUE(unasked.diags.has_code("k8s-topology-not-requested"));
+  EXPECT_THAT(unasked.m->yaml, HasSubstr("# placement: not by NVLink domain (set "
+                                         "executor.kubernetes.topology to ask Kueue)"));
+
+  Rendered whole =
+      render({"executor.kubernetes.queue=gpu-queue", "executor.kubernetes.topology=required"});
   ASSERT_TRUE(whole.m.has_value());
   EXPECT_EQ(whole.pod["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"],
             "nvidia.com/gpu.clique");
@@ -79,7 +98,8 @@ TEST(K8sPlacement, WithKueueTheWholeJobOrEachSliceIsATopologyRequest) {
             "nvidia.com/gpu.clique");
 
   // 24 nodes: blocks of 12 (the largest divisor within a domain of 18).
-  Rendered sliced = render({"executor.kubernetes.queue=gpu-queue", "cluster.num_gpus=96"});
+  Rendered sliced = render({"executor.kubernetes.queue=gpu-queue", "cluster.num_gpus=96",
+                            "executor.kubernetes.topology=required"});
   ASSERT_TRUE(sliced.m.has_value());
   const json& a = sliced.pod["metadata"]["annotations"];
   EXPECT_EQ(a["kueue.x-k8s.io/podset-slice-required-topology"], "nvidia.com/gpu.clique");

@@ -51,6 +51,10 @@ TEST(K8sRetry, TheNodeWhosePodFailedFirstIsBlamed) {
   EXPECT_EQ(blamed_node(pods), "node-b");
   EXPECT_EQ(blamed_node(all_pods({pod("c", 0, 0, "node-c", "Succeeded", 0, "t")})), "");
   EXPECT_EQ(blamed_node({}), "");
+  // As `why` orders: a pod lost with its node (no end) after one whose container ended.
+  EXPECT_EQ(blamed_node(all_pods({pod("lost", 0, 0, "node-x", "Failed", 0, ""),
+                                  pod("b", 1, 0, "node-b", "Failed", 1, "2026-12-05T01:00:05Z")})),
+            "node-b");
 }
 
 TEST(K8sRetry, TheNextAttemptStartsWithTheNodesExcludedFromEveryAffinityTerm) {
@@ -67,18 +71,23 @@ TEST(K8sRetry, TheNextAttemptStartsWithTheNodesExcludedFromEveryAffinityTerm) {
   const json& terms = patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(terms.size(), 2u) << "the recipe's terms stay, each with the exclusion";
+  // One value per node field selector (the API refuses NotIn with more): one per node.
   for (const auto& term : terms) {
     EXPECT_EQ(term["matchExpressions"].size(), 1u);
-    EXPECT_EQ(term["matchFields"][0], json::parse(R"({"key": "metadata.name", "operator": "NotIn",
-                              "values": ["node-a", "node-b"]})"));
+    EXPECT_EQ(term["matchFields"], json::parse(R"([
+        {"key": "metadata.name", "operator": "NotIn", "values": ["node-a"]},
+        {"key": "metadata.name", "operator": "NotIn", "values": ["node-b"]}])"));
   }
   json bare = next_attempt_patch(json::object(), {"node-a"});
   EXPECT_EQ(bare["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
                 ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
                     .size(),
             1u);
-  json excluded{{"metadata", {{"annotations", {{kK8sExcludedNodesAnnotation, "node-a,node-b"}}}}}};
-  EXPECT_EQ(excluded_nodes_of(excluded), (std::vector<std::string>{"node-a", "node-b"}));
+  json excluded{
+      {"metadata",
+       {{"annotations", {{kK8sExcludedNodesAnnotation, "node-a,,Not A Node,$(id),node-b"}}}}}};
+  EXPECT_EQ(excluded_nodes_of(excluded), (std::vector<std::string>{"node-a", "node-b"}))
+      << "only node names are taken from an annotation anyone may edit";
 }
 
 TEST(K8sRetry, StatusListsEveryStartedAttemptWithItsNodes) {

@@ -198,6 +198,14 @@ class SysfsFixture {
                    "echo \"numactl $1 $2\"\nshift 2\nexec \"$@\"\n");
   }
 
+  // A numactl whose memory policy is refused, as a container's default seccomp profile refuses
+  // set_mempolicy/mbind without CAP_SYS_NICE; CPUs alone bind.
+  void install_membind_refusing_numactl() const {
+    executable(bin() + "/numactl",
+               "#!/bin/sh\ncase \"$2\" in --membind=*) echo 'set_mempolicy: Operation not "
+               "permitted' >&2; exit 1;; esac\necho \"numactl $1\"\nshift\nexec \"$@\"\n");
+  }
+
   // Runs the binding program as local rank `local_rank`; stdout and stderr.
   test::ChildResult run(const NumaBinding& b, int local_rank, const std::string& cvd = "") const {
     return run_command({"/bin/bash", "-c", numa_bind_program(b, root()), "bridge-rank",
@@ -329,6 +337,16 @@ TEST(BindingProgram, FallsBackUnboundWithAWarning) {
     EXPECT_THAT(r.err, HasSubstr("); running unbound"));
     auto other = sys.run(table_rule(4), 1);  // node 0 binds as before
     EXPECT_EQ(bound_to(other), "numactl --cpunodebind=0 --membind=0") << other.err;
+  }
+  {  // no memory policy allowed (a pod without CAP_SYS_NICE): the CPUs alone, said so
+    SysfsFixture sys(2, kTwoNodes);
+    sys.install_membind_refusing_numactl();
+    auto r = sys.run(table_rule(4), 5);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(bound_to(r), "numactl --cpunodebind=1") << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("ran train"));
+    EXPECT_THAT(r.err, HasSubstr("bridge-launch: rank 105: numactl --cpunodebind=1 (local rank 5 "
+                                 "/ 4; CPUs only: a memory policy is not permitted here"));
   }
   {  // two NUMA nodes and no GPU in sysfs: nothing to go by
     SysfsFixture sys(2, {});

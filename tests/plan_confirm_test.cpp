@@ -216,13 +216,19 @@ TEST(VerdictLine, TheLogsVerdictIsFoundAndADifferenceWins) {
   auto one = find_plan_confirmation_line("torchrun: starting\n" + confirmed + "\niteration 1\n");
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(plan_confirmation_line(*one), "plan confirmed by rank 0 (40 values)");
-  std::string both = "2026-12-05T00:00:00Z stderr F " + std::string(kConfirmVerdictLine) +
-                     " {broken\n" + confirmed + "\n" + differs + "\n";
+  std::string both =
+      std::string(kConfirmVerdictLine) + " {broken\n" + confirmed + "\n" + differs + "\n";
   auto worst = find_plan_confirmation_line(both);
   ASSERT_TRUE(worst.has_value());
   EXPECT_THAT(plan_confirmation_line(*worst),
               HasSubstr("plan differs on rank 2: train.train_iters is 9, planned 8"));
   EXPECT_FALSE(find_plan_confirmation_line("no verdict here\n").has_value());
+  // A line that quotes a verdict is not one; nor is one past the bound.
+  EXPECT_FALSE(find_plan_confirmation_line("echo: " + differs + "\n").has_value());
+  EXPECT_FALSE(find_plan_confirmation_line(std::string(kConfirmVerdictLine) +
+                                           R"( {"confirmed": true, "note": ")" +
+                                           std::string(70000, 'x') + "\"}\n")
+                   .has_value());
 }
 
 TEST_F(VerdictTest, ADifferingPlanNamesEveryFieldWithBothValues) {

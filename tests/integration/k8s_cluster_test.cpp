@@ -526,8 +526,8 @@ TEST_F(K8sCluster, KueueAdmitsOneSixteenGpuJobAndHoldsTheNextWithItsReason) {
 // reaches the JobSet as rendered.
 TEST_F(K8sCluster, KueueTakesTheNvlinkDomainRequestOfAGb200Job) {
   if (!kueue_installed()) GTEST_SKIP() << "the test cluster runs without Kueue (K8S_TEST_KUEUE=0)";
-  std::vector<std::string> gb200 =
-      argv({"cluster.gpu=gb200", "executor.kubernetes.queue=gpu-queue"});
+  std::vector<std::string> gb200 = argv({"cluster.gpu=gb200", "executor.kubernetes.queue=gpu-queue",
+                                         "executor.kubernetes.topology=required"});
   gb200[4] = "8";  // -ng 8 -gn 4: two GB200 nodes
   gb200[6] = "4";
   auto r = run_command(gb200, env());
@@ -946,7 +946,8 @@ runtime:
   args: [--compute-ms, '10', --timeout, '300']
   container_image: nvcr.io/nvidia/nemo:25.04
 )");
-  auto [id, out] = run_to_the_end(host_pods(recipe, {}), 180);
+  auto [id, out] =
+      run_to_the_end(host_pods(recipe, {"executor.kubernetes.topology=required"}), 180);
   ASSERT_FALSE(id.empty()) << out;
   EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
   const std::string name = object_name({0, "", out});
