@@ -526,8 +526,8 @@ class KubernetesExecutor : public Executor {
       return st;
     }
     if (!a.start_next.empty()) {
-      std::vector<std::string> excluded = nodes_to_exclude(rec, ref, a, items);
       const json* next = find_job(a.start_next, items);
+      std::vector<std::string> excluded = nodes_to_exclude(rec, ref, a, next, items);
       json patch = next_attempt_patch(next ? *next : json::object(), excluded);
       CommandResult r =
           run(kubectl(rec.context, rec.namespace_,
@@ -550,9 +550,8 @@ class KubernetesExecutor : public Executor {
   // The nodes the next attempt stays off (exclude_failed_nodes, rendered as an annotation on
   // its Job): those the failed attempt excluded, and the node blamed for its failure.
   std::vector<std::string> nodes_to_exclude(const JobRecord& rec, const K8sJobRef& ref,
-                                            const K8sAttemptStatus& a,
+                                            const K8sAttemptStatus& a, const json* next,
                                             const std::vector<json>& items) const {
-    const json* next = find_job(a.start_next, items);
     if (!next || !excludes_failed_nodes(*next)) return {};
     const json* failed = find_job(a.failed, items);
     std::vector<std::string> excluded =

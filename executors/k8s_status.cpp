@@ -197,13 +197,27 @@ JobStatus job_status(const json& job) {
   return st;
 }
 
-K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>& items) {
+namespace {
+
+// The Job API attempts of `base` among `items`, by attempt number (0 first).
+std::map<int64_t, const json*> job_attempts(const std::string& base,
+                                            const std::vector<json>& items) {
   std::map<int64_t, const json*> attempts;
-  for (const auto& obj : items) {
-    if (kind_of(obj) != "Job" || label(obj, kK8sJobLabel) != base) continue;
-    auto a = parse_int(label(obj, kK8sAttemptLabel));
-    attempts[a.value_or(0)] = &obj;
-  }
+  for (const auto& obj : items)
+    if (kind_of(obj) == "Job" && label(obj, kK8sJobLabel) == base)
+      attempts[parse_int(label(obj, kK8sAttemptLabel)).value_or(0)] = &obj;
+  return attempts;
+}
+
+// An attempt created suspended that was never started.
+bool never_started(const JobStatus& s) {
+  return s.state == JobState::kPending && s.detail == "suspended";
+}
+
+}  // namespace
+
+K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>& items) {
+  const std::map<int64_t, const json*> attempts = job_attempts(base, items);
   K8sAttemptStatus out;
   if (attempts.empty()) return out;
   out.found = true;
@@ -213,7 +227,7 @@ K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>
   auto current = attempts.begin();
   for (auto it = attempts.begin(); it != attempts.end(); ++it) {
     JobStatus s = job_status(*it->second);
-    if (!(s.state == JobState::kPending && s.detail == "suspended")) current = it;
+    if (!never_started(s)) current = it;
   }
   out.status = job_status(*current->second);
   auto label_attempt = [&](int64_t a) {
@@ -389,16 +403,13 @@ std::vector<std::string> excluded_nodes_of(const json& job) {
 
 std::vector<std::string> job_api_attempt_lines(const std::string& base,
                                                const std::vector<json>& items) {
-  std::map<int64_t, const json*> attempts;
-  for (const auto& obj : items)
-    if (kind_of(obj) == "Job" && label(obj, kK8sJobLabel) == base)
-      attempts[parse_int(label(obj, kK8sAttemptLabel)).value_or(0)] = &obj;
+  const std::map<int64_t, const json*> attempts = job_attempts(base, items);
   if (attempts.size() < 2) return {};
   const std::vector<K8sPod> pods = all_pods(items);
   std::vector<std::string> lines;
   for (const auto& [attempt, job] : attempts) {
     JobStatus s = job_status(*job);
-    if (s.state == JobState::kPending && s.detail == "suspended") continue;  // never started
+    if (never_started(s)) continue;
     std::vector<K8sPod> mine;
     std::set<std::string> nodes;
     for (const auto& p : pods)
