@@ -9,8 +9,9 @@
 //   reported as created are deleted again (`kubectl delete --ignore-not-found -f -`, the
 //   redacted manifests of exactly those objects) and the job is not accepted (exit 1, with
 //   kubectl's own message). Waiting (--wait) is the CLI's: it polls status().
-// - status: one `kubectl get jobsets.jobset.x-k8s.io,jobs -l app.kubernetes.io/managed-by=
-//   bridge-launch -o json` per (context, namespace) for any number of jobs; Job API
+// - status: one `kubectl get <the top objects' kinds> -l app.kubernetes.io/managed-by=
+//   bridge-launch -o json` per (context, namespace) for any number of jobs (a TrainJob's with
+//   the JobSet the Trainer controller made for it, which carries the job's labels); Job API
 //   attempts: when the current attempt failed and another is left, it is started with one
 //   `kubectl patch` (unsuspend; with exclude_failed_nodes also the node affinity that keeps it
 //   off the node blamed, found by one `kubectl get pods` of the failed attempt) and the job
@@ -20,7 +21,8 @@
 //   pod 0's log (`kubectl logs --limit-bytes`); the Job API's attempts from one
 //   `kubectl get jobs,pods`.
 // - logs: `kubectl get pods -l bridge-launch/job=<name>` picks the newest attempt's pods;
-//   `kubectl logs <pod> -c trainer` per pod (`--rank N` -> the pod of node N / gpus_per_node);
+//   `kubectl logs <pod> -c <container>` per pod (`trainer`; a TrainJob's runtime's `node`) (`--rank
+//   N` -> the pod of node N / gpus_per_node);
 //   `-f` polls with --timestamps/--since-time until the job ends.
 // - cancel: `kubectl delete <kinds> -l bridge-launch/job=<name> --ignore-not-found` (the top
 //   objects, the Secret, the ConfigMap, the Services).
@@ -50,6 +52,13 @@
 namespace bridge {
 
 namespace {
+
+// The training container of the job's pods (a Trainer runtime names it `node`).
+std::string container_of(const JobRecord& job) {
+  auto ref = parse_k8s_scheduler_id(job.scheduler_id);
+  const K8sApi* api = ref ? k8s_api(ref->api) : nullptr;
+  return api ? api->container : kK8sContainer;
+}
 
 using nlohmann::json;
 using nlohmann::ordered_json;
@@ -231,7 +240,7 @@ class KubernetesExecutor : public Executor {
                                 what, shown.name, why),
                     "`bridge-launch cancel` deletes it, or `kubectl delete` it by hand");
     };
-    const std::string kinds = shown.api == "jobset" ? "jobsets.jobset.x-k8s.io" : "jobs.batch";
+    const std::string kinds = k8s_api(shown.api)->resource;
     CommandResult got = run(
         kubectl(ctx, ns,
                 {"get", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, shown.name), "-o", "json"}),
@@ -278,14 +287,15 @@ class KubernetesExecutor : public Executor {
       groups[{jobs[i].context, jobs[i].namespace_}].push_back(i);
     }
     for (const auto& [where, members] : groups) {
-      bool want_jobsets = false, want_jobs = false;
+      std::set<std::string> wanted;  // a TrainJob's status needs its JobSet too
       for (size_t i : members) {
         auto ref = parse_k8s_scheduler_id(jobs[i].scheduler_id);
-        (ref->api == "jobset" ? want_jobsets : want_jobs) = true;
+        wanted.insert(ref->api);
+        if (ref->api == "trainjob") wanted.insert("jobset");
       }
-      std::string kinds = want_jobsets && want_jobs ? "jobsets.jobset.x-k8s.io,jobs.batch"
-                          : want_jobsets            ? "jobsets.jobset.x-k8s.io"
-                                                    : "jobs.batch";
+      std::string kinds;
+      for (const K8sApi& api : k8s_apis())
+        if (wanted.count(api.name)) kinds += (kinds.empty() ? "" : ",") + std::string(api.resource);
       CommandResult r =
           run(kubectl(where.first, where.second,
                       {"get", kinds, "-l", fmt::format("{}={}", kK8sManagedByKey, kK8sManagedBy),
@@ -320,18 +330,10 @@ class KubernetesExecutor : public Executor {
     for (size_t i : members) {
       if (result[i].state != JobState::kPending) continue;
       auto ref = parse_k8s_scheduler_id(jobs[i].scheduler_id);
-      for (const auto& obj : items) {
-        bool jobset = ref->api == "jobset";
-        auto text = [](const json& o, const char* key) {
-          return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
-                                                                        : std::string();
-        };
-        if (text(obj, "kind") != (jobset ? "JobSet" : "Job") || !obj.contains("metadata") ||
-            text(obj["metadata"], "name") != ref->name)
-          continue;
-        if (std::string q = kueue_queue_of(obj); !q.empty())
-          queued.push_back({i, jobset ? "JobSet" : "Job", ref->name, q});
-      }
+      const std::string kind = k8s_api(ref->api)->kind;
+      if (const json* obj = find_object(kind, ref->name, items))
+        if (std::string q = kueue_queue_of(*obj); !q.empty())
+          queued.push_back({i, kind, ref->name, q});
     }
     if (queued.empty()) return;
     CommandResult r =
@@ -368,9 +370,9 @@ class KubernetesExecutor : public Executor {
     Diagnostics quiet;  // progress is best effort: no pod yet is no error
     auto pods = list_pods(job, *ref, rank / ranks_per_node(job), quiet);
     if (!pods || pods->empty()) return {};
-    CommandResult r = run(kubectl(
-        job.context, job.namespace_,
-        {"logs", pods->front().name, "-c", kK8sContainer, fmt::format("--tail={}", max_lines)}));
+    CommandResult r = run(kubectl(job.context, job.namespace_,
+                                  {"logs", pods->front().name, "-c", container_of(job),
+                                   fmt::format("--tail={}", max_lines)}));
     return r.ok() ? split_lines(r.out) : std::vector<std::string>{};
   }
 
@@ -397,7 +399,7 @@ class KubernetesExecutor : public Executor {
     auto pods = list_pods(job, *ref, 0, quiet);
     if (!pods || pods->empty()) return std::nullopt;
     CommandResult r = run(kubectl(job.context, job.namespace_,
-                                  {"logs", pods->front().name, "-c", kK8sContainer,
+                                  {"logs", pods->front().name, "-c", container_of(job),
                                    fmt::format("--limit-bytes={}", kVerdictLogHeadBytes)}));
     return r.ok() ? find_plan_confirmation_line(r.out) : std::nullopt;
   }
@@ -442,7 +444,7 @@ class KubernetesExecutor : public Executor {
       if (all_logs || u.failed()) {
         CommandResult r = run(kubectl(
             job.context, job.namespace_,
-            {"logs", p.name, "-c", kK8sContainer, fmt::format("--tail={}", kTriageTailLines)}));
+            {"logs", p.name, "-c", container_of(job), fmt::format("--tail={}", kTriageTailLines)}));
         if (r.ok()) u.lines = split_lines(r.out);
       }
       // No finish time known (a pod that failed as a whole): after those with one.
@@ -464,8 +466,7 @@ class KubernetesExecutor : public Executor {
                   fmt::format("job {} has no Kubernetes object recorded", job.id));
       return kExitRuntime;
     }
-    std::string kinds = ref->api == "jobset" ? "jobsets.jobset.x-k8s.io,secrets,configmaps"
-                                             : "jobs.batch,services,secrets,configmaps";
+    std::string kinds = k8s_api(ref->api)->cancel_kinds;
     CommandResult r =
         run(kubectl(job.context, job.namespace_,
                     {"delete", kinds, "-l", fmt::format("{}={}", kK8sJobLabel, ref->name),
@@ -518,6 +519,12 @@ class KubernetesExecutor : public Executor {
     if (ref.api == "jobset") {
       if (const json* js = find_jobset(ref.name, items)) return jobset_status(*js);
       st.detail = fmt::format("JobSet {} not found in {} (deleted?)", ref.name, where);
+      return st;
+    }
+    if (ref.api == "trainjob") {
+      if (const json* tj = find_object("TrainJob", ref.name, items))
+        return trainjob_status(*tj, find_jobset(ref.name, items));
+      st.detail = fmt::format("TrainJob {} not found in {} (deleted?)", ref.name, where);
       return st;
     }
     K8sAttemptStatus a = job_api_status(ref.name, items);
@@ -603,7 +610,7 @@ class KubernetesExecutor : public Executor {
   std::vector<std::string> logs_argv(const JobRecord& job, const K8sPod& pod, const LogQuery& query,
                                      bool timestamps, const std::string& since) const {
     std::vector<std::string> argv =
-        kubectl(job.context, job.namespace_, {"logs", pod.name, "-c", kK8sContainer});
+        kubectl(job.context, job.namespace_, {"logs", pod.name, "-c", container_of(job)});
     if (timestamps) argv.push_back("--timestamps");
     if (!since.empty())
       argv.push_back("--since-time=" + since);

@@ -12,6 +12,26 @@
 
 namespace bridge {
 
+const std::vector<K8sApi>& k8s_apis() {
+  static const std::vector<K8sApi> kApis = {
+      {"jobset", "JobSet", "jobsets.jobset.x-k8s.io", "JobSet", "trainer",
+       "jobsets.jobset.x-k8s.io,secrets,configmaps"},
+      {"job", "Job", "jobs.batch", "Indexed Job + headless Service", "trainer",
+       "jobs.batch,services,secrets,configmaps"},
+      // The Trainer controller makes the JobSet (same name, owned by the TrainJob); the
+      // runtime's trainer container is `node`.
+      {"trainjob", "TrainJob", "trainjobs.trainer.kubeflow.org", "Kubeflow Trainer TrainJob",
+       "node", "trainjobs.trainer.kubeflow.org,secrets,configmaps"},
+  };
+  return kApis;
+}
+
+const K8sApi* k8s_api(std::string_view name) {
+  for (const auto& a : k8s_apis())
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
 namespace {
 
 bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }

@@ -25,9 +25,28 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bridge {
 
+// executor.kubernetes.api: one row per top object the executor can submit, read by the
+// renderer (the header's words), the executor (what kubectl gets, patches and deletes) and the
+// status parser (which scheduler ids are ours).
+struct K8sApi {
+  const char* name;       // "jobset" | "job" | "trainjob": the recipe's value and the id's prefix
+  const char* kind;       // the top object's kind
+  const char* resource;   // its kubectl resource name, group-qualified
+  const char* described;  // the dry-run header's words
+  const char* container;  // the training container's name in the pods
+  // What `cancel` deletes by the job's label: the top objects and what they do not own yet.
+  const char* cancel_kinds;
+};
+// Every row, in the order kubectl queries list them; the row of `name`, nullptr when none.
+const std::vector<K8sApi>& k8s_apis();
+const K8sApi* k8s_api(std::string_view name);
+
+// The replicated job (JobSet) that holds the ranks; a TrainJob's runtime names it so too
+// (Kubeflow Trainer's convention for the trainer step).
 inline constexpr const char* kK8sReplicatedJob = "node";
 inline constexpr int kK8sMasterPort = 29500;
 inline constexpr size_t kK8sMaxLabel = 63;

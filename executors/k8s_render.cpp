@@ -13,6 +13,7 @@
 #include "executors/k8s_pod_shape.h"
 #include "executors/k8s_pod_spec.h"
 #include "executors/k8s_status.h"
+#include "executors/k8s_trainjob.h"
 #include "executors/k8s_yaml.h"
 #include "executors/numa_bind.h"
 #include "executors/rank_env.h"
@@ -70,13 +71,27 @@ void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
   const JobSpec& r = in.job;
   const auto& kx = in.kx;
   // A JobSet restart recreates its Jobs from one template: it cannot keep a node out.
-  if (in.api == "jobset" && kx.exclude_failed_nodes.is_set() && *kx.exclude_failed_nodes.value)
+  if (in.api != "job" && kx.exclude_failed_nodes.is_set() && *kx.exclude_failed_nodes.value)
     diags.error("k8s-exclude-needs-job-api", "executor.kubernetes.exclude_failed_nodes",
                 kx.exclude_failed_nodes.loc,
-                "a JobSet restarts its Jobs from one template on any node: it cannot keep the "
-                "next attempt off the node that failed",
+                fmt::format("a {} restarts its Jobs from one template on any node: it cannot keep "
+                            "the next attempt off the node that failed",
+                            k8s_api(in.api)->kind),
                 "set executor.kubernetes.api: job (each attempt is its own Job, started with the "
                 "failed nodes excluded), or drop exclude_failed_nodes");
+  // A TrainJob has no field for its JobSet's failure policy: the runtime's decides.
+  if (in.api == "trainjob" && in.retries > 0)
+    diags.error(
+        "k8s-trainjob-retries", "executor.kubernetes.retries",
+        kx.retries.is_set() ? kx.retries.loc : SourceLoc{},
+        fmt::format("{} retr{} asked for, but a TrainJob cannot set its JobSet's "
+                    "failure policy: the ClusterTrainingRuntime's decides{}",
+                    in.retries, in.retries == 1 ? "y" : "ies",
+                    kx.retries.is_set() ? ""
+                                        : fmt::format(" (the retries come from {})",
+                                                      plan.executor_changes.retries_source)),
+        "use api: jobset or api: job for retries, or retries: 0 (and a runtime whose "
+        "failurePolicy restarts)");
   // Kueue admits every queued Job it sees, so the Job API's suspended retry attempts would
   // all start at once instead of one after another.
   if (in.api == "job" && in.retries > 0 && kx.queue.is_set())
@@ -134,6 +149,20 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                               printable_text(*f.value, 64)));
   };
   check_subdomain(kx.secret_name, "executor.kubernetes.secret_name");
+  check_subdomain(kx.training_runtime, "executor.kubernetes.training_runtime");
+  if (in.api != "trainjob" && kx.training_runtime.is_set())
+    diags.warning(
+        "k8s-training-runtime-unused", "executor.kubernetes.training_runtime",
+        kx.training_runtime.loc,
+        fmt::format("training_runtime is read only with api: trainjob, not api: {}", in.api),
+        "set executor.kubernetes.api: trainjob, or drop training_runtime");
+  if (in.api == "trainjob" && kx.ttl_after_finished.is_set())
+    diags.error("k8s-trainjob-ttl", "executor.kubernetes.ttl_after_finished",
+                kx.ttl_after_finished.loc,
+                "a TrainJob has no field for its JobSet's ttlSecondsAfterFinished: the "
+                "ClusterTrainingRuntime's decides",
+                "drop ttl_after_finished (the TrainJob stays until `bridge-launch cancel` deletes "
+                "it), or use api: jobset");
   check_subdomain(kx.service_account, "executor.kubernetes.service_account");
   for (const auto& s : kx.image_pull_secrets.get_or({}))
     if (!is_rfc1123_subdomain(s))
@@ -165,6 +194,12 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   "remove it from env:/-E; MASTER_ADDR is pod 0's DNS name, MASTER_PORT 29500, "
                   "NODE_RANK the pod's completion index");
     }
+    if (in.api == "trainjob" && v.name.starts_with(kTrainerReservedEnvPrefix))
+      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
+                  fmt::format("launch variable {} is torchrun's, set on every TrainJob pod by "
+                              "the Trainer's torch plugin (its webhook refuses it)",
+                              v.name),
+                  "remove it from env:/-E, or use api: jobset");
     if (!v.secret && !is_valid_utf8(v.value))
       diags.error("k8s-env-not-utf8", "env." + v.name, env_loc(v.name),
                   fmt::format("the value of {} is not valid UTF-8; Kubernetes env values are "
@@ -214,8 +249,8 @@ ordered_json pod_env(const Inputs& in, const std::string& master_addr) {
                  {"valueFrom",
                   {{"fieldRef",
                     {{"fieldPath", fmt::format("metadata.labels['{}']",
-                                               in.api == "jobset" ? kJobSetRestartAttemptLabel
-                                                                  : kK8sAttemptLabel)}}}}}});
+                                               in.api == "job" ? kK8sAttemptLabel
+                                                               : kJobSetRestartAttemptLabel)}}}}}});
   env.push_back(
       {{"name", "NODE_RANK"},
        {"valueFrom",
@@ -343,6 +378,11 @@ std::string entrypoint_script(const Inputs& in) {
   s += fmt::format("  sleep {}\n", kDnsWaitSeconds);
   s += "done\n";
   s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(in.submission_dir));
+  // A TrainJob has no field for the container's working directory: the script goes there.
+  if (in.api == "trainjob" && in.job.runtime.workdir.is_set())
+    s += fmt::format(
+        "cd {0} || {{ echo \"bridge-launch: cannot enter runtime.workdir \"{0} >&2; exit 1; }}\n",
+        shell_word(*in.job.runtime.workdir.value));
   // The attempt, 1 first, as on Slurm: the restart label of the pod (0 first) plus one.
   s += "case \"${BRIDGE_RESTART_ATTEMPT:-0}\" in\n"
        "  '' | *[!0-9]*) BRIDGE_ATTEMPT=1 ;;\n"
@@ -511,7 +551,8 @@ ordered_json pod_template(const Inputs& in, const std::string& master_addr,
   ordered_json container;
   container["name"] = kK8sContainer;
   container["image"] = in.image;
-  if (in.job.runtime.workdir.is_set()) container["workingDir"] = *in.job.runtime.workdir.value;
+  if (in.job.runtime.workdir.is_set() && in.api != "trainjob")
+    container["workingDir"] = *in.job.runtime.workdir.value;
   container["command"] = {"/bin/sh", "-c", k8s_escape_dollars(entrypoint_script(in)),
                           "bridge-launch"};
   ordered_json args = ordered_json::array();
@@ -612,6 +653,41 @@ ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& 
           {"kind", "JobSet"},
           {"metadata", metadata(in, name, in.object_labels, in.annotations)},
           {"spec", spec}};
+}
+
+// api: trainjob: the pod of the JobSet above, carried by a TrainJob's fields (k8s_trainjob.h).
+// A pod field the TrainJob cannot carry is an error naming the recipe key that set it: the
+// runtime's value would run in its place. Those the runtime decides harmlessly are the
+// header's `runtime` line.
+std::optional<ordered_json> trainjob_doc(const Inputs& in, const std::string& name,
+                                         std::string& master_addr,
+                                         std::vector<std::string>& runtime_decides,
+                                         Diagnostics& diags) {
+  master_addr = jobset_master_addr(name, kK8sReplicatedJob);
+  ordered_json pod = pod_template(in, master_addr, in.common_labels, "");
+  const std::string runtime = in.kx.training_runtime.get_or(kTrainerDefaultRuntime);
+  TrainJobMapping t = trainjob_spec(pod, runtime, in.nodes, in.gpus_per_node, in.common_labels);
+  bool carried = true;
+  for (const auto& gap : t.gaps) {
+    if (gap.runtime_decides) {
+      runtime_decides.push_back(gap.pointer.substr(gap.pointer.rfind('/') + 1));
+      continue;
+    }
+    carried = false;
+    diags.error(
+        "k8s-trainjob-cannot-carry", "executor.kubernetes.api", in.kx.api.loc,
+        fmt::format("a TrainJob has no field for the pod's {} (set by {}): ClusterTrainingRuntime "
+                    "{}'s value would run instead of the planned one",
+                    gap.pointer, trainjob_gap_source(gap.pointer), runtime),
+        "drop that setting, put it into the runtime's pod template, or use api: jobset");
+  }
+  if (!carried) return std::nullopt;
+  if (in.shape && in.shape->active_deadline)
+    t.spec["activeDeadlineSeconds"] = *in.shape->active_deadline;
+  return ordered_json{{"apiVersion", kTrainerApiVersion},
+                      {"kind", "TrainJob"},
+                      {"metadata", metadata(in, name, in.object_labels, in.annotations)},
+                      {"spec", std::move(t.spec)}};
 }
 
 // The Service and the Job of one attempt of the Job API.
@@ -768,7 +844,7 @@ void describe_binding_retries_cleanup(const Inputs& in, const K8sManifests& m,
         in.kx.exclude_failed_nodes.get_or(true)
             ? ", each away from the nodes the failures were blamed on (exclude_failed_nodes)"
             : ""));
-  else if (in.retries > 0)
+  else if (in.retries > 0 && in.api == "jobset")
     header.push_back(
         fmt::format("retries: the JobSet restarts up to {} time{} in place, on any node (api: job "
                     "retries away from a failed node)",
@@ -779,10 +855,28 @@ void describe_binding_retries_cleanup(const Inputs& in, const K8sManifests& m,
     for (size_t i = 0; i < owned.size(); ++i)
       list += (i == 0 ? "" : i + 1 == owned.size() ? " and " : ", ") + owned[i];
     header.push_back(fmt::format(
-        "cleanup: {} get{} ownerReferences to the {} once applied: the TTL or a deletion of "
-        "the job removes {} too",
-        list, one ? "s" : "", in.api == "job" ? "Jobs" : "JobSet", one ? "it" : "them"));
+        "cleanup: {} get{} ownerReferences to the {} once applied: {} of the job removes {} "
+        "too",
+        list, one ? "s" : "", in.api == "job" ? "Jobs" : k8s_api(in.api)->kind,
+        in.api == "trainjob" ? "a deletion" : "the TTL or a deletion", one ? "it" : "them"));
   }
+}
+
+// What a TrainJob leaves to its ClusterTrainingRuntime.
+void describe_trainjob(const Inputs& in, const std::vector<std::string>& runtime_decides,
+                       std::vector<std::string>& header) {
+  const std::string runtime = in.kx.training_runtime.get_or(kTrainerDefaultRuntime);
+  header.push_back(fmt::format(
+      "runtime: ClusterTrainingRuntime {}; the Trainer controller makes a JobSet of the same "
+      "name (replicated job {}) from it and this TrainJob, and adds torchrun's PET_* variables "
+      "to every pod",
+      runtime, kK8sReplicatedJob));
+  std::string decided;
+  for (const auto& key : runtime_decides) decided += (decided.empty() ? "" : ", ") + key;
+  header.push_back(fmt::format(
+      "left to the runtime: its JobSet's failure policy and TTL, the pods' {} (the JobSet "
+      "webhook's default restart policy is OnFailure)",
+      decided.empty() ? "restart policy" : decided));
 }
 
 // The header lines about secrets. The generated Secret is left out of the printed documents
@@ -871,6 +965,7 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
 
   K8sManifests m;
   m.api = in.api;
+  // A TrainJob's JobSet has its name: its pods are named as a JobSet's.
   size_t reserved =
       in.api == "job" ? job_reserved(in.nodes, in.retries) : jobset_reserved(in.nodes);
   m.name = k8s_base_name(r.name.get_or("job"), options.suffix, reserved);
@@ -898,24 +993,38 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
     }
   }
   if (!in.plan_config_map.empty()) m.docs.push_back(plan_config_map_doc(in));
+  std::vector<std::string> runtime_decides;
   if (in.api == "job") {
     for (int64_t a = 0; a < m.attempts; ++a) {
       std::string addr;
       for (auto& d : job_attempt_docs(in, m.name, a, addr)) m.docs.push_back(std::move(d));
       if (a == 0) m.master_addr = addr;
     }
+  } else if (in.api == "trainjob") {
+    auto doc = trainjob_doc(in, m.name, m.master_addr, runtime_decides, diags);
+    if (!doc) return std::nullopt;
+    m.docs.push_back(std::move(*doc));
   } else {
     m.docs.push_back(jobset_doc(in, m.name, m.master_addr));
   }
 
   std::vector<std::string> header{
       fmt::format("bridge-launch: Kubernetes manifests, api: {} ({}), {} node{} x {} GPU{}", in.api,
-                  in.api == "job" ? "Indexed Job + headless Service" : "JobSet", in.nodes,
-                  in.nodes == 1 ? "" : "s", in.gpus_per_node, in.gpus_per_node == 1 ? "" : "s"),
+                  k8s_api(in.api)->described, in.nodes, in.nodes == 1 ? "" : "s", in.gpus_per_node,
+                  in.gpus_per_node == 1 ? "" : "s"),
       fmt::format("object: {} (name suffix {}: from the job id, new for every submission)",
                   m.scheduler_id, options.suffix),
       fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
-  for (const auto& line : shape->summary) header.push_back(line);
+  if (in.api == "trainjob") describe_trainjob(in, runtime_decides, header);
+  for (const auto& line : shape->summary) {
+    // A TrainJob has no TTL field: the pod shape's lifetime line says what the TTL would do.
+    if (in.api == "trainjob" && line.starts_with("lifetime: "))
+      header.push_back(line.substr(0, line.find("; objects deleted")) +
+                       "; the TrainJob stays until it is deleted (bridge-launch cancel): it has "
+                       "no TTL");
+    else
+      header.push_back(line);
+  }
   for (auto& line : placement) header.push_back(std::move(line));
   describe_binding_retries_cleanup(in, m, header, diags);
   std::vector<ordered_json> printed = m.docs;

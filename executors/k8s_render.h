@@ -7,7 +7,9 @@
 // - api `jobset` (default): [Secret], [ConfigMap], JobSet. api `job`: [Secret], [ConfigMap],
 //   then per attempt (1 + retries) a headless Service and an Indexed Job; attempts after the
 //   first are created suspended and started one by one when the previous attempt failed (the
-//   executor's status query does that), so a retry is a new Job under a new name.
+//   executor's status query does that), so a retry is a new Job under a new name. api
+//   `trainjob`: [Secret], [ConfigMap], a TrainJob carrying the JobSet's pod
+//   (executors/k8s_trainjob.h); a pod field it cannot carry is an error naming the setting.
 // - Every non-secret launch variable is a container env entry whose value reaches the
 //   process byte-for-byte: `$` is escaped where Kubernetes' `$(VAR)` expansion would touch
 //   it. Secrets are `secretKeyRef`s into the generated Secret `<name>-env` (or into
@@ -50,9 +52,9 @@ struct K8sRenderOptions {
 };
 
 struct K8sManifests {
-  std::string api;              // "jobset" | "job"
+  std::string api;              // "jobset" | "job" | "trainjob" (k8s_names.h K8sApi)
   std::string name;             // the JobSet, or the first attempt's Job
-  std::string scheduler_id;     // "jobset/<name>" | "job/<name>" (what the registry stores)
+  std::string scheduler_id;     // "<api>/<name>" (what the registry stores)
   std::string master_addr;      // of the first attempt
   std::string secret_object;    // the generated Secret's name, "" when none
   std::string plan_config_map;  // the plan confirmation's ConfigMap, "" when none

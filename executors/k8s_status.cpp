@@ -107,7 +107,7 @@ std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id) {
   size_t slash = id.find('/');
   if (slash == std::string::npos || slash + 1 >= id.size()) return std::nullopt;
   K8sJobRef ref{id.substr(0, slash), id.substr(slash + 1)};
-  if (ref.api != "jobset" && ref.api != "job") return std::nullopt;
+  if (!k8s_api(ref.api)) return std::nullopt;
   return ref;
 }
 
@@ -162,6 +162,33 @@ JobStatus jobset_status(const json& js) {
     }
   }
   if (!restart_note.empty()) st.detail += " (" + restart_note + ")";
+  return st;
+}
+
+JobStatus trainjob_status(const json& trainjob, const json* jobset) {
+  JobStatus st;
+  if (auto c = true_condition(trainjob, "Complete")) {
+    st.state = JobState::kSucceeded;
+    st.detail = describe("TrainJob Complete", *c);
+    st.exit_code = 0;
+  } else if (auto f = true_condition(trainjob, "Failed")) {
+    st.state = JobState::kFailed;
+    st.detail = describe("TrainJob Failed", *f);
+  } else if (auto s = true_condition(trainjob, "Suspended")) {
+    st.state = JobState::kPending;
+    st.detail = describe("TrainJob Suspended", *s);
+  } else if (jobset) {
+    return jobset_status(*jobset);
+  } else {
+    st.state = JobState::kPending;
+    st.detail = "the Trainer controller has not made its JobSet yet";
+    // A TrainJob it cannot build (its runtime missing, say) says so in a False condition.
+    const json::json_pointer p("/status/conditions");
+    if (trainjob.contains(p) && trainjob.at(p).is_array())
+      for (const auto& cond : trainjob.at(p))
+        if (field(cond, "status") == "False" && !field(cond, "message").empty())
+          st.detail += fmt::format(" ({}: {})", field(cond, "type"), field(cond, "message"));
+  }
   return st;
 }
 
@@ -249,10 +276,15 @@ K8sAttemptStatus job_api_status(const std::string& base, const std::vector<json>
   return out;
 }
 
-const json* find_jobset(const std::string& name, const std::vector<json>& items) {
+const json* find_object(const std::string& kind, const std::string& name,
+                        const std::vector<json>& items) {
   for (const auto& obj : items)
-    if (kind_of(obj) == "JobSet" && name_of(obj) == name) return &obj;
+    if (kind_of(obj) == kind && name_of(obj) == name) return &obj;
   return nullptr;
+}
+
+const json* find_jobset(const std::string& name, const std::vector<json>& items) {
+  return find_object("JobSet", name, items);
 }
 
 namespace {

@@ -10,6 +10,9 @@
 // - Job: Complete=True (or SuccessCriteriaMet) -> SUCCEEDED, Failed=True or
 //   FailureTarget=True -> FAILED, Suspended=True -> PENDING, ready pods -> RUNNING, else
 //   PENDING.
+// - TrainJob: its Complete, Failed or Suspended condition decides; otherwise its JobSet's
+//   status (the Trainer controller makes it), PENDING with the TrainJob's False conditions
+//   while there is none.
 // - Job API attempts: the latest attempt that is not suspended decides; when it failed and a
 //   suspended attempt follows, the result names the Job to start (`start_next`) and the
 //   state is PENDING.
@@ -28,11 +31,11 @@
 namespace bridge {
 
 struct K8sJobRef {
-  std::string api;   // "jobset" | "job"
+  std::string api;   // "jobset" | "job" | "trainjob" (k8s_names.h K8sApi)
   std::string name;  // the JobSet, or the first attempt's Job
 };
 
-// From a JobRecord's scheduler_id ("jobset/<name>" or "job/<name>").
+// From a JobRecord's scheduler_id ("<api>/<name>": jobset/x, job/x, trainjob/x).
 std::optional<K8sJobRef> parse_k8s_scheduler_id(const std::string& id);
 
 // The items of a `kubectl get -o json` answer (a List, or a single object); a failed Status
@@ -41,6 +44,8 @@ StatusOr<std::vector<nlohmann::json>> parse_kubectl_items(const std::string& tex
 
 JobStatus jobset_status(const nlohmann::json& jobset);
 JobStatus job_status(const nlohmann::json& job);
+// `jobset`: the TrainJob's JobSet (same name), nullptr when there is none yet.
+JobStatus trainjob_status(const nlohmann::json& trainjob, const nlohmann::json* jobset);
 
 struct K8sAttemptStatus {
   JobStatus status;
@@ -53,6 +58,9 @@ struct K8sAttemptStatus {
 // `items` may hold any objects; those of other jobs are ignored.
 K8sAttemptStatus job_api_status(const std::string& base, const std::vector<nlohmann::json>& items);
 
+// The object of `kind` named `name` among `items`, or nullptr.
+const nlohmann::json* find_object(const std::string& kind, const std::string& name,
+                                  const std::vector<nlohmann::json>& items);
 // The JobSet named `name` among `items`, or nullptr.
 const nlohmann::json* find_jobset(const std::string& name,
                                   const std::vector<nlohmann::json>& items);

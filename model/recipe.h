@@ -237,7 +237,8 @@ struct SlurmExecutorSpec {
 struct KubernetesExecutorSpec {
   Field<std::string> namespace_;
   Field<std::string> context;
-  Field<std::string> api;  // jobset | job
+  Field<std::string> api;               // jobset | job | trainjob
+  Field<std::string> training_runtime;  // api trainjob: the ClusterTrainingRuntime it names
   Field<int64_t> retries;
   Field<bool> exclude_failed_nodes;  // Job API: the next attempt stays off the blamed node
   Field<std::string> secret_name;

@@ -754,7 +754,8 @@ void read_executor(MapReader& top, ExecutorSpec& x) {
     auto& ku = x.kubernetes;
     k.read("namespace", ku.namespace_);
     k.read("context", ku.context);
-    k.read_enum("api", ku.api, {"jobset", "job"});
+    k.read_enum("api", ku.api, {"jobset", "job", "trainjob"});
+    k.read("training_runtime", ku.training_runtime);
     k.read("retries", ku.retries, 0, kMaxRetries);
     refuse_slurm_only_retry_keys(k);
     k.read("exclude_failed_nodes", ku.exclude_failed_nodes);

@@ -3,8 +3,9 @@
 #
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet controller
 # (with its CRD and admission webhooks), kwok (fake GPU nodes that "run" pods by writing
-# their status) and the Kueue controller (quota admission of JobSets and Jobs labelled
-# kueue.x-k8s.io/queue-name; LocalQueue default/gpu-queue), all built from upstream Go
+# their status), the Kueue controller (quota admission of JobSets, Jobs and TrainJobs labelled
+# kueue.x-k8s.io/queue-name; LocalQueue default/gpu-queue) and the Kubeflow Trainer
+# controller (TrainJobs, with its ClusterTrainingRuntime torch-distributed), all built from upstream Go
 # modules at the versions pinned in tests/k8s-control-plane/*/go.mod, all listening on
 # 127.0.0.1 only; and the pod runner (tests/k8s-control-plane/pod-runner.py, Python), a
 # stand-in kubelet that really runs the pods labelled bridge-launch.test/run=host as
@@ -16,7 +17,8 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch/k8s-<versions>-<hash of the go.sum files>/
 # and reused by every later `up`, from any clone; Kueue, built from its own module, into
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch/kueue-<version>-<hash of its go.mod/go.sum>/
-# (so that changing Kueue does not rebuild Kubernetes). The runtime state (certificates, etcd
+# (so that changing Kueue does not rebuild Kubernetes); Trainer likewise into trainer-<version>-<hash>/.
+# The runtime state (certificates, etcd
 # data, logs, pid files, kubeconfig) lives in the state dir, by default
 #   ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>/
 # `up` prints the kubeconfig path as its last line of stdout; `env` prints shell exports
@@ -26,9 +28,9 @@
 #   K8S_TEST_STATE_DIR   state dir (default ${TMPDIR:-/tmp}/bridge-launch-k8s-<uid>)
 #   K8S_TEST_CACHE_DIR   binary cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/bridge-launch)
 #   K8S_TEST_PORT_BASE   ports used are BASE+43 (API server), +44 (JobSet webhook),
-#                        +45 (Kueue webhook), +50 (kwok), +57 (controller manager),
-#                        +59 (scheduler), +79..80 (etcd), +81 (JobSet health),
-#                        +82 (Kueue health)
+#                        +45 (Kueue webhook), +46 (Trainer webhook), +50 (kwok),
+#                        +57 (controller manager), +59 (scheduler), +79..80 (etcd),
+#                        +81 (JobSet health), +82 (Kueue health), +83 (Trainer health)
 #                        (default 16400: API server on 127.0.0.1:16443; below the
 #                        kernel's ephemeral port range, so no outgoing connection holds them)
 #   K8S_TEST_NODES       number of fake GPU nodes (default 2)
@@ -37,6 +39,7 @@
 #   K8S_TEST_BUILD_NICE  niceness of the one-time build (default 19)
 #   K8S_TEST_KUEUE       1 (default): run Kueue; 0: a cluster without Kueue (for a machine
 #                        where `unshare --mount` is not allowed, see start_kueue)
+#   K8S_TEST_TRAINER     1 (default): run the Kubeflow Trainer controller; 0: without it
 #   K8S_TEST_POD_RUNNER  1 (default): run the pod runner (needs python3 >= 3.8); 0: without
 #                        it (pods labelled bridge-launch.test/run=host then stay Running)
 #   K8S_TEST_POD_RUNNER_KEEP  1: the pod runner keeps a deleted pod's directory (log, work
@@ -50,6 +53,8 @@ readonly SRC_DIR="${ROOT_DIR}/tests/k8s-control-plane"
 readonly MODULES=(kubernetes jobset kwok)
 # Kueue is built from its own module into a cache dir of its own (ensure_kueue_built).
 readonly KUEUE_MODULE=kueue
+# Kubeflow Trainer likewise (ensure_trainer_built).
+readonly TRAINER_MODULE=trainer
 
 readonly STATE_DIR="${K8S_TEST_STATE_DIR:-${TMPDIR:-/tmp}/bridge-launch-k8s-$(id -u)}"
 readonly CACHE_ROOT="${K8S_TEST_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/bridge-launch}"
@@ -59,6 +64,7 @@ readonly GPUS_PER_NODE="${K8S_TEST_GPUS:-8}"
 readonly UP_TIMEOUT="${K8S_TEST_UP_TIMEOUT:-90}"
 readonly BUILD_NICE="${K8S_TEST_BUILD_NICE:-19}"
 readonly KUEUE_ENABLED="${K8S_TEST_KUEUE:-1}"
+readonly TRAINER_ENABLED="${K8S_TEST_TRAINER:-1}"
 readonly POD_RUNNER_ENABLED="${K8S_TEST_POD_RUNNER:-1}"
 readonly STOP_TIMEOUT=15
 # Bump to rebuild the cache after changing how the binaries are built.
@@ -66,10 +72,12 @@ readonly BUILD_REV=1
 # Bump to rebuild the Kueue cache after changing how Kueue is built (BUILD_REV is not in
 # its hash, KUEUE_BUILD_REV not in CACHE_DIR's).
 readonly KUEUE_BUILD_REV=1
+readonly TRAINER_BUILD_REV=1
 
 readonly APISERVER_PORT=$((PORT_BASE + 43))
 readonly JOBSET_WEBHOOK_PORT=$((PORT_BASE + 44))
 readonly KUEUE_WEBHOOK_PORT=$((PORT_BASE + 45))
+readonly TRAINER_WEBHOOK_PORT=$((PORT_BASE + 46))
 readonly KWOK_PORT=$((PORT_BASE + 50))
 readonly KCM_PORT=$((PORT_BASE + 57))
 readonly SCHEDULER_PORT=$((PORT_BASE + 59))
@@ -77,6 +85,7 @@ readonly ETCD_PORT=$((PORT_BASE + 79))
 readonly ETCD_PEER_PORT=$((PORT_BASE + 80))
 readonly JOBSET_HEALTH_PORT=$((PORT_BASE + 81))
 readonly KUEUE_HEALTH_PORT=$((PORT_BASE + 82))
+readonly TRAINER_HEALTH_PORT=$((PORT_BASE + 83))
 
 readonly PKI_DIR="${STATE_DIR}/pki"
 readonly RUN_DIR="${STATE_DIR}/run"
@@ -91,12 +100,18 @@ readonly KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
 readonly SERVICE_CIDR="10.96.0.0/16"
 readonly POD_CIDR="10.244.0.0/16"
 # Daemons, in start order (the binary of each has the same name); the first six come from
-# CACHE_DIR, kueue from KUEUE_CACHE_DIR; pod-runner is POD_RUNNER run by python3.
+# CACHE_DIR, kueue from KUEUE_CACHE_DIR, trainer-controller-manager from TRAINER_CACHE_DIR;
+# pod-runner is POD_RUNNER run by python3.
 readonly CORE_DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler jobset kwok)
 case ${KUEUE_ENABLED} in
   1) DAEMONS=("${CORE_DAEMONS[@]}" kueue) ;;
   0) DAEMONS=("${CORE_DAEMONS[@]}") ;;
   *) printf '%s: error: K8S_TEST_KUEUE must be 1 or 0, not %s\n' "${PROG}" "${KUEUE_ENABLED}" >&2; exit 2 ;;
+esac
+case ${TRAINER_ENABLED} in
+  1) DAEMONS+=(trainer-controller-manager) ;;
+  0) ;;
+  *) printf '%s: error: K8S_TEST_TRAINER must be 1 or 0, not %s\n' "${PROG}" "${TRAINER_ENABLED}" >&2; exit 2 ;;
 esac
 case ${POD_RUNNER_ENABLED} in
   1) DAEMONS+=(pod-runner) ;;
@@ -122,7 +137,7 @@ usage: $0 up|down|status|build|env
   down    stop every component and drop the cluster's data (idempotent)
   status  say what runs; exit 0 if the cluster is usable, 1 otherwise
   build   only build (or find) the cached binaries; prints their directories
-          (Kubernetes, JobSet, kwok; then Kueue)
+          (Kubernetes, JobSet, kwok; then Kueue, Trainer)
   env     print 'export KUBECONFIG=...' and 'export PATH=<bin>:...' for eval
 EOF
 }
@@ -168,20 +183,32 @@ KUEUE_VERSION=$(mod_version "${KUEUE_MODULE}" sigs.k8s.io/kueue)
 readonly KUEUE_VERSION
 [[ -n ${KUEUE_VERSION} ]] || die "cannot read the pinned Kueue version from ${SRC_DIR}/${KUEUE_MODULE}/go.mod"
 
-# kueue_build_hash: like build_hash, for Kueue's own cache dir. Kept apart from
-# build_hash so that adding or changing Kueue leaves CACHE_DIR (15+ minutes of
-# Kubernetes build) as it is.
-kueue_build_hash() {
+# addon_build_hash MODULE REV: like build_hash, for an add-on's own cache dir (Kueue,
+# Trainer). Kept apart from build_hash so that adding or changing an add-on leaves CACHE_DIR
+# (15+ minutes of Kubernetes build) as it is.
+addon_build_hash() {
   {
-    printf 'kueue rev %s\n' "${KUEUE_BUILD_REV}"
-    cat "${SRC_DIR}/${KUEUE_MODULE}/go.mod" "${SRC_DIR}/${KUEUE_MODULE}/go.sum"
+    printf '%s rev %s\n' "$1" "$2"
+    cat "${SRC_DIR}/$1/go.mod" "${SRC_DIR}/$1/go.sum"
   } | sha256sum | cut -c1-12
 }
 
-KUEUE_CACHE_DIR="${CACHE_ROOT}/kueue-${KUEUE_VERSION}-$(kueue_build_hash)"
+KUEUE_CACHE_DIR="${CACHE_ROOT}/kueue-${KUEUE_VERSION}-$(addon_build_hash "${KUEUE_MODULE}" "${KUEUE_BUILD_REV}")"
 readonly KUEUE_CACHE_DIR
 readonly KUEUE_BIN_DIR="${KUEUE_CACHE_DIR}/bin"
 readonly KUEUE_MANIFEST_DIR="${KUEUE_CACHE_DIR}/manifests"
+
+[[ -r ${SRC_DIR}/${TRAINER_MODULE}/go.mod && -r ${SRC_DIR}/${TRAINER_MODULE}/go.sum ]] ||
+  die "missing ${SRC_DIR}/${TRAINER_MODULE}/go.mod or go.sum (run this script from a bridge-launch checkout)"
+TRAINER_VERSION=$(mod_version "${TRAINER_MODULE}" github.com/kubeflow/trainer/v2)
+readonly TRAINER_VERSION
+[[ -n ${TRAINER_VERSION} ]] || die "cannot read the pinned Trainer version from ${SRC_DIR}/${TRAINER_MODULE}/go.mod"
+TRAINER_CACHE_DIR="${CACHE_ROOT}/trainer-${TRAINER_VERSION}-$(addon_build_hash "${TRAINER_MODULE}" "${TRAINER_BUILD_REV}")"
+readonly TRAINER_CACHE_DIR
+readonly TRAINER_BIN_DIR="${TRAINER_CACHE_DIR}/bin"
+# CRDs (*.yaml applied with the others) and, apart, the torch-distributed runtime.
+readonly TRAINER_MANIFEST_DIR="${TRAINER_CACHE_DIR}/manifests"
+readonly TRAINER_RUNTIME_FILE="${TRAINER_CACHE_DIR}/torch-distributed.yaml"
 
 # k8s_ldflags: what Kubernetes' own build stamps in, so that `kubectl version` and the
 # API server's /version report the pinned release instead of v0.0.0-master.
@@ -278,36 +305,60 @@ ensure_built() {
   log "build complete ($((SECONDS - t0))s): ${CACHE_DIR}"
 }
 
-# ensure_kueue_built: like ensure_built, for KUEUE_CACHE_DIR: bin/kueue and, in
-# manifests/, Kueue's CRDs as the module ships them (config/components/crd/bases).
-ensure_kueue_built() {
-  [[ ${KUEUE_ENABLED} == 1 ]] || return 0
-  [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && return 0
-  need_go "${KUEUE_CACHE_DIR}"
+# build_addon MODULE MODULE_PATH VERSION CACHE BINARY LDFLAGS INSTALL: like ensure_built, for
+# an add-on controller built from its own module (Kueue, Trainer) into its own cache dir:
+# bin/BINARY, then `INSTALL SRC` copies what the cluster applies from the module's source
+# (SRC, in GOMODCACHE) into STAGE_DIR (manifests/ for CRDs).
+build_addon() {
+  local module=$1 modpath=$2 version=$3 cache=$4 binary=$5 ldflags=$6 install=$7
+  [[ -f ${cache}/.complete ]] && return 0
+  need_go "${cache}"
   build_lock
-  if [[ -f ${KUEUE_CACHE_DIR}/.complete ]]; then
+  if [[ -f ${cache}/.complete ]]; then
     exec 8>&-
     return 0
   fi
-  local t0=${SECONDS} kueue_src
-  STAGE_DIR="${KUEUE_CACHE_DIR}.partial"
-  rm -rf "${STAGE_DIR}" "${KUEUE_CACHE_DIR}"
+  local t0=${SECONDS} src
+  STAGE_DIR="${cache}.partial"
+  rm -rf "${STAGE_DIR}" "${cache}"
   mkdir -p "${STAGE_DIR}/bin" "${STAGE_DIR}/manifests"
-  log "building Kueue ${KUEUE_VERSION} once into ${KUEUE_CACHE_DIR}; $(go version)"
-  go_build "${KUEUE_MODULE}" "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}"
-  [[ -x ${STAGE_DIR}/bin/kueue ]] || die "build produced no kueue (have: $(ls "${STAGE_DIR}/bin" | tr '\n' ' '))"
-  kueue_src=$(module_dir "${KUEUE_MODULE}" sigs.k8s.io/kueue) || die "cannot locate sigs.k8s.io/kueue in GOMODCACHE"
-  cp "${kueue_src}"/config/components/crd/bases/*.yaml "${STAGE_DIR}/manifests/"
-  chmod u+w "${STAGE_DIR}/manifests/"*.yaml
+  log "building ${module} ${version} once into ${cache}; $(go version)"
+  go_build "${module}" "${ldflags}"
+  [[ -x ${STAGE_DIR}/bin/${binary} ]] || die "build produced no ${binary} (have: $(ls "${STAGE_DIR}/bin" | tr '\n' ' '))"
+  src=$(module_dir "${module}" "${modpath}") || die "cannot locate ${modpath} in GOMODCACHE"
+  "${install}" "${src}"
+  chmod -R u+w "${STAGE_DIR}"
   {
-    printf 'kueue %s\n' "${KUEUE_VERSION}"
+    printf '%s %s\n' "${module}" "${version}"
     go version
     printf 'built %s in %ss\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))"
   } >"${STAGE_DIR}/versions.txt"
   touch "${STAGE_DIR}/.complete"
-  mv "${STAGE_DIR}" "${KUEUE_CACHE_DIR}"
+  mv "${STAGE_DIR}" "${cache}"
   exec 8>&-
-  log "build complete ($((SECONDS - t0))s): ${KUEUE_CACHE_DIR}"
+  log "build complete ($((SECONDS - t0))s): ${cache}"
+}
+
+# Kueue's CRDs as the module ships them (config/components/crd/bases).
+install_kueue_files() { cp "$1"/config/components/crd/bases/*.yaml "${STAGE_DIR}/manifests/"; }
+
+# Trainer's CRDs (manifests/base/crds) and its torch-distributed ClusterTrainingRuntime, the
+# runtime bridge-launch's TrainJobs name by default, as upstream ships them.
+install_trainer_files() {
+  cp "$1"/manifests/base/crds/trainer.kubeflow.org_*.yaml "${STAGE_DIR}/manifests/"
+  cp "$1/manifests/base/runtimes/torch_distributed.yaml" "${STAGE_DIR}/torch-distributed.yaml"
+}
+
+ensure_kueue_built() {
+  [[ ${KUEUE_ENABLED} == 1 ]] || return 0
+  build_addon "${KUEUE_MODULE}" sigs.k8s.io/kueue "${KUEUE_VERSION}" "${KUEUE_CACHE_DIR}" kueue \
+    "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" install_kueue_files
+}
+
+ensure_trainer_built() {
+  [[ ${TRAINER_ENABLED} == 1 ]] || return 0
+  build_addon "${TRAINER_MODULE}" github.com/kubeflow/trainer/v2 "${TRAINER_VERSION}" \
+    "${TRAINER_CACHE_DIR}" trainer-controller-manager "-s -w" install_trainer_files
 }
 
 # ---------------------------------------------------------------------------
@@ -442,6 +493,18 @@ start_kueue() {
     "${KUEUE_BIN_DIR}/kueue" "$@"
 }
 
+# start_trainer: starts the cached Trainer controller like start_daemon. Its webhook server
+# reads its certificate from controller-runtime's default directory under os.TempDir(), so
+# TMPDIR points into the state dir, where this script's certificate is put.
+start_trainer() {
+  local tmp="${RUN_DIR}/trainer-tmp" certs
+  certs="${tmp}/k8s-webhook-server/serving-certs"
+  mkdir -p "${certs}"
+  cp -f "${PKI_DIR}/trainer-webhook/tls.crt" "${PKI_DIR}/trainer-webhook/tls.key" "${certs}/"
+  TMPDIR=${tmp} KUBECONFIG=${KUBECONFIG_FILE} start_command trainer-controller-manager \
+    "${TRAINER_BIN_DIR}/trainer-controller-manager" --config "${CONF_DIR}/trainer.yaml" --zap-log-level=info
+}
+
 # start_pod_runner: the stand-in kubelet for pods labelled bridge-launch.test/run=host
 # (tests/k8s-control-plane/pod-runner.py); it writes run/pod-runner.ready after its first
 # successful list of pods.
@@ -535,7 +598,7 @@ new_cert() {
   rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
 }
 
-readonly PKI_REV=3
+readonly PKI_REV=4
 ensure_pki() {
   [[ "$(cat "${PKI_DIR}/.complete" 2>/dev/null)" == "${PKI_REV}" ]] && return 0
   command -v openssl >/dev/null 2>&1 || die "'openssl' not found (Debian package openssl)"
@@ -557,7 +620,8 @@ ensure_pki() {
   mv "${PKI_DIR}/jobset-webhook.key" "${PKI_DIR}/jobset-webhook/tls.key"
   # Kueue's webhook server and its (unused but required, see start_kueue) metrics cert.
   local d
-  for d in kueue-webhook kueue-metrics; do
+  # Trainer's webhook server too (read from its TMPDIR, see start_trainer).
+  for d in kueue-webhook kueue-metrics trainer-webhook; do
     mkdir -p "${PKI_DIR}/${d}"
     new_cert "${d}" "${d}" "" "IP:127.0.0.1,DNS:localhost"
     mv "${PKI_DIR}/${d}.crt" "${PKI_DIR}/${d}/tls.crt"
@@ -601,23 +665,10 @@ EOF
   local url="https://127.0.0.1:${JOBSET_WEBHOOK_PORT}"
   local selector=jobset.sigs.k8s.io/jobset-name
   {
-    cat <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: jobset-mutating-webhook-configuration
-webhooks:
-EOF
+    webhook_config Mutating jobset-mutating-webhook-configuration
     webhook_entry mjobset.kb.io "${url}/mutate-jobset-x-k8s-io-v1alpha2-jobset" jobset.x-k8s.io v1alpha2 CREATE jobsets
     webhook_entry mpod.kb.io "${url}/mutate--v1-pod" '""' v1 CREATE pods "${selector}"
-    cat <<EOF
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: jobset-validating-webhook-configuration
-webhooks:
-EOF
+    webhook_config Validating jobset-validating-webhook-configuration ---
     webhook_entry vjobset.kb.io "${url}/validate-jobset-x-k8s-io-v1alpha2-jobset" jobset.x-k8s.io v1alpha2 "CREATE, UPDATE" jobsets
     webhook_entry vpod.kb.io "${url}/validate--v1-pod" '""' v1 CREATE pods "${selector}"
   } >"${CONF_DIR}/jobset-webhooks.yaml"
@@ -669,11 +720,25 @@ EOF
   done
 
   if [[ ${KUEUE_ENABLED} == 1 ]]; then write_kueue_configs; fi
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then write_trainer_configs; fi
 
   cat >"${STATE_DIR}/env.sh" <<EOF
 # Generated by scripts/k8s-test-cluster.sh: source it to use the test cluster.
 export KUBECONFIG='${KUBECONFIG_FILE}'
 export PATH='${BIN_DIR}':"\${PATH}"
+EOF
+}
+
+# webhook_config Mutating|Validating NAME [---]: the head of a webhook configuration whose
+# entries (webhook_entry) follow; with `---`, a new document of the stream.
+webhook_config() {
+  if [[ ${3:-} == --- ]]; then printf -- '---\n'; fi
+  cat <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: $1WebhookConfiguration
+metadata:
+  name: $2
+webhooks:
 EOF
 }
 
@@ -748,6 +813,7 @@ integrations:
   - jobset.x-k8s.io/jobset
   - batch/job
 EOF
+    if [[ ${TRAINER_ENABLED} == 1 ]]; then printf '  - trainer.kubeflow.org/trainjob\n'; fi
     controller_config_tail "${KUEUE_WEBHOOK_PORT}" "${PKI_DIR}/kueue-webhook" "${KUEUE_HEALTH_PORT}"
   } >"${CONF_DIR}/kueue.yaml"
 
@@ -761,28 +827,21 @@ EOF
   # Kueue's webhooks for the kinds it manages here (JobSets, Jobs) and its own kinds;
   # rules as upstream, names of the configurations apart from the JobSet ones.
   {
-    cat <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: kueue-mutating-webhook-configuration
-webhooks:
-EOF
+    webhook_config Mutating kueue-mutating-webhook-configuration
     kueue_webhook mjobset.kb.io /mutate-jobset-x-k8s-io-v1alpha2-jobset jobset.x-k8s.io v1alpha2 CREATE jobsets
     kueue_webhook mjob.kb.io /mutate-batch-v1-job batch v1 CREATE jobs
+    if [[ ${TRAINER_ENABLED} == 1 ]]; then
+      kueue_webhook mtrainjob.kb.io /mutate-trainer-kubeflow-org-v1alpha1-trainjob trainer.kubeflow.org v1alpha1 CREATE trainjobs
+    fi
     kueue_webhook mclusterqueue.kb.io /mutate-kueue-x-k8s-io-v1beta2-clusterqueue kueue.x-k8s.io v1beta2 CREATE clusterqueues
     kueue_webhook mresourceflavor.kb.io /mutate-kueue-x-k8s-io-v1beta2-resourceflavor kueue.x-k8s.io v1beta2 CREATE resourceflavors
     kueue_webhook mworkload.kb.io /mutate-kueue-x-k8s-io-v1beta2-workload kueue.x-k8s.io v1beta2 CREATE workloads
-    cat <<EOF
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: kueue-validating-webhook-configuration
-webhooks:
-EOF
+    webhook_config Validating kueue-validating-webhook-configuration ---
     kueue_webhook vjobset.kb.io /validate-jobset-x-k8s-io-v1alpha2-jobset jobset.x-k8s.io v1alpha2 "CREATE, UPDATE" jobsets
     kueue_webhook vjob.kb.io /validate-batch-v1-job batch v1 "CREATE, UPDATE" jobs
+    if [[ ${TRAINER_ENABLED} == 1 ]]; then
+      kueue_webhook vtrainjob.kb.io /validate-trainer-kubeflow-org-v1alpha1-trainjob trainer.kubeflow.org v1alpha1 "CREATE, UPDATE" trainjobs
+    fi
     kueue_webhook vclusterqueue.kb.io /validate-kueue-x-k8s-io-v1beta2-clusterqueue kueue.x-k8s.io v1beta2 "CREATE, UPDATE" clusterqueues
     kueue_webhook vcohort.kb.io /validate-kueue-x-k8s-io-v1beta2-cohort kueue.x-k8s.io v1beta2 "CREATE, UPDATE" cohorts
     kueue_webhook vresourceflavor.kb.io /validate-kueue-x-k8s-io-v1beta2-resourceflavor kueue.x-k8s.io v1beta2 "CREATE, UPDATE" resourceflavors
@@ -831,6 +890,38 @@ spec:
 EOF
 }
 
+# write_trainer_configs: the Trainer controller outside a cluster (its own certificate, no
+# cert rotator, no leader election, health on loopback) and its webhooks as upstream installs
+# them (manifests/base/webhook), called by URL on loopback.
+write_trainer_configs() {
+  local ca_bundle url="https://127.0.0.1:${TRAINER_WEBHOOK_PORT}" group=trainer.kubeflow.org
+  ca_bundle=$(base64 -w0 <"${PKI_DIR}/ca.crt")
+  cat >"${CONF_DIR}/trainer.yaml" <<EOF
+# Generated by scripts/k8s-test-cluster.sh: the Kubeflow Trainer controller outside a cluster.
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+certManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: ${TRAINER_WEBHOOK_PORT}
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:${TRAINER_HEALTH_PORT}
+EOF
+  {
+    webhook_config Mutating trainer-mutating-webhook-configuration
+    webhook_entry defaulter.trainjob.trainer.kubeflow.org "${url}/mutate-trainer-kubeflow-org-v1alpha1-trainjob" "${group}" v1alpha1 "CREATE, UPDATE" trainjobs
+    webhook_config Validating trainer-validating-webhook-configuration ---
+    webhook_entry validator.clustertrainingruntime.trainer.kubeflow.org "${url}/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime" "${group}" v1alpha1 "CREATE, UPDATE" clustertrainingruntimes
+    webhook_entry validator.trainingruntime.trainer.kubeflow.org "${url}/validate-trainer-kubeflow-org-v1alpha1-trainingruntime" "${group}" v1alpha1 "CREATE, UPDATE" trainingruntimes
+    webhook_entry validator.trainjob.trainer.kubeflow.org "${url}/validate-trainer-kubeflow-org-v1alpha1-trainjob" "${group}" v1alpha1 "CREATE, UPDATE" trainjobs
+  } >"${CONF_DIR}/trainer-webhooks.yaml"
+}
+
 # ---------------------------------------------------------------------------
 # checks
 
@@ -838,6 +929,21 @@ apiserver_ready() { [[ "$(kc get --raw=/readyz 2>/dev/null)" == ok ]]; }
 etcd_healthy() { http_get "${ETCD_PORT}" /health | grep -q '"health":"true"'; }
 jobset_ready() { http_get "${JOBSET_HEALTH_PORT}" /readyz >/dev/null; }
 kueue_ready() { http_get "${KUEUE_HEALTH_PORT}" /readyz >/dev/null; }
+trainer_ready() { http_get "${TRAINER_HEALTH_PORT}" /readyz >/dev/null; }
+# trainer_runtime_works: the torch-distributed runtime exists and a TrainJob naming it passes
+# Trainer's webhooks (a server-side dry run).
+trainer_runtime_works() {
+  kc get clustertrainingruntime torch-distributed -o name >/dev/null 2>&1 &&
+    kc create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: webhook-probe
+  namespace: default
+spec:
+  runtimeRef: {name: torch-distributed}
+EOF
+}
 lease_held() {
   local holder
   holder=$(kc -n kube-system get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || return 1
@@ -849,11 +955,11 @@ crd_established() {
 }
 default_sa() { kc -n default get serviceaccount default -o name >/dev/null 2>&1; }
 
-# kueue_crds: the names of the CRDs in KUEUE_MANIFEST_DIR, from the file names
+# crds_in DIR: the names of the CRDs in DIR (an add-on's manifests), from the file names
 # (kueue.x-k8s.io_clusterqueues.yaml -> clusterqueues.kueue.x-k8s.io).
-kueue_crds() {
+crds_in() {
   local f b
-  for f in "${KUEUE_MANIFEST_DIR}"/*.yaml; do
+  for f in "$1"/*.yaml; do
     b=${f##*/}
     b=${b%.yaml}
     printf '%s.%s\n' "${b#*_}" "${b%%_*}"
@@ -914,7 +1020,10 @@ all_up() {
   for d in "${DAEMONS[@]}"; do daemon_pid "${d}" >/dev/null || return 1; done
   apiserver_ready && jobset_ready && nodes_ready || return 1
   if [[ ${KUEUE_ENABLED} == 1 ]]; then
-    [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && kueue_ready
+    [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && kueue_ready || return 1
+  fi
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then
+    [[ -f ${TRAINER_CACHE_DIR}/.complete ]] && trainer_ready || return 1
   fi
 }
 
@@ -922,7 +1031,7 @@ check_ports_free() {
   local p
   for p in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" \
     "${JOBSET_WEBHOOK_PORT}" "${JOBSET_HEALTH_PORT}" "${KWOK_PORT}" \
-    "${KUEUE_WEBHOOK_PORT}" "${KUEUE_HEALTH_PORT}"; do
+    "${KUEUE_WEBHOOK_PORT}" "${KUEUE_HEALTH_PORT}" "${TRAINER_WEBHOOK_PORT}" "${TRAINER_HEALTH_PORT}"; do
     if port_open "${p}"; then
       die "127.0.0.1:${p} is in use by another program (set K8S_TEST_PORT_BASE to move this cluster's ports)"
     fi
@@ -974,14 +1083,21 @@ start_cluster() {
   if [[ ${KUEUE_ENABLED} == 1 ]]; then
     crds+=(-f "${KUEUE_MANIFEST_DIR}" -f "${CONF_DIR}/kueue-namespace.yaml")
   fi
+  # Trainer's too: the collector deletes a TrainJob's JobSet through its ownerReference.
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then crds+=(-f "${TRAINER_MANIFEST_DIR}"); fi
   kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
     "${crds[@]}" >/dev/null ||
     fail_with_logs "applying the CRDs failed" kube-apiserver
   wait_for "the JobSet CRD" kube-apiserver crd_established jobsets.jobset.x-k8s.io
   wait_for "the kwok Logs CRD" kube-apiserver crd_established logs.kwok.x-k8s.io
   if [[ ${KUEUE_ENABLED} == 1 ]]; then
-    for crd in $(kueue_crds); do
+    for crd in $(crds_in "${KUEUE_MANIFEST_DIR}"); do
       wait_for "the Kueue CRD ${crd}" kube-apiserver crd_established "${crd}"
+    done
+  fi
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then
+    for crd in $(crds_in "${TRAINER_MANIFEST_DIR}"); do
+      wait_for "the Trainer CRD ${crd}" kube-apiserver crd_established "${crd}"
     done
   fi
 
@@ -1008,6 +1124,7 @@ start_cluster() {
   if [[ ${KUEUE_ENABLED} == 1 ]]; then
     start_kueue --config "${CONF_DIR}/kueue.yaml" --feature-gates=VisibilityOnDemand=false --zap-log-level=info
   fi
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then start_trainer; fi
 
   wait_for "the JobSet controller (readyz on 127.0.0.1:${JOBSET_HEALTH_PORT})" jobset jobset_ready
   kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
@@ -1026,7 +1143,21 @@ start_cluster() {
     start_pod_runner
     wait_for "the pod runner" pod-runner pod_runner_ready
   fi
+  if [[ ${TRAINER_ENABLED} == 1 ]]; then start_trainer_runtime; fi
   if [[ ${KUEUE_ENABLED} == 1 ]]; then start_kueue_queues; fi
+}
+
+# start_trainer_runtime: once Trainer is ready, registers its webhooks and installs the
+# torch-distributed ClusterTrainingRuntime as upstream ships it.
+start_trainer_runtime() {
+  wait_for "Trainer (readyz on 127.0.0.1:${TRAINER_HEALTH_PORT})" trainer-controller-manager trainer_ready
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${CONF_DIR}/trainer-webhooks.yaml" >/dev/null ||
+    fail_with_logs "applying the Trainer webhook configurations failed" kube-apiserver
+  kc apply --server-side --force-conflicts --field-manager bridge-launch-test-cluster \
+    -f "${TRAINER_RUNTIME_FILE}" >/dev/null ||
+    fail_with_logs "installing the ClusterTrainingRuntime torch-distributed failed" kube-apiserver trainer-controller-manager
+  wait_for "the torch-distributed runtime (server-side dry run of a TrainJob)" trainer-controller-manager trainer_runtime_works
 }
 
 # start_kueue_queues: once Kueue is ready, registers its webhooks and creates the default
@@ -1059,6 +1190,7 @@ cmd_up() {
   fi
   ensure_built
   ensure_kueue_built
+  ensure_trainer_built
   lock
   mkdir -p "${RUN_DIR}" "${LOG_DIR}" "${CONF_DIR}"
   if all_up; then
@@ -1075,7 +1207,7 @@ cmd_up() {
   write_kubeconfig
   write_configs
   start_cluster
-  log "up ($((SECONDS - t0))s): kubernetes ${K8S_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}$([[ ${KUEUE_ENABLED} == 1 ]] && printf ', kueue %s (LocalQueue default/%s)' "${KUEUE_VERSION}" "${KUEUE_LOCAL_QUEUE}"); ${NODE_COUNT} nodes x ${GPUS_PER_NODE} nvidia.com/gpu; API https://127.0.0.1:${APISERVER_PORT}"
+  log "up ($((SECONDS - t0))s): kubernetes ${K8S_VERSION}, jobset ${JOBSET_VERSION}, kwok ${KWOK_VERSION}$([[ ${KUEUE_ENABLED} == 1 ]] && printf ', kueue %s (LocalQueue default/%s)' "${KUEUE_VERSION}" "${KUEUE_LOCAL_QUEUE}")$([[ ${TRAINER_ENABLED} == 1 ]] && printf ', trainer %s (ClusterTrainingRuntime torch-distributed)' "${TRAINER_VERSION}"); ${NODE_COUNT} nodes x ${GPUS_PER_NODE} nvidia.com/gpu; API https://127.0.0.1:${APISERVER_PORT}"
   log "use: source ${STATE_DIR}/env.sh   (KUBECONFIG and the matching kubectl ${K8S_VERSION} first in PATH)"
   printf '%s\n' "${KUBECONFIG_FILE}"
 }
@@ -1094,6 +1226,9 @@ cmd_status() {
   fi
   if [[ ${KUEUE_ENABLED} == 1 && ! -f ${KUEUE_CACHE_DIR}/.complete ]]; then
     log "not built yet: ${KUEUE_CACHE_DIR} (run: $0 up)"
+  fi
+  if [[ ${TRAINER_ENABLED} == 1 && ! -f ${TRAINER_CACHE_DIR}/.complete ]]; then
+    log "not built yet: ${TRAINER_CACHE_DIR} (run: $0 up)"
   fi
   for d in "${DAEMONS[@]}"; do
     if pid=$(daemon_pid "${d}"); then
@@ -1114,6 +1249,9 @@ cmd_status() {
     if [[ ${KUEUE_ENABLED} == 1 ]]; then
       kueue_ready || { log "Kueue is not ready"; ok=0; }
       kc get clusterqueues,localqueues -A 2>&1 || ok=0
+    fi
+    if [[ ${TRAINER_ENABLED} == 1 ]]; then
+      trainer_ready || { log "Trainer is not ready"; ok=0; }
     fi
   else
     ok=0
@@ -1146,8 +1284,10 @@ main() {
     build)
       ensure_built
       ensure_kueue_built
+      ensure_trainer_built
       printf '%s\n' "${CACHE_DIR}"
       if [[ ${KUEUE_ENABLED} == 1 ]]; then printf '%s\n' "${KUEUE_CACHE_DIR}"; fi
+      if [[ ${TRAINER_ENABLED} == 1 ]]; then printf '%s\n' "${TRAINER_CACHE_DIR}"; fi
       ;;
     env) cmd_env ;;
     -h | --help | help) usage ;;

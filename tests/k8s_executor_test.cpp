@@ -88,7 +88,7 @@ struct AcceptingCluster {
     if (contains_seq(spec.argv, {"get"})) {
       json items = json::array();
       for (const auto& d : *applied)
-        if (d["kind"] == "JobSet" || d["kind"] == "Job")
+        if (d["kind"] == "JobSet" || d["kind"] == "Job" || d["kind"] == "TrainJob")
           items.push_back({{"apiVersion", d["apiVersion"]},
                            {"kind", d["kind"]},
                            {"metadata",
@@ -101,6 +101,7 @@ struct AcceptingCluster {
     for (const auto& d : testing::parse_yaml_docs(spec.stdin_text)) {
       std::string kind = d["kind"];
       std::string res = kind == "JobSet"      ? "jobset.jobset.x-k8s.io"
+                        : kind == "TrainJob"  ? "trainjob.trainer.kubeflow.org"
                         : kind == "Job"       ? "job.batch"
                         : kind == "ConfigMap" ? "configmap"
                                               : (kind == "Service" ? "service" : "secret");
@@ -202,6 +203,30 @@ TEST(K8sExecutor, TheJobApisServicesAndSecretAreOwnedByTheirJobs) {
   ASSERT_EQ(owners_of["service " + job + "-r1"].size(), 1u);
   EXPECT_EQ(owners_of["service " + job + "-r1"][0]["kind"], "Job");
   EXPECT_EQ(owners_of["service " + job + "-r1"][0]["uid"], "uid-" + job + "-r1");
+}
+
+// A TrainJob owns the Secret and the ConfigMap: deleting it removes them (it has no TTL).
+TEST(K8sExecutor, ATrainJobOwnsItsSecretAndConfigMap) {
+  ScriptedRunner fake;
+  fake.respond = AcceptingCluster{};
+  Submitted s = submit(fake, {"executor.kubernetes.api=trainjob"});
+  ASSERT_TRUE(s.result.accepted) << testing::diag_lines(s.diags);
+  EXPECT_EQ(s.result.scheduler_id.rfind("trainjob/", 0), 0u) << s.result.scheduler_id;
+  std::map<std::string, json> owners_of;
+  for (const auto& c : fake.calls) {
+    if (contains_seq(c.argv, {"get"})) {
+      EXPECT_TRUE(contains_seq(c.argv, {"get", "trainjobs.trainer.kubeflow.org"}));
+    }
+    auto at = std::find(c.argv.begin(), c.argv.end(), "patch");
+    if (at == c.argv.end() || c.argv.end() - at < 3) continue;
+    owners_of[*(at + 1)] = json::parse(c.argv.back())["metadata"]["ownerReferences"];
+  }
+  ASSERT_EQ(owners_of.size(), 2u) << "the Secret and the ConfigMap";
+  for (const auto& [kind, owners] : owners_of) {
+    ASSERT_EQ(owners.size(), 1u) << kind;
+    EXPECT_EQ(owners[0]["kind"], "TrainJob") << kind;
+    EXPECT_EQ(owners[0]["apiVersion"], "trainer.kubeflow.org/v1alpha1") << kind;
+  }
 }
 
 // An owner that cannot be set leaves a job that runs: a warning naming what the TTL will
@@ -856,6 +881,41 @@ TEST(K8sExecutor, CancelDeletesTheJobsObjectsByLabel) {
       fake.calls[1].argv,
       (std::vector<std::string>{"kubectl", "delete", "jobs.batch,services,secrets,configmaps", "-l",
                                 "bridge-launch/job=y-ab12", "--ignore-not-found", "--wait=false"}));
+}
+
+// A TrainJob: status reads it with the JobSet the Trainer controller made for it, logs read
+// the runtime's container `node`, cancel deletes the TrainJob (its JobSet goes with it).
+TEST(K8sExecutor, ATrainJobIsQueriedWithItsJobSetLoggedFromNodeAndCancelledWhole) {
+  ScriptedRunner fake;
+  fake.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "pods"}))
+      return ok_result(list_of({pod("t-node-0-0-aaaaa", 0, 0, "Running")}));
+    if (contains_seq(spec.argv, {"get"}))
+      return ok_result(
+          list_of({json::parse(R"({"kind":"TrainJob","metadata":{"name":"t"},"status":{}})"),
+                   jobset("t", "[]",
+                          R"(,"replicatedJobsStatus":[{"name":"node","ready":2,"active":2}])")}));
+    if (contains_seq(spec.argv, {"logs"})) return ok_result("hello\n");
+    return ok_result("trainjob deleted\n");
+  };
+  TestServices use(fake);
+  Diagnostics diags;
+  auto ex = make_executor(executor_registry(), "kubernetes", use.services());
+  auto st = ex->status({record("trainjob/t", "", "")}, diags);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].state, JobState::kRunning) << st[0].detail;
+  EXPECT_TRUE(contains_seq(fake.calls[0].argv,
+                           {"get", "jobsets.jobset.x-k8s.io,trainjobs.trainer.kubeflow.org"}));
+  std::ostringstream out, notes;
+  EXPECT_EQ(
+      ex->logs(record("trainjob/t", "", ""), testing::rank_query(0, false), out, notes, diags), 0);
+  EXPECT_TRUE(contains_seq(fake.calls.back().argv, {"logs", "t-node-0-0-aaaaa", "-c", "node"}));
+  EXPECT_EQ(ex->cancel(record("trainjob/t", "", ""), diags), 0);
+  EXPECT_EQ(fake.calls.back().argv,
+            (std::vector<std::string>{
+                "kubectl", "delete", "trainjobs.trainer.kubeflow.org,secrets,configmaps", "-l",
+                "bridge-launch/job=t", "--ignore-not-found", "--wait=false"}));
+  EXPECT_FALSE(diags.has_errors());
 }
 
 TEST(K8sExecutor, CancelFailureShowsKubectlsMessage) {

@@ -97,7 +97,7 @@ class K8sCluster : public ::testing::Test {
 
   // The Kubernetes object name (`jobset/<name>` in the submit message).
   static std::string object_name(const test::ChildResult& r) {
-    for (const char* kind : {"jobset/", "job/"}) {
+    for (const char* kind : {"jobset/", "job/", "trainjob/"}) {
       size_t at = r.err.find(std::string("(kubernetes id ") + kind);
       if (at == std::string::npos) continue;
       at += std::string("(kubernetes id ").size() + std::string(kind).size();
@@ -116,6 +116,26 @@ class K8sCluster : public ::testing::Test {
   }
 
   void check_example_runs(const std::string& api);
+
+  // The Qwen3 example (16 GPUs, EP 16; it confirms its plan, so it has a ConfigMap) with
+  // `api`, a hostile -E value and a secret.
+  static std::vector<std::string> qwen3_on(const std::string& api,
+                                           const std::vector<std::string>& extra) {
+    std::vector<std::string> a{BRIDGE_LAUNCH_BIN,
+                               "-e",
+                               "kubernetes",
+                               "-ng",
+                               "16",
+                               "-gn",
+                               "8",
+                               kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml",
+                               "executor.kubernetes.api=" + api,
+                               "env.BRIDGE_IT_TOKEN={value: \"${BRIDGE_IT_SECRET}\", secret: true}",
+                               "-E",
+                               "BRIDGE_IT_HOSTILE=" + kHostile};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
 
   static json pods_of(const std::string& name) {
     return kubectl_json({"get", "pods", "-l", "bridge-launch/job=" + name});
@@ -152,6 +172,39 @@ std::string as_the_container_sees_it(const std::string& spec_value) {
   return out;
 }
 
+// The container's env is the plan's (`plan --format json`) and, beyond it, only `extra`: the
+// executor's rendezvous, attempt and check variables (executors/rank_env.h), the index the
+// Job controller adds to every pod of an Indexed Job, and what a runtime adds. A secret
+// arrives by reference only.
+void expect_exactly_the_planned_env(
+    const json& container, const std::map<std::string, std::pair<std::string, bool>>& planned,
+    const std::set<std::string>& extra) {
+  std::map<std::string, json> got;
+  for (const auto& e : container["env"]) got[e["name"].get<std::string>()] = e;
+  std::set<std::string> allowed{"BRIDGE_EXPECTED_ENV",
+                                "BRIDGE_EXPECTED_PLAN",
+                                "BRIDGE_OVERLAP_GRAD_REDUCE",
+                                "MASTER_ADDR",
+                                "MASTER_PORT",
+                                "NODE_RANK",
+                                "BRIDGE_RESTART_ATTEMPT",
+                                "JOB_COMPLETION_INDEX"};
+  allowed.insert(extra.begin(), extra.end());
+  for (const auto& entry : got)
+    EXPECT_TRUE(planned.count(entry.first) || allowed.count(entry.first))
+        << entry.first << " is in the pod but not in the plan";
+  for (const auto& [var, planned_value] : planned) {
+    ASSERT_TRUE(got.count(var)) << var << " is planned but not in the pod";
+    if (planned_value.second) {  // a secret: by reference only, never as a value
+      EXPECT_FALSE(got[var].contains("value")) << var;
+      EXPECT_TRUE(got[var]["valueFrom"].contains("secretKeyRef")) << var;
+    } else {
+      EXPECT_EQ(as_the_container_sees_it(got[var]["value"].get<std::string>()), planned_value.first)
+          << var;
+    }
+  }
+}
+
 TEST_F(K8sCluster, AJobSetIsAcceptedAndEveryPodCarriesExactlyThePlannedEnv) {
   auto plan = run_command(
       [&] {
@@ -180,35 +233,7 @@ TEST_F(K8sCluster, AJobSetIsAcceptedAndEveryPodCarriesExactlyThePlannedEnv) {
     const json& c = pod["spec"]["containers"][0];
     EXPECT_EQ(c["image"], kImage);
     EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
-    std::map<std::string, json> got;
-    for (const auto& e : c["env"]) got[e["name"].get<std::string>()] = e;
-    // Nothing but the plan, the executor's rendezvous, attempt and check variables
-    // (executors/rank_env.h) and the index the Job controller adds to every pod of an
-    // Indexed Job.
-    const std::set<std::string> executor_vars{"BRIDGE_EXPECTED_ENV",
-                                              "BRIDGE_EXPECTED_PLAN",
-                                              "BRIDGE_OVERLAP_GRAD_REDUCE",
-                                              "MASTER_ADDR",
-                                              "MASTER_PORT",
-                                              "NODE_RANK",
-                                              "BRIDGE_RESTART_ATTEMPT",
-                                              "JOB_COMPLETION_INDEX"};
-    for (const auto& entry : got) {
-      const std::string& var = entry.first;
-      EXPECT_TRUE(planned.count(var) || executor_vars.count(var))
-          << var << " is in the pod but not in the plan";
-    }
-    for (const auto& [var, planned_value] : planned) {
-      ASSERT_TRUE(got.count(var)) << var << " is planned but not in the pod";
-      if (planned_value.second) {  // a secret: by reference only, never as a value
-        EXPECT_FALSE(got[var].contains("value")) << var;
-        EXPECT_TRUE(got[var]["valueFrom"].contains("secretKeyRef")) << var;
-      } else {
-        EXPECT_EQ(as_the_container_sees_it(got[var]["value"].get<std::string>()),
-                  planned_value.first)
-            << var;
-      }
-    }
+    expect_exactly_the_planned_env(c, planned, {});
   }
   EXPECT_EQ(hosts.size(), 2u) << "the scheduler put both pods on one 8-GPU node";
   // The secret's value is in the Secret the pods reference (base64), and nowhere else.
@@ -587,32 +612,210 @@ TEST_F(K8sCluster, CancelLeavesNothingBehind) {
   }
 }
 
-// Nothing left behind (docs/executors/kubernetes.md): the generated Secret and the Job API's
-// Services are owned by the JobSet / the Jobs, so once the TTL deletes those after the job
-// finished, the garbage collector removes them too: nothing of the job stays in the API.
+// Nothing left behind (docs/executors/kubernetes.md): the generated Secret, the plan
+// confirmation's ConfigMap and the Job API's Services are owned by the JobSet / the Jobs, so
+// once the TTL deletes those after the job finished, the garbage collector removes them too:
+// nothing of the job stays in the API.
 TEST_F(K8sCluster, AfterTheTtlNoGeneratedObjectRemains) {
   for (const char* api : {"jobset", "job"}) {
     SCOPED_TRACE(api);
     // Not --wait: an object the TTL deleted before a status poll saw it end is "not found".
-    auto r = run_command(argv({std::string("executor.kubernetes.api=") + api,
-                               "executor.kubernetes.ttl_after_finished=5"}),
-                         env());
+    auto r = run_command(qwen3_on(api, {"executor.kubernetes.ttl_after_finished=5"}), env());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, Not(HasSubstr("k8s-owner-not-set")));
     const std::string name = object_name(r);
-    json secret = kubectl_json({"get", "secret", name + "-env"});
-    ASSERT_TRUE(secret.contains("metadata")) << secret.dump();
-    ASSERT_EQ(secret["metadata"]["ownerReferences"].size(), 1u) << secret.dump();
-    EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["name"], name);
+    for (const std::string& dependent :
+         {"secret/" + name + "-env", "configmap/" + name + "-plan"}) {
+      json d = kubectl_json({"get", dependent});
+      ASSERT_TRUE(d.contains("metadata")) << dependent << ": " << d.dump();
+      ASSERT_EQ(d["metadata"]["ownerReferences"].size(), 1u) << d.dump();
+      EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], name);
+    }
     std::string left;
     for (int i = 0; i < 120; ++i) {
-      auto all = run_command({"kubectl", "get", "jobsets,jobs,pods,secrets,services", "-l",
-                              "bridge-launch/job=" + name, "-o", "name"});
+      auto all = run_command({"kubectl", "get", "jobsets,jobs,pods,secrets,services,configmaps",
+                              "-l", "bridge-launch/job=" + name, "-o", "name"});
       left = all.out;
       if (all.exit_code == 0 && left.empty()) break;
       std::this_thread::sleep_for(500ms);
     }
     EXPECT_EQ(left, "") << "still there a minute after the job ended";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// api: trainjob (docs/executors/kubernetes.md, "api: trainjob"): Kubeflow Trainer's controller
+// and webhooks in the test cluster, with its ClusterTrainingRuntime torch-distributed as
+// upstream ships it (scripts/k8s-test-cluster.sh).
+
+bool trainer_installed() {
+  return run_command(
+             {"kubectl", "get", "clustertrainingruntime", "torch-distributed", "-o", "name"})
+             .exit_code == 0;
+}
+
+class K8sTrainJob : public K8sCluster {
+ protected:
+  void SetUp() override {
+    K8sCluster::SetUp();
+    if (IsSkipped()) return;
+    if (!trainer_installed())
+      GTEST_SKIP() << "the test cluster runs without Kubeflow Trainer (K8S_TEST_TRAINER=0)";
+  }
+
+  static std::vector<std::string> qwen3(const std::vector<std::string>& extra) {
+    return qwen3_on("trainjob", extra);
+  }
+
+  // Everything of the job in the API, by its label ("" when nothing is left), polled for up
+  // to `seconds`.
+  static std::string left_after(const std::string& name, int seconds) {
+    std::string left;
+    for (int i = 0; i < seconds * 2; ++i) {
+      auto all = run_command({"kubectl", "get", "trainjobs,jobsets,jobs,pods,secrets,configmaps",
+                              "-l", "bridge-launch/job=" + name, "-o", "name"});
+      left = all.out;
+      if (all.exit_code == 0 && left.empty()) break;
+      std::this_thread::sleep_for(500ms);
+    }
+    return left;
+  }
+};
+
+// The acceptance of issue 50, item 5: the Qwen3 example as a TrainJob in a Kueue queue passes
+// Trainer's webhooks, is admitted by Kueue, runs as the JobSet the Trainer controller makes,
+// and every pod carries exactly the planned env (plus torchrun's PET_* variables, the
+// runtime's); status, logs and why work on it.
+TEST_F(K8sTrainJob, TheQwen3ExampleIsAdmittedAndEveryPodCarriesThePlannedEnv) {
+  std::vector<std::string> queue;
+  if (kueue_installed()) queue.push_back("executor.kubernetes.queue=gpu-queue");
+  auto plan = run_command(
+      [&] {
+        auto a = qwen3(queue);
+        a.insert(a.begin() + 1, {"plan", "--format", "json"});
+        return a;
+      }(),
+      env());
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto planned = planned_env(json::parse(plan.out));
+  ASSERT_EQ(planned["BRIDGE_IT_HOSTILE"].first, kHostile);
+
+  auto r = run_command(
+      [&] {
+        auto a = qwen3(queue);
+        a.push_back("--wait");
+        return a;
+      }(),
+      env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("SUCCEEDED"));
+  const std::string name = object_name(r);
+  ASSERT_FALSE(name.empty()) << r.err;
+  json tj = kubectl_json({"get", "trainjob", name});
+  EXPECT_EQ(tj["spec"]["runtimeRef"]["name"], "torch-distributed");
+  if (kueue_installed()) {
+    EXPECT_EQ(tj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu-queue");
+    json wls = kubectl_json({"get", "workloads.kueue.x-k8s.io"});
+    bool admitted = false;
+    for (const auto& wl : wls["items"])
+      for (const auto& o : wl["metadata"]["ownerReferences"])
+        if (o["kind"] == "TrainJob" && o["name"] == name)
+          for (const auto& c : wl["status"]["conditions"])
+            admitted = admitted || (c["type"] == "Admitted" && c["status"] == "True");
+    EXPECT_TRUE(admitted) << "no admitted Workload of TrainJob " << name;
+  }
+  json js = kubectl_json({"get", "jobset", name});
+  ASSERT_EQ(js["metadata"]["ownerReferences"].size(), 1u) << js.dump();
+  EXPECT_EQ(js["metadata"]["ownerReferences"][0]["kind"], "TrainJob");
+
+  json pods = pods_of(name);
+  ASSERT_EQ(pods["items"].size(), 2u) << pods.dump();
+  std::set<std::string> ranks;
+  for (const auto& pod : pods["items"]) {
+    EXPECT_EQ(pod["status"]["phase"], "Succeeded");
+    const json& c = pod["spec"]["containers"][0];
+    EXPECT_EQ(c["name"], "node");
+    EXPECT_EQ(c["image"], "nvcr.io/nvidia/nemo:25.11");
+    EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
+    const std::set<std::string> pet{"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
+                                    "PET_MASTER_ADDR", "PET_MASTER_PORT"};
+    expect_exactly_the_planned_env(c, planned, pet);
+    std::map<std::string, json> got;
+    for (const auto& e : c["env"]) got[e["name"].get<std::string>()] = e;
+    // torchrun gets the plan's rendezvous as arguments; the runtime's agrees with it.
+    EXPECT_EQ(got["PET_MASTER_ADDR"]["value"], got["MASTER_ADDR"]["value"]);
+    EXPECT_EQ(got["PET_NNODES"]["value"], "2");
+    EXPECT_EQ(got["PET_NPROC_PER_NODE"]["value"], "8");
+    ranks.insert(pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]);
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(pods.dump().find(kSecret), std::string::npos);
+
+  auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  EXPECT_THAT(status.out, HasSubstr("TrainJob Complete"));
+  auto logs = run_command({BRIDGE_LAUNCH_BIN, "logs", job_id(r), "--rank", "9"}, env());
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("kwok: this pod ran on a fake node"));
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id(r), "--format", "json"}, env());
+  EXPECT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_EQ(json::parse(why.out, nullptr, false)["state"], "SUCCEEDED") << why.out;
+}
+
+// A TrainJob on a runtime an admin made from upstream's without in-place restarts (restart
+// policy Never, backoffLimit 0; upstream's OnFailure with the Job's default backoffLimit of 6
+// retries a failed pod for minutes): a pod that fails fails the job, and --wait, status and
+// why name its node, ranks and exit code.
+TEST_F(K8sTrainJob, AFailedPodFailsTheTrainJobAndWhyNamesIt) {
+  json rt = kubectl_json({"get", "clustertrainingruntime", "torch-distributed"});
+  rt["metadata"] = {{"name", "bridge-it-torch-no-restart"}};
+  rt.erase("status");
+  json& job = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"];
+  job["backoffLimit"] = 0;
+  job["template"]["spec"]["restartPolicy"] = "Never";
+  auto made = run_command({"kubectl", "apply", "-f", "-"}, {}, rt.dump());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto r =
+      run_command(qwen3({"executor.kubernetes.training_runtime=bridge-it-torch-no-restart", "-E",
+                         "BRIDGE_KWOK_FAIL=1", "-E", "BRIDGE_KWOK_EXIT_CODE=17", "--wait"}),
+                  env());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("FAILED (TrainJob Failed"));
+  EXPECT_THAT(r.err, HasSubstr("first failure: node 1 (ranks 8-15) on kwok-gpu-"));
+  EXPECT_THAT(r.err, HasSubstr("exit code 17"));
+  auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id(r), "--format", "json"}, env());
+  EXPECT_EQ(why.exit_code, 1) << why.err;
+  json j = json::parse(why.out, nullptr, false);
+  EXPECT_EQ(j["first_failure"]["node"], 1) << why.out;
+  EXPECT_EQ(j["first_failure"]["exit_code"], 17) << why.out;
+}
+
+// Nothing left behind: `cancel` deletes the TrainJob, its Secret and ConfigMap; a deletion of
+// the TrainJob alone (as its user or a cleanup job would do) removes them too, through the
+// ownerReferences bridge-launch set after the apply.
+TEST_F(K8sTrainJob, CancelOrADeletionOfTheTrainJobLeavesNothingBehind) {
+  for (bool by_cancel : {true, false}) {
+    SCOPED_TRACE(by_cancel ? "cancel" : "kubectl delete trainjob");
+    auto r = run_command(qwen3({"-E", "BRIDGE_KWOK_RUN_TIME=120s"}), env());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, Not(HasSubstr("k8s-owner-not-set")));
+    const std::string name = object_name(r);
+    json cm = kubectl_json({"get", "configmap", name + "-plan"});
+    ASSERT_EQ(cm["metadata"]["ownerReferences"].size(), 1u) << cm.dump();
+    EXPECT_EQ(cm["metadata"]["ownerReferences"][0]["kind"], "TrainJob");
+    for (int i = 0; i < 60 && pods_of(name)["items"].empty(); ++i)
+      std::this_thread::sleep_for(500ms);
+    EXPECT_FALSE(pods_of(name)["items"].empty()) << "the Trainer controller made no pods";
+    auto status = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+    EXPECT_THAT(status.out, ::testing::AnyOf(HasSubstr("PENDING"), HasSubstr("RUNNING")));
+    auto gone = by_cancel ? run_command({BRIDGE_LAUNCH_BIN, "cancel", job_id(r)}, env())
+                          : run_command({"kubectl", "delete", "trainjob", name, "--wait=false"});
+    ASSERT_EQ(gone.exit_code, 0) << gone.err;
+    EXPECT_EQ(left_after(name, 60), "") << "still there a minute later";
+    if (by_cancel) {
+      auto after = run_command({BRIDGE_LAUNCH_BIN, "status", job_id(r)}, env());
+      EXPECT_THAT(after.out, HasSubstr("CANCELLED"));
+    }
   }
 }
 
