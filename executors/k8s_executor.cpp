@@ -38,12 +38,14 @@
 #include <sstream>
 
 #include "base/exit_codes.h"
+#include "base/json_limits.h"
 #include "base/secret_scrub.h"
 #include "base/utf8.h"
 #include "executors/executor.h"
 #include "executors/k8s_names.h"
 #include "executors/k8s_render.h"
 #include "executors/k8s_status.h"
+#include "executors/k8s_trainjob.h"
 #include "executors/k8s_yaml.h"
 #include "executors/rank_logs.h"
 #include "jobs/job_watchdog.h"
@@ -189,6 +191,10 @@ class KubernetesExecutor : public Executor {
     const auto& kx = plan.job.executor.kubernetes;
     std::string ctx = kx.context.get_or(""), ns = kx.namespace_.get_or("");
     std::vector<std::string> secrets = secret_values(plan);
+    if (shown.api == "trainjob" && !check_training_runtime(kx, ctx, ns, diags)) {
+      res.exit_code = kExitUsage;
+      return res;
+    }
 
     CommandResult r = run(kubectl(ctx, ns, {"apply", "-f", "-"}), applied_yaml, kApplyTimeout);
     std::vector<ordered_json> existing = reported(r.out, shown.docs, "configured");
@@ -218,6 +224,44 @@ class KubernetesExecutor : public Executor {
     return res;
   }
 
+  // api: trainjob: the runtime the TrainJob names, read before anything is applied. A missing
+  // one is an error (nothing is created); one that restarts failed ranks, where the plan fails
+  // at once, a warning that says how (k8s_trainjob.h runtime_restarts). A runtime that cannot
+  // be read (no permission to get cluster-scoped objects) is left to the Trainer's webhook.
+  bool check_training_runtime(const KubernetesExecutorSpec& kx, const std::string& ctx,
+                              const std::string& ns, Diagnostics& diags) const {
+    const std::string name = kx.training_runtime.get_or(kTrainerDefaultRuntime);
+    CommandResult r = run(kubectl(
+        ctx, ns, {"get", "clustertrainingruntimes.trainer.kubeflow.org", name, "-o", "json"}));
+    if (!r.ok()) {
+      if (r.err.find("NotFound") == std::string::npos) {
+        services_.log.debug("not checking ClusterTrainingRuntime {}: {}", name, kubectl_message(r));
+        return true;
+      }
+      diags.error("k8s-trainjob-runtime-missing", "executor.kubernetes.training_runtime",
+                  kx.training_runtime.loc,
+                  fmt::format("ClusterTrainingRuntime {} does not exist in the cluster: the "
+                              "Trainer would refuse the TrainJob; nothing was applied",
+                              name),
+                  "`kubectl get clustertrainingruntimes` lists those there; name one with "
+                  "executor.kubernetes.training_runtime");
+      return false;
+    }
+    if (!json_depth_within(r.out)) return true;
+    json runtime = json::parse(r.out, nullptr, false);
+    if (runtime.is_discarded()) return true;
+    if (std::string restarts = runtime_restarts(runtime); !restarts.empty())
+      diags.warning("k8s-trainjob-runtime-restarts", "executor.kubernetes.training_runtime",
+                    kx.training_runtime.loc,
+                    fmt::format("ClusterTrainingRuntime {} retries failed ranks where the plan "
+                                "fails at once: {}; such a restart runs the job again as attempt "
+                                "1",
+                                name, printable_text(restarts, 400)),
+                    "name a runtime whose pods say restartPolicy: Never and whose Job says "
+                    "backoffLimit: 0, or use api: jobset with executor.kubernetes.retries");
+    return true;
+  }
+
   // The objects a submission generates besides its top objects (the Secret, the plan
   // confirmation's ConfigMap, the Job API's headless Services) get ownerReferences to them
   // once they exist (their uids are known only then), so that the TTL or a deletion of the
@@ -235,8 +279,8 @@ class KubernetesExecutor : public Executor {
     if (dependents.empty()) return;
     auto warn = [&](const std::string& what, const std::string& why) {
       diags.warning("k8s-owner-not-set", "", {},
-                    fmt::format("{} of job {} got no owner ({}): the TTL and a deletion of the "
-                                "job leave it behind",
+                    fmt::format("{} of job {} got no owner ({}): a deletion of the job (or "
+                                "its TTL) leaves it behind",
                                 what, shown.name, why),
                     "`bridge-launch cancel` deletes it, or `kubectl delete` it by hand");
     };
@@ -522,7 +566,7 @@ class KubernetesExecutor : public Executor {
       return st;
     }
     if (ref.api == "trainjob") {
-      if (const json* tj = find_object("TrainJob", ref.name, items))
+      if (const json* tj = find_object(k8s_api(ref.api)->kind, ref.name, items))
         return trainjob_status(*tj, find_jobset(ref.name, items));
       st.detail = fmt::format("TrainJob {} not found in {} (deleted?)", ref.name, where);
       return st;

@@ -79,19 +79,6 @@ void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
                             k8s_api(in.api)->kind),
                 "set executor.kubernetes.api: job (each attempt is its own Job, started with the "
                 "failed nodes excluded), or drop exclude_failed_nodes");
-  // A TrainJob has no field for its JobSet's failure policy: the runtime's decides.
-  if (in.api == "trainjob" && in.retries > 0)
-    diags.error(
-        "k8s-trainjob-retries", "executor.kubernetes.retries",
-        kx.retries.is_set() ? kx.retries.loc : SourceLoc{},
-        fmt::format("{} retr{} asked for, but a TrainJob cannot set its JobSet's "
-                    "failure policy: the ClusterTrainingRuntime's decides{}",
-                    in.retries, in.retries == 1 ? "y" : "ies",
-                    kx.retries.is_set() ? ""
-                                        : fmt::format(" (the retries come from {})",
-                                                      plan.executor_changes.retries_source)),
-        "use api: jobset or api: job for retries, or retries: 0 (and a runtime whose "
-        "failurePolicy restarts)");
   // Kueue admits every queued Job it sees, so the Job API's suspended retry attempts would
   // all start at once instead of one after another.
   if (in.api == "job" && in.retries > 0 && kx.queue.is_set())
@@ -122,6 +109,38 @@ void check_retries(const Plan& plan, const Inputs& in, Diagnostics& diags) {
                     *plan.executor_changes.retries));
 }
 
+// The launch env on Kubernetes: the executor's own variables (and, for a TrainJob, torchrun's
+// PET_*) cannot be set by the job, and values are UTF-8 strings.
+void check_env(const Plan& plan, const Inputs& in, Diagnostics& diags) {
+  const JobSpec& r = in.job;
+  auto env_loc = [&](const std::string& name) {
+    auto at = r.env_locations.find(name);
+    return at == r.env_locations.end() ? SourceLoc{} : at->second;
+  };
+  for (const auto& v : plan.env.vars) {
+    if (rendezvous_names().count(v.name)) {
+      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
+                  fmt::format("launch variable {} is set by the kubernetes executor (or by "
+                              "torchrun on every rank) and cannot be set by the job",
+                              v.name),
+                  "remove it from env:/-E; MASTER_ADDR is pod 0's DNS name, MASTER_PORT 29500, "
+                  "NODE_RANK the pod's completion index");
+    }
+    if (in.api == "trainjob" && v.name.starts_with(kTrainerReservedEnvPrefix))
+      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
+                  fmt::format("launch variable {} is torchrun's: torchrun reads every PET_* "
+                              "variable as an option's default, and the Trainer's torch plugin "
+                              "sets five of them on every TrainJob pod",
+                              v.name),
+                  "remove it from env:/-E, or use api: jobset");
+    if (!v.secret && !is_valid_utf8(v.value))
+      diags.error("k8s-env-not-utf8", "env." + v.name, env_loc(v.name),
+                  fmt::format("the value of {} is not valid UTF-8; Kubernetes env values are "
+                              "UTF-8 strings",
+                              v.name));
+  }
+}
+
 bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
   const JobSpec& r = in.job;
   const auto& kx = in.kx;
@@ -146,7 +165,9 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
       diags.error("k8s-invalid-name", path, f.loc,
                   fmt::format("`{}` is not a valid Kubernetes object name (lowercase RFC 1123 "
                               "subdomain)",
-                              printable_text(*f.value, 64)));
+                              printable_text(*f.value, 64)),
+                  "use the object's name as `kubectl get` prints it: lowercase letters, digits, "
+                  "'-' and '.', at most 253 characters");
   };
   check_subdomain(kx.secret_name, "executor.kubernetes.secret_name");
   check_subdomain(kx.training_runtime, "executor.kubernetes.training_runtime");
@@ -156,13 +177,6 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
         kx.training_runtime.loc,
         fmt::format("training_runtime is read only with api: trainjob, not api: {}", in.api),
         "set executor.kubernetes.api: trainjob, or drop training_runtime");
-  if (in.api == "trainjob" && kx.ttl_after_finished.is_set())
-    diags.error("k8s-trainjob-ttl", "executor.kubernetes.ttl_after_finished",
-                kx.ttl_after_finished.loc,
-                "a TrainJob has no field for its JobSet's ttlSecondsAfterFinished: the "
-                "ClusterTrainingRuntime's decides",
-                "drop ttl_after_finished (the TrainJob stays until `bridge-launch cancel` deletes "
-                "it), or use api: jobset");
   check_subdomain(kx.service_account, "executor.kubernetes.service_account");
   for (const auto& s : kx.image_pull_secrets.get_or({}))
     if (!is_rfc1123_subdomain(s))
@@ -181,31 +195,7 @@ bool check_inputs(const Plan& plan, Inputs& in, Diagnostics& diags) {
                   fmt::format("runtime.launcher `{}` is not used on Kubernetes: each pod starts "
                               "its {} ranks with torchrun",
                               *launcher.value, in.gpus_per_node));
-  auto env_loc = [&](const std::string& name) {
-    auto at = r.env_locations.find(name);
-    return at == r.env_locations.end() ? SourceLoc{} : at->second;
-  };
-  for (const auto& v : plan.env.vars) {
-    if (rendezvous_names().count(v.name)) {
-      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
-                  fmt::format("launch variable {} is set by the kubernetes executor (or by "
-                              "torchrun on every rank) and cannot be set by the job",
-                              v.name),
-                  "remove it from env:/-E; MASTER_ADDR is pod 0's DNS name, MASTER_PORT 29500, "
-                  "NODE_RANK the pod's completion index");
-    }
-    if (in.api == "trainjob" && v.name.starts_with(kTrainerReservedEnvPrefix))
-      diags.error("k8s-reserved-env", "env." + v.name, env_loc(v.name),
-                  fmt::format("launch variable {} is torchrun's, set on every TrainJob pod by "
-                              "the Trainer's torch plugin (its webhook refuses it)",
-                              v.name),
-                  "remove it from env:/-E, or use api: jobset");
-    if (!v.secret && !is_valid_utf8(v.value))
-      diags.error("k8s-env-not-utf8", "env." + v.name, env_loc(v.name),
-                  fmt::format("the value of {} is not valid UTF-8; Kubernetes env values are "
-                              "UTF-8 strings",
-                              v.name));
-  }
+  check_env(plan, in, diags);
   for (const auto& a : rank_command(plan))
     if (!is_valid_utf8(a))
       diags.error("k8s-arg-not-utf8", "runtime.args", {},
@@ -379,9 +369,11 @@ std::string entrypoint_script(const Inputs& in) {
   s += "done\n";
   s += fmt::format("mkdir -p {} 2>/dev/null || true\n", shell_word(in.submission_dir));
   // A TrainJob has no field for the container's working directory: the script goes there.
+  // A missing one is made, as a container runtime makes a missing workingDir.
   if (in.api == "trainjob" && in.job.runtime.workdir.is_set())
     s += fmt::format(
-        "cd {0} || {{ echo \"bridge-launch: cannot enter runtime.workdir \"{0} >&2; exit 1; }}\n",
+        "mkdir -p {0} 2>/dev/null || true\ncd {0} || {{ echo \"bridge-launch: cannot enter "
+        "runtime.workdir \"{0} >&2; exit 1; }}\n",
         shell_word(*in.job.runtime.workdir.value));
   // The attempt, 1 first, as on Slurm: the restart label of the pod (0 first) plus one.
   s += "case \"${BRIDGE_RESTART_ATTEMPT:-0}\" in\n"
@@ -655,10 +647,69 @@ ordered_json jobset_doc(const Inputs& in, const std::string& name, std::string& 
           {"spec", spec}};
 }
 
+// What a TrainJob cannot carry or leaves to its runtime, each an error naming the setting (the
+// runtime's value would run instead of the planned one): a pod field (k8s_trainjob.h), the
+// CRD's list limits, retries and a TTL (the runtime's JobSet decides both).
+void check_trainjob_carries(const Inputs& in, const TrainJobMapping& t, const std::string& runtime,
+                            Diagnostics& diags) {
+  const auto& kx = in.kx;
+  for (const auto& gap : t.gaps) {
+    if (gap.runtime_decides) continue;
+    const std::string key = trainjob_gap_source(gap.pointer);
+    const SourceLoc loc = key == "executor.kubernetes.priority_class" ? kx.priority_class.loc
+                          : key == "executor.kubernetes.pod_patch"    ? kx.pod_patch.loc
+                                                                      : SourceLoc{};
+    diags.error(
+        "k8s-trainjob-cannot-carry", key, loc,
+        fmt::format("a TrainJob has no field for the pod's {} (set by {}): ClusterTrainingRuntime "
+                    "{}'s value would run instead of the planned one",
+                    gap.pointer, key, runtime),
+        key == "executor.kubernetes.priority_class"
+            ? "drop priority_class (with Kueue, its label kueue.x-k8s.io/priority-class in "
+              "executor.kubernetes.labels sets the workload's priority), put it into the "
+              "runtime's pod template, or use api: jobset"
+            : fmt::format("drop it from {}, put it into the runtime's pod template, or use api: "
+                          "jobset",
+                          key));
+  }
+  for (const auto& problem : trainjob_limit_problems(t.spec))
+    diags.error("k8s-trainjob-too-large", "executor.kubernetes.api", kx.api.loc,
+                "the TrainJob would be refused: " + problem,
+                "use fewer env variables or arguments (or pod settings), or use api: jobset");
+  if (in.retries > 0)
+    diags.error(
+        "k8s-trainjob-retries", "executor.kubernetes.retries",
+        kx.retries.is_set() ? kx.retries.loc : SourceLoc{},
+        fmt::format("{} retr{} asked for{}, but a TrainJob cannot set its JobSet's failure policy: "
+                    "ClusterTrainingRuntime {}'s decides",
+                    in.retries, in.retries == 1 ? "y" : "ies",
+                    kx.retries.is_set()
+                        ? ""
+                        : fmt::format(" (by {})", in.plan.executor_changes.retries_source),
+                    runtime),
+        "set executor.kubernetes.retries: 0 (and name a runtime whose failurePolicy restarts), or "
+        "use api: jobset or api: job");
+  if (kx.ttl_after_finished.is_set())
+    diags.error("k8s-trainjob-ttl", "executor.kubernetes.ttl_after_finished",
+                kx.ttl_after_finished.loc,
+                "a TrainJob has no field for its JobSet's ttlSecondsAfterFinished: the "
+                "ClusterTrainingRuntime's decides",
+                "drop ttl_after_finished (the TrainJob stays until `bridge-launch cancel` deletes "
+                "it), or use api: jobset");
+  // Kueue writes its flavor's tolerations into a runtime patch of its own, after ours; a
+  // strategic merge replaces a list without a merge key, so the recipe's would be lost.
+  if (kx.queue.is_set() && kx.tolerations.is_set())
+    diags.warning("k8s-trainjob-kueue-tolerations", "executor.kubernetes.tolerations",
+                  kx.tolerations.loc,
+                  "with a Kueue queue, a ResourceFlavor with tolerations replaces the TrainJob's "
+                  "(Kueue's runtime patch comes after bridge-launch's, and a toleration list is "
+                  "replaced, not merged)",
+                  "put these tolerations on the queue's ResourceFlavor too, or use api: jobset");
+}
+
 // api: trainjob: the pod of the JobSet above, carried by a TrainJob's fields (k8s_trainjob.h).
-// A pod field the TrainJob cannot carry is an error naming the recipe key that set it: the
-// runtime's value would run in its place. Those the runtime decides harmlessly are the
-// header's `runtime` line.
+// The runtime's JobSet gets the job's labels (the queue's aside: the TrainJob is the workload)
+// and annotations. Those the runtime decides are the header's `left to the runtime` line.
 std::optional<ordered_json> trainjob_doc(const Inputs& in, const std::string& name,
                                          std::string& master_addr,
                                          std::vector<std::string>& runtime_decides,
@@ -666,22 +717,16 @@ std::optional<ordered_json> trainjob_doc(const Inputs& in, const std::string& na
   master_addr = jobset_master_addr(name, kK8sReplicatedJob);
   ordered_json pod = pod_template(in, master_addr, in.common_labels, "");
   const std::string runtime = in.kx.training_runtime.get_or(kTrainerDefaultRuntime);
-  TrainJobMapping t = trainjob_spec(pod, runtime, in.nodes, in.gpus_per_node, in.common_labels);
-  bool carried = true;
-  for (const auto& gap : t.gaps) {
-    if (gap.runtime_decides) {
+  ordered_json jobset_labels = in.object_labels;
+  jobset_labels.erase(kKueueQueueLabel);
+  const ordered_json jobset_metadata{{"labels", jobset_labels}, {"annotations", in.annotations}};
+  TrainJobMapping t = trainjob_spec(pod, runtime, in.nodes, in.gpus_per_node, jobset_metadata);
+  const size_t errors = diags.count(Severity::kError);
+  check_trainjob_carries(in, t, runtime, diags);
+  if (diags.count(Severity::kError) != errors) return std::nullopt;
+  for (const auto& gap : t.gaps)
+    if (gap.runtime_decides)
       runtime_decides.push_back(gap.pointer.substr(gap.pointer.rfind('/') + 1));
-      continue;
-    }
-    carried = false;
-    diags.error(
-        "k8s-trainjob-cannot-carry", "executor.kubernetes.api", in.kx.api.loc,
-        fmt::format("a TrainJob has no field for the pod's {} (set by {}): ClusterTrainingRuntime "
-                    "{}'s value would run instead of the planned one",
-                    gap.pointer, trainjob_gap_source(gap.pointer), runtime),
-        "drop that setting, put it into the runtime's pod template, or use api: jobset");
-  }
-  if (!carried) return std::nullopt;
   if (in.shape && in.shape->active_deadline)
     t.spec["activeDeadlineSeconds"] = *in.shape->active_deadline;
   return ordered_json{{"apiVersion", kTrainerApiVersion},
@@ -815,15 +860,32 @@ std::vector<std::string> owned_objects(const Inputs& in) {
   return names;
 }
 
+// Whether the pod keeps CAP_SYS_NICE: a container runtime's default seccomp profile allows
+// set_mempolicy/mbind (numactl --membind) only with it, and our pods drop every capability
+// but those the recipe adds.
+bool may_set_memory_policy(const Inputs& in) {
+  if (!in.shape) return true;
+  const auto& caps = in.shape->container_security;
+  const ordered_json::json_pointer add("/capabilities/add");
+  if (!caps.contains(add) || !caps.at(add).is_array()) return false;
+  for (const auto& c : caps.at(add))
+    if (c == "SYS_NICE" || c == "CAP_SYS_NICE") return true;
+  return false;
+}
+
 // The header's lines about what each pod does beyond the plan's env: NUMA binding, retries,
 // and what the TTL removes with the job.
 void describe_binding_retries_cleanup(const Inputs& in, const K8sManifests& m,
                                       std::vector<std::string>& header, Diagnostics& diags) {
   if (pods_bind(in))
     header.push_back(fmt::format(
-        "binding: every rank on its GPU's NUMA node: {} (a rank that cannot bind, e.g. a node "
+        "binding: every rank on its GPU's NUMA node: {}{} (a rank that cannot bind, e.g. a node "
         "outside the pod's cpuset or no numactl in the image, says why and runs unbound)",
-        in.plan.binding.rule));
+        in.plan.binding.rule,
+        may_set_memory_policy(in)
+            ? ""
+            : "; without CAP_SYS_NICE (executor.kubernetes.security add_capabilities), which "
+              "--membind needs under the default seccomp profile, each rank binds its CPUs only"));
   else if (in.plan.binding.mode == BindingMode::kNuma && in.job.runtime.binding.is_set())
     diags.warning("binding-not-applied", "runtime.binding", in.job.runtime.binding.loc,
                   fmt::format("runtime.binding is numa, but each pod takes {} of a node's {} "
@@ -862,21 +924,23 @@ void describe_binding_retries_cleanup(const Inputs& in, const K8sManifests& m,
   }
 }
 
-// What a TrainJob leaves to its ClusterTrainingRuntime.
+// What a TrainJob leaves to its ClusterTrainingRuntime. Its restarts are read from the runtime
+// at submission (runtime_restarts): the header says what upstream's does.
 void describe_trainjob(const Inputs& in, const std::vector<std::string>& runtime_decides,
                        std::vector<std::string>& header) {
   const std::string runtime = in.kx.training_runtime.get_or(kTrainerDefaultRuntime);
   header.push_back(fmt::format(
       "runtime: ClusterTrainingRuntime {}; the Trainer controller makes a JobSet of the same "
-      "name (replicated job {}) from it and this TrainJob, and adds torchrun's PET_* variables "
-      "to every pod",
-      runtime, kK8sReplicatedJob));
+      "name (replicated job {}, container {}) from it and this TrainJob; a torch runtime adds "
+      "torchrun's PET_* variables to every pod",
+      runtime, kK8sReplicatedJob, k8s_api("trainjob")->container));
   std::string decided;
-  for (const auto& key : runtime_decides) decided += (decided.empty() ? "" : ", ") + key;
+  for (const auto& key : runtime_decides) decided += ", " + key;
   header.push_back(fmt::format(
-      "left to the runtime: its JobSet's failure policy and TTL, the pods' {} (the JobSet "
-      "webhook's default restart policy is OnFailure)",
-      decided.empty() ? "restart policy" : decided));
+      "failures: the runtime's: its JobSet's failure policy and TTL, the pods'{} (upstream's "
+      "torch-distributed restarts a failed container in place, up to 6 times: restartPolicy "
+      "OnFailure, backoffLimit 6; bridge-launch warns at submission when the runtime restarts)",
+      decided.empty() ? " restart policy" : decided.substr(1)));
 }
 
 // The header lines about secrets. The generated Secret is left out of the printed documents
@@ -923,6 +987,51 @@ void describe_plan_confirmation(const Inputs& in, bool applied, std::vector<std:
       "the planned values); the verdict goes to {}/{} and rank 0's log",
       kK8sPlanMountPath, kConfirmProgramFile, in.plan_config_map, applied ? "" : ", not shown",
       in.submission_dir, kConfirmVerdictFile));
+}
+
+// The JobSet, the Job API's attempts, or the TrainJob; false when a TrainJob cannot carry the
+// pod (the diagnostics say why).
+bool add_top_objects(const Inputs& in, K8sManifests& m, std::vector<std::string>& runtime_decides,
+                     Diagnostics& diags) {
+  if (in.api == "job") {
+    for (int64_t a = 0; a < m.attempts; ++a) {
+      std::string addr;
+      for (auto& d : job_attempt_docs(in, m.name, a, addr)) m.docs.push_back(std::move(d));
+      if (a == 0) m.master_addr = addr;
+    }
+  } else if (in.api == "trainjob") {
+    auto doc = trainjob_doc(in, m.name, m.master_addr, runtime_decides, diags);
+    if (!doc) return false;
+    m.docs.push_back(std::move(*doc));
+  } else {
+    m.docs.push_back(jobset_doc(in, m.name, m.master_addr));
+  }
+  return true;
+}
+
+// The header's first lines: what is submitted, its name, the rendezvous, what a TrainJob
+// leaves to its runtime, and the pod shape.
+std::vector<std::string> header_head(const Inputs& in, const K8sManifests& m,
+                                     const std::string& suffix, const K8sPodShape& shape,
+                                     const std::vector<std::string>& runtime_decides) {
+  std::vector<std::string> header{
+      fmt::format("bridge-launch: Kubernetes manifests, api: {} ({}), {} node{} x {} GPU{}", in.api,
+                  k8s_api(in.api)->described, in.nodes, in.nodes == 1 ? "" : "s", in.gpus_per_node,
+                  in.gpus_per_node == 1 ? "" : "s"),
+      fmt::format("object: {} (name suffix {}: from the job id, new for every submission)",
+                  m.scheduler_id, suffix),
+      fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
+  if (in.api == "trainjob") describe_trainjob(in, runtime_decides, header);
+  for (const auto& line : shape.summary) {
+    // A TrainJob has no TTL field: the pod shape's lifetime line says what the TTL would do.
+    if (in.api == "trainjob" && line.starts_with("lifetime: "))
+      header.push_back(line.substr(0, line.find("; objects deleted")) +
+                       "; the TrainJob stays until it is deleted (bridge-launch cancel): it has "
+                       "no TTL");
+    else
+      header.push_back(line);
+  }
+  return header;
 }
 
 }  // namespace
@@ -994,37 +1103,9 @@ std::optional<K8sManifests> render_k8s_manifests(const Plan& plan, const K8sRend
   }
   if (!in.plan_config_map.empty()) m.docs.push_back(plan_config_map_doc(in));
   std::vector<std::string> runtime_decides;
-  if (in.api == "job") {
-    for (int64_t a = 0; a < m.attempts; ++a) {
-      std::string addr;
-      for (auto& d : job_attempt_docs(in, m.name, a, addr)) m.docs.push_back(std::move(d));
-      if (a == 0) m.master_addr = addr;
-    }
-  } else if (in.api == "trainjob") {
-    auto doc = trainjob_doc(in, m.name, m.master_addr, runtime_decides, diags);
-    if (!doc) return std::nullopt;
-    m.docs.push_back(std::move(*doc));
-  } else {
-    m.docs.push_back(jobset_doc(in, m.name, m.master_addr));
-  }
+  if (!add_top_objects(in, m, runtime_decides, diags)) return std::nullopt;
 
-  std::vector<std::string> header{
-      fmt::format("bridge-launch: Kubernetes manifests, api: {} ({}), {} node{} x {} GPU{}", in.api,
-                  k8s_api(in.api)->described, in.nodes, in.nodes == 1 ? "" : "s", in.gpus_per_node,
-                  in.gpus_per_node == 1 ? "" : "s"),
-      fmt::format("object: {} (name suffix {}: from the job id, new for every submission)",
-                  m.scheduler_id, options.suffix),
-      fmt::format("rendezvous: MASTER_ADDR={} MASTER_PORT={}", m.master_addr, kK8sMasterPort)};
-  if (in.api == "trainjob") describe_trainjob(in, runtime_decides, header);
-  for (const auto& line : shape->summary) {
-    // A TrainJob has no TTL field: the pod shape's lifetime line says what the TTL would do.
-    if (in.api == "trainjob" && line.starts_with("lifetime: "))
-      header.push_back(line.substr(0, line.find("; objects deleted")) +
-                       "; the TrainJob stays until it is deleted (bridge-launch cancel): it has "
-                       "no TTL");
-    else
-      header.push_back(line);
-  }
+  std::vector<std::string> header = header_head(in, m, options.suffix, *shape, runtime_decides);
   for (auto& line : placement) header.push_back(std::move(line));
   describe_binding_retries_cleanup(in, m, header, diags);
   std::vector<ordered_json> printed = m.docs;

@@ -180,14 +180,10 @@ JobStatus trainjob_status(const json& trainjob, const json* jobset) {
   } else if (jobset) {
     return jobset_status(*jobset);
   } else {
+    // Trainer v2.2 has no condition for a TrainJob it cannot build: a runtime deleted after
+    // the apply shows only as an event on the TrainJob.
     st.state = JobState::kPending;
     st.detail = "the Trainer controller has not made its JobSet yet";
-    // A TrainJob it cannot build (its runtime missing, say) says so in a False condition.
-    const json::json_pointer p("/status/conditions");
-    if (trainjob.contains(p) && trainjob.at(p).is_array())
-      for (const auto& cond : trainjob.at(p))
-        if (field(cond, "status") == "False" && !field(cond, "message").empty())
-          st.detail += fmt::format(" ({}: {})", field(cond, "type"), field(cond, "message"));
   }
   return st;
 }
@@ -290,13 +286,20 @@ const json* find_jobset(const std::string& name, const std::vector<json>& items)
 namespace {
 
 // The runtime container's (else the first container's) state.terminated.
+// The training container of any API (`trainer`; a Trainer runtime's `node`), not a sidecar.
+bool is_training_container(const std::string& name) {
+  for (const K8sApi& api : k8s_apis())
+    if (name == api.container) return true;
+  return false;
+}
+
 void add_terminated_state(const json& pod, K8sPod& p) {
   const json::json_pointer where("/status/containerStatuses");
   if (!pod.contains(where) || !pod.at(where).is_array()) return;
   const json* chosen = nullptr;
   for (const auto& c : pod.at(where)) {
     if (!c.is_object()) continue;
-    if (!chosen || field(c, "name") == kK8sContainer) chosen = &c;
+    if (!chosen || is_training_container(field(c, "name"))) chosen = &c;
   }
   const json::json_pointer term("/state/terminated");
   if (!chosen || !chosen->contains(term) || !chosen->at(term).is_object()) return;

@@ -11,8 +11,7 @@
 //   FailureTarget=True -> FAILED, Suspended=True -> PENDING, ready pods -> RUNNING, else
 //   PENDING.
 // - TrainJob: its Complete, Failed or Suspended condition decides; otherwise its JobSet's
-//   status (the Trainer controller makes it), PENDING with the TrainJob's False conditions
-//   while there is none.
+//   status (the Trainer controller makes it), PENDING while there is none.
 // - Job API attempts: the latest attempt that is not suspended decides; when it failed and a
 //   suspended attempt follows, the result names the Job to start (`start_next`) and the
 //   state is PENDING.

@@ -12,10 +12,16 @@
 //     account, volumes, image pull secrets, security contexts, node selector, affinity,
 //     tolerations, scheduling gates, the container's volume mounts), into one
 //     spec.runtimePatches entry of manager `bridge-launch/launcher` for replicated job `node`,
-//     whose JobSet metadata gets `jobset_labels` (so the JobSet is found by the job's label).
+//     whose JobSet metadata is `jobset_metadata` (labels, so that the JobSet is found by the
+//     job's label, and annotations; the Trainer controller puts both on the JobSet).
 // - Every other field of the pod is a `TrainJobGap`: its JSON pointer in the pod and whether
-//   the runtime decides it harmlessly (restart policy, service links: named in the dry-run
-//   header) or the planned value would be lost (an error for the caller).
+//   the runtime decides it (restart policy, service links: named in the dry-run header, the
+//   restarts checked against the runtime at submission) or the planned value would be lost
+//   (an error for the caller).
+// - `trainjob_limit_problems`: what the TrainJob CRD's list limits (Trainer v2.2) would refuse.
+// - `runtime_restarts`: what a ClusterTrainingRuntime (as `kubectl get -o json` shows it) does
+//   when a rank fails, where that is more than the plan's "fail at once": "" when its pods do
+//   not restart (restartPolicy Never, backoffLimit 0, no JobSet restarts).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,8 +34,8 @@ inline constexpr const char* kTrainerApiVersion = "trainer.kubeflow.org/v1alpha1
 // A runtime patch's manager must be a domain-prefixed path (the Trainer webhook checks).
 inline constexpr const char* kTrainerPatchManager = "bridge-launch/launcher";
 inline constexpr const char* kTrainerDefaultRuntime = "torch-distributed";
-// torchrun's own variables, which the Trainer's torch plugin sets and its webhook refuses in
-// spec.trainer.env.
+// torchrun reads every PET_* variable as an option's default; the Trainer's torch plugin sets
+// five of them on every pod (and its webhook refuses those in spec.trainer.env).
 inline constexpr const char* kTrainerReservedEnvPrefix = "PET_";
 
 struct TrainJobGap {
@@ -44,9 +50,13 @@ struct TrainJobMapping {
 
 TrainJobMapping trainjob_spec(const nlohmann::ordered_json& pod, const std::string& runtime,
                               int64_t nodes, int64_t procs_per_node,
-                              const nlohmann::ordered_json& jobset_labels);
+                              const nlohmann::ordered_json& jobset_metadata);
 
 // The recipe key that sets a pod field the TrainJob cannot carry, for the error message.
 std::string trainjob_gap_source(const std::string& pointer);
+
+std::vector<std::string> trainjob_limit_problems(const nlohmann::ordered_json& spec);
+
+std::string runtime_restarts(const nlohmann::json& runtime);
 
 }  // namespace bridge

@@ -1019,11 +1019,14 @@ all_up() {
   [[ -f ${CACHE_DIR}/.complete && -s ${KUBECONFIG_FILE} ]] || return 1
   for d in "${DAEMONS[@]}"; do daemon_pid "${d}" >/dev/null || return 1; done
   apiserver_ready && jobset_ready && nodes_ready || return 1
+  # The last steps of a complete `up` too: an `up` that failed after starting a controller
+  # left it running without its webhooks, runtime or queues.
   if [[ ${KUEUE_ENABLED} == 1 ]]; then
-    [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && kueue_ready || return 1
+    [[ -f ${KUEUE_CACHE_DIR}/.complete ]] && kueue_ready &&
+      queue_active localqueue "${KUEUE_LOCAL_QUEUE}" || return 1
   fi
   if [[ ${TRAINER_ENABLED} == 1 ]]; then
-    [[ -f ${TRAINER_CACHE_DIR}/.complete ]] && trainer_ready || return 1
+    [[ -f ${TRAINER_CACHE_DIR}/.complete ]] && trainer_ready && trainer_runtime_works || return 1
   fi
 }
 

@@ -214,7 +214,8 @@ TEST(K8sExecutor, ATrainJobOwnsItsSecretAndConfigMap) {
   EXPECT_EQ(s.result.scheduler_id.rfind("trainjob/", 0), 0u) << s.result.scheduler_id;
   std::map<std::string, json> owners_of;
   for (const auto& c : fake.calls) {
-    if (contains_seq(c.argv, {"get"})) {
+    if (contains_seq(c.argv, {"get"}) &&
+        !contains_seq(c.argv, {"get", "clustertrainingruntimes.trainer.kubeflow.org"})) {
       EXPECT_TRUE(contains_seq(c.argv, {"get", "trainjobs.trainer.kubeflow.org"}));
     }
     auto at = std::find(c.argv.begin(), c.argv.end(), "patch");
@@ -227,6 +228,39 @@ TEST(K8sExecutor, ATrainJobOwnsItsSecretAndConfigMap) {
     EXPECT_EQ(owners[0]["kind"], "TrainJob") << kind;
     EXPECT_EQ(owners[0]["apiVersion"], "trainer.kubeflow.org/v1alpha1") << kind;
   }
+}
+
+// The runtime a TrainJob names is read before anything is applied: a missing one is an error
+// and nothing is applied; one that restarts failed ranks is a warning that says how.
+TEST(K8sExecutor, ATrainJobsRuntimeIsCheckedBeforeTheApply) {
+  ScriptedRunner missing;
+  missing.respond = [](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "clustertrainingruntimes.trainer.kubeflow.org"}))
+      return failed_result(
+          "Error from server (NotFound): clustertrainingruntimes.trainer.kubeflow.org "
+          "\"torch-distributed\" not found");
+    return ok_result();
+  };
+  Submitted s = submit(missing, {"executor.kubernetes.api=trainjob"});
+  EXPECT_FALSE(s.result.accepted);
+  EXPECT_EQ(s.result.exit_code, 2);
+  EXPECT_TRUE(s.diags.has_code("k8s-trainjob-runtime-missing")) << testing::diag_lines(s.diags);
+  for (const auto& c : missing.calls) EXPECT_FALSE(contains_seq(c.argv, {"apply"}));
+
+  ScriptedRunner restarting;
+  AcceptingCluster cluster;
+  restarting.respond = [&](const CommandSpec& spec) {
+    if (contains_seq(spec.argv, {"get", "clustertrainingruntimes.trainer.kubeflow.org"}))
+      return ok_result(R"({"kind":"ClusterTrainingRuntime","spec":{"template":{"spec":{
+          "replicatedJobs":[{"name":"node","template":{"spec":{"template":{"spec":{}}}}}]}}}})");
+    return cluster(spec);
+  };
+  Submitted r = submit(restarting, {"executor.kubernetes.api=trainjob"});
+  EXPECT_TRUE(r.result.accepted) << testing::diag_lines(r.diags);
+  ASSERT_TRUE(r.diags.has_code("k8s-trainjob-runtime-restarts")) << testing::diag_lines(r.diags);
+  EXPECT_THAT(testing::diag_lines(r.diags),
+              HasSubstr("a failed container restarts in place (restartPolicy unset: the JobSet "
+                        "webhook's OnFailure) and its Job tries a failed pod again up to 6 times"));
 }
 
 // An owner that cannot be set leaves a job that runs: a warning naming what the TTL will
@@ -545,11 +579,10 @@ TEST(K8sExecutor, StatusQueriesOncePerNamespaceAndOnlyTheKindsNeeded) {
       ->status({record("job/a", "ns1", ""), record("job/b", "ns1", ""), record("job/c", "ns2", "")},
                diags);
   ASSERT_EQ(fake.calls.size(), 2u);
+  const std::string managed = "app.kubernetes.io/managed-by=bridge-launch";
   EXPECT_EQ(fake.calls[0].argv,
             (std::vector<std::string>{"kubectl", "--namespace", "ns1", "get", "jobs.batch", "-l",
-                                      "app.kubernetes.io/managed-by=bridge-"
-                                      "launch",
-                                      "-o", "json"}));
+                                      managed, "-o", "json"}));
 }
 
 TEST(K8sExecutor, StatusReportsKubectlFailure) {

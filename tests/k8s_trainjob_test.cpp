@@ -88,13 +88,23 @@ TEST(K8sTrainJob, CarriesThePodTheJobSetWouldRun) {
   // entrypoint enters it first.
   EXPECT_EQ(c["workingDir"], "/opt/work dir");
   ASSERT_EQ(trainer["command"].size(), c["command"].size());
-  EXPECT_THAT(trainer["command"][2].get<std::string>(), HasSubstr("cd '/opt/work dir' || { echo"));
+  EXPECT_THAT(
+      trainer["command"][2].get<std::string>(),
+      HasSubstr("mkdir -p '/opt/work dir' 2>/dev/null || true\ncd '/opt/work dir' || { echo"));
+  // Apart from those lines, the entrypoint is the JobSet's.
+  std::string entry = trainer["command"][2].get<std::string>();
+  const size_t from = entry.find("mkdir -p '/opt/work dir'");
+  const size_t to = entry.find("exit 1; }\n", from) + std::string("exit 1; }\n").size();
+  entry.erase(from, to - from);
+  EXPECT_EQ(entry, c["command"][2].get<std::string>());
 
   const json& patches = (*t)["spec"]["runtimePatches"];
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0]["manager"], "bridge-launch/launcher");
   const json& rt = patches[0]["trainingRuntimeSpec"]["template"];
   EXPECT_EQ(rt["metadata"]["labels"]["bridge-launch/job"], "tj-demo-a1b2");
+  EXPECT_EQ(rt["metadata"]["labels"]["team"], "perf") << "the recipe's labels reach the JobSet";
+  EXPECT_EQ(rt["metadata"]["annotations"]["bridge-launch/recipe"], "tj-demo");
   EXPECT_FALSE(rt["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"))
       << "the queue is the TrainJob's; its JobSet must not be queued again";
   const json& rj = rt["spec"]["replicatedJobs"][0];
@@ -111,8 +121,8 @@ TEST(K8sTrainJob, CarriesThePodTheJobSetWouldRun) {
 
   EXPECT_THAT(tj.yaml, HasSubstr("# runtime: ClusterTrainingRuntime torch-distributed; the "
                                  "Trainer controller makes a JobSet of the same name"));
-  EXPECT_THAT(tj.yaml, HasSubstr("# left to the runtime: its JobSet's failure policy and TTL, "
-                                 "the pods' restartPolicy, enableServiceLinks"));
+  EXPECT_THAT(tj.yaml, HasSubstr("# failures: the runtime's: its JobSet's failure policy and TTL, "
+                                 "the pods' restartPolicy, enableServiceLinks (upstream's"));
   EXPECT_THAT(tj.yaml, HasSubstr("it has no TTL"));
   EXPECT_THAT(tj.yaml, HasSubstr("api: trainjob (Kubeflow Trainer TrainJob)"));
 }
@@ -134,6 +144,13 @@ TEST(K8sTrainJob, TheRuntimeIsNamedByTheRecipe) {
   EXPECT_TRUE(unused->diags.has_code("k8s-training-runtime-unused"));
 }
 
+// runtime.args with `n` arguments.
+std::string many_args(int n) {
+  std::string list;
+  for (int i = 0; i < n; ++i) list += (i == 0 ? "" : ", ") + std::string("--a") + std::to_string(i);
+  return "runtime.args=[" + list + "]";
+}
+
 // What a TrainJob cannot carry is an error naming the setting, never a silent drop: the
 // runtime's value would run instead of the planned one.
 TEST(K8sTrainJob, WhatATrainJobCannotCarryIsAnErrorNamingTheSetting) {
@@ -151,6 +168,7 @@ TEST(K8sTrainJob, WhatATrainJobCannotCarryIsAnErrorNamingTheSetting) {
        "/spec/dnsConfig (set by executor.kubernetes.pod_patch)"},
       {{"plugins.preemption.preempt_time=120"},
        "k8s-trainjob-cannot-carry",
+       "plugins.preemption: a TrainJob has no field for the pod's "
        "/spec/terminationGracePeriodSeconds"},
       {{"executor.kubernetes.retries=2"}, "k8s-trainjob-retries", "failure policy"},
       {{"executor.kubernetes.ttl_after_finished=600"},
@@ -160,6 +178,8 @@ TEST(K8sTrainJob, WhatATrainJobCannotCarryIsAnErrorNamingTheSetting) {
        "k8s-exclude-needs-job-api",
        "a TrainJob restarts"},
       {{"env.PET_MASTER_PORT=1"}, "k8s-reserved-env", "PET_MASTER_PORT is torchrun's"},
+      {{"env.PET_RDZV_BACKEND=c10d"}, "k8s-reserved-env", "torchrun reads every PET_*"},
+      {{many_args(130)}, "k8s-trainjob-too-large", "its args would have 13"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.code + ": " + c.overrides[0]);
@@ -171,6 +191,41 @@ TEST(K8sTrainJob, WhatATrainJobCannotCarryIsAnErrorNamingTheSetting) {
     EXPECT_TRUE(p->diags.has_code(c.code)) << testing::diag_lines(p->diags);
     EXPECT_THAT(testing::diag_lines(p->diags), HasSubstr(c.says));
   }
+}
+
+// Every setting a TrainJob cannot carry is reported at once, each at its own line.
+TEST(K8sTrainJob, EveryProblemIsReportedInOneRoundAtItsSetting) {
+  auto p = testing::k8s_plan(std::string(kRecipe) +
+                                 "    priority_class: training-high\n"
+                                 "    ttl_after_finished: 600\n"
+                                 "    pod_patch: {spec: {hostNetwork: true}}\n",
+                             {"executor.kubernetes.api=trainjob"});
+  ASSERT_TRUE(p->plan->complete) << testing::diag_lines(p->diags);
+  EXPECT_FALSE(render_k8s_manifests(*p->plan, {}, p->diags).has_value());
+  std::map<std::string, int> line_of;
+  for (const auto& d : p->diags.items())
+    if (d.severity == Severity::kError) line_of[d.code + " " + d.path] = d.loc.line;
+  EXPECT_EQ(line_of["k8s-trainjob-cannot-carry executor.kubernetes.priority_class"], 19)
+      << testing::diag_lines(p->diags);
+  EXPECT_EQ(line_of["k8s-trainjob-ttl executor.kubernetes.ttl_after_finished"], 20);
+  EXPECT_EQ(line_of["k8s-trainjob-cannot-carry executor.kubernetes.pod_patch"], 21);
+}
+
+TEST(K8sTrainJob, WhatARuntimeDoesWhenARankFails) {
+  auto runtime = [](const std::string& node_job, const std::string& failure_policy = "") {
+    return json::parse(R"({"spec":{"template":{"spec":{)" + failure_policy +
+                       R"("replicatedJobs":[{"name":"node","template":)" + node_job + "}]}}}}");
+  };
+  const std::string never =
+      R"({"spec":{"backoffLimit":0,"template":{"spec":{"restartPolicy":"Never"}}}})";
+  EXPECT_EQ(runtime_restarts(runtime(never)), "");
+  EXPECT_EQ(
+      runtime_restarts(runtime(R"({"spec":{"template":{"spec":{}}}})")),
+      "a failed container restarts in place (restartPolicy unset: the JobSet webhook's "
+      "OnFailure) and its Job tries a failed pod again up to 6 times (backoffLimit unset: 6)");
+  EXPECT_EQ(runtime_restarts(runtime(never, R"("failurePolicy":{"maxRestarts":3},)")),
+            "its JobSet restarts up to 3 times (failurePolicy.maxRestarts)");
+  EXPECT_EQ(runtime_restarts(json::parse(R"({"spec":{}})")), "it has no replicated job `node`");
 }
 
 TEST(K8sTrainJob, TheMappingListsEveryFieldItCannotCarry) {
@@ -215,11 +270,13 @@ TEST(K8sTrainJob, StatusComesFromItsConditionsThenItsJobSet) {
   JobStatus queued = trainjob_status(
       trainjob(R"([{"type":"Suspended","status":"True","reason":"Suspended"}])"), nullptr);
   EXPECT_EQ(queued.state, JobState::kPending);
-  JobStatus no_jobset = trainjob_status(
-      trainjob(R"([{"type":"Created","status":"False","message":"runtime x not found"}])"),
-      nullptr);
+  // Resumed by Kueue (Suspended False), its JobSet not made yet.
+  JobStatus no_jobset =
+      trainjob_status(trainjob(R"([{"type":"Suspended","status":"False","reason":"Resumed",
+                    "message":"TrainJob is resumed"}])"),
+                      nullptr);
   EXPECT_EQ(no_jobset.state, JobState::kPending);
-  EXPECT_THAT(no_jobset.detail, HasSubstr("runtime x not found"));
+  EXPECT_EQ(no_jobset.detail, "the Trainer controller has not made its JobSet yet");
   json running = json::parse(R"({"kind":"JobSet","metadata":{"name":"t"},
       "status":{"replicatedJobsStatus":[{"name":"node","ready":1,"active":1}]}})");
   EXPECT_EQ(trainjob_status(trainjob("[]"), &running).state, JobState::kRunning);

@@ -68,24 +68,26 @@ class K8sCluster : public ::testing::Test {
     return {{"BRIDGE_LAUNCH_STATE_DIR", tmp.path() + "/state"}, {"BRIDGE_IT_SECRET", kSecret}};
   }
 
-  // The demo recipe on Kubernetes, 2 pods x 8 GPUs (its batch scaled to the 16 ranks), with a
-  // hostile -E value and a secret.
-  std::vector<std::string> argv(const std::vector<std::string>& extra) const {
-    std::vector<std::string> a{BRIDGE_LAUNCH_BIN,
-                               "-e",
-                               "kubernetes",
-                               "-ng",
-                               "16",
-                               "-gn",
-                               "8",
-                               kRecipe,
-                               "train.global_batch_size=16",  // 16 ranks: a multiple of dp (T7)
-                               std::string("runtime.container_image=") + kImage,
-                               "env.BRIDGE_IT_TOKEN={value: \"${BRIDGE_IT_SECRET}\", secret: true}",
-                               "-E",
-                               "BRIDGE_IT_HOSTILE=" + kHostile};
+  // `recipe` on Kubernetes, 2 pods x 8 GPUs, with `keys`, a secret, a hostile -E value, then
+  // `extra`.
+  static std::vector<std::string> launch(const std::string& recipe,
+                                         const std::vector<std::string>& keys,
+                                         const std::vector<std::string>& extra) {
+    std::vector<std::string> a{
+        BRIDGE_LAUNCH_BIN, "-e", "kubernetes", "-ng", "16", "-gn", "8", recipe};
+    a.insert(a.end(), keys.begin(), keys.end());
+    a.insert(a.end(), {"env.BRIDGE_IT_TOKEN={value: \"${BRIDGE_IT_SECRET}\", secret: true}", "-E",
+                       "BRIDGE_IT_HOSTILE=" + kHostile});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
+  }
+
+  // The demo recipe (its batch scaled to the 16 ranks).
+  std::vector<std::string> argv(const std::vector<std::string>& extra) const {
+    return launch(kRecipe,
+                  {"train.global_batch_size=16",  // 16 ranks: a multiple of dp (T7)
+                   std::string("runtime.container_image=") + kImage},
+                  extra);
   }
 
   // The registry id: the last line bridge-launch prints on stdout.
@@ -117,24 +119,11 @@ class K8sCluster : public ::testing::Test {
 
   void check_example_runs(const std::string& api);
 
-  // The Qwen3 example (16 GPUs, EP 16; it confirms its plan, so it has a ConfigMap) with
-  // `api`, a hostile -E value and a secret.
+  // The Qwen3 example (16 GPUs, EP 16; it confirms its plan, so it has a ConfigMap) with `api`.
   static std::vector<std::string> qwen3_on(const std::string& api,
                                            const std::vector<std::string>& extra) {
-    std::vector<std::string> a{BRIDGE_LAUNCH_BIN,
-                               "-e",
-                               "kubernetes",
-                               "-ng",
-                               "16",
-                               "-gn",
-                               "8",
-                               kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml",
-                               "executor.kubernetes.api=" + api,
-                               "env.BRIDGE_IT_TOKEN={value: \"${BRIDGE_IT_SECRET}\", secret: true}",
-                               "-E",
-                               "BRIDGE_IT_HOSTILE=" + kHostile};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
+    return launch(kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml",
+                  {"executor.kubernetes.api=" + api}, extra);
   }
 
   static json pods_of(const std::string& name) {
@@ -576,13 +565,16 @@ TEST_F(K8sCluster, SlurmSettingsOnAKubernetesRunAreNamed) {
   EXPECT_THAT(r.err, HasSubstr("executor.slurm.account, executor.slurm.partition, "
                                "executor.slurm.time, executor.slurm.exclusive are set, but the "
                                "job runs on the kubernetes executor: not applied"));
+  // Other tests' jobs of the same example may be there: nothing new may be.
+  auto objects = [] {
+    return run_command({"kubectl", "get", "jobsets,jobs,secrets,configmaps", "-o", "name"}).out;
+  };
+  const std::string before = objects();
   auto strict = run_command({BRIDGE_LAUNCH_BIN, "-e", "kubernetes", "--strict",
                              kSource + "/examples/recipes/qwen3-30b-a3b-ep-overlap.yaml"},
                             env());
   EXPECT_EQ(strict.exit_code, 2) << strict.err;
-  EXPECT_EQ(run_command({"kubectl", "get", "jobsets", "-o", "name"}).out.find("qwen3-30b-a3b-ep"),
-            std::string::npos)
-      << "nothing was applied";
+  EXPECT_EQ(objects(), before) << "nothing was applied";
 }
 
 // Cancel removes everything the job created: the JobSet, its Jobs and pods, the Secret.
@@ -709,6 +701,8 @@ TEST_F(K8sTrainJob, TheQwen3ExampleIsAdmittedAndEveryPodCarriesThePlannedEnv) {
       env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("SUCCEEDED"));
+  // Upstream's runtime restarts a failed container in place; the plan fails at once.
+  EXPECT_THAT(r.err, HasSubstr("k8s-trainjob-runtime-restarts"));
   const std::string name = object_name(r);
   ASSERT_FALSE(name.empty()) << r.err;
   json tj = kubectl_json({"get", "trainjob", name});
@@ -735,6 +729,9 @@ TEST_F(K8sTrainJob, TheQwen3ExampleIsAdmittedAndEveryPodCarriesThePlannedEnv) {
     EXPECT_EQ(pod["status"]["phase"], "Succeeded");
     const json& c = pod["spec"]["containers"][0];
     EXPECT_EQ(c["name"], "node");
+    // The runtime ran the planned command: the entrypoint and the rank command as rendered.
+    EXPECT_EQ(c["command"], tj["spec"]["trainer"]["command"]);
+    EXPECT_EQ(c["args"], tj["spec"]["trainer"]["args"]);
     EXPECT_EQ(c["image"], "nvcr.io/nvidia/nemo:25.11");
     EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
     const std::set<std::string> pet{"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
@@ -760,6 +757,7 @@ TEST_F(K8sTrainJob, TheQwen3ExampleIsAdmittedAndEveryPodCarriesThePlannedEnv) {
   auto why = run_command({BRIDGE_LAUNCH_BIN, "why", job_id(r), "--format", "json"}, env());
   EXPECT_EQ(why.exit_code, 0) << why.err;
   EXPECT_EQ(json::parse(why.out, nullptr, false)["state"], "SUCCEEDED") << why.out;
+  run_command({"kubectl", "delete", "trainjob", name, "--wait=false"});  // it has no TTL
 }
 
 // A TrainJob on a runtime an admin made from upstream's without in-place restarts (restart
@@ -780,6 +778,7 @@ TEST_F(K8sTrainJob, AFailedPodFailsTheTrainJobAndWhyNamesIt) {
                          "BRIDGE_KWOK_FAIL=1", "-E", "BRIDGE_KWOK_EXIT_CODE=17", "--wait"}),
                   env());
   EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("k8s-trainjob-runtime-restarts")));
   EXPECT_THAT(r.err, HasSubstr("FAILED (TrainJob Failed"));
   EXPECT_THAT(r.err, HasSubstr("first failure: node 1 (ranks 8-15) on kwok-gpu-"));
   EXPECT_THAT(r.err, HasSubstr("exit code 17"));
@@ -788,6 +787,12 @@ TEST_F(K8sTrainJob, AFailedPodFailsTheTrainJobAndWhyNamesIt) {
   json j = json::parse(why.out, nullptr, false);
   EXPECT_EQ(j["first_failure"]["node"], 1) << why.out;
   EXPECT_EQ(j["first_failure"]["exit_code"], 17) << why.out;
+  run_command({"kubectl", "delete", "trainjob", object_name(r), "--wait=false"});
+  auto missing =
+      run_command(qwen3({"executor.kubernetes.training_runtime=bridge-it-no-such-runtime"}), env());
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("k8s-trainjob-runtime-missing"));
+  run_command({"kubectl", "delete", "clustertrainingruntime", "bridge-it-torch-no-restart"});
 }
 
 // Nothing left behind: `cancel` deletes the TrainJob, its Secret and ConfigMap; a deletion of
