@@ -522,6 +522,57 @@ struct Converter {
     return l;
   }
 
+  // A recipe's mappings hold a few keys: comparing with those already read costs no
+  // allocation. A mapping past kLinearKeys (a hostile one has 100 000) is checked through
+  // `seen`, which then holds every key, so the check stays O(log n) per key.
+  static bool is_duplicate(const std::vector<YamlEntry>& entries, std::set<std::string>& seen,
+                           const std::string& key) {
+    constexpr size_t kLinearKeys = 32;
+    if (entries.size() < kLinearKeys) {
+      for (const YamlEntry& e : entries)
+        if (e.key == key) return true;
+      return false;
+    }
+    if (seen.empty())
+      for (const YamlEntry& e : entries) seen.insert(e.key);
+    return !seen.insert(key).second;
+  }
+
+  // A mapping's entries, each key checked: a plain scalar, UTF-8 (else kept printable, so
+  // that the schema reports it as unknown), not a duplicate.
+  void convert_map(const GraphNode& n, int depth, YamlNode& out) {
+    out.kind = YamlNode::Kind::kMap;
+    std::set<std::string> seen;  // only for large mappings: see is_duplicate
+    for (size_t k = 0; k + 1 < n.children.size(); k += 2) {
+      const GraphNode& key_node = g.nodes[n.children[k]];
+      SourceLoc kloc = loc_of(key_node);
+      if (key_node.kind != YamlNode::Kind::kScalar) {
+        fail(kloc, "mapping keys must be plain names");
+        continue;
+      }
+      std::string key = key_node.text;
+      scalar_bytes += key.size();
+      if (scalar_bytes > kMaxScalarBytes) {
+        fail(kloc,
+             "document too large (more than 32 MiB of text once aliases are "
+             "expanded; an alias bomb?)");
+        break;
+      }
+      // A key that is not UTF-8 can never be a known key: keep it, printable, so that
+      // the schema reports it as unknown (with its position) without raw bytes.
+      if (first_invalid_utf8(key) != std::string::npos)
+        key = printable_text(key, std::string::npos);
+      if (is_duplicate(out.entries, seen, key)) {
+        diags.error("duplicate-key", printable_text(key, 64), kloc,
+                    "duplicate key `" + printable_text(key, 64) + "`",
+                    "remove one of the two entries");
+        continue;
+      }
+      YamlNode value = convert(n.children[k + 1], depth + 1);
+      out.entries.push_back(YamlEntry{std::move(key), std::move(kloc), std::move(value)});
+    }
+  }
+
   YamlNode convert(uint32_t index, int depth) {
     YamlNode out;
     if (failed) return out;
@@ -568,38 +619,9 @@ struct Converter {
         out.kind = YamlNode::Kind::kSequence;
         for (uint32_t item : n.children) out.items.push_back(convert(item, depth + 1));
         break;
-      case YamlNode::Kind::kMap: {
-        out.kind = YamlNode::Kind::kMap;
-        std::set<std::string> seen;
-        for (size_t k = 0; k + 1 < n.children.size(); k += 2) {
-          const GraphNode& key_node = g.nodes[n.children[k]];
-          SourceLoc kloc = loc_of(key_node);
-          if (key_node.kind != YamlNode::Kind::kScalar) {
-            fail(kloc, "mapping keys must be plain names");
-            continue;
-          }
-          std::string key = key_node.text;
-          scalar_bytes += key.size();
-          if (scalar_bytes > kMaxScalarBytes) {
-            fail(kloc,
-                 "document too large (more than 32 MiB of text once aliases are "
-                 "expanded; an alias bomb?)");
-            break;
-          }
-          // A key that is not UTF-8 can never be a known key: keep it, printable, so that
-          // the schema reports it as unknown (with its position) without raw bytes.
-          if (first_invalid_utf8(key) != std::string::npos)
-            key = printable_text(key, std::string::npos);
-          if (!seen.insert(key).second) {
-            diags.error("duplicate-key", printable_text(key, 64), kloc,
-                        "duplicate key `" + printable_text(key, 64) + "`",
-                        "remove one of the two entries");
-            continue;
-          }
-          out.entries.push_back(YamlEntry{key, kloc, convert(n.children[k + 1], depth + 1)});
-        }
+      case YamlNode::Kind::kMap:
+        convert_map(n, depth, out);
         break;
-      }
     }
     return out;
   }

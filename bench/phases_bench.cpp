@@ -2,7 +2,8 @@
 // them, so that a regression shows up in the phase where it happens (docs/performance.md):
 // the performance-recipe lookups of a megatron_bridge plan (the recipe, its env row, its base
 // row and that row's values), the NUMA binding (placement), and the pod shape of a Kubernetes
-// job. bench/run.sh measures whole processes; BM_Render covers the renderers.
+// job; and the text of a plan's JSON in the registry. bench/run.sh measures whole processes;
+// BM_Render covers the renderers.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/json_text.h"
 #include "bench/bench_paths.h"
 #include "executors/k8s_pod_shape.h"
 #include "executors/k8s_pod_spec.h"
@@ -18,6 +20,7 @@
 #include "model/megatron_bridge_perf_recipes.h"
 #include "model/placement.h"
 #include "plan/plan.h"
+#include "plan/plan_output.h"
 #include "plugins/plugin.h"
 #include "tests/support/map_environment.h"
 
@@ -109,6 +112,24 @@ void BM_PodShape(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PodShape)->Unit(benchmark::kMicrosecond);
+
+// The text of a plan's JSON as the registry writes it beside sbatch at every submission:
+// json_text (arg 1) against nlohmann's own dump (arg 0), the same bytes.
+void BM_PlanJsonText(benchmark::State& state) {
+  Plan plan = moe_plan("slurm");
+  Diagnostics none;
+  const nlohmann::ordered_json j = plan_to_json(plan, none);
+  const bool ours = state.range(0) == 1;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text =
+        ours ? json_text(j) : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    bytes = text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
+}
+BENCHMARK(BM_PlanJsonText)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace bridge

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/json_text.h"
 #include "base/numbers.h"
 #include "base/suggest.h"
 #include "base/time_limit.h"
@@ -456,7 +457,7 @@ std::optional<K8sPodShape> read_pod_shape(const KubernetesExecutorSpec& kx,
 
 void apply_pod_shape(const K8sPodShape& shape, ordered_json& pod) {
   ordered_json& spec = pod["spec"];
-  spec["securityContext"] = shape.pod_security;
+  json_set(spec, "securityContext", shape.pod_security);
   for (auto& v : spec["volumes"])
     if (v.value("name", "") == "dshm") v["emptyDir"]["sizeLimit"] = shape.shm_limit;
   for (auto& c : spec["containers"]) {
@@ -464,7 +465,7 @@ void apply_pod_shape(const K8sPodShape& shape, ordered_json& pod) {
     ordered_json& res = c["resources"];
     for (const auto& [k, v] : shape.requests.items()) res["requests"][k] = v;
     for (const auto& [k, v] : shape.limits.items()) res["limits"][k] = v;
-    c["securityContext"] = shape.container_security;
+    json_set(c, "securityContext", shape.container_security);
   }
 }
 

@@ -1037,12 +1037,17 @@ std::vector<std::string> header_head(const Inputs& in, const K8sManifests& m,
 }  // namespace
 
 std::string k8s_escape_dollars(const std::string& s) {
+  // The text between two `$` is copied whole: the pod's command carries programs of tens
+  // of KB, which a byte at a time cost a million instructions per render.
   std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    out += s[i];
-    if (s[i] == '$' && i + 1 < s.size() && (s[i + 1] == '$' || s[i + 1] == '(')) out += '$';
+  out.reserve(s.size() + s.size() / 16);
+  size_t from = 0;
+  for (size_t at = s.find('$'); at != std::string::npos; at = s.find('$', at + 1)) {
+    out.append(s, from, at + 1 - from);
+    from = at + 1;
+    if (at + 1 < s.size() && (s[at + 1] == '$' || s[at + 1] == '(')) out += '$';
   }
+  out.append(s, from, std::string::npos);
   return out;
 }
 

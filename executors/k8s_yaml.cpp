@@ -132,7 +132,8 @@ std::string scalar_text(const ordered_json& v) {
   }
 }
 
-void emit_mapping(std::string& out, const ordered_json& obj, int indent);
+// `after_dash`: the mapping is an item of a sequence, its first key on the line of the `- `.
+void emit_mapping(std::string& out, const ordered_json& obj, int indent, bool after_dash = false);
 void emit_sequence(std::string& out, const ordered_json& arr, int indent);
 
 // What follows `key:` or `-`: a nested block, a literal block or ` scalar`.
@@ -143,28 +144,36 @@ void emit_after_indicator(std::string& out, const ordered_json& v, int indent, b
   } else if (v.is_array() && !v.empty()) {
     out += "\n";
     emit_sequence(out, v, in_seq ? indent + 2 : indent);
-  } else if (v.is_string() && block_eligible(v.get<std::string>())) {
-    out += literal_block(v.get<std::string>(), indent + 2);
+  } else if (v.is_string() && block_eligible(v.get_ref<const std::string&>())) {
+    out += literal_block(v.get_ref<const std::string&>(), indent + 2);
   } else {
-    out += " " + scalar_text(v) + "\n";
+    out += ' ';
+    out += scalar_text(v);
+    out += '\n';
   }
 }
 
-void emit_mapping(std::string& out, const ordered_json& obj, int indent) {
+// Everything is appended to the one `out`: a nested block built apart and then copied in
+// copied the pod's programs (tens of KB) once per level of nesting.
+void emit_mapping(std::string& out, const ordered_json& obj, int indent, bool after_dash) {
+  bool first = true;
   for (const auto& [k, v] : obj.items()) {
-    out += spaces(indent) + yaml_scalar(k) + ":";
+    if (!first || !after_dash) out.append(static_cast<size_t>(indent), ' ');
+    first = false;
+    out += yaml_scalar(k);
+    out += ':';
     emit_after_indicator(out, v, indent, false);
   }
 }
 
 void emit_sequence(std::string& out, const ordered_json& arr, int indent) {
   for (const auto& item : arr) {
+    out.append(static_cast<size_t>(indent), ' ');
     if (item.is_object() && !item.empty()) {
-      std::string nested;
-      emit_mapping(nested, item, indent + 2);
-      out += spaces(indent) + "- " + nested.substr(static_cast<size_t>(indent) + 2);
+      out += "- ";
+      emit_mapping(out, item, indent + 2, true);
     } else {
-      out += spaces(indent) + "-";
+      out += '-';
       emit_after_indicator(out, item, indent, true);
     }
   }

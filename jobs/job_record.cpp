@@ -1,5 +1,7 @@
 #include "jobs/job_record.h"
 
+#include "base/json_text.h"
+
 namespace bridge {
 
 namespace {
@@ -61,7 +63,7 @@ std::optional<ShippedCode> shipped_code_from_json(const nlohmann::json& j) {
 }  // namespace
 
 nlohmann::ordered_json job_record_to_json(const JobRecord& r, RecordFields fields) {
-  nlohmann::ordered_json j;
+  nlohmann::ordered_json j = json_object_with_room(32);  // room for every field below
   j["format"] = "bridge-launch-job/1";
   j["id"] = r.id;
   j["name"] = r.name;

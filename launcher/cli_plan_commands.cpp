@@ -222,13 +222,16 @@ std::string code_dry_run_text(const CodePlan& code, const std::string& job_id) {
 // the id it is about to reserve (render_job; render is pure, so the two differ only in what
 // the id names): a render is a quarter of the launcher's work before the scheduler gets the
 // job (docs/performance.md).
-std::optional<int> render_preview(Launch& l) {
+// A dry-run that ends its command ends the process once everything is printed: freeing the
+// plan, the recipe and the parser is a tenth of a dry-run's instructions (docs/performance.md).
+std::optional<int> render_preview(Launch& l, bool ends_command) {
   if (!l.o.dry_run) return std::nullopt;
   l.preview = l.executor->render(l.plan, dry_run_identity(l.plan), l.diags);
   if (!l.preview || l.diags.has_errors()) return stop_before_submit(l, kExitUsage);
   print_diagnostics(l.diags, l.c.err, l.c.color);  // warnings stay visible in every output
   l.c.out << l.preview->dry_run_text();
   if (l.plan.code) l.c.out << code_dry_run_text(*l.plan.code, dry_run_identity(l.plan).job_id);
+  if (ends_command && l.c.services.end_process) l.c.services.end_process(kExitOk);
   return kExitOk;
 }
 
@@ -485,7 +488,7 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
   inspect_plan_code(plan, c, o.dry_run ? CodeDepth::kHash : CodeDepth::kList, diags);
   std::optional<int> stop =
       choose_executor(l, std::move(settings.prepared), settings.prepared_name);
-  if (!stop) stop = render_preview(l);
+  if (!stop) stop = render_preview(l, settings.ends_command);
   std::optional<DeferredInterrupts> deferred;
   {
     // From the reserved id to the copied snapshot, SIGINT/SIGTERM/SIGHUP cancel a token the

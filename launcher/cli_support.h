@@ -72,8 +72,8 @@ int wait_for_jobs(const Executor& executor, const std::vector<JobRecord*>& recor
 // jobs of this command (SubmissionIdentity::sequence). `prepared` (optional) is an executor
 // that prepare_to_submit already ran on: it is used when the plan chose the same executor
 // (`prepared_name`), and otherwise dropped unused. `ends_command`: nothing follows this
-// launch in its command (a plain launch), so once the job was submitted and reported the
-// process may end there (Services::end_process).
+// launch in its command (a plain launch), so once the job was submitted and reported, or
+// the dry-run printed, the process may end there (Services::end_process).
 struct LaunchSettings {
   int sequence = 0;
   std::unique_ptr<Executor> prepared;

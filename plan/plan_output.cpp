@@ -8,6 +8,7 @@
 #include <string_view>
 #include <variant>
 
+#include "base/json_text.h"
 #include "base/shell_quote.h"
 #include "base/utf8.h"
 #include "plugins/plugin_util.h"
@@ -113,7 +114,7 @@ ordered_json executor_json(const Plan& p) {
   add("launcher_wrapper", !x.launcher_wrapper.empty(), x.launcher_source, x.launcher_reason);
   add("command_prefix", !x.command_prefix.empty(), x.command_prefix_source,
       x.command_prefix_reason);
-  j["changes"] = changes;
+  j["changes"] = std::move(changes);
   return j;
 }
 
@@ -185,7 +186,7 @@ ordered_json runtime_env_json(const RuntimeEnvDefaults& defaults) {
                                   ? ordered_json(nullptr)
                                   : ordered_json(defaults.unknown_because)},
           {"applied", "where the launch env leaves it unset"},
-          {"vars", vars}};
+          {"vars", std::move(vars)}};
 }
 
 std::string launch_env_text(const LaunchEnv& env, bool color) {
@@ -272,7 +273,7 @@ std::string code_text(const CodePlan& c) {
 // What the plan is based on (model/recipe_base.h): the recipe and the values it decided.
 ordered_json recipe_base_json(const Recipe& r) {
   const RecipeBaseInfo& b = r.base;
-  ordered_json values = ordered_json::object();
+  ordered_json values = json_object_with_room(b.filled.size());
   for (const auto& [key, value] : b.filled) values[key] = value;
   return ordered_json{
       {"function", b.function},
@@ -281,7 +282,7 @@ ordered_json recipe_base_json(const Recipe& r) {
       {"unknown_because",
        b.unknown_because.empty() ? ordered_json(nullptr) : ordered_json(b.unknown_because)},
       {"comm_overlap_section", !b.comm_overlap_null},
-      {"values", values}};
+      {"values", std::move(values)}};
 }
 
 // The same as text: `key=value` items wrapped to fit 120 columns.
@@ -303,7 +304,7 @@ std::string recipe_base_text(const Recipe& r) {
 }
 
 ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
-  ordered_json j;
+  ordered_json j = json_object_with_room(48);  // more than the sections below
   j["ok"] = p.complete && !diags.has_errors();
   j["diagnostics"] = diagnostics_to_json(diags);
   if (p.recipe) j["name"] = *p.recipe->name.value;
@@ -325,7 +326,7 @@ ordered_json plan_to_json(const Plan& p, const Diagnostics& diags) {
   }
   if (p.recipe && !p.recipe->base.function.empty()) j["recipe_base"] = recipe_base_json(*p.recipe);
   if (!p.executor.empty()) {
-    ordered_json env = ordered_json::object();
+    ordered_json env = json_object_with_room(p.env.vars.size());
     for (const auto& v : p.env.vars) {
       env[v.name] =
           ordered_json{{"value", v.secret ? ordered_json(nullptr) : ordered_json(v.value)},

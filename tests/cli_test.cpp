@@ -175,13 +175,18 @@ TEST(CliEarlySubmissionTest, TheEarlySbatchGetsAScriptOnlyFromALaunch) {
     for (const auto& spec : runner.calls) n += spec.argv.at(0) == "sbatch";
     return n;
   };
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--executor", "slurm", "--dry-run", recipe},
-        {"--executor", "slurm", "plan", recipe}}) {
-    EXPECT_EQ(launch(args).first, 0) << ::testing::PrintToString(args);
-    EXPECT_THAT(runner.started, IsEmpty()) << ::testing::PrintToString(args);
-    EXPECT_THAT(ended, IsEmpty()) << "only a launch ends the process early";
-  }
+  EXPECT_EQ(launch({"--executor", "slurm", "plan", recipe}).first, 0);
+  EXPECT_THAT(runner.started, IsEmpty());
+  EXPECT_THAT(ended, IsEmpty()) << "`plan` ends the usual way";
+  // A dry-run ends the process once its script is printed, with nothing started.
+  EXPECT_EQ(launch({"--executor", "slurm", "--dry-run", recipe}).first, 0);
+  EXPECT_THAT(runner.started, IsEmpty());
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].first, 0);
+  EXPECT_THAT(ended[0].second, HasSubstr("#SBATCH --comment=bridge-launch:early-"));
+  // One that is refused ends the usual way (3 GPUs do not fill nodes of 2).
+  EXPECT_EQ(launch({"--executor", "slurm", "--dry-run", recipe, "cluster.num_gpus=3"}).first, 2);
+  EXPECT_THAT(ended, IsEmpty()) << "a refused dry-run ends the usual way";
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--executor", "slurm", "--no-such-option", recipe},
         {"--executor", "slurm", recipe, "cluster.num_gpus=-3"}}) {
