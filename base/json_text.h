@@ -7,7 +7,8 @@
 // round 7). Here a string that is valid UTF-8 is copied in runs between the bytes that need an
 // escape. What this writer does not spell itself is left to nlohmann, so the text stays the
 // same: a string that is not valid UTF-8 (its bytes replaced by U+FFFD), a floating-point
-// number, a binary value.
+// number. One exception: a binary value, which no document here holds (nothing parses or
+// builds one), is written compact whatever the indent.
 #pragma once
 
 #include <cstddef>
