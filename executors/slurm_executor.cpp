@@ -373,6 +373,9 @@ class SlurmExecutor : public Executor {
       if (id) accept();
       return id.has_value();
     };
+    // Without --wait the launcher ends once the job is recorded: sbatch's teardown after its
+    // id (its stdio is flushed at exit, so nothing follows the id) is not waited for.
+    while_running.leave_when_found = !so.wait;
     std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
     if (!sbatch) sbatch = services_.runner.start(spec);
     if (so.before_submit && !so.before_submit()) {

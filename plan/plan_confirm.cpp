@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/json_limits.h"
+#include "base/json_text.h"
 #include "base/utf8.h"
 #include "plan/runtime_check.h"
 #include "system/file_read.h"
@@ -129,8 +130,7 @@ std::vector<std::string> confirmed_argv(const Plan& plan, std::vector<std::strin
 
 std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const Plan& plan) {
   if (!plan.confirm) return {};
-  Diagnostics unused;
-  std::optional<std::string> program = template_text(kProgramTemplate, "", unused);
+  std::optional<std::string_view> program = embedded_template(kProgramTemplate);
   json request = runtime_check_request_json(plan);
   request["planned_env"] = planned_env(plan.env);
   // The recipe base's values (model/recipe_base.h): not sent, since the runtime builds them
@@ -138,9 +138,8 @@ std::vector<std::pair<std::string, std::string>> plan_confirmation_files(const P
   request["planned_base"] = json::object();
   if (plan.recipe)
     for (const auto& [key, value] : plan.recipe->base.filled) request["planned_base"][key] = value;
-  return {
-      {kConfirmProgramFile, program.value_or("")},
-      {kConfirmRequestFile, request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"}};
+  return {{kConfirmProgramFile, std::string(program.value_or(""))},
+          {kConfirmRequestFile, json_text(request) + "\n"}};
 }
 
 std::optional<PlanConfirmationVerdict> read_plan_confirmation(const std::string& job_dir) {

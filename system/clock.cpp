@@ -1,5 +1,7 @@
 #include "system/clock.h"
 
+#include <sys/random.h>
+
 #include <thread>
 
 namespace bridge {
@@ -19,8 +21,12 @@ void ThreadSleeper::pause_for(std::chrono::milliseconds duration) {
 uint32_t SystemRandom::next() {
   std::lock_guard<std::mutex> hold(mutex_);
   if (!engine_) {
-    std::random_device device;
-    engine_.emplace(device());
+    // getrandom(2) first: std::random_device's default source asks the CPU what it offers
+    // (CPUID, trapped by the hypervisor on a VM: tens of microseconds per submission).
+    uint32_t seed = 0;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed))
+      seed = std::random_device()();
+    engine_.emplace(seed);
   }
   return static_cast<uint32_t>((*engine_)());
 }

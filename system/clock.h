@@ -50,8 +50,8 @@ class ThreadSleeper : public Sleeper {
   void pause_for(std::chrono::milliseconds duration) override;
 };
 
-// A Mersenne Twister seeded from std::random_device at the first draw, so a command that
-// makes no job id never reads the system's random source.
+// A Mersenne Twister seeded from the kernel's random source (getrandom; std::random_device
+// where that fails) at the first draw, so a command that makes no job id never reads it.
 class SystemRandom : public Random {
  public:
   uint32_t next() override;

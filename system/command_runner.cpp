@@ -1,10 +1,10 @@
 // The only file that starts scheduler commands (posix_spawn); nothing leaves it as an
-// exception (std::thread's, when no thread can be had, is caught here).
+// exception.
 #include "system/command_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -24,8 +25,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -220,7 +219,9 @@ class SpawnedCommand : public StartedCommand {
     watch_group(pid_);
   }
   ~SpawnedCommand() override {
-    if (!reaped_) {  // unfinished: killed before it read any input
+    if (left_) {  // found what the caller waited for: left to end on its own
+      if (!reap(false)) unwatch_group(pid_);
+    } else if (!reaped_) {  // unfinished: killed before it read any input
       kill_program();
       reap(true);
     }
@@ -313,10 +314,19 @@ class SpawnedCommand : public StartedCommand {
           tell_lines();
         }
       }
+      if (lines_done && while_running.until_line && while_running.leave_when_found && !reaped_) {
+        if (err_ >= 0) read_into(err_, err_kept);  // what it said before: nothing waits
+        left_ = true;
+        break;
+      }
     }
     close_fd(in_);
     result.out_cut = out_kept.finish();
     result.err_cut = err_kept.finish();
+    if (left_) {
+      result.left_running = true;
+      return result;
+    }
     if (!reaped_) {
       kill_program();
       reap(true);
@@ -396,6 +406,7 @@ class SpawnedCommand : public StartedCommand {
   const CancelToken* cancel_;
   struct sigaction old_pipe_ {};
   bool reaped_ = false;
+  bool left_ = false;  // returned once the caller found its line (leave_when_found)
   int exit_code_ = 0;
 };
 
@@ -440,9 +451,7 @@ std::string program_on_path(const std::string& name) {
 }
 
 // Everything posix_spawn needs, owned: the child's ends of the pipes, its argv and
-// environment. `spawn` may run on another thread than the one that built it, and allocates
-// nothing there before the exec: a thread's first malloc sets up an arena of its own, four
-// system calls on the way to the program's exec (docs/performance.md).
+// environment, all built before `spawn`, which allocates nothing on the way to the exec.
 struct SpawnRequest {
   PipeSet pipes;
   std::vector<std::string> argv, env;
@@ -461,7 +470,7 @@ struct SpawnRequest {
     posix_spawnattr_destroy(&attr);
   }
 
-  // On the caller's thread, once the pipes, argv and env are set.
+  // Once the pipes, argv and env are set.
   void build() {
     program = program_on_path(argv[0]);
     for (auto& a : argv) args.push_back(a.data());
@@ -537,76 +546,72 @@ std::unique_ptr<StartedCommand> started_command(SpawnRequest& req, pid_t pid,
   return started;
 }
 
-// A command being started on a thread of its own: posix_spawn (vfork) holds its caller until
-// the program's execve is done, and start() is for overlapping exactly that. (The program was
-// looked up along $PATH on the caller's thread, SpawnRequest::build: a stat per directory.) finish
-// and the destructor first wait for the thread.
-class SpawningCommand : public StartedCommand {
- public:
-  SpawningCommand(std::unique_ptr<SpawnRequest> req, std::chrono::milliseconds timeout,
-                  const CancelToken* cancel)
-      : req_(std::move(req)), timeout_(timeout), cancel_(cancel) {
-    // The thread takes no signal meant for the launcher: all are blocked in it (the
-    // program starts with none blocked, SpawnRequest::build).
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    try {
-      thread_ = std::thread([this]() { rc_ = req_->spawn(&pid_); });
-    } catch (const std::system_error&) {  // no thread to be had (a pids limit): spawn here
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      rc_ = req_->spawn(&pid_);
-      spawned_here_ = true;
-      return;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
-  ~SpawningCommand() override { started(); }
-  SpawningCommand(const SpawningCommand&) = delete;
-  SpawningCommand& operator=(const SpawningCommand&) = delete;
-
-  CommandResult finish(const std::string& stdin_text, const WhileRunning& while_running) override {
-    return started()->finish(stdin_text, while_running);
-  }
-
- private:
-  // The started program, once the thread is done (or what could not be started).
-  StartedCommand* started() {
-    if (thread_.joinable() || spawned_here_) {
-      if (thread_.joinable()) thread_.join();
-      spawned_here_ = false;
-      command_ = rc_ == 0 ? started_command(*req_, pid_, timeout_, cancel_)
-                          : std::make_unique<NotStarted>(req_->failure(rc_));
-    }
-    return command_.get();
-  }
-
-  std::unique_ptr<SpawnRequest> req_;
-  std::chrono::milliseconds timeout_;
-  const CancelToken* cancel_;
-  int rc_ = 0;
-  pid_t pid_ = -1;
-  bool spawned_here_ = false;  // no thread could be started: spawned by the constructor
-  std::thread thread_;
-  std::unique_ptr<StartedCommand> command_;
-};
-
-}  // namespace
-
-std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
-  StatusOr<std::unique_ptr<SpawnRequest>> req = prepare_spawn(spec);
-  if (!req.ok()) return std::make_unique<NotStarted>(req.why());
-  return std::make_unique<SpawningCommand>(std::move(req).value(), spec.timeout, cancel_);
+// The CPU `pid` last ran on (/proc/PID/stat's 39th field), or -1.
+int last_cpu_of(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces and parens
+  if (!p) return -1;
+  // Fields 3.. follow ") "; the CPU is field 39.
+  int field = 2;
+  for (; *p && field < 39; ++p)
+    if (*p == ' ') ++field;
+  return *p ? std::atoi(p) : -1;
 }
 
-CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
+// A program started to overlap the caller's work must run beside it. Linux puts a new process
+// on its parent's CPU, and where it does not balance at fork (a VM whose two CPUs form no
+// scheduling domain) the two then share that CPU while another idles, until a balancing tick
+// milliseconds later. The caller moves instead: it takes an affinity without its current CPU
+// (the kernel moves it at once) and gets its own mask back, so the program keeps the CPU it
+// was started on and neither program nor caller keeps a changed affinity.
+void leave_the_cpu_to(pid_t child) {
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2) return;
+  int here = sched_getcpu();
+  if (here < 0 || here >= CPU_SETSIZE || !CPU_ISSET(here, &mine)) return;
+  if (last_cpu_of(child) != here) return;
+  cpu_set_t elsewhere = mine;
+  CPU_CLR(here, &elsewhere);
+  if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0)
+    sched_setaffinity(0, sizeof mine, &mine);
+}
+
+// The program of `spec` started, or what could not be started; `beside` moves the caller
+// off the program's CPU (leave_the_cpu_to) for a start-up that overlaps the caller's work.
+std::unique_ptr<StartedCommand> spawn_command(const CommandSpec& spec, const CancelToken* cancel,
+                                              bool beside) {
   StatusOr<std::unique_ptr<SpawnRequest>> req = prepare_spawn(spec);
-  if (!req.ok()) return NotStarted(req.why()).finish("", {});
+  if (!req.ok()) return std::make_unique<NotStarted>(req.why());
   SpawnRequest& request = **req;
   pid_t pid = -1;
   int rc = request.spawn(&pid);
-  if (rc != 0) return NotStarted(request.failure(rc)).finish("", {});
-  return started_command(request, pid, spec.timeout, cancel_)->finish(spec.stdin_text, {});
+  if (rc != 0) return std::make_unique<NotStarted>(request.failure(rc));
+  if (beside) leave_the_cpu_to(pid);
+  return started_command(request, pid, spec.timeout, cancel);
+}
+
+}  // namespace
+
+// Spawned here, on the caller's thread: posix_spawn (vfork) holds the caller until the
+// program's execve has begun, a few hundred microseconds, and the program's start-up then
+// overlaps what the caller does before finish, on another CPU (leave_the_cpu_to). A thread of
+// its own for the spawn was tried (docs/performance.md, round 8): the new thread shared the
+// caller's CPU and often ran only once the caller blocked, milliseconds later.
+std::unique_ptr<StartedCommand> SpawnCommandRunner::start(const CommandSpec& spec) {
+  return spawn_command(spec, cancel_, /*beside=*/true);
+}
+
+// The caller waits for the program from the start: nothing to overlap, nobody moves.
+CommandResult SpawnCommandRunner::run(const CommandSpec& spec) {
+  return spawn_command(spec, cancel_, /*beside=*/false)->finish(spec.stdin_text, {});
 }
 
 }  // namespace bridge

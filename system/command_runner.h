@@ -21,8 +21,8 @@
 // Why not Boost.Process (1.74, Debian's): starting a command through it cost 0.7-1.0 ms of a
 // 9 ms submission (a full fork, five pipes, an asio reactor, and a std::locale("") that reads
 // every locale file to search $PATH), and its vfork mode does not build with async pipes.
-// posix_spawn is glibc's vfork+exec: run() waits only for the exec, and start() spawns on a
-// thread of its own, so that its caller does not even wait for that.
+// posix_spawn is glibc's vfork+exec: start() waits only for the exec to begin, and the
+// program's start-up then overlaps the caller's work until finish.
 #pragma once
 
 #include <chrono>
@@ -52,6 +52,9 @@ struct CommandResult {
   // then holds a line "[... output cut at N bytes: M bytes left out ...]" where they were.
   size_t out_cut = 0;
   size_t err_cut = 0;
+  // Returned before the program ended (WhileRunning::leave_when_found): its exit code is
+  // not known.
+  bool left_running = false;
 
   bool ok() const { return started && !timed_out && !cancelled && exit_code == 0; }
 };
@@ -80,6 +83,12 @@ struct WhileRunning {
   // input_given); none when it never was, and none past the first half of
   // kMaxCapturedOutput (the rest of stdout is read, its head and tail kept).
   std::function<bool(const std::string& line)> until_line;
+  // Once until_line returned true, finish returns at once instead of waiting for the
+  // program's end: what it wrote so far is kept, and it is neither killed nor waited for (it
+  // ends on its own; the launcher's own exit hands it to init). The result then has
+  // `left_running` and exit code 0. For a caller that ends right after: a submission that
+  // does not wait leaves sbatch's teardown, a quarter of a millisecond, to sbatch.
+  bool leave_when_found = false;
 };
 
 // A program started by CommandRunner::start that waits for its stdin: it starts up while the

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,6 +239,62 @@ TEST(CommandRunnerTest, UntilLineGetsTheLinesWhileTheProgramRunsAfterTheInputWas
   EXPECT_TRUE(deferred.ok()) << deferred.err;
   EXPECT_EQ(events, (std::vector<std::string>{"input given", "line banner", "line 77"}));
   std::filesystem::remove(marker);
+}
+
+// leave_when_found: finish returns once until_line found its line, before the program ended,
+// and the program is left to end on its own (not killed): it writes its marker after the
+// caller returned. What it wrote on stderr before its line is kept.
+TEST(CommandRunnerTest, LeaveWhenFoundReturnsAtTheLineAndLetsTheProgramEndOnItsOwn) {
+  SpawnCommandRunner r;
+  auto release = fresh_marker("release");
+  auto ended = fresh_marker("ended");
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c",
+            "cat >/dev/null; echo warned >&2; echo banner; echo 4343; " + wait_for(release) +
+                "; echo done > " + ended.string()};
+  s.timeout = std::chrono::milliseconds(20000);
+  WhileRunning while_running;
+  while_running.until_line = [](const std::string& line) { return line == "4343"; };
+  while_running.leave_when_found = true;
+  CommandResult res = r.start(s)->finish("input", while_running);
+  EXPECT_TRUE(res.ok()) << res.err;
+  EXPECT_TRUE(res.left_running);
+  EXPECT_EQ(res.out, "banner\n4343\n");
+  EXPECT_FALSE(std::filesystem::exists(ended)) << "finish waited for the program's end";
+  std::ofstream(release.string()) << "go";
+  for (int i = 0; i < 1000 && !std::filesystem::exists(ended); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(std::filesystem::exists(ended)) << "the program left running was killed";
+
+  // A program that never prints the line is waited for as before.
+  CommandSpec other;
+  other.argv = {"/bin/sh", "-c", "cat >/dev/null; echo nothing; exit 3"};
+  CommandResult whole = r.start(other)->finish("x", while_running);
+  EXPECT_FALSE(whole.left_running);
+  EXPECT_EQ(whole.exit_code, 3);
+  std::filesystem::remove(release);
+  std::filesystem::remove(ended);
+}
+
+// start() may move the launcher off the CPU the program was started on (a new process
+// shares its parent's CPU); neither the launcher nor the program keeps a changed affinity.
+TEST(CommandRunnerTest, StartLeavesTheCallersAndTheProgramsAffinityAsTheyWere) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  SpawnCommandRunner r;
+  CommandSpec s;
+  s.argv = {"/bin/sh", "-c", "cat >/dev/null; grep '^Cpus_allowed_list' /proc/self/status"};
+  auto started = r.start(s);
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the launcher kept a changed affinity";
+  CommandResult res = started->finish("x", {});
+  ASSERT_TRUE(res.ok()) << res.err;
+  std::ifstream self("/proc/self/status");
+  std::string line, mine;
+  while (std::getline(self, line))
+    if (line.rfind("Cpus_allowed_list", 0) == 0) mine = line + "\n";
+  EXPECT_EQ(res.out, mine) << "the program started with another affinity than the launcher's";
 }
 
 // /proc/self/status's mask line `field` (SigBlk, SigIgn) of `out`, as a number.

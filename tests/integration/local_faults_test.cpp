@@ -545,17 +545,29 @@ TEST_F(FakeSlurmTest, TheIdIsRecordedWhileSbatchIsStillRunning) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("(slurm id 8181)"));
   EXPECT_THAT(r.out, ::testing::MatchesRegex("early-id-[-0-9a-z]+\n")) << "the id, flushed";
+  // The launcher does not wait for sbatch's end (the next test): the fake may write its
+  // verdict a moment after the launcher returned.
+  EXPECT_TRUE(wait_for_text(seen, "\n", 20)) << "the fake sbatch never finished";
   EXPECT_EQ(slurp(seen), "recorded\n") << "the id was recorded only after sbatch ended";
 }
 
-// sbatch that prints a job id and then exits non-zero did create the job: it is recorded.
-TEST_F(FakeSlurmTest, SbatchPrintingAnIdThenFailingIsRecorded) {
-  fake("sbatch", "cat >/dev/null\necho 6161\nexit 1\n");
+// A submission without --wait ends once the id is recorded: sbatch's teardown after the id
+// is left to sbatch, neither waited for nor killed. This fake sbatch prints the id and then
+// waits for `release`, which the test creates only after the launcher returned; it then
+// exits non-zero, which nothing waits to see (the job was accepted with its id).
+TEST_F(FakeSlurmTest, TheLaunchEndsOnceTheIdIsRecordedAndLeavesSbatchToEnd) {
+  fs::path release = dir_ / "release";
+  fs::path ended = dir_ / "ended";
+  fake("sbatch", "cat >/dev/null\necho 6161\nwhile [ ! -e " + release.string() +
+                     " ]; do sleep 0.01; done\necho ended > " + ended.string() + "\nexit 1\n");
   ChildResult r = launch({slurm_recipe("idthenfail")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("after printing job id 6161"));
+  EXPECT_THAT(r.err, HasSubstr("(slurm id 6161)"));
+  EXPECT_FALSE(fs::exists(ended)) << "the launcher waited for sbatch's end";
   ChildResult list = launch({"list", "--format", "json"});
   EXPECT_THAT(list.out, HasSubstr("\"scheduler_id\": \"6161\"")) << list.out;
+  std::ofstream(release.string()) << "go";
+  EXPECT_TRUE(wait_for_text(ended, "ended", 20)) << "sbatch, left to end, was killed";
 }
 
 // Submission durability (docs/reliability.md): bridge-launch killed with SIGKILL at any
