@@ -60,6 +60,9 @@ struct SubmissionIdentity {
 
 struct SubmitOptions {
   bool wait = true;  // local always waits; schedulers only with --wait
+  // The process ends once this submission returned (a launch without --wait, alone in its
+  // command): a scheduler command's teardown after its answer need not be waited for.
+  bool ends_after = false;
   int verbosity = 0;
   // Writes the job's pending registry entry; false: submit nothing and return not accepted
   // (the reason is in the diagnostics). A PreparedJob whose calls_before_submit() is true

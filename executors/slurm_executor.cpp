@@ -373,9 +373,10 @@ class SlurmExecutor : public Executor {
       if (id) accept();
       return id.has_value();
     };
-    // Without --wait the launcher ends once the job is recorded: sbatch's teardown after its
-    // id (its stdio is flushed at exit, so nothing follows the id) is not waited for.
-    while_running.leave_when_found = !so.wait;
+    // A launch that ends with this submission ends once the job is recorded: sbatch's
+    // teardown after its id (its stdio is flushed at exit, so nothing follows the id) is not
+    // waited for. With --wait, or more submissions to come (ablate), sbatch's exit is.
+    while_running.leave_when_found = so.ends_after;
     std::unique_ptr<StartedCommand> sbatch = take_ready_sbatch(secrets, tagged_by_script);
     if (!sbatch) sbatch = services_.runner.start(spec);
     if (so.before_submit && !so.before_submit()) {

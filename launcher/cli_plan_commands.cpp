@@ -413,9 +413,11 @@ std::optional<int> interrupted_before_submission(Launch& l, DeferredInterrupts& 
 
 // `deferred`: SIGINT/SIGTERM/SIGHUP held back since the end of the snapshot's copy (empty
 // when no snapshot was copied); a scheduler's submission holds them back from here anyway.
-std::optional<int> submit(Launch& l, std::optional<DeferredInterrupts>& deferred) {
+std::optional<int> submit(Launch& l, std::optional<DeferredInterrupts>& deferred,
+                          bool ends_command) {
   SubmitOptions so;
   so.wait = l.o.wait || l.runs_here();
+  so.ends_after = ends_command && !so.wait;
   so.verbosity = l.o.quiet ? -1 : l.o.verbose;
   so.before_submit = [&l] { return write_pending_entry(l); };
   so.while_submitting = [&l] { flush_while_submitting(l); };
@@ -504,7 +506,7 @@ LaunchOutcome launch_planned(const Options& o, const Context& c, Plan& plan, Dia
     // the submission (it would end the process and leave the snapshot and the reservation).
     if (!stop && copy_interrupts) deferred.emplace();
   }
-  if (!stop) stop = submit(l, deferred);
+  if (!stop) stop = submit(l, deferred, settings.ends_command);
   if (!stop) record_outcome(l);
   return {stop ? *stop : finish(l, settings.ends_command), l.rec.id};
 }

@@ -571,7 +571,9 @@ int last_cpu_of(pid_t pid) {
 // scheduling domain) the two then share that CPU while another idles, until a balancing tick
 // milliseconds later. The caller moves instead: it takes an affinity without its current CPU
 // (the kernel moves it at once) and gets its own mask back, so the program keeps the CPU it
-// was started on and neither program nor caller keeps a changed affinity.
+// was started on and the program's affinity is never touched. (The mask given back is then
+// the caller's own explicit choice: a cpuset widened later is not followed by this process,
+// which ends with its command.)
 void leave_the_cpu_to(pid_t child) {
   cpu_set_t mine;
   if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2) return;
@@ -580,8 +582,16 @@ void leave_the_cpu_to(pid_t child) {
   if (last_cpu_of(child) != here) return;
   cpu_set_t elsewhere = mine;
   CPU_CLR(here, &elsewhere);
-  if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0)
-    sched_setaffinity(0, sizeof mine, &mine);
+  if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) != 0) return;
+  // The launcher must not keep the narrower mask: the ranks and programs it starts later
+  // would inherit it. A mask the kernel refuses now (its cpuset changed in between) is asked
+  // for again as the cpuset's own.
+  if (sched_setaffinity(0, sizeof mine, &mine) != 0) {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+    sched_setaffinity(0, sizeof all, &all);  // the kernel narrows it to the allowed CPUs
+  }
 }
 
 // The program of `spec` started, or what could not be started; `beside` moves the caller

@@ -85,9 +85,11 @@ struct WhileRunning {
   std::function<bool(const std::string& line)> until_line;
   // Once until_line returned true, finish returns at once instead of waiting for the
   // program's end: what it wrote so far is kept, and it is neither killed nor waited for (it
-  // ends on its own; the launcher's own exit hands it to init). The result then has
-  // `left_running` and exit code 0. For a caller that ends right after: a submission that
-  // does not wait leaves sbatch's teardown, a quarter of a millisecond, to sbatch.
+  // ends on its own; the launcher's own exit hands it to init, and what it writes after the
+  // launcher closed its pipes meets a closed pipe: SIGPIPE). The result then has
+  // `left_running` and exit code 0, its real exit status unknown. Only for a caller that
+  // ends right after (a program left unreaped stays a zombie until then): a launch without
+  // --wait leaves sbatch's teardown, a quarter of a millisecond, to sbatch.
   bool leave_when_found = false;
 };
 
