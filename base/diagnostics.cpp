@@ -15,9 +15,9 @@
 namespace bridge {
 
 std::string SourceLoc::describe() const {
-  if (has_position()) return fmt::format("{}:{}:{}", file, line, column);
+  if (has_position()) return fmt::format("{}:{}:{}", file.str(), line, column);
   if (from_override()) return fmt::format("override '{}'", override_arg);
-  if (from_base()) return "recipe base " + base;
+  if (from_base()) return "recipe base " + base.str();
   return file;
 }
 
@@ -167,14 +167,20 @@ namespace {
 // Messages quote text from outside (plugin options, scheduler and kubectl output): a terminal
 // escape there must be shown, not executed. Line breaks and tabs stay (multi-line messages).
 std::string without_control_bytes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f)
-      out += fmt::format("\\x{:02x}", u);
+  auto is_control = [](char ch) {
+    auto u = static_cast<unsigned char>(ch);
+    return (u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f;
+  };
+  // Nearly every message has none: copied whole, not byte by byte.
+  auto first = std::find_if(text.begin(), text.end(), is_control);
+  std::string out(text.begin(), first);
+  if (first == text.end()) return out;
+  out.reserve(text.size() + 8);
+  for (auto at = first; at != text.end(); ++at) {
+    if (is_control(*at))
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(*at));
     else
-      out += ch;
+      out += *at;
   }
   return out;
 }

@@ -10,17 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "base/shared_text.h"
+
 namespace bridge {
 
 // Where a value came from: a recipe file position, a command-line override, the recipe base
 // (the runtime's own recipe the plan names, model/recipe_base.h), or nowhere (a default).
 // line == 0 means "no file position".
+// The file and base names are SharedText: every value read from a file carries them, and a
+// copy of a value then costs no copy of its file's name.
 struct SourceLoc {
-  std::string file;
+  SharedText file;
   int line = 0;
   int column = 0;
   std::string override_arg;  // e.g. "model.num_layers=" when the value came from the CLI
-  std::string base = {};     // e.g. "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
+  SharedText base = {};      // e.g. "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
 
   bool has_position() const { return line > 0; }
   bool from_override() const { return !override_arg.empty(); }

@@ -34,6 +34,8 @@ constexpr size_t kMaxNodes = 200000;  // far above any real recipe; stops alias 
 // Text after expanding aliases: a 4 KiB string referenced 200000 times is an alias bomb too.
 constexpr std::string_view kStrTag = "tag:yaml.org,2002:str";
 constexpr size_t kMaxScalarBytes = size_t{32} << 20;
+// The most entries or items a collection is given room for before they are read.
+constexpr size_t kReserveCap = 1024;
 
 // ---------------------------------------------------------------------------------------
 // The text as libyaml reads it, and positions in it.
@@ -491,6 +493,8 @@ ReadError read_stream(Input& in, Graph& g, bool indentation_tabs) {
   constexpr size_t kMaxBytesRead = size_t{64} << 20;
   for (size_t read = 0;; read += in.text.size() + 1) {
     g = Graph{};
+    // About one node per dozen bytes in a recipe: most of the graph without regrowing it.
+    g.nodes.reserve(std::min<size_t>(in.text.size() / 12 + 16, 16 * kReserveCap));
     ReadError e = EventReader(in, g).read();
     if (e.tab == std::string::npos || (e.tab_indents && !indentation_tabs) || read > kMaxBytesRead)
       return e;
@@ -503,8 +507,11 @@ ReadError read_stream(Input& in, Graph& g, bool indentation_tabs) {
 
 struct Converter {
   const Graph& g;
-  std::string file;
+  SharedText file;  // one name, shared by every node's location
   std::string override_arg;
+  // libyaml reads only UTF-8 and writes only UTF-8: a scalar can hold other bytes only when
+  // prepare() escaped some (Input::has_escapes), and is checked only then.
+  bool may_hold_other_bytes;
   Diagnostics& diags;
   size_t nodes = 0;
   size_t scalar_bytes = 0;
@@ -542,6 +549,9 @@ struct Converter {
   // that the schema reports it as unknown), not a duplicate.
   void convert_map(const GraphNode& n, int depth, YamlNode& out) {
     out.kind = YamlNode::Kind::kMap;
+    // No moves of the entries read so far; capped, since an alias bomb's mappings are
+    // large and the conversion may stop at the node limit before it fills them.
+    out.entries.reserve(std::min<size_t>(n.children.size() / 2, kReserveCap));
     std::set<std::string> seen;  // only for large mappings: see is_duplicate
     for (size_t k = 0; k + 1 < n.children.size(); k += 2) {
       const GraphNode& key_node = g.nodes[n.children[k]];
@@ -560,7 +570,7 @@ struct Converter {
       }
       // A key that is not UTF-8 can never be a known key: keep it, printable, so that
       // the schema reports it as unknown (with its position) without raw bytes.
-      if (first_invalid_utf8(key) != std::string::npos)
+      if (may_hold_other_bytes && first_invalid_utf8(key) != std::string::npos)
         key = printable_text(key, std::string::npos);
       if (is_duplicate(out.entries, seen, key)) {
         diags.error("duplicate-key", printable_text(key, 64), kloc,
@@ -609,7 +619,8 @@ struct Converter {
         out.quoted = n.tag == "!" || n.tag == kStrTag;
         // YAML is Unicode text; other bytes would reach messages, JSON and job records.
         // The value is not quoted: it may be a secret, whose `secret: true` is not read yet.
-        if (size_t bad = first_invalid_utf8(out.scalar); bad != std::string::npos)
+        if (size_t bad = may_hold_other_bytes ? first_invalid_utf8(out.scalar) : std::string::npos;
+            bad != std::string::npos)
           diags.error("yaml-not-utf8", "", out.loc,
                       "value is not UTF-8 text (its byte " + std::to_string(bad + 1) +
                           " is not part of a UTF-8 character)",
@@ -617,6 +628,7 @@ struct Converter {
         break;
       case YamlNode::Kind::kSequence:
         out.kind = YamlNode::Kind::kSequence;
+        out.items.reserve(std::min<size_t>(n.children.size(), kReserveCap));
         for (uint32_t item : n.children) out.items.push_back(convert(item, depth + 1));
         break;
       case YamlNode::Kind::kMap:
@@ -649,15 +661,15 @@ struct Converter {
   }
 };
 
-YamlNode convert_root(const Graph& g, const std::string& file, const std::string& override_arg,
-                      Diagnostics& diags) {
+YamlNode convert_root(const Graph& g, const Input& in, const std::string& file,
+                      const std::string& override_arg, Diagnostics& diags) {
   if (!g.has_root) {  // no document at all: empty, or only comments
     YamlNode out;
     out.loc.file = file;
     out.loc.override_arg = override_arg;
     return out;
   }
-  Converter c{g, file, override_arg, diags, 0, 0, false, {}};
+  Converter c{g, file, override_arg, in.has_escapes, diags, 0, 0, false, {}};
   return c.convert(0, 0);
 }
 
@@ -721,7 +733,7 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
   SourceLoc l{file, e.line, e.column, {}};
   switch (e.kind) {
     case ReadError::Kind::kNone:
-      return convert_root(g, file, {}, diags);
+      return convert_root(g, in, file, {}, diags);
     case ReadError::Kind::kMultipleDocuments:
       diags.error("yaml-multiple-documents", "", l,
                   "recipe holds more than one YAML document ('---')",
@@ -773,7 +785,7 @@ YamlNode parse_yaml_value(std::string_view text, const std::string& override_arg
   ReadError e = read_stream(in, g, true);
   switch (e.kind) {
     case ReadError::Kind::kNone:
-      return convert_root(g, {}, override_arg, diags);
+      return convert_root(g, in, {}, override_arg, diags);
     case ReadError::Kind::kMultipleDocuments:
       diags.error("bad-override", "", where, "value holds more than one YAML document", help);
       break;

@@ -21,17 +21,27 @@ namespace {
 // Appends an awk string literal: backslash and double quote escaped, control bytes as octal.
 // The table is a few hundred lines in every script, so it is appended, not formatted.
 void append_awk_string(fmt::memory_buffer& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
+  auto needs_escape = [](char c) {
     auto u = static_cast<unsigned char>(c);
-    if (c == '\\' || c == '"') {
+    return c == '\\' || c == '"' || u < 0x20 || u == 0x7f;
+  };
+  out.push_back('"');
+  // Runs of plain bytes (nearly every needle is one run) are appended whole.
+  for (size_t at = 0; at < s.size();) {
+    size_t run = at;
+    while (run < s.size() && !needs_escape(s[run])) ++run;
+    out.append(s.data() + at, s.data() + run);
+    if (run == s.size()) break;
+    auto u = static_cast<unsigned char>(s[run]);
+    if (u == '\\' || u == '"') {
       out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u == 0x7f) {
-      fmt::format_to(std::back_inserter(out), "\\{:03o}", u);
+      out.push_back(s[run]);
     } else {
-      out.push_back(c);
+      char octal[4] = {'\\', static_cast<char>('0' + (u >> 6)),
+                       static_cast<char>('0' + ((u >> 3) & 7)), static_cast<char>('0' + (u & 7))};
+      out.append(octal, octal + 4);
     }
+    at = run + 1;
   }
   out.push_back('"');
 }
@@ -51,10 +61,19 @@ void append_signature_table(fmt::memory_buffer& t, const SlurmRetry& policy) {
   for (const ErrorSignature& s : error_signatures()) {
     ++i;
     const char* kind = s.kind == SignatureKind::kCause ? "cause" : "consequence";
-    fmt::format_to(std::back_inserter(t), "  sid[{0}] = ", i);
+    append_text(t, "  sid[");
+    append_number(t, i);
+    append_text(t, "] = ");
     append_awk_string(t, s.id);
-    fmt::format_to(std::back_inserter(t), "; skind[{0}] = \"{1}\"; nn[{0}] = {2}\n", i, kind,
-                   s.needles.size());
+    append_text(t, "; skind[");
+    append_number(t, i);
+    append_text(t, "] = \"");
+    append_text(t, kind);
+    append_text(t, "\"; nn[");
+    append_number(t, i);
+    append_text(t, "] = ");
+    append_number(t, s.needles.size());
+    append_text(t, "\n");
     for (size_t j = 0; j < s.needles.size(); ++j) {
       append_text(t, "  nd[");
       append_number(t, i);
@@ -64,9 +83,15 @@ void append_signature_table(fmt::memory_buffer& t, const SlurmRetry& policy) {
       append_awk_string(t, s.needles[j]);
       append_text(t, "\n");
     }
-    if (s.needles.empty()) fmt::format_to(std::back_inserter(t), "  py = {}\n", i);
+    if (s.needles.empty()) {
+      append_text(t, "  py = ");
+      append_number(t, i);
+      append_text(t, "\n");
+    }
   }
-  fmt::format_to(std::back_inserter(t), "  ns = {}\n", i);
+  append_text(t, "  ns = ");
+  append_number(t, i);
+  append_text(t, "\n");
   bool any = std::find(policy.retry_on.begin(), policy.retry_on.end(), kRetryAnyFailure) !=
              policy.retry_on.end();
   if (any) append_text(t, "  any = 1\n");
@@ -221,8 +246,7 @@ SlurmRetry slurm_retry(const Plan& plan) {
 
 std::string retry_triage_program(const SlurmRetry& policy, bool per_node) {
   fmt::memory_buffer program;
-  fmt::format_to(std::back_inserter(program), "BEGIN {{\n  UNIT = \"{}\"\n",
-                 per_node ? "node" : "rank");
+  append_text(program, per_node ? "BEGIN {\n  UNIT = \"node\"\n" : "BEGIN {\n  UNIT = \"rank\"\n");
   append_signature_table(program, policy);
   append_text(program, "}\n");
   append_text(program, kTriageBody);

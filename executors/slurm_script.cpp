@@ -20,7 +20,10 @@ constexpr int kMasterPortSpan = 10000;
 
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
   return out;
 }
 
@@ -358,10 +361,12 @@ std::vector<std::string> runtime_command(const Plan& plan, const SlurmRenderOpti
 }
 
 std::string words(const std::vector<std::string>& argv) {
-  std::vector<std::string> w;
-  w.reserve(argv.size());
-  for (const auto& a : argv) w.push_back(shell_word(a));
-  return join(w, " ");
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += shell_word(a);
+  }
+  return out;
 }
 
 // `export NAME="value"; ` for the values the user asked to have expanded on the rank.
@@ -793,7 +798,9 @@ TemplateData template_data(const SbatchView& v) {
   data.set("checkpoint_dir_q", shell_quote(v.checkpoint_dir));
   data.set("retry_on", fmt::format("{}", fmt::join(v.retry.retry_on, ", ")));
   data.set("exclude_failed_nodes", v.retry.exclude_failed_nodes ? "true" : "false");
-  data.set("retry_triage_q", shell_quote(retry_triage_program(v.retry, v.per_node)));
+  data.set_lazy("retry_triage_q", [retry = v.retry, per_node = v.per_node] {
+    return shell_quote(retry_triage_program(retry, per_node));
+  });
   data.set_bool("watchdog", v.watchdog.enabled);
   data.set("watchdog_logs", fmt::format("{}", fmt::join(v.watchdog_logs, " ")));
   data.set("watchdog_ere_q", shell_quote(kIterationLineEre));
@@ -821,7 +828,8 @@ std::optional<SbatchScript> render_sbatch_script(const Plan& plan,
   auto data = sbatch_template_data(plan, options, diags);
   if (!data) return std::nullopt;
   std::string override_path = plan.job.executor.slurm.template_path.get_or("");
-  auto text = template_text(kSbatchTemplateName, override_path, diags);
+  std::string file_text;
+  auto text = template_view(kSbatchTemplateName, override_path, file_text, diags);
   if (!text) return std::nullopt;
   auto script = render_template(*text, *data,
                                 override_path.empty() ? kSbatchTemplateName : override_path, diags);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "base/utf8.h"
@@ -13,6 +14,13 @@ void TemplateData::set(const std::string& name, std::string text) {
   Value v;
   v.kind = Value::Kind::kText;
   v.text = std::move(text);
+  values_[name] = std::move(v);
+}
+
+void TemplateData::set_lazy(const std::string& name, std::function<std::string()> make) {
+  Value v;
+  v.kind = Value::Kind::kText;
+  v.make = std::move(make);
   values_[name] = std::move(v);
 }
 
@@ -42,7 +50,7 @@ void TemplateData::add_text_item(const std::string& name, std::string text) {
   add_item(name, std::move(item));
 }
 
-const TemplateData::Value* TemplateData::find(const std::string& name) const {
+const TemplateData::Value* TemplateData::find(std::string_view name) const {
   auto it = values_.find(name);
   return it == values_.end() ? nullptr : &it->second;
 }
@@ -51,9 +59,10 @@ namespace {
 
 constexpr size_t kMaxSectionDepth = 64;
 
+// A node's text is a view of the template's text, which outlives the tree.
 struct Node {
   enum class Kind { kText, kVar, kSection, kInverted } kind = Kind::kText;
-  std::string text;  // literal text, or the tag name
+  std::string_view text;  // literal text, or the tag name
   int line = 0;
   std::vector<Node> children;
 };
@@ -65,9 +74,9 @@ struct TemplateError {
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
-std::string trim(const std::string& s) {
+std::string_view trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
+  if (b == std::string_view::npos) return {};
   size_t e = s.find_last_not_of(" \t");
   return s.substr(b, e - b + 1);
 }
@@ -75,7 +84,7 @@ std::string trim(const std::string& s) {
 // Parses the template into a tree. Returns false and fills `error` on a syntax error.
 class Parser {
  public:
-  explicit Parser(const std::string& text) : t_(text) {}
+  explicit Parser(std::string_view text) : t_(text) {}
 
   bool parse(std::vector<Node>& out, TemplateError& error) {
     std::vector<Node*> stack;
@@ -86,17 +95,17 @@ class Parser {
     size_t pos = 0;
     while (pos < t_.size()) {
       size_t open = t_.find("{{", pos);
-      if (open == std::string::npos) {
+      if (open == std::string_view::npos) {
         add_text(current(), t_.substr(pos));
         break;
       }
       size_t close = t_.find("}}", open + 2);
       int line = line_of(open);
-      if (close == std::string::npos) {
+      if (close == std::string_view::npos) {
         error = {line, "`{{` without a closing `}}`"};
         return false;
       }
-      std::string tag = t_.substr(open + 2, close - open - 2);
+      std::string_view tag = t_.substr(open + 2, close - open - 2);
       size_t end = close + 2;
       char sigil = tag.empty() ? '\0' : tag[0];
       bool standalone_kind = sigil == '#' || sigil == '^' || sigil == '/' || sigil == '!';
@@ -118,7 +127,7 @@ class Parser {
       }
       add_text(current(), t_.substr(pos, text_end - pos));
       pos = end;
-      std::string name =
+      std::string_view name =
           trim(sigil == '#' || sigil == '^' || sigil == '/' || sigil == '!' ? tag.substr(1) : tag);
       switch (sigil) {
         case '!':
@@ -190,23 +199,29 @@ class Parser {
   }
 
  private:
-  static void add_text(std::vector<Node>& nodes, std::string text) {
+  static void add_text(std::vector<Node>& nodes, std::string_view text) {
     if (text.empty()) return;
     Node n;
-    n.text = std::move(text);
+    n.text = text;
     nodes.push_back(std::move(n));
   }
 
   // Tags are visited left to right, so counting resumes from the previous tag: counting from
-  // the start each time made parsing quadratic in the template size (seen in a profile).
+  // the start each time made parsing quadratic in the template size (seen in a profile). The
+  // line breaks are found with memchr: a byte-by-byte count was a twelfth of a dry-run's
+  // own instructions (docs/performance.md, round 9).
   int line_of(size_t offset) {
-    line_ += static_cast<int>(std::count(t_.begin() + static_cast<long>(counted_),
-                                         t_.begin() + static_cast<long>(offset), '\n'));
+    const char* at = t_.data() + counted_;
+    const char* end = t_.data() + offset;
+    while (const void* nl = std::memchr(at, '\n', static_cast<size_t>(end - at))) {
+      ++line_;
+      at = static_cast<const char*>(nl) + 1;
+    }
     counted_ = offset;
     return line_;
   }
 
-  const std::string& t_;
+  std::string_view t_;
   size_t counted_ = 0;
   int line_ = 1;
 };
@@ -242,12 +257,18 @@ class Renderer {
           error = {n.line, fmt::format("`{}` is a list: use it as a section", n.text)};
           return false;
         }
-        out += v->kind == TemplateData::Value::Kind::kBool ? (v->flag ? "true" : "false") : v->text;
+        if (v->kind == TemplateData::Value::Kind::kBool)
+          out += v->flag ? "true" : "false";
+        else if (v->make)
+          out += v->make();
+        else
+          out += v->text;
         continue;
       }
-      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList   ? !v->items.empty()
-                          : v->kind == TemplateData::Value::Kind::kBool ? v->flag
-                                                                        : !v->text.empty());
+      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList ? !v->items.empty()
+                          : v->kind == TemplateData::Value::Kind::kBool
+                              ? v->flag
+                              : !(v->make ? v->make() : v->text).empty());
       if (n.kind == Node::Kind::kInverted) {
         if (!truthy && !render(n.children, stack, out, error)) return false;
         continue;
@@ -269,7 +290,7 @@ class Renderer {
 
  private:
   static const TemplateData::Value* lookup(const std::vector<const TemplateData*>& stack,
-                                           const std::string& name) {
+                                           std::string_view name) {
     if (name == ".") return stack.back()->find(".");
     for (auto it = stack.rbegin(); it != stack.rend(); ++it)
       if (const auto* v = (*it)->find(name)) return v;
@@ -281,7 +302,7 @@ class Renderer {
 
 }  // namespace
 
-std::optional<std::string> render_template(const std::string& text, const TemplateData& data,
+std::optional<std::string> render_template(std::string_view text, const TemplateData& data,
                                            const std::string& template_name, Diagnostics& diags) {
   std::vector<Node> tree;
   TemplateError error;
@@ -293,6 +314,7 @@ std::optional<std::string> render_template(const std::string& text, const Templa
     return std::nullopt;
   }
   std::string out;
+  out.reserve(text.size() + text.size() / 2);  // a script is about as long as its template
   std::vector<const TemplateData*> stack{&data};
   if (!Renderer().render(tree, stack, out, error)) {
     diags.error("template-render", "executor.slurm.template", {},

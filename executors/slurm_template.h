@@ -11,9 +11,11 @@
 // render time instead of producing a broken script. render_template never throws.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/diagnostics.h"
@@ -23,6 +25,9 @@ namespace bridge {
 class TemplateData {
  public:
   void set(const std::string& name, std::string text);
+  // A text that is computed each time the template uses it, and never when it does not (the
+  // retry program of a job without retries costs a twentieth of a dry-run otherwise).
+  void set_lazy(const std::string& name, std::function<std::string()> make);
   void set_bool(const std::string& name, bool value);
   // Appends an item to the list `name` (the list is created empty on first use).
   void add_item(const std::string& name, TemplateData item);
@@ -32,18 +37,19 @@ class TemplateData {
   struct Value {
     enum class Kind { kText, kBool, kList } kind = Kind::kText;
     std::string text;
+    std::function<std::string()> make;  // set_lazy's: the text, computed when used
     bool flag = false;
     std::vector<TemplateData> items;
   };
-  const Value* find(const std::string& name) const;
+  const Value* find(std::string_view name) const;
 
  private:
-  std::map<std::string, Value> values_;
+  std::map<std::string, Value, std::less<>> values_;
 };
 
 // Renders `text` with `data`. On any error (syntax or unknown variable) adds one error
 // diagnostic naming `template_name` and the line, and returns nullopt.
-std::optional<std::string> render_template(const std::string& text, const TemplateData& data,
+std::optional<std::string> render_template(std::string_view text, const TemplateData& data,
                                            const std::string& template_name, Diagnostics& diags);
 
 }  // namespace bridge

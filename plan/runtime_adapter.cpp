@@ -61,9 +61,11 @@ std::string hydra_value(std::string text) {
 }
 
 std::string plan_value_origin(const std::vector<PlanValue>& values, const std::string& key) {
-  for (const auto& v : values)
-    if (v.key == key)
-      return v.loc.describe().empty() ? key + " (default)" : key + " from " + v.loc.describe();
+  for (const auto& v : values) {
+    if (v.key != key) continue;
+    std::string where = v.loc.describe();
+    return where.empty() ? key + " (default)" : key + " from " + where;
+  }
   if (key.rfind("cluster.", 0) == 0) return key + " (default)";
   return key;
 }

@@ -230,8 +230,10 @@ SlurmdSpoolDir=${SPOOL_DIR}/slurmd-%n
 SlurmdLogFile=${LOG_DIR}/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-# Finished jobs stay visible to 'scontrol show job' (no accounting here) for an hour.
-MinJobAge=3600
+# Finished jobs stay visible to 'scontrol show job' (no accounting here) for ten minutes:
+# long enough for any test that asks about a job it ran, short enough that hundreds of ended
+# benchmark jobs do not pile up and slow every sbatch and squeue (docs/performance.md).
+MinJobAge=600
 # Fail fast: failing jobs end quickly; clients give up quickly when slurmctld is down
 # (MessageTimeout bounds how long sbatch/squeue keep retrying to reach the controller).
 MessageTimeout=5

@@ -55,14 +55,26 @@ std::optional<std::string> read_template_file(const std::string& path, Diagnosti
 
 }  // namespace
 
+std::optional<std::string_view> template_view(const std::string& name,
+                                              const std::string& override_path,
+                                              std::string& file_text, Diagnostics& diags) {
+  if (!override_path.empty()) {
+    std::optional<std::string> text = read_template_file(override_path, diags);
+    if (!text) return std::nullopt;
+    file_text = std::move(*text);
+    return file_text;
+  }
+  std::optional<std::string_view> text = embedded_template(name);
+  if (!text)
+    diags.error("template-missing", "", {}, fmt::format("no embedded template `{}`", name));
+  return text;
+}
+
 std::optional<std::string> template_text(const std::string& name, const std::string& override_path,
                                          Diagnostics& diags) {
-  if (!override_path.empty()) return read_template_file(override_path, diags);
-  std::optional<std::string_view> text = embedded_template(name);
-  if (!text) {
-    diags.error("template-missing", "", {}, fmt::format("no embedded template `{}`", name));
-    return std::nullopt;
-  }
+  std::string file_text;
+  std::optional<std::string_view> text = template_view(name, override_path, file_text, diags);
+  if (!text) return std::nullopt;
   return std::string(*text);
 }
 

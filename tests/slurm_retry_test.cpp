@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/shell_quote.h"
 #include "executors/slurm_script.h"
 #include "jobs/failure_triage.h"
 #include "model/retry_policy.h"
@@ -338,10 +339,16 @@ TEST(SlurmRetryScript, RenderedOnlyWithRetriesAndValidBash) {
   EXPECT_THAT(none, Not(HasSubstr("bridge_retry_after_failure")));
 
   Diagnostics diags;
-  std::string script = render(
-      make_plan("  slurm: {job_dir: /jobs, retries: 2, exclude_failed_nodes: false}\n", diags),
-      diags);
+  Plan plan =
+      make_plan("  slurm: {job_dir: /jobs, retries: 2, exclude_failed_nodes: false}\n", diags);
+  std::string script = render(plan, diags);
   ASSERT_FALSE(script.empty()) << errors_of(diags);
+  // The triage program is computed only for a script that retries, and is then the whole
+  // program, quoted for bash.
+  EXPECT_THAT(script, HasSubstr("found=$(awk " +
+                                shell_quote(retry_triage_program(slurm_retry(plan), false)) +
+                                " </dev/null"));
+  EXPECT_THAT(none, Not(HasSubstr("UNIT = ")));
   EXPECT_THAT(script, HasSubstr("of=3 slurm_job=$SLURM_JOB_ID"));
   EXPECT_THAT(script, HasSubstr("(nccl-timeout, gpu-xid, node-failure)"));
   EXPECT_THAT(script, HasSubstr("if false && [ \"$host\" != \"-\" ]"));

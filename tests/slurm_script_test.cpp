@@ -670,6 +670,53 @@ TEST(SlurmTemplate, ErrorsNameTheLine) {
   }
 }
 
+// The line a message names is counted from the template's line breaks, tag after tag: the
+// count resumes where the previous tag left it, across blank lines, text and sections.
+TEST(SlurmTemplate, ErrorsNameTheLineTheTagIsOn) {
+  TemplateData d;
+  d.set("name", "job");
+  d.set_bool("yes", true);
+  const std::pair<std::string, std::string> cases[] = {
+      {"{{name}}\n\n{{name}} x\n{{#yes}}\n{{unknown}}\n{{/yes}}\n", "template test line 5: "},
+      {"a\nb\n\n{{#yes}}\n\n\n", "template test line 4: "},
+      {"{{name}}{{name}}\n{{name}}\n\n\n{{/yes}}", "template test line 5: "},
+      {"{{#yes}}{{/yes}}\n{{#yes}}\n{{/no}}\n", "template test line 3: "},
+  };
+  for (const auto& [text, line] : cases) {
+    Diagnostics diags;
+    EXPECT_EQ(tmpl(text, d, diags), "<error>") << text;
+    ASSERT_TRUE(diags.has_errors()) << text;
+    EXPECT_EQ(diags.items()[0].message.rfind(line, 0), 0u) << diags.items()[0].message;
+  }
+}
+
+// A lazy value costs nothing where the template does not use it (the retry program of a job
+// without retries), and is the same text as set() where it does: as a variable, as a
+// section's truth and inside a section.
+TEST(SlurmTemplate, LazyValuesAreComputedOnlyWhereUsed) {
+  int made = 0;
+  TemplateData d;
+  d.set_bool("on", true);
+  d.set_bool("off", false);
+  d.set_lazy("program", [&made] {
+    ++made;
+    return std::string("awk 'x'");
+  });
+  d.set_lazy("nothing", [&made] {
+    ++made;
+    return std::string();
+  });
+  Diagnostics diags;
+  EXPECT_EQ(tmpl("a{{#off}}{{program}}{{/off}}b\n", d, diags), "ab\n");
+  EXPECT_EQ(made, 0);
+  EXPECT_EQ(tmpl("{{#on}}[{{program}}]{{/on}}", d, diags), "[awk 'x']");
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(tmpl("{{#program}}set{{/program}}{{^nothing}}, empty{{/nothing}}", d, diags),
+            "set, empty");
+  EXPECT_EQ(made, 3);
+  EXPECT_FALSE(diags.has_errors());
+}
+
 // ---- property test: values survive the script byte-for-byte -----------------------------
 
 // Fake Slurm commands for running a rendered script outside Slurm: srun runs the command
