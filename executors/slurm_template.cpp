@@ -10,25 +10,25 @@
 
 namespace bridge {
 
-void TemplateData::set(const std::string& name, std::string text) {
+void TemplateData::set(std::string name, std::string text) {
   Value v;
   v.kind = Value::Kind::kText;
   v.text = std::move(text);
-  values_[name] = std::move(v);
+  values_.insert_or_assign(std::move(name), std::move(v));
 }
 
-void TemplateData::set_lazy(const std::string& name, std::function<std::string()> make) {
+void TemplateData::set_lazy(std::string name, std::function<std::string()> make) {
   Value v;
   v.kind = Value::Kind::kText;
   v.make = std::move(make);
-  values_[name] = std::move(v);
+  values_.insert_or_assign(std::move(name), std::move(v));
 }
 
-void TemplateData::set_bool(const std::string& name, bool value) {
+void TemplateData::set_bool(std::string name, bool value) {
   Value v;
   v.kind = Value::Kind::kBool;
   v.flag = value;
-  values_[name] = std::move(v);
+  values_.insert_or_assign(std::move(name), std::move(v));
 }
 
 void TemplateData::ensure_list(const std::string& name) {

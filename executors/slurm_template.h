@@ -24,11 +24,11 @@ namespace bridge {
 
 class TemplateData {
  public:
-  void set(const std::string& name, std::string text);
+  void set(std::string name, std::string text);
   // A text that is computed each time the template uses it, and never when it does not (the
   // retry program of a job without retries costs a twentieth of a dry-run otherwise).
-  void set_lazy(const std::string& name, std::function<std::string()> make);
-  void set_bool(const std::string& name, bool value);
+  void set_lazy(std::string name, std::function<std::string()> make);
+  void set_bool(std::string name, bool value);
   // Appends an item to the list `name` (the list is created empty on first use).
   void add_item(const std::string& name, TemplateData item);
   void add_text_item(const std::string& name, std::string text);

@@ -22,105 +22,119 @@ using K = SignatureKind;
 // specific failure come first; consequences (what the other ranks print once one rank is
 // gone) come before the generic NCCL and Python entries, so "DistBackendError: ... remote
 // process exited" counts as a consequence, not as a second cause.
-const std::vector<ErrorSignature> kSignatures = {
-    // The plan confirmation at start (plan/plan_confirm.h; the line is CONFIRM_LINE of
-    // python/bridge_config_check.py).
-    {"plan-differs",
-     K::kCause,
-     "the runtime built a config that differs from the plan",
-     {"bridge-launch: the runtime built a config that differs from the plan"}},
-    // The same program's env comparison before the runtime starts (ENV_LINE).
-    {"env-differs",
-     K::kCause,
-     "a rank's environment differs from the planned launch env",
-     {"bridge-launch: the rank's environment differs from the planned launch env"}},
-    // Before cuda-error: "CUDA error: uncorrectable ECC error encountered" is a GPU fault,
-    // which a retry on another node may not meet (model/retry_policy.h).
-    {"gpu-xid",
-     K::kCause,
-     "GPU fault (Xid, ECC error)",
-     {"NVRM: Xid", "Xid (PCI:", "ECC error", "CUDA_ERROR_ECC_UNCORRECTABLE",
-      "GPU has fallen off the bus"}},
-    {"cuda-oom",
-     K::kCause,
-     "GPU out of memory",
-     {"CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
-      "CUBLAS_STATUS_ALLOC_FAILED"}},
-    {"cuda-error",
-     K::kCause,
-     "CUDA error",
-     {"CUDA error", "cudaError", "illegal memory access", "CUBLAS_STATUS_", "CUDNN_STATUS_",
-      "device-side assert triggered", "ncclUnhandledCudaError"}},
-    {"host-oom",
-     K::kCause,
-     "killed by the kernel's OOM killer (host memory)",
-     {"oom_kill event", "oom-kill", "Out of memory: Killed process", "OOMKilled", "Killed process",
-      "MemoryError"}},
-    {"segfault",
-     K::kCause,
-     "segmentation fault",
-     {"Segmentation fault", "SIGSEGV", "signal 11 (SIGSEGV)", "segfault"}},
-    {"abort",
-     K::kCause,
-     "aborted",
-     {"terminate called after throwing", "SIGABRT", "Aborted (core dumped)", "Fatal Python error"}},
-    {"preempted", K::kCause, "preempted by the scheduler", {"DUE TO PREEMPTION", "Preempted"}},
-    // The hang watchdog's verdict (jobs/job_watchdog.h watchdog_event_text), a job-level line.
-    {"hang",
-     K::kCause,
-     "no progress: the watchdog ended the ranks",
-     {"bridge-launch watchdog: hang"}},
-    {"time-limit", K::kCause, "ran past its time limit", {"DUE TO TIME LIMIT", "DeadlineExceeded"}},
-    {"node-failure", K::kCause, "a node failed", {"DUE TO NODE FAILURE", "NODE_FAIL", "NodeLost"}},
-    // A rank that says itself that NCCL timed out: a cause (the transient failure retries are
-    // for). torch's watchdog lines on the other ranks stay consequences (watchdog-timeout).
-    {"nccl-timeout",
-     K::kCause,
-     "NCCL timed out",
-     {"NCCL timeout", "NCCL Timeout", "NCCL WARN Timeout", "NCCL operation timed out",
-      "NCCL communicator timed out"}},
-    {"peer-lost",
-     K::kConsequence,
-     "lost its peer (another rank is gone)",
-     {"Connection closed by", "Connection reset by peer", "connection closed", "ncclRemoteError",
-      "remote process exited", "lost connection", "Lost connection", "Broken pipe",
-      "Connection refused"}},
-    // bridge-probe and other runtimes name the rank they waited for: that rank hung, and it
-    // is the culprit even when its own log shows nothing (UnitScan::waited_for).
-    {"peer-timeout",
-     K::kConsequence,
-     "timed out waiting for another rank",
-     {" waiting for rank ", "Timed out waiting for rank"}},
-    {"watchdog-timeout",
-     K::kConsequence,
-     "collective timed out (waiting for a failed rank)",
-     {"Watchdog caught collective operation timeout", "collective operation timeout",
-      "Timeout at NCCL work", "Socket Timeout"}},
-    {"comm-aborted",
-     K::kConsequence,
-     "communicator aborted after another failure",
-     {"communicator was aborted", "Communicator was aborted", "watchdog thread terminated",
-      "NCCL communicator aborted", "ncclCommAbort"}},
-    {"stopped",
-     K::kConsequence,
-     "stopped by the launcher or scheduler after another failure",
-     {"Received SIGTERM", "received SIGTERM", "got SIGTERM", "Terminated", "signal 15",
-      "got signal: 15", "SignalException", "SIGTERM", "CANCELLED AT", "Killed"}},
-    {"nccl-error",
-     K::kCause,
-     "NCCL error",
-     {"NCCL error", "ncclInternalError", "ncclInvalidUsage", "ncclSystemError",
-      "ncclInvalidArgument"}},
-};
+// Built on first use, not at start-up: most commands never classify a line.
+const std::vector<ErrorSignature>& specific_signatures() {
+  static const std::vector<ErrorSignature> kTable = {
+      // The plan confirmation at start (plan/plan_confirm.h; the line is CONFIRM_LINE of
+      // python/bridge_config_check.py).
+      {"plan-differs",
+       K::kCause,
+       "the runtime built a config that differs from the plan",
+       {"bridge-launch: the runtime built a config that differs from the plan"}},
+      // The same program's env comparison before the runtime starts (ENV_LINE).
+      {"env-differs",
+       K::kCause,
+       "a rank's environment differs from the planned launch env",
+       {"bridge-launch: the rank's environment differs from the planned launch env"}},
+      // Before cuda-error: "CUDA error: uncorrectable ECC error encountered" is a GPU fault,
+      // which a retry on another node may not meet (model/retry_policy.h).
+      {"gpu-xid",
+       K::kCause,
+       "GPU fault (Xid, ECC error)",
+       {"NVRM: Xid", "Xid (PCI:", "ECC error", "CUDA_ERROR_ECC_UNCORRECTABLE",
+        "GPU has fallen off the bus"}},
+      {"cuda-oom",
+       K::kCause,
+       "GPU out of memory",
+       {"CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+        "CUBLAS_STATUS_ALLOC_FAILED"}},
+      {"cuda-error",
+       K::kCause,
+       "CUDA error",
+       {"CUDA error", "cudaError", "illegal memory access", "CUBLAS_STATUS_", "CUDNN_STATUS_",
+        "device-side assert triggered", "ncclUnhandledCudaError"}},
+      {"host-oom",
+       K::kCause,
+       "killed by the kernel's OOM killer (host memory)",
+       {"oom_kill event", "oom-kill", "Out of memory: Killed process", "OOMKilled",
+        "Killed process", "MemoryError"}},
+      {"segfault",
+       K::kCause,
+       "segmentation fault",
+       {"Segmentation fault", "SIGSEGV", "signal 11 (SIGSEGV)", "segfault"}},
+      {"abort",
+       K::kCause,
+       "aborted",
+       {"terminate called after throwing", "SIGABRT", "Aborted (core dumped)",
+        "Fatal Python error"}},
+      {"preempted", K::kCause, "preempted by the scheduler", {"DUE TO PREEMPTION", "Preempted"}},
+      // The hang watchdog's verdict (jobs/job_watchdog.h watchdog_event_text), a job-level line.
+      {"hang",
+       K::kCause,
+       "no progress: the watchdog ended the ranks",
+       {"bridge-launch watchdog: hang"}},
+      {"time-limit",
+       K::kCause,
+       "ran past its time limit",
+       {"DUE TO TIME LIMIT", "DeadlineExceeded"}},
+      {"node-failure",
+       K::kCause,
+       "a node failed",
+       {"DUE TO NODE FAILURE", "NODE_FAIL", "NodeLost"}},
+      // A rank that says itself that NCCL timed out: a cause (the transient failure retries are
+      // for). torch's watchdog lines on the other ranks stay consequences (watchdog-timeout).
+      {"nccl-timeout",
+       K::kCause,
+       "NCCL timed out",
+       {"NCCL timeout", "NCCL Timeout", "NCCL WARN Timeout", "NCCL operation timed out",
+        "NCCL communicator timed out"}},
+      {"peer-lost",
+       K::kConsequence,
+       "lost its peer (another rank is gone)",
+       {"Connection closed by", "Connection reset by peer", "connection closed", "ncclRemoteError",
+        "remote process exited", "lost connection", "Lost connection", "Broken pipe",
+        "Connection refused"}},
+      // bridge-probe and other runtimes name the rank they waited for: that rank hung, and it
+      // is the culprit even when its own log shows nothing (UnitScan::waited_for).
+      {"peer-timeout",
+       K::kConsequence,
+       "timed out waiting for another rank",
+       {" waiting for rank ", "Timed out waiting for rank"}},
+      {"watchdog-timeout",
+       K::kConsequence,
+       "collective timed out (waiting for a failed rank)",
+       {"Watchdog caught collective operation timeout", "collective operation timeout",
+        "Timeout at NCCL work", "Socket Timeout"}},
+      {"comm-aborted",
+       K::kConsequence,
+       "communicator aborted after another failure",
+       {"communicator was aborted", "Communicator was aborted", "watchdog thread terminated",
+        "NCCL communicator aborted", "ncclCommAbort"}},
+      {"stopped",
+       K::kConsequence,
+       "stopped by the launcher or scheduler after another failure",
+       {"Received SIGTERM", "received SIGTERM", "got SIGTERM", "Terminated", "signal 15",
+        "got signal: 15", "SignalException", "SIGTERM", "CANCELLED AT", "Killed"}},
+      {"nccl-error",
+       K::kCause,
+       "NCCL error",
+       {"NCCL error", "ncclInternalError", "ncclInvalidUsage", "ncclSystemError",
+        "ncclInvalidArgument"}},
+  };
+  return kTable;
+}
 
 // Tried after the Python exception check: a program's own error line ("prog: error: ...",
 // "ERROR: ..."), the least specific cause there is.
-const std::vector<ErrorSignature> kGenericSignatures = {
-    {"error-message",
-     K::kCause,
-     "error message",
-     {": error: ", "ERROR:", "FATAL:", "Fatal error", "fatal error"}},
-};
+const std::vector<ErrorSignature>& generic_signatures() {
+  static const std::vector<ErrorSignature> kTable = {
+      {"error-message",
+       K::kCause,
+       "error message",
+       {": error: ", "ERROR:", "FATAL:", "Fatal error", "fatal error"}},
+  };
+  return kTable;
+}
 
 // The generic Python exception line: `Name: text` or `pkg.mod.NameError: text` where the
 // name ends in Error, Exception or Interrupt, optionally behind torch's `[rank3]: ` prefix.
@@ -382,9 +396,9 @@ std::vector<FindingGroup> group(const std::vector<std::pair<const RankEvidence*,
 
 const std::vector<ErrorSignature>& error_signatures() {
   static const std::vector<ErrorSignature> all = [] {
-    std::vector<ErrorSignature> v = kSignatures;
+    std::vector<ErrorSignature> v = specific_signatures();
     v.push_back(kPythonException);
-    v.insert(v.end(), kGenericSignatures.begin(), kGenericSignatures.end());
+    v.insert(v.end(), generic_signatures().begin(), generic_signatures().end());
     return v;
   }();
   return all;
@@ -453,8 +467,8 @@ class NeedleIndex {
 }  // namespace
 
 const ErrorSignature* classify_line(const std::string& line) {
-  static const NeedleIndex kSpecific(kSignatures);
-  static const NeedleIndex kGeneric(kGenericSignatures);
+  static const NeedleIndex kSpecific(specific_signatures());
+  static const NeedleIndex kGeneric(generic_signatures());
   std::string_view text(line.data(), std::min(line.size(), kMaxTriageLineBytes));
   if (const auto* sig = kSpecific.first_match(text)) return sig;
   if (is_python_exception(text)) return &kPythonException;
