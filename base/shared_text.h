@@ -7,7 +7,7 @@
 //
 // Why: every value read from a recipe carries its file name in its SourceLoc, and a path
 // longer than std::string's inline buffer cost one allocation per value and per copy of the
-// value: about 3 % of a dry-run's instructions (docs/performance.md, round 9).
+// value: about 5 % of a dry-run's instructions (docs/performance.md, round 9).
 #pragma once
 
 #include <compare>

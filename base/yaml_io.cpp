@@ -661,7 +661,7 @@ struct Converter {
   }
 };
 
-YamlNode convert_root(const Graph& g, const Input& in, const std::string& file,
+YamlNode convert_root(const Graph& g, const Input& in, const SharedText& file,
                       const std::string& override_arg, Diagnostics& diags) {
   if (!g.has_root) {  // no document at all: empty, or only comments
     YamlNode out;
@@ -730,10 +730,12 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
   Input in = prepare(text);
   Graph g;
   ReadError e = read_stream(in, g, false);
-  SourceLoc l{file, e.line, e.column, {}};
+  const SharedText shared_file = file;  // one allocation for every location of the document
+  if (e.kind == ReadError::Kind::kNone) return convert_root(g, in, shared_file, {}, diags);
+  SourceLoc l{shared_file, e.line, e.column, {}};
   switch (e.kind) {
     case ReadError::Kind::kNone:
-      return convert_root(g, in, file, {}, diags);
+      break;
     case ReadError::Kind::kMultipleDocuments:
       diags.error("yaml-multiple-documents", "", l,
                   "recipe holds more than one YAML document ('---')",
@@ -746,7 +748,7 @@ YamlNode parse_yaml_document(std::string_view text, const std::string& file, Dia
       // libyaml's words for a tab in the indentation ("found character that cannot start any
       // token") do not name it; the tab is the likely cause when one indents a line up to here.
       if (auto tab = indentation_tab(text, l.line)) {
-        diags.error("yaml-tab-indent", "", SourceLoc{file, tab->first, tab->second, {}},
+        diags.error("yaml-tab-indent", "", SourceLoc{shared_file, tab->first, tab->second, {}},
                     "invalid YAML: a tab in the indentation (YAML indents with spaces only)",
                     "replace the tab with spaces");
         break;

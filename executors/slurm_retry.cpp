@@ -244,6 +244,12 @@ SlurmRetry slurm_retry(const Plan& plan) {
   return r;
 }
 
+std::string awk_string_literal(std::string_view text) {
+  fmt::memory_buffer out;
+  append_awk_string(out, text);
+  return fmt::to_string(out);
+}
+
 std::string retry_triage_program(const SlurmRetry& policy, bool per_node) {
   fmt::memory_buffer program;
   append_text(program, per_node ? "BEGIN {\n  UNIT = \"node\"\n" : "BEGIN {\n  UNIT = \"rank\"\n");

@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.h"
@@ -45,6 +46,10 @@ SlurmRetry slurm_retry(const Plan& plan);
 
 // The awk program described above (unquoted; the caller quotes it for the shell).
 std::string retry_triage_program(const SlurmRetry& policy, bool per_node);
+
+// `text` as an awk string literal, as the program's table spells its needles: in double
+// quotes, `\` and `"` escaped, control bytes (and DEL) as three-digit octal escapes.
+std::string awk_string_literal(std::string_view text);
 
 // The file, in a job dir, that lists the attempts.
 inline constexpr const char* kAttemptsFile = "attempts";

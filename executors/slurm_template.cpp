@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "base/utf8.h"
@@ -208,8 +209,8 @@ class Parser {
 
   // Tags are visited left to right, so counting resumes from the previous tag: counting from
   // the start each time made parsing quadratic in the template size (seen in a profile). The
-  // line breaks are found with memchr: a byte-by-byte count was a twelfth of a dry-run's
-  // own instructions (docs/performance.md, round 9).
+  // line breaks are found with memchr: a byte-by-byte count was 3 % of a dry-run's
+  // instructions (docs/performance.md, round 9).
   int line_of(size_t offset) {
     const char* at = t_.data() + counted_;
     const char* end = t_.data() + offset;
@@ -257,18 +258,13 @@ class Renderer {
           error = {n.line, fmt::format("`{}` is a list: use it as a section", n.text)};
           return false;
         }
-        if (v->kind == TemplateData::Value::Kind::kBool)
-          out += v->flag ? "true" : "false";
-        else if (v->make)
-          out += v->make();
-        else
-          out += v->text;
+        out += v->kind == TemplateData::Value::Kind::kBool ? (v->flag ? "true" : "false")
+                                                           : text_of(*v);
         continue;
       }
-      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList ? !v->items.empty()
-                          : v->kind == TemplateData::Value::Kind::kBool
-                              ? v->flag
-                              : !(v->make ? v->make() : v->text).empty());
+      bool truthy = v && (v->kind == TemplateData::Value::Kind::kList   ? !v->items.empty()
+                          : v->kind == TemplateData::Value::Kind::kBool ? v->flag
+                                                                        : !text_of(*v).empty());
       if (n.kind == Node::Kind::kInverted) {
         if (!truthy && !render(n.children, stack, out, error)) return false;
         continue;
@@ -289,6 +285,16 @@ class Renderer {
   }
 
  private:
+  // A text value; a lazy one is computed at its first use in this rendering and kept: a
+  // section that tests it and then prints it, or a list section around it, computes it once
+  // (the step cap bounds the steps, not what each costs).
+  const std::string& text_of(const TemplateData::Value& v) {
+    if (!v.make) return v.text;
+    auto [it, first_use] = made_.try_emplace(&v);
+    if (first_use) it->second = v.make();
+    return it->second;
+  }
+
   static const TemplateData::Value* lookup(const std::vector<const TemplateData*>& stack,
                                            std::string_view name) {
     if (name == ".") return stack.back()->find(".");
@@ -298,6 +304,7 @@ class Renderer {
   }
 
   size_t steps_ = 0;
+  std::map<const TemplateData::Value*, std::string> made_;  // lazy values computed so far
 };
 
 }  // namespace
@@ -314,7 +321,8 @@ std::optional<std::string> render_template(std::string_view text, const Template
     return std::nullopt;
   }
   std::string out;
-  out.reserve(text.size() + text.size() / 2);  // a script is about as long as its template
+  // A script is about as long as its template; half as much again leaves room for long values.
+  out.reserve(text.size() + text.size() / 2);
   std::vector<const TemplateData*> stack{&data};
   if (!Renderer().render(tree, stack, out, error)) {
     diags.error("template-render", "executor.slurm.template", {},

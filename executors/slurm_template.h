@@ -8,7 +8,9 @@
 // a section or comment tag (and blanks) leaves no line behind, as in Mustache.
 // Not supported (reported as errors): partials, delimiter changes, `{{{...}}}`/`{{&...}}`.
 // A variable that is not defined is an error, so a typo in a user template fails loudly at
-// render time instead of producing a broken script. render_template never throws.
+// render time instead of producing a broken script. render_template never throws, provided
+// the functions given to set_lazy do not. A lazy value is computed at most once per
+// rendering, and only where the template uses it.
 #pragma once
 
 #include <functional>
@@ -25,8 +27,8 @@ namespace bridge {
 class TemplateData {
  public:
   void set(std::string name, std::string text);
-  // A text that is computed each time the template uses it, and never when it does not (the
-  // retry program of a job without retries costs a twentieth of a dry-run otherwise).
+  // A text that is computed when the template first uses it, and never when it does not (the
+  // retry program of a job without retries cost a twentieth of a dry-run otherwise).
   void set_lazy(std::string name, std::function<std::string()> make);
   void set_bool(std::string name, bool value);
   // Appends an item to the list `name` (the list is created empty on first use).

@@ -59,8 +59,8 @@ TEST(SharedText, SourceLocCopiesKeepTheirFileAfterTheOriginalIsGone) {
   }
 }
 
-// Copies made and dropped on several threads at once (the plan's parallel passes copy
-// locations): the count stays right, and the text is whole at the end.
+// Copies made and dropped on several threads at once (`why` classifies logs on every core):
+// each copy reads the whole text, and the original keeps it after all of them are gone.
 TEST(SharedText, CopiesOnManyThreads) {
   SharedText shared = std::string(100, 'p');
   std::vector<std::thread> threads;

@@ -348,7 +348,16 @@ TEST(SlurmRetryScript, RenderedOnlyWithRetriesAndValidBash) {
   EXPECT_THAT(script, HasSubstr("found=$(awk " +
                                 shell_quote(retry_triage_program(slurm_retry(plan), false)) +
                                 " </dev/null"));
-  EXPECT_THAT(none, Not(HasSubstr("UNIT = ")));
+  // Without retries the program is never built: the template's value is lazy, and the
+  // built-in template uses it only inside {{#retry}}.
+  Diagnostics d1;
+  Plan plain = make_plan("  slurm: {job_dir: /jobs}\n", d1);
+  auto data = sbatch_template_data(plain, SlurmRenderOptions{}, d1);
+  ASSERT_TRUE(data) << errors_of(d1);
+  const TemplateData::Value* triage = data->find("retry_triage_q");
+  ASSERT_NE(triage, nullptr);
+  EXPECT_TRUE(triage->make);
+  EXPECT_TRUE(triage->text.empty());
   EXPECT_THAT(script, HasSubstr("of=3 slurm_job=$SLURM_JOB_ID"));
   EXPECT_THAT(script, HasSubstr("(nccl-timeout, gpu-xid, node-failure)"));
   EXPECT_THAT(script, HasSubstr("if false && [ \"$host\" != \"-\" ]"));
@@ -360,6 +369,21 @@ TEST(SlurmRetryScript, RenderedOnlyWithRetriesAndValidBash) {
   std::ofstream(path) << script;
   auto r = run_command({"bash", "-n", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The table's needles are awk string literals: quotes, backslashes and control bytes escaped
+// so that awk reads back exactly the bytes (run by the real awk here, as the batch script
+// runs it).
+TEST(SlurmRetryScript, AwkStringLiteralsReadBackAsTheSameBytes) {
+  EXPECT_EQ(awk_string_literal("NCCL error"), "\"NCCL error\"");
+  EXPECT_EQ(awk_string_literal("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(awk_string_literal(std::string("x\x01\ty\x7f", 5)), "\"x\\001\\011y\\177\"");
+  EXPECT_EQ(awk_string_literal(""), "\"\"");
+  const std::string hostile = std::string("q\"\\\x1b[31m\x7f", 9) + "\xc3\xa9 end";
+  auto r = run_command(
+      {"awk", "BEGIN { printf \"%s\", " + awk_string_literal(hostile) + " }", "/dev/null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, hostile);
 }
 
 }  // namespace

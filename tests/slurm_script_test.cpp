@@ -691,8 +691,8 @@ TEST(SlurmTemplate, ErrorsNameTheLineTheTagIsOn) {
 }
 
 // A lazy value costs nothing where the template does not use it (the retry program of a job
-// without retries), and is the same text as set() where it does: as a variable, as a
-// section's truth and inside a section.
+// without retries), is the same text as set() where it does (as a variable, as a section's
+// truth, inside a section), and is computed once per rendering however often it is used.
 TEST(SlurmTemplate, LazyValuesAreComputedOnlyWhereUsed) {
   int made = 0;
   TemplateData d;
@@ -714,6 +714,12 @@ TEST(SlurmTemplate, LazyValuesAreComputedOnlyWhereUsed) {
   EXPECT_EQ(tmpl("{{#program}}set{{/program}}{{^nothing}}, empty{{/nothing}}", d, diags),
             "set, empty");
   EXPECT_EQ(made, 3);
+  // Tested, printed and printed again in one rendering, inside a list section: made once.
+  d.add_text_item("xs", "a");
+  d.add_text_item("xs", "b");
+  EXPECT_EQ(tmpl("{{#xs}}{{#program}}{{program}}|{{/program}}{{/xs}}{{program}}", d, diags),
+            "awk 'x'|awk 'x'|awk 'x'");
+  EXPECT_EQ(made, 4);
   EXPECT_FALSE(diags.has_errors());
 }
 
